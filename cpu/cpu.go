@@ -1,0 +1,91 @@
+package cpu
+
+import (
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// New returns a zeroed rows×cols float32 matrix.
+func New(rows, cols int) blas32.General {
+	return blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: make([]float32, rows*cols)}
+}
+
+// Random returns a rows×cols matrix of values drawn uniformly from [-1, 1)
+// by rng: signed, so that sums cancel as they do in real data and a kernel
+// that drops or repeats a term cannot hide behind all-positive inputs.
+func Random(rows, cols int, rng *rand.Rand) blas32.General {
+	m := New(rows, cols)
+	for i := range m.Data {
+		m.Data[i] = float32(2*rng.Float64() - 1)
+	}
+	return m
+}
+
+// Naive computes C = A·B with the paper's Algorithm 3: the i-j-k triple loop
+// accumulating in float32, single-threaded. It is the CPU column of the
+// paper's Table 1 and is deliberately not optimized.
+func Naive(c, a, b blas32.General) {
+	checkShapes(c, a, b)
+	m, n, l := a.Rows, a.Cols, b.Cols
+	for i := 0; i < m; i++ {
+		for j := 0; j < l; j++ {
+			var sum float32
+			for k := 0; k < n; k++ {
+				sum = sum + a.Data[i*a.Stride+k]*b.Data[k*b.Stride+j]
+			}
+			c.Data[i*c.Stride+j] = sum
+		}
+	}
+}
+
+// Sgemm computes C = A·B in float32 with gonum's optimized, multi-threaded
+// Sgemm: the fast CPU baseline.
+func Sgemm(c, a, b blas32.General) {
+	checkShapes(c, a, b)
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c)
+}
+
+// Reference computes C = A·B in float64 from float32 inputs: the reference
+// against which float32 results are validated. If abs is true it computes
+// |A|·|B| instead, the magnitude that rounding-error bounds scale with.
+func Reference(a, b blas32.General, abs bool) blas64.General {
+	if a.Cols != b.Rows {
+		panic("cpu: inner dimensions of A and B differ")
+	}
+	a64, b64 := To64(a, abs), To64(b, abs)
+	c := blas64.General{Rows: a.Rows, Cols: b.Cols, Stride: b.Cols, Data: make([]float64, a.Rows*b.Cols)}
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a64, b64, 0, c)
+	return c
+}
+
+// To64 converts a float32 matrix to a compact float64 one, taking absolute
+// values if abs is true.
+func To64(m blas32.General, abs bool) blas64.General {
+	out := blas64.General{Rows: m.Rows, Cols: m.Cols, Stride: m.Cols, Data: make([]float64, m.Rows*m.Cols)}
+	for i := 0; i < m.Rows; i++ {
+		row := m.Data[i*m.Stride : i*m.Stride+m.Cols]
+		dst := out.Data[i*m.Cols : (i+1)*m.Cols]
+		for j, v := range row {
+			f := float64(v)
+			if abs && f < 0 {
+				f = -f
+			}
+			dst[j] = f
+		}
+	}
+	return out
+}
+
+func checkShapes(c, a, b blas32.General) {
+	switch {
+	case a.Cols != b.Rows:
+		panic("cpu: inner dimensions of A and B differ")
+	case c.Rows != a.Rows || c.Cols != b.Cols:
+		panic("cpu: C has the wrong shape")
+	case a.Stride < a.Cols || b.Stride < b.Cols || c.Stride < c.Cols:
+		panic("cpu: bad stride")
+	}
+}

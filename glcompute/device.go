@@ -1,0 +1,287 @@
+package glcompute
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/glmul/glmul/glcompute/internal/egl"
+	"github.com/glmul/glmul/glcompute/internal/glfwctx"
+	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/thread"
+)
+
+// Backend selects how Open creates its context.
+type Backend string
+
+const (
+	BackendAuto Backend = "auto" // GLFW where a display exists, else EGL
+	BackendGLFW Backend = "glfw" // hidden GLFW window
+	BackendEGL  Backend = "egl"  // headless EGL
+)
+
+// ParseBackend returns the backend named s.
+func ParseBackend(s string) (Backend, error) {
+	switch b := Backend(s); b {
+	case BackendAuto, BackendGLFW, BackendEGL:
+		return b, nil
+	}
+	return "", fmt.Errorf("unknown backend %q: use auto, glfw or egl", s)
+}
+
+// Required OpenGL version.
+const (
+	RequiredMajor = 4
+	RequiredMinor = 3
+)
+
+// Options configure Open. A nil *Options means the zero value of every field.
+type Options struct {
+	// Backend chooses the context. Zero value "": BackendAuto.
+	Backend Backend
+	// Device selects an EGL device by its 1-based index in EGL's
+	// enumeration (see EGLDevices). Zero value: automatic, a hardware GPU
+	// before Mesa's software device. Ignored by the GLFW backend.
+	Device int
+	// Verbose adds the line-numbered shader source to compile errors. Zero
+	// value: the file name and the driver's log only.
+	Verbose bool
+}
+
+// Info describes the device behind a context.
+type Info struct {
+	Backend     Backend `json:"backend"`
+	BackendNote string  `json:"backend_note,omitempty"` // e.g. the EGL device, or why auto fell back to EGL
+	Vendor      string  `json:"vendor"`
+	Renderer    string  `json:"renderer"`
+	Version     string  `json:"version"`
+	GLSLVersion string  `json:"glsl_version"`
+	Major       int     `json:"major"`
+	Minor       int     `json:"minor"`
+
+	MaxWorkGroupCount       [3]int `json:"max_work_group_count"`
+	MaxWorkGroupSize        [3]int `json:"max_work_group_size"`
+	MaxWorkGroupInvocations int    `json:"max_work_group_invocations"`
+	MaxSharedMemory         int    `json:"max_shared_memory_bytes"`
+	MaxSSBOBlockSize        int64  `json:"max_ssbo_block_bytes"`
+	// TimerBits is GL_QUERY_COUNTER_BITS of GL_TIME_ELAPSED; 0 means no
+	// timer queries.
+	TimerBits int `json:"timer_bits"`
+}
+
+// context is what the two backends provide.
+type context interface {
+	MakeCurrent() error
+	ReleaseCurrent()
+	Release()
+}
+
+// Device is an OpenGL context ready for matrix products.
+type Device struct {
+	opts   Options
+	thread *thread.OSThread
+	info   Info
+
+	mu       sync.Mutex
+	released bool
+	ctx      context
+	programs map[string]*program
+}
+
+// Open creates a context as opts say, checks that it offers OpenGL 4.3
+// compute shaders, and returns the Device. The caller must Release it.
+func Open(opts *Options) (*Device, error) {
+	d := &Device{thread: thread.New(), programs: map[string]*program{}}
+	if opts != nil {
+		d.opts = *opts
+	}
+	if d.opts.Backend == "" {
+		d.opts.Backend = BackendAuto
+	}
+	if _, err := ParseBackend(string(d.opts.Backend)); err != nil {
+		d.thread.Stop()
+		return nil, fmt.Errorf("glcompute: %v", err)
+	}
+	var err error
+	d.thread.Call(func() { err = d.open() })
+	if err != nil {
+		d.thread.Call(d.releaseContext)
+		d.thread.Stop()
+		return nil, err
+	}
+	return d, nil
+}
+
+// open runs on the device thread.
+func (d *Device) open() error {
+	backend := d.opts.Backend
+	var autoNote string
+	if backend == BackendAuto {
+		backend = BackendEGL
+		if glfwctx.HaveDisplay() {
+			if err := d.openGLFW(RequiredMajor, RequiredMinor); err == nil {
+				d.info.Backend = BackendGLFW
+				return d.initGL()
+			} else if errors.Is(err, ErrUnsupported) {
+				return err
+			} else {
+				autoNote = fmt.Sprintf("GLFW failed (%v), using EGL", err)
+			}
+		}
+	}
+	var err error
+	switch backend {
+	case BackendGLFW:
+		err = d.openGLFW(RequiredMajor, RequiredMinor)
+	case BackendEGL:
+		err = d.openEGL(RequiredMajor, RequiredMinor)
+	}
+	if err != nil {
+		return err
+	}
+	d.info.Backend = backend
+	if autoNote != "" {
+		d.info.BackendNote = strings.TrimSpace(d.info.BackendNote + "; " + autoNote)
+	}
+	return d.initGL()
+}
+
+func (d *Device) openGLFW(major, minor int) error {
+	c, err := glfwctx.NewContext(major, minor)
+	if err != nil {
+		if errors.Is(err, glfwctx.ErrNoDisplay) {
+			return fmt.Errorf("%w: %v", ErrNoContext, err)
+		}
+		// The display works but refused a 4.3 core context: find out what
+		// it offers, for an error that says so.
+		if major > 0 {
+			if probe, perr := glfwctx.NewContext(0, 0); perr == nil {
+				found := describeCurrent(glfwctx.GetProcAddress)
+				probe.Release()
+				return fmt.Errorf("%w: OpenGL %d.%d core with compute shaders is needed; the GLFW (GLX) driver offers %s", ErrUnsupported, major, minor, found)
+			}
+		}
+		return fmt.Errorf("%w: %v", ErrNoContext, err)
+	}
+	d.ctx = c
+	return d.loadGL(glfwctx.GetProcAddress)
+}
+
+func (d *Device) openEGL(major, minor int) error {
+	c, err := egl.NewContext(d.opts.Device, major, minor)
+	if err != nil {
+		if probe, perr := egl.NewContext(d.opts.Device, 0, 0); perr == nil {
+			found := "an unknown version"
+			if probe.MakeCurrent() == nil {
+				found = describeCurrent(egl.GetProcAddress)
+				probe.ReleaseCurrent()
+			}
+			probe.Release()
+			return fmt.Errorf("%w: OpenGL %d.%d core with compute shaders is needed; the EGL driver offers %s", ErrUnsupported, major, minor, found)
+		}
+		return fmt.Errorf("%w: %v", ErrNoContext, err)
+	}
+	d.ctx = c
+	if err := c.MakeCurrent(); err != nil {
+		return fmt.Errorf("%w: %v", ErrNoContext, err)
+	}
+	switch c.Platform {
+	case "device":
+		d.info.BackendNote = "EGL device " + c.Device.String()
+	default:
+		d.info.BackendNote = "EGL " + c.Platform + " platform"
+	}
+	return d.loadGL(egl.GetProcAddress)
+}
+
+func (d *Device) loadGL(getProc func(string) unsafe.Pointer) error {
+	if err := glw.Init(getProc); err != nil {
+		return fmt.Errorf("%w: loading OpenGL functions: %v", ErrUnsupported, err)
+	}
+	return nil
+}
+
+// describeCurrent names the version and renderer of a probe context made
+// current on this thread.
+func describeCurrent(getProc func(string) unsafe.Pointer) string {
+	if glw.Init(getProc) != nil {
+		return "an unknown version"
+	}
+	return fmt.Sprintf("OpenGL %q on %q (%s)", glw.Version(), glw.Renderer(), glw.Vendor())
+}
+
+// initGL reads the device strings and limits and checks the version.
+func (d *Device) initGL() error {
+	glw.ClearErrors()
+	i := &d.info
+	i.Vendor, i.Renderer, i.Version, i.GLSLVersion = glw.Vendor(), glw.Renderer(), glw.Version(), glw.GLSLVersion()
+	var ok bool
+	i.Major, i.Minor, ok = glw.ParseVersion(i.Version)
+	if !ok {
+		return fmt.Errorf("%w: cannot read the OpenGL version from %q", ErrUnsupported, i.Version)
+	}
+	if i.Major < RequiredMajor || i.Major == RequiredMajor && i.Minor < RequiredMinor {
+		return fmt.Errorf("%w: OpenGL %d.%d with compute shaders is needed; %q (%s) offers %d.%d (macOS stops at 4.1)",
+			ErrUnsupported, RequiredMajor, RequiredMinor, i.Renderer, i.Vendor, i.Major, i.Minor)
+	}
+	l := glw.QueryLimits()
+	i.MaxWorkGroupCount, i.MaxWorkGroupSize = l.MaxWorkGroupCount, l.MaxWorkGroupSize
+	i.MaxWorkGroupInvocations, i.MaxSharedMemory = l.MaxWorkGroupInvocations, l.MaxSharedMemory
+	i.MaxSSBOBlockSize, i.TimerBits = l.MaxSSBOBlockSize, l.TimerBits
+	if err := glw.CheckError("reading device limits"); err != nil {
+		return fmt.Errorf("%w: %v", ErrDriver, err)
+	}
+	return nil
+}
+
+// Info returns the device's strings and limits. Safe from any goroutine.
+func (d *Device) Info() Info { return d.info }
+
+// Release destroys the context and stops the device's thread. It is
+// idempotent and safe from any goroutine; using the Device afterwards panics.
+func (d *Device) Release() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.released {
+		return
+	}
+	d.released = true
+	d.thread.Call(d.releaseContext)
+	d.thread.Stop()
+}
+
+// releaseContext runs on the device thread.
+func (d *Device) releaseContext() {
+	if d.ctx == nil {
+		return
+	}
+	for name, p := range d.programs {
+		p.release()
+		delete(d.programs, name)
+	}
+	d.ctx.ReleaseCurrent()
+	d.ctx.Release()
+	d.ctx = nil
+}
+
+// call runs f on the device thread; it panics if the Device was released.
+func (d *Device) call(f func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.released {
+		panic("glcompute: use of a released Device")
+	}
+	d.thread.Call(f)
+}
+
+// EGLDevices lists the EGL devices that Options.Device can select, as
+// "index: description" lines, or nil where EGL cannot enumerate devices.
+func EGLDevices() []string {
+	var out []string
+	for _, dev := range egl.Devices() {
+		out = append(out, dev.String())
+	}
+	return out
+}

@@ -1,0 +1,355 @@
+// Package glw wraps the few OpenGL calls glmul makes behind typed handles.
+// Every function acts on the context current on the calling thread: call
+// them only from the thread that owns the context.
+package glw
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/go-gl/gl/v4.3-core/gl"
+)
+
+type (
+	// Buffer is a buffer object name.
+	Buffer uint32
+	// Program is a linked program object name.
+	Program uint32
+	// Query is a query object name.
+	Query uint32
+	// Fence is a sync object (glFenceSync).
+	Fence uintptr
+)
+
+// ErrOutOfMemory is GL_OUT_OF_MEMORY.
+var ErrOutOfMemory = errors.New("GL_OUT_OF_MEMORY")
+
+// Init loads the GL functions through getProc. go-gl/gl keeps them in
+// package variables, so the last Init wins; glvnd returns the same
+// dispatching entry points through GLX and EGL, so contexts of both kinds
+// work with either.
+func Init(getProc func(string) unsafe.Pointer) error {
+	return gl.InitWithProcAddrFunc(getProc)
+}
+
+// String returns glGetString(name).
+func String(name uint32) string {
+	p := gl.GetString(name)
+	if p == nil {
+		return ""
+	}
+	return gl.GoStr(p)
+}
+
+// Strings of the current context.
+func Vendor() string      { return String(gl.VENDOR) }
+func Renderer() string    { return String(gl.RENDERER) }
+func Version() string     { return String(gl.VERSION) }
+func GLSLVersion() string { return String(gl.SHADING_LANGUAGE_VERSION) }
+
+// ParseVersion reads "major.minor" from the start of a GL_VERSION string
+// ("4.5 (Core Profile) Mesa 22.3.6", "4.3.0 NVIDIA 580.159.04"), skipping an
+// "OpenGL ES " prefix.
+func ParseVersion(s string) (major, minor int, ok bool) {
+	s = strings.TrimPrefix(s, "OpenGL ES ")
+	f := strings.FieldsFunc(s, func(r rune) bool { return r == '.' || r == ' ' })
+	if len(f) < 2 {
+		return 0, 0, false
+	}
+	maj, err1 := strconv.Atoi(f[0])
+	min, err2 := strconv.Atoi(f[1])
+	return maj, min, err1 == nil && err2 == nil
+}
+
+// Integer returns glGetIntegerv(name).
+func Integer(name uint32) int {
+	var v int32
+	gl.GetIntegerv(name, &v)
+	return int(v)
+}
+
+// IntegerAt returns glGetIntegeri_v(name, i).
+func IntegerAt(name uint32, i uint32) int {
+	var v int32
+	gl.GetIntegeri_v(name, i, &v)
+	return int(v)
+}
+
+// Integer64 returns glGetInteger64v(name).
+func Integer64(name uint32) int64 {
+	var v int64
+	gl.GetInteger64v(name, &v)
+	return v
+}
+
+// Limits of compute on the current context.
+type Limits struct {
+	MaxWorkGroupCount       [3]int
+	MaxWorkGroupSize        [3]int
+	MaxWorkGroupInvocations int
+	MaxSharedMemory         int
+	MaxSSBOBlockSize        int64
+	MaxSSBOBindings         int
+	TimerBits               int
+}
+
+// QueryLimits reads the compute limits.
+func QueryLimits() Limits {
+	var l Limits
+	for i := uint32(0); i < 3; i++ {
+		l.MaxWorkGroupCount[i] = IntegerAt(gl.MAX_COMPUTE_WORK_GROUP_COUNT, i)
+		l.MaxWorkGroupSize[i] = IntegerAt(gl.MAX_COMPUTE_WORK_GROUP_SIZE, i)
+	}
+	l.MaxWorkGroupInvocations = Integer(gl.MAX_COMPUTE_WORK_GROUP_INVOCATIONS)
+	l.MaxSharedMemory = Integer(gl.MAX_COMPUTE_SHARED_MEMORY_SIZE)
+	l.MaxSSBOBlockSize = Integer64(gl.MAX_SHADER_STORAGE_BLOCK_SIZE)
+	l.MaxSSBOBindings = Integer(gl.MAX_SHADER_STORAGE_BUFFER_BINDINGS)
+	var bits int32
+	gl.GetQueryiv(gl.TIME_ELAPSED, gl.QUERY_COUNTER_BITS, &bits)
+	l.TimerBits = int(bits)
+	return l
+}
+
+// ClearErrors drains glGetError.
+func ClearErrors() {
+	for i := 0; i < 16 && gl.GetError() != gl.NO_ERROR; i++ {
+	}
+}
+
+// CheckError returns the pending GL errors as one error, or nil. An
+// out-of-memory error matches ErrOutOfMemory.
+func CheckError(what string) error {
+	var names []string
+	oom := false
+	for i := 0; i < 16; i++ {
+		e := gl.GetError()
+		if e == gl.NO_ERROR {
+			break
+		}
+		if e == gl.OUT_OF_MEMORY {
+			oom = true
+		}
+		names = append(names, errorName(e))
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	err := fmt.Errorf("%s: %s", what, strings.Join(names, ", "))
+	if oom {
+		err = fmt.Errorf("%s: %w", what, ErrOutOfMemory)
+	}
+	return err
+}
+
+func errorName(e uint32) string {
+	switch e {
+	case gl.INVALID_ENUM:
+		return "GL_INVALID_ENUM"
+	case gl.INVALID_VALUE:
+		return "GL_INVALID_VALUE"
+	case gl.INVALID_OPERATION:
+		return "GL_INVALID_OPERATION"
+	case gl.INVALID_FRAMEBUFFER_OPERATION:
+		return "GL_INVALID_FRAMEBUFFER_OPERATION"
+	case gl.OUT_OF_MEMORY:
+		return "GL_OUT_OF_MEMORY"
+	}
+	return fmt.Sprintf("GL error 0x%x", e)
+}
+
+// NewStorageBuffer creates a shader storage buffer of size bytes holding
+// data (which may be nil: contents undefined). usage is a GL usage hint:
+// gl.STATIC_DRAW for inputs, gl.STATIC_READ for outputs.
+func NewStorageBuffer(size int, data unsafe.Pointer, usage uint32) Buffer {
+	var b uint32
+	gl.GenBuffers(1, &b)
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, b)
+	gl.BufferData(gl.SHADER_STORAGE_BUFFER, size, data, usage)
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
+	return Buffer(b)
+}
+
+// Usage hints.
+const (
+	StaticDraw = gl.STATIC_DRAW
+	StaticRead = gl.STATIC_READ
+)
+
+// FillFloat32 sets every float of b to v (glClearBufferData).
+func (b Buffer) FillFloat32(v float32) {
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, uint32(b))
+	gl.ClearBufferData(gl.SHADER_STORAGE_BUFFER, gl.R32F, gl.RED, gl.FLOAT, unsafe.Pointer(&v))
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
+}
+
+// Read copies size bytes from offset into dst (glGetBufferSubData).
+func (b Buffer) Read(offset, size int, dst unsafe.Pointer) {
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, uint32(b))
+	gl.GetBufferSubData(gl.SHADER_STORAGE_BUFFER, offset, size, dst)
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
+}
+
+// BindStorage binds b to shader storage binding point index.
+func (b Buffer) BindStorage(index uint32) {
+	gl.BindBufferBase(gl.SHADER_STORAGE_BUFFER, index, uint32(b))
+}
+
+// Release deletes the buffer; the zero Buffer is ignored.
+func (b *Buffer) Release() {
+	if *b != 0 {
+		n := uint32(*b)
+		gl.DeleteBuffers(1, &n)
+		*b = 0
+	}
+}
+
+// CompileError is a compute shader that failed to compile or link.
+type CompileError struct {
+	File   string // the shader's file name
+	Log    string // the driver's trimmed info log
+	Source string // the source, for verbose reports
+}
+
+func (e *CompileError) Error() string {
+	return fmt.Sprintf("compiling %s: %s", e.File, e.Log)
+}
+
+// NumberedSource returns the source with line numbers, as drivers count them.
+func (e *CompileError) NumberedSource() string {
+	var sb strings.Builder
+	for i, line := range strings.Split(e.Source, "\n") {
+		fmt.Fprintf(&sb, "%4d  %s\n", i+1, line)
+	}
+	return sb.String()
+}
+
+// NewComputeProgram compiles and links a compute shader.
+func NewComputeProgram(file, source string) (Program, error) {
+	sh := gl.CreateShader(gl.COMPUTE_SHADER)
+	if sh == 0 {
+		return 0, fmt.Errorf("glCreateShader(GL_COMPUTE_SHADER) failed: %v", CheckError("create shader"))
+	}
+	defer gl.DeleteShader(sh)
+	csrc, free := gl.Strs(source + "\x00")
+	gl.ShaderSource(sh, 1, csrc, nil)
+	free()
+	gl.CompileShader(sh)
+	var status int32
+	gl.GetShaderiv(sh, gl.COMPILE_STATUS, &status)
+	if status == gl.FALSE {
+		return 0, &CompileError{File: file, Log: shaderLog(sh), Source: source}
+	}
+	p := gl.CreateProgram()
+	gl.AttachShader(p, sh)
+	gl.LinkProgram(p)
+	gl.DetachShader(p, sh)
+	gl.GetProgramiv(p, gl.LINK_STATUS, &status)
+	if status == gl.FALSE {
+		log := programLog(p)
+		gl.DeleteProgram(p)
+		return 0, &CompileError{File: file, Log: "link: " + log, Source: source}
+	}
+	return Program(p), nil
+}
+
+func shaderLog(sh uint32) string {
+	var n int32
+	gl.GetShaderiv(sh, gl.INFO_LOG_LENGTH, &n)
+	if n <= 1 {
+		return "(no info log)"
+	}
+	buf := make([]byte, n)
+	gl.GetShaderInfoLog(sh, n, nil, &buf[0])
+	return strings.TrimSpace(strings.TrimRight(string(buf), "\x00"))
+}
+
+func programLog(p uint32) string {
+	var n int32
+	gl.GetProgramiv(p, gl.INFO_LOG_LENGTH, &n)
+	if n <= 1 {
+		return "(no info log)"
+	}
+	buf := make([]byte, n)
+	gl.GetProgramInfoLog(p, n, nil, &buf[0])
+	return strings.TrimSpace(strings.TrimRight(string(buf), "\x00"))
+}
+
+// Use makes p the current program.
+func (p Program) Use() { gl.UseProgram(uint32(p)) }
+
+// Uniform returns the location of a uniform, −1 if the program has none.
+func (p Program) Uniform(name string) int32 {
+	return gl.GetUniformLocation(uint32(p), gl.Str(name+"\x00"))
+}
+
+// SetUint sets a uint uniform of the current program; location −1 is ignored.
+func SetUint(location int32, v uint32) { gl.Uniform1ui(location, v) }
+
+// Release deletes the program; the zero Program is ignored.
+func (p *Program) Release() {
+	if *p != 0 {
+		gl.DeleteProgram(uint32(*p))
+		*p = 0
+	}
+}
+
+// Dispatch launches x×y work groups of the current program.
+func Dispatch(x, y int) { gl.DispatchCompute(uint32(x), uint32(y), 1) }
+
+// BarrierBufferRead makes shader writes visible to glGetBufferSubData.
+func BarrierBufferRead() { gl.MemoryBarrier(gl.BUFFER_UPDATE_BARRIER_BIT) }
+
+// Finish waits for all commands to complete (glFinish).
+func Finish() { gl.Finish() }
+
+// Flush sends queued commands to the GPU (glFlush).
+func Flush() { gl.Flush() }
+
+// NewQuery creates a query object.
+func NewQuery() Query {
+	var q uint32
+	gl.GenQueries(1, &q)
+	return Query(q)
+}
+
+// BeginTimeElapsed starts a GL_TIME_ELAPSED query.
+func (q Query) BeginTimeElapsed() { gl.BeginQuery(gl.TIME_ELAPSED, uint32(q)) }
+
+// EndTimeElapsed ends the running GL_TIME_ELAPSED query.
+func EndTimeElapsed() { gl.EndQuery(gl.TIME_ELAPSED) }
+
+// Nanoseconds waits for the query's result and returns it.
+func (q Query) Nanoseconds() uint64 {
+	var ns uint64
+	gl.GetQueryObjectui64v(uint32(q), gl.QUERY_RESULT, &ns)
+	return ns
+}
+
+// Release deletes the query; the zero Query is ignored.
+func (q *Query) Release() {
+	if *q != 0 {
+		n := uint32(*q)
+		gl.DeleteQueries(1, &n)
+		*q = 0
+	}
+}
+
+// NewFence inserts a fence after the commands issued so far.
+func NewFence() Fence { return Fence(gl.FenceSync(gl.SYNC_GPU_COMMANDS_COMPLETE, 0)) }
+
+// Signaled reports whether the fence has passed, waiting up to timeoutNs.
+func (f Fence) Signaled(timeoutNs uint64) bool {
+	r := gl.ClientWaitSync(uintptr(f), gl.SYNC_FLUSH_COMMANDS_BIT, timeoutNs)
+	return r == gl.ALREADY_SIGNALED || r == gl.CONDITION_SATISFIED || r == gl.WAIT_FAILED
+}
+
+// Release deletes the fence; the zero Fence is ignored.
+func (f *Fence) Release() {
+	if *f != 0 {
+		gl.DeleteSync(uintptr(*f))
+		*f = 0
+	}
+}

@@ -1,0 +1,221 @@
+package glcompute
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/internal/conformance"
+	"github.com/glmul/glmul/shaders"
+	"github.com/glmul/glmul/validate"
+)
+
+func TestOpenReportsDevice(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(string(backend), func(t *testing.T) {
+			d := openDevice(t, backend)
+			i := d.Info()
+			t.Logf("%s: %s | %s | %s | GLSL %s | %s", i.Backend, i.Vendor, i.Renderer, i.Version, i.GLSLVersion, i.BackendNote)
+			if i.Backend != backend {
+				t.Errorf("backend %s, want %s", i.Backend, backend)
+			}
+			if i.Major < 4 || i.Major == 4 && i.Minor < 3 {
+				t.Errorf("version %d.%d below 4.3", i.Major, i.Minor)
+			}
+			if i.Renderer == "" || i.Vendor == "" || i.GLSLVersion == "" {
+				t.Errorf("empty device strings: %+v", i)
+			}
+			// GL 4.3 guarantees these minimums.
+			if i.MaxWorkGroupCount[0] < 65535 || i.MaxWorkGroupInvocations < 1024 ||
+				i.MaxSharedMemory < 32768 || i.MaxSSBOBlockSize < 1<<24 {
+				t.Errorf("limits below the GL 4.3 minimums: %+v", i)
+			}
+		})
+	}
+}
+
+// TestConformance runs the shared harness on every kernel, on both
+// backends, with the paper's cap and with caps of 1 and 3 work groups per
+// dispatch (many dispatches, chunk edges inside the matrix).
+func TestConformance(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(string(backend), func(t *testing.T) {
+			d := openDevice(t, backend)
+			for _, kernel := range shaders.Names() {
+				for _, maxGroups := range []int{0, 1, 3} {
+					t.Run(fmt.Sprintf("kernel=%s/max-groups=%d", kernel, maxGroups), func(t *testing.T) {
+						conformance.Run(t, nil, func(c, a, b blas32.General) error {
+							_, err := d.Mul(c, a, b, &MulOptions{Kernel: kernel, MaxGroups: maxGroups})
+							return err
+						})
+					})
+				}
+			}
+		})
+	}
+}
+
+func TestTimingsAndDispatchCount(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(1, 1))
+	a, b := cpu.Random(100, 50, rng), cpu.Random(50, 70, rng)
+	c := cpu.New(100, 70)
+	tm, err := d.Mul(c, a, b, &MulOptions{MaxGroups: 1, Reps: 3, Warmup: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 100 rows, 70 columns in 32×32 tiles: 4×3 groups, one per dispatch.
+	if tm.Dispatches != 12 || tm.Groups != [2]int{3, 4} {
+		t.Errorf("dispatches %d, groups %v; want 12 and [3 4]", tm.Dispatches, tm.Groups)
+	}
+	if len(tm.Compute) != 3 || (tm.GPU != nil && len(tm.GPU) != 3) {
+		t.Errorf("%d compute and %d GPU times for 3 reps", len(tm.Compute), len(tm.GPU))
+	}
+	for _, x := range tm.Compute {
+		if x <= 0 {
+			t.Errorf("compute time %v", x)
+		}
+	}
+	if tm.UploadBytes != 4*(100*50+50*70) || tm.ReadbackBytes != 4*100*70 {
+		t.Errorf("bytes up %d, back %d", tm.UploadBytes, tm.ReadbackBytes)
+	}
+	t.Logf("upload %v, compute %v, gpu %v, readback %v", tm.Upload, tm.Compute, tm.GPU, tm.Readback)
+}
+
+func TestProgressCountsEveryDispatch(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(2, 2))
+	a, b := cpu.Random(70, 20, rng), cpu.Random(20, 70, rng)
+	c := cpu.New(70, 70)
+	var calls []int
+	total := 0
+	_, err := d.Mul(c, a, b, &MulOptions{MaxGroups: 1, Reps: 2, Warmup: 1, Progress: func(done, tot int) {
+		calls = append(calls, done)
+		total = tot
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3×3 groups, one per dispatch, over 3 runs.
+	if total != 27 || len(calls) != 27 || calls[26] != 27 {
+		t.Fatalf("progress calls %v with total %d; want 1..27 of 27", calls, total)
+	}
+	for i, v := range calls {
+		if v != i+1 {
+			t.Fatalf("progress calls %v not counting up", calls)
+		}
+	}
+}
+
+func TestTooLarge(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	limit := d.Info().MaxSSBOBlockSize
+	n := int(math.Sqrt(float64(limit/4))) + 1 // one row past the limit
+	err := d.CheckShape(n, n, n)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("CheckShape(%d³) = %v, want ErrTooLarge", n, err)
+	}
+	if !strings.Contains(err.Error(), "GL_MAX_SHADER_STORAGE_BLOCK_SIZE") || !strings.Contains(err.Error(), fmt.Sprintf("n = %d", n-1)) {
+		t.Errorf("error %q should name the limit and the largest n (%d)", err, n-1)
+	}
+	if err := d.CheckShape(n-1, n-1, n-1); err != nil {
+		t.Errorf("CheckShape(%d³) = %v, want nil", n-1, err)
+	}
+	// A skinny product whose A alone is over the limit.
+	if err := d.CheckShape(2, int(limit/4), 2); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "A is 2×") {
+		t.Errorf("skinny A: %v", err)
+	}
+}
+
+func TestMaxGroupsAboveDriverLimit(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	a := cpu.Random(2, 2, rand.New(rand.NewPCG(3, 3)))
+	c := cpu.New(2, 2)
+	_, err := d.Mul(c, a, a, &MulOptions{MaxGroups: d.Info().MaxWorkGroupCount[0] + 1})
+	if !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("err = %v, want ErrUnsupported", err)
+	}
+}
+
+func TestConcurrentCallers(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 9))
+			a, b := cpu.Random(40+g, 33, rng), cpu.Random(33, 35, rng)
+			c := cpu.New(40+g, 35)
+			if _, err := d.Mul(c, a, b, nil); err != nil {
+				errs <- err
+				return
+			}
+			errs <- validate.CheckFull(a, b, c).Err()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestReleaseIsIdempotentAndUseAfterPanics(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	d.Release()
+	d.Release()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Mul on a released Device did not panic")
+		}
+	}()
+	a := cpu.New(1, 1)
+	d.Mul(a, a, a, nil)
+}
+
+func TestShapeMismatchPanics(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic")
+		}
+	}()
+	d.Mul(cpu.New(2, 2), cpu.New(2, 3), cpu.New(2, 2), nil)
+}
+
+// TestUnsupportedVersion runs Open in a child process where Mesa is told to
+// offer OpenGL 4.1 only (MESA_GL_VERSION_OVERRIDE), as on macOS; Open must
+// fail with ErrUnsupported naming the version found.
+func TestUnsupportedVersion(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "open" {
+		_, err := Open(&Options{Backend: BackendEGL})
+		fmt.Printf("unsupported=%v\nerror=%v\n", errors.Is(err, ErrUnsupported), err)
+		return
+	}
+	d := openDevice(t, BackendEGL) // a context must exist for the test to mean anything
+	if !strings.Contains(d.Info().Version, "Mesa") {
+		t.Skipf("needs Mesa (MESA_GL_VERSION_OVERRIDE); driver is %q", d.Info().Version)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestUnsupportedVersion$")
+	cmd.Env = append(os.Environ(), "GLMUL_TEST_CHILD=open", "MESA_GL_VERSION_OVERRIDE=4.1", "DISPLAY=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "unsupported=true") || !strings.Contains(string(out), "4.1") || !strings.Contains(string(out), "4.3") {
+		t.Fatalf("child output does not show ErrUnsupported naming 4.1 and 4.3:\n%s", out)
+	}
+}

@@ -1,0 +1,61 @@
+// Package dispatch plans how a matrix product's result grid is split into
+// compute dispatches: the paper's Algorithm 1 loop over submatrices (x0, y0),
+// each at most MaxGroups×MaxGroups work groups so that no single dispatch runs
+// long enough to trip a driver watchdog (Windows' TDR).
+//
+// It is pure Go and never touches GL.
+package dispatch
+
+import "fmt"
+
+// DefaultMaxGroups is the paper's cap: 64×64 work groups per dispatch.
+const DefaultMaxGroups = 64
+
+// Chunk is one dispatch: GroupsX×GroupsY work groups covering the result
+// columns starting at X0 and rows starting at Y0.
+type Chunk struct {
+	X0, Y0           int // first column and row of C, in elements
+	GroupsX, GroupsY int // work groups along columns (x) and rows (y)
+}
+
+// Plan is the list of dispatches for one product, row-major over chunks.
+type Plan struct {
+	Chunks []Chunk
+	// GroupsX and GroupsY are the work groups needed along each axis in all.
+	GroupsX, GroupsY int
+}
+
+// New plans an m×n result (m rows, n columns) computed by work groups that
+// each cover tileM rows and tileN columns, with at most maxGroups groups per
+// axis per dispatch. maxGroups ≤ 0 means DefaultMaxGroups.
+//
+// Edge chunks dispatch only the groups they need (the paper dispatched a
+// full 64×64 every time and let the bounds checks idle the rest).
+func New(m, n, tileM, tileN, maxGroups int) (Plan, error) {
+	if m <= 0 || n <= 0 {
+		return Plan{}, fmt.Errorf("dispatch: empty result %d×%d", m, n)
+	}
+	if tileM <= 0 || tileN <= 0 {
+		return Plan{}, fmt.Errorf("dispatch: bad tile %d×%d", tileM, tileN)
+	}
+	if maxGroups <= 0 {
+		maxGroups = DefaultMaxGroups
+	}
+	p := Plan{
+		GroupsX: ceilDiv(n, tileN),
+		GroupsY: ceilDiv(m, tileM),
+	}
+	for gy := 0; gy < p.GroupsY; gy += maxGroups {
+		for gx := 0; gx < p.GroupsX; gx += maxGroups {
+			p.Chunks = append(p.Chunks, Chunk{
+				X0:      gx * tileN,
+				Y0:      gy * tileM,
+				GroupsX: min(maxGroups, p.GroupsX-gx),
+				GroupsY: min(maxGroups, p.GroupsY-gy),
+			})
+		}
+	}
+	return p, nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -1,0 +1,20 @@
+// Package shaders holds glmul's GLSL compute shaders, embedded into the binary.
+//
+// # Kernels
+//
+// tiled32.comp is the paper's kernel (seed 001, Algorithm 2): 32×32 work
+// groups, each loading 32×32 tiles of A and B into shared memory (As, Bs)
+// and accumulating one element of C per invocation. It is the baseline of
+// the paper's Table 1 and is kept close to the published listing.
+//
+// # Interface every kernel follows
+//
+// Row-major float32 matrices in std430 shader storage buffers: A (m×n) at
+// binding 0, B (n×l) at binding 1, the result R (m×l) at binding 2. Uniforms
+// m, n, l give the shape (the paper's names: n is the shared dimension) and
+// x0, y0 the first column and row of R that the current dispatch covers, so
+// that a large product can be dispatched in chunks. Every kernel checks
+// bounds, so any shape works.
+//
+// This package has no GL dependency: it only carries text.
+package shaders

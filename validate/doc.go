@@ -1,0 +1,30 @@
+// Package validate checks a float32 matrix product against float64
+// arithmetic, with tolerances derived from the shared dimension K and the
+// float32 unit roundoff u = 2⁻²⁴, never from a constant tuned until green.
+//
+// # Modes
+//
+// Full recomputes C in float64 and checks every element against the classic
+// worst-case bound for a K-term float32 dot product (Higham, Accuracy and
+// Stability of Numerical Algorithms, §3.1):
+//
+//	|ĉᵢⱼ − cᵢⱼ| ≤ γ_K (|A||B|)ᵢⱼ,   γ_K = Ku / (1 − Ku)
+//
+// It costs two float64 products (C and |A||B|), O(MNK).
+//
+// Freivalds checks C·x against A·(B·x) in float64 for a few random vectors
+// x, O(MN + MK + KN) each. A worst-case bound on (ĈX − ABX)ᵢ is too loose
+// to catch anything at large sizes, so this mode uses the probabilistic
+// bound of Higham and Mary (SIAM J. Sci. Comput. 41(5), 2019): rounding
+// errors of a K-term dot product stay below λ√K·u·Σ|aᵢₖ||bₖⱼ| with
+// probability rising rapidly with λ; summed over j against a random x they
+// grow like a random walk (a second factor λ), and Cauchy–Schwarz bounds
+// (|A||B|)ᵢⱼ by ‖Aᵢ‖‖Bⱼ‖, which keeps the check O(n²):
+//
+//	|(Ĉx)ᵢ − (A(Bx))ᵢ| ≤ λ²√K·u · ‖Aᵢ,:‖₂ · (Σⱼ ‖B:,ⱼ‖₂² xⱼ²)^½,   λ = 6
+//
+// It catches a wrong element whose error exceeds that bound divided by |xⱼ|,
+// wrong rows, wrong columns and wrong blocks; Full is the mode that certifies.
+//
+// This package never imports GL.
+package validate

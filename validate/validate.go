@@ -1,0 +1,249 @@
+package validate
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/cpu"
+)
+
+// Mode selects how a product is checked.
+type Mode string
+
+const (
+	Auto      Mode = "auto"      // Full up to AutoFullLimit multiply-adds, Freivalds above
+	Full      Mode = "full"      // every element against a float64 product
+	Freivalds Mode = "freivalds" // random projections in float64
+	None      Mode = "none"      // no check
+)
+
+// ParseMode returns the mode named s.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case Auto, Full, Freivalds, None:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown validation mode %q: use auto, full, freivalds or none", s)
+}
+
+// AutoFullLimit is the largest product (M·N·K multiply-adds) that Auto
+// checks in full: 1024³ takes about a second on two cores.
+const AutoFullLimit = 1 << 30
+
+// FreivaldsVectors is how many random vectors Auto and Freivalds use.
+const FreivaldsVectors = 4
+
+// Lambda is the confidence factor of the Freivalds bound (see the package doc).
+const Lambda = 6
+
+// u32 and u64 are the unit roundoffs of float32 and float64.
+var (
+	u32 = math.Ldexp(1, -24)
+	u64 = math.Ldexp(1, -53)
+)
+
+// gamma returns γ_k = ku/(1−ku), or +Inf where ku ≥ 1 and no bound exists.
+func gamma(k int, u float64) float64 {
+	ku := float64(k) * u
+	if ku >= 1 {
+		return math.Inf(1)
+	}
+	return ku / (1 - ku)
+}
+
+// Result describes one check.
+type Result struct {
+	Mode Mode `json:"mode"`
+	OK   bool `json:"ok"`
+	// Vectors is the number of random vectors (Freivalds only).
+	Vectors int `json:"vectors,omitempty"`
+	// WorstRatio is the largest error divided by its bound: OK means ≤ 1.
+	// NaN or Inf in the result makes it +Inf.
+	WorstRatio float64 `json:"worst_ratio"`
+	// Row and Col locate the worst element (Full) or the worst row of C·x
+	// (Freivalds, Col = −1).
+	Row int `json:"row"`
+	Col int `json:"col"`
+	// Got, Want and Bound are the worst element's value, reference value and
+	// tolerance (for Freivalds: of (C·x)ᵢ).
+	Got   float64 `json:"got"`
+	Want  float64 `json:"want"`
+	Bound float64 `json:"bound"`
+	// RelFrobenius is ‖Ĉ − C‖_F / ‖C‖_F against the float64 product (Full only).
+	RelFrobenius float64 `json:"rel_frobenius,omitempty"`
+}
+
+// Err returns nil if the check passed, else an error naming the worst element.
+func (r Result) Err() error {
+	if r.OK || r.Mode == None {
+		return nil
+	}
+	where := fmt.Sprintf("C[%d][%d]", r.Row, r.Col)
+	if r.Col < 0 {
+		where = fmt.Sprintf("row %d of C·x", r.Row)
+	}
+	return fmt.Errorf("validation (%s) failed: %s = %.9g, float64 reference %.9g, error %.3g exceeds the tolerance %.3g (%.3g×)",
+		r.Mode, where, r.Got, r.Want, math.Abs(r.Got-r.Want), r.Bound, r.WorstRatio)
+}
+
+// String summarises the result on one line.
+func (r Result) String() string {
+	if r.Mode == None {
+		return "none (not validated)"
+	}
+	status := "ok"
+	if !r.OK {
+		status = "FAILED"
+	}
+	s := fmt.Sprintf("%s: %s, worst error %.3g of its tolerance", r.Mode, status, r.WorstRatio)
+	if r.Mode == Freivalds {
+		s = fmt.Sprintf("%s (%d vectors): %s, worst error %.3g of its tolerance", r.Mode, r.Vectors, status, r.WorstRatio)
+	}
+	if r.Mode == Full {
+		s += fmt.Sprintf(", relative Frobenius error %.2g", r.RelFrobenius)
+	}
+	return s
+}
+
+// Check validates C = A·B with the given mode; rng draws Freivalds vectors.
+func Check(mode Mode, a, b, c blas32.General, rng *rand.Rand) Result {
+	switch mode {
+	case None:
+		return Result{Mode: None, OK: true}
+	case Full:
+		return CheckFull(a, b, c)
+	case Freivalds:
+		return CheckFreivalds(a, b, c, FreivaldsVectors, rng)
+	}
+	if Choose(a.Rows, a.Cols, b.Cols) == Full {
+		return CheckFull(a, b, c)
+	}
+	return CheckFreivalds(a, b, c, FreivaldsVectors, rng)
+}
+
+// Choose returns the mode Auto uses for an m×k by k×n product.
+func Choose(m, k, n int) Mode {
+	if float64(m)*float64(k)*float64(n) <= AutoFullLimit {
+		return Full
+	}
+	return Freivalds
+}
+
+// CheckFull compares every element of C with a float64 product.
+func CheckFull(a, b, c blas32.General) Result {
+	checkShapes(a, b, c)
+	ref := cpu.Reference(a, b, false)
+	mag := cpu.Reference(a, b, true)
+	// The float64 reference has its own (tiny) error, γ_K in float64.
+	g := gamma(a.Cols, u32) + gamma(a.Cols, u64)
+	r := Result{Mode: Full, OK: true, Row: -1, Col: -1}
+	var diff2, ref2 float64
+	for i := 0; i < c.Rows; i++ {
+		for j := 0; j < c.Cols; j++ {
+			got := float64(c.Data[i*c.Stride+j])
+			want := ref.Data[i*ref.Stride+j]
+			bound := g * mag.Data[i*mag.Stride+j]
+			d := math.Abs(got - want)
+			diff2 += d * d
+			ref2 += want * want
+			ratio := ratio(d, bound)
+			if ratio > r.WorstRatio || r.Row < 0 {
+				r.WorstRatio, r.Row, r.Col, r.Got, r.Want, r.Bound = ratio, i, j, got, want, bound
+			}
+		}
+	}
+	r.OK = r.WorstRatio <= 1
+	if ref2 > 0 {
+		r.RelFrobenius = math.Sqrt(diff2 / ref2)
+	} else {
+		r.RelFrobenius = math.Sqrt(diff2)
+	}
+	return r
+}
+
+// ratio is d/bound, with 0/0 = 0 (an exact zero) and NaN mapped to +Inf so
+// that NaN results fail.
+func ratio(d, bound float64) float64 {
+	if math.IsNaN(d) || math.IsInf(d, 0) {
+		return math.Inf(1)
+	}
+	if d == 0 {
+		return 0
+	}
+	return d / bound
+}
+
+// CheckFreivalds compares C·x with A·(B·x) in float64 for vectors random
+// vectors drawn from rng, uniform on [-1, 1).
+func CheckFreivalds(a, b, c blas32.General, vectors int, rng *rand.Rand) Result {
+	checkShapes(a, b, c)
+	m, k, n := a.Rows, a.Cols, b.Cols
+	// Row norms of A and column norms² of B, once.
+	aNorm := make([]float64, m)
+	for i := 0; i < m; i++ {
+		var s float64
+		for _, v := range a.Data[i*a.Stride : i*a.Stride+k] {
+			s += float64(v) * float64(v)
+		}
+		aNorm[i] = math.Sqrt(s)
+	}
+	bNorm2 := make([]float64, n)
+	for p := 0; p < k; p++ {
+		for j, v := range b.Data[p*b.Stride : p*b.Stride+n] {
+			bNorm2[j] += float64(v) * float64(v)
+		}
+	}
+	scale := Lambda * Lambda * math.Sqrt(float64(k)) * u32
+	// Slack for the float64 evaluation of the check itself.
+	slack := gamma(k+n, u64)
+
+	r := Result{Mode: Freivalds, OK: true, Vectors: vectors, Row: -1, Col: -1}
+	x := make([]float64, n)
+	y := make([]float64, k)
+	for v := 0; v < vectors; v++ {
+		var bx float64
+		for j := range x {
+			x[j] = 2*rng.Float64() - 1
+			bx += bNorm2[j] * x[j] * x[j]
+		}
+		bx = math.Sqrt(bx)
+		// y = B·x, plus |B|·|x| for the float64 slack term.
+		yAbs := make([]float64, k)
+		for p := 0; p < k; p++ {
+			var s, sa float64
+			for j, bv := range b.Data[p*b.Stride : p*b.Stride+n] {
+				s += float64(bv) * x[j]
+				sa += math.Abs(float64(bv) * x[j])
+			}
+			y[p], yAbs[p] = s, sa
+		}
+		for i := 0; i < m; i++ {
+			var want, wantAbs float64
+			for p, av := range a.Data[i*a.Stride : i*a.Stride+k] {
+				want += float64(av) * y[p]
+				wantAbs += math.Abs(float64(av)) * yAbs[p]
+			}
+			var got, gotAbs float64
+			for j, cv := range c.Data[i*c.Stride : i*c.Stride+n] {
+				got += float64(cv) * x[j]
+				gotAbs += math.Abs(float64(cv) * x[j])
+			}
+			bound := scale*aNorm[i]*bx + slack*(wantAbs+gotAbs)
+			ratio := ratio(math.Abs(got-want), bound)
+			if ratio > r.WorstRatio || r.Row < 0 {
+				r.WorstRatio, r.Row, r.Got, r.Want, r.Bound = ratio, i, got, want, bound
+			}
+		}
+	}
+	r.OK = r.WorstRatio <= 1
+	return r
+}
+
+func checkShapes(a, b, c blas32.General) {
+	if a.Cols != b.Rows || c.Rows != a.Rows || c.Cols != b.Cols {
+		panic("validate: shapes of A, B and C do not agree")
+	}
+}

@@ -1,0 +1,115 @@
+package validate
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/cpu"
+)
+
+var shapes = [][3]int{{1, 1, 1}, {33, 1, 31}, {64, 200, 48}, {5, 1000, 3}, {100, 77, 130}}
+
+func product(m, k, n int, seed uint64) (a, b, c blas32.General) {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	a, b = cpu.Random(m, k, rng), cpu.Random(k, n, rng)
+	c = cpu.New(m, n)
+	cpu.Sgemm(c, a, b)
+	return a, b, c
+}
+
+func TestCorrectProductsPass(t *testing.T) {
+	for _, s := range shapes {
+		a, b, c := product(s[0], s[1], s[2], 1)
+		for _, mode := range []Mode{Full, Freivalds, Auto} {
+			r := Check(mode, a, b, c, rand.New(rand.NewPCG(3, 4)))
+			if !r.OK || r.Err() != nil {
+				t.Errorf("%v %v: %v", s, mode, r.Err())
+			}
+			// For long dot products the bound must leave headroom over the
+			// real error, not be met by luck: float32 error grows far slower
+			// than it. (At K = 1 the bound is one rounding and can be reached.)
+			if s[1] >= 64 && r.WorstRatio > 0.5 {
+				t.Errorf("%v %v: worst error %.3g of the tolerance; the bound is too tight to rely on", s, mode, r.WorstRatio)
+			}
+		}
+	}
+}
+
+// TestCorruptionIsCaught corrupts one element (or row) of a correct product
+// in the ways a broken kernel does, and expects every mode to report it.
+func TestCorruptionIsCaught(t *testing.T) {
+	corruptions := map[string]func(c blas32.General){
+		"nan":       func(c blas32.General) { c.Data[len(c.Data)/2] = float32(math.NaN()) },
+		"inf":       func(c blas32.General) { c.Data[0] = float32(math.Inf(-1)) },
+		"zeroed":    func(c blas32.General) { c.Data[c.Stride*(c.Rows-1)] = 0 },
+		"dropped-k": nil, // filled below: one term missing from one element
+		"row-shift": func(c blas32.General) { copy(c.Data[c.Stride:2*c.Stride], c.Data[:c.Stride]) },
+	}
+	for _, s := range [][3]int{{40, 64, 50}, {70, 300, 33}} {
+		a, b, c0 := product(s[0], s[1], s[2], 2)
+		corruptions["dropped-k"] = func(c blas32.General) {
+			// C[1][2] without the k = 5 term: the error of a kernel that
+			// skips one iteration of a tile loop.
+			c.Data[c.Stride+2] -= a.Data[a.Stride+5] * b.Data[5*b.Stride+2]
+		}
+		for name, corrupt := range corruptions {
+			for _, mode := range []Mode{Full, Freivalds} {
+				t.Run(fmt.Sprintf("%v/%s/%s", s, name, mode), func(t *testing.T) {
+					c := c0
+					c.Data = append([]float32(nil), c0.Data...)
+					corrupt(c)
+					r := Check(mode, a, b, c, rand.New(rand.NewPCG(5, 6)))
+					if r.OK {
+						t.Fatalf("not caught: %+v", r)
+					}
+					if err := r.Err(); err == nil || !strings.Contains(err.Error(), "exceeds the tolerance") {
+						t.Fatalf("Err() = %v", err)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestFullNamesWorstElement(t *testing.T) {
+	a, b, c := product(20, 30, 40, 3)
+	c.Data[7*c.Stride+11] += 1
+	r := CheckFull(a, b, c)
+	if r.OK || r.Row != 7 || r.Col != 11 {
+		t.Fatalf("worst at (%d,%d) ok=%v, want (7,11) failed", r.Row, r.Col, r.OK)
+	}
+	if !strings.Contains(r.Err().Error(), "C[7][11]") {
+		t.Fatalf("error %q does not name C[7][11]", r.Err())
+	}
+}
+
+func TestAutoChoosesBySize(t *testing.T) {
+	a, b, c := product(8, 8, 8, 4)
+	if r := Check(Auto, a, b, c, rand.New(rand.NewPCG(1, 1))); r.Mode != Full {
+		t.Fatalf("auto on 8³ chose %s, want full", r.Mode)
+	}
+	for _, c := range []struct {
+		m, k, n int
+		want    Mode
+	}{{1024, 1024, 1024, Full}, {1024, 1024, 1025, Freivalds}, {4096, 4096, 4096, Freivalds}, {1, 1 << 20, 1024, Full}} {
+		if got := Choose(c.m, c.k, c.n); got != c.want {
+			t.Errorf("Choose(%d, %d, %d) = %s, want %s", c.m, c.k, c.n, got, c.want)
+		}
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for _, s := range []string{"auto", "full", "freivalds", "none"} {
+		if m, err := ParseMode(s); err != nil || string(m) != s {
+			t.Errorf("ParseMode(%q) = %q, %v", s, m, err)
+		}
+	}
+	if _, err := ParseMode("most"); err == nil {
+		t.Error("ParseMode(most): no error")
+	}
+}
