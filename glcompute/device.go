@@ -127,7 +127,7 @@ func (d *Device) open() error {
 			} else if errors.Is(err, ErrUnsupported) {
 				return err
 			} else {
-				autoNote = fmt.Sprintf("GLFW failed (%v), using EGL", err)
+				autoNote = fmt.Sprintf("auto: %v; used EGL", strings.TrimPrefix(err.Error(), ErrNoContext.Error()+": "))
 			}
 		}
 	}

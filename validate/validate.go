@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -246,4 +247,35 @@ func checkShapes(a, b, c blas32.General) {
 	if a.Cols != b.Rows || c.Rows != a.Rows || c.Cols != b.Cols {
 		panic("validate: shapes of A, B and C do not agree")
 	}
+}
+
+// MarshalJSON writes non-finite numbers (a NaN element, an infinite ratio)
+// as the strings "NaN", "+Inf" and "-Inf", which encoding/json cannot write
+// as numbers.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	out := struct {
+		plain
+		WorstRatio any `json:"worst_ratio"`
+		Got        any `json:"got"`
+		Want       any `json:"want"`
+		Bound      any `json:"bound"`
+		RelFrob    any `json:"rel_frobenius,omitempty"`
+	}{plain(r), jsonNumber(r.WorstRatio), jsonNumber(r.Got), jsonNumber(r.Want), jsonNumber(r.Bound), nil}
+	if r.RelFrobenius != 0 {
+		out.RelFrob = jsonNumber(r.RelFrobenius)
+	}
+	return json.Marshal(out)
+}
+
+func jsonNumber(x float64) any {
+	switch {
+	case math.IsNaN(x):
+		return "NaN"
+	case math.IsInf(x, 1):
+		return "+Inf"
+	case math.IsInf(x, -1):
+		return "-Inf"
+	}
+	return x
 }

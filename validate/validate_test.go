@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -111,5 +112,22 @@ func TestParseMode(t *testing.T) {
 	}
 	if _, err := ParseMode("most"); err == nil {
 		t.Error("ParseMode(most): no error")
+	}
+}
+
+func TestJSONOfAFailedCheck(t *testing.T) {
+	a, b, c := product(4, 4, 4, 8)
+	c.Data[5] = float32(math.NaN())
+	r := CheckFull(a, b, c)
+	out, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(out, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back["ok"] != false || back["worst_ratio"] != "+Inf" || back["got"] != "NaN" || back["row"] != 1.0 || back["col"] != 1.0 {
+		t.Fatalf("JSON %s", out)
 	}
 }

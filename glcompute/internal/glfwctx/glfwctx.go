@@ -69,7 +69,7 @@ func NewContext(major, minor int) (*Context, error) {
 		})
 		if err != nil {
 			glfw.Terminate()
-			return nil, fmt.Errorf("%w: %v (DISPLAY=%q)", ErrNoDisplay, err, os.Getenv("DISPLAY"))
+			return nil, fmt.Errorf("%w: cannot open display %q (%v)", ErrNoDisplay, os.Getenv("DISPLAY"), err)
 		}
 	}
 	lib.refs++

@@ -1,0 +1,40 @@
+# glmul: build, run and test on Debian/Ubuntu.
+#   make run    install what is missing, build, multiply two 1024×1024 matrices
+#   make test   install what is missing, run every test (GL ones on Mesa if no GPU)
+
+GO ?= go
+BIN := bin/glmul
+
+# Debian/Ubuntu packages: cgo toolchain, EGL and GL headers and loaders
+# (glvnd), Mesa's drivers (llvmpipe: OpenGL 4.5 on the CPU), the X11 headers
+# that GLFW compiles against, and Xvfb for the GLFW tests.
+APT_PACKAGES := gcc pkg-config \
+	libegl-dev libgl-dev libegl1 libgl1 libegl-mesa0 libglx-mesa0 libgl1-mesa-dri \
+	libx11-dev libxrandr-dev libxinerama-dev libxcursor-dev libxi-dev libxxf86vm-dev \
+	xvfb xauth
+
+# Packages whose code never touches GL: tested with the race detector.
+PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/... ./glcompute/internal/thread/...
+
+.PHONY: all deps build run test vet clean
+
+all: build
+
+deps:
+	@scripts/deps.sh $(APT_PACKAGES)
+
+build: deps
+	$(GO) build -o $(BIN) ./cmd/glmul
+
+run: build
+	$(BIN) -n 1024
+
+vet: deps
+	$(GO) vet ./...
+
+test: vet
+	$(GO) test -race $(PURE_PKGS)
+	$(GO) test -count=1 ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""cuBLAS fp32 GEMM rates through PyTorch, for same-run comparison with glmul.
+
+TF32 is off (fp32 FMA, as glmul's GLSL kernels do); times come from CUDA
+events after warm-up; the median of --reps runs is reported.
+
+usage: bench/cublas.py [--reps 20] MxKxN|N ...    prints CSV: m,k,n,median_ms,gflops
+"""
+import argparse
+import statistics
+import sys
+
+import torch
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("shapes", nargs="+")
+    args = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    print("m,k,n,median_ms,gflops")
+    for s in args.shapes:
+        dims = [int(x) for x in s.lower().split("x")]
+        m, k, n = dims if len(dims) == 3 else (dims[0],) * 3
+        g = torch.Generator(device="cuda").manual_seed(1)
+        a = torch.rand(m, k, device="cuda", generator=g) * 2 - 1
+        b = torch.rand(k, n, device="cuda", generator=g) * 2 - 1
+        for _ in range(3):
+            torch.matmul(a, b)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(args.reps):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.matmul(a, b)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        med = statistics.median(times)
+        print(f"{m},{k},{n},{med:.4f},{2 * m * n * k / med / 1e6:.1f}")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/report"
+	"github.com/glmul/glmul/shaders"
+	"github.com/glmul/glmul/validate"
+)
+
+// version is the release; a build from a git checkout adds its revision.
+const version = "0.1.0"
+
+// usageError is a command-line mistake: exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// errReported is a failure whose details were already printed (a failed
+// validation after its report): exit status 1 with no further message.
+var errReported = errors.New("failed")
+
+// exitCode prints err and maps it to the exit status: 0 ok, 1 failure,
+// 2 usage.
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errReported):
+		return 1
+	}
+	var u usageError
+	if errors.As(err, &u) {
+		fmt.Fprintf(stderr, "glmul: %v\nRun 'glmul -h' for usage.\n", err)
+		return 2
+	}
+	fmt.Fprintf(stderr, "glmul: %v\n", err)
+	if hint := hintFor(err); hint != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", hint)
+	}
+	return 1
+}
+
+func hintFor(err error) string {
+	switch {
+	case errors.Is(err, glcompute.ErrNoContext):
+		return "install an OpenGL 4.3 driver (on Debian/Ubuntu 'make deps' installs Mesa, which runs on the CPU), or choose a backend with -backend egl|glfw"
+	case errors.Is(err, glcompute.ErrUnsupported):
+		return "glmul needs OpenGL 4.3 compute shaders: a GPU driver from 2012 or later, or Mesa 20+ (llvmpipe) on the CPU"
+	case errors.Is(err, glcompute.ErrTooLarge):
+		return "a later glmul streams larger matrices; for now choose a smaller size"
+	}
+	return ""
+}
+
+// options are the flags of the main command.
+type options struct {
+	n           int
+	shape       string
+	reps        int
+	warmup      int
+	validate    string
+	backend     string
+	device      int
+	maxGroups   int
+	kernel      string
+	seed        uint64
+	format      string
+	verbose     bool
+	version     bool
+	listDevices bool
+	progress    string
+
+	nSet        bool // -n was on the command line
+	m, k, nCols int  // the parsed shape
+}
+
+func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("glmul", flag.ContinueOnError)
+	// Parse errors are printed by exitCode, once, with a pointer to -h; the
+	// full usage only on -h.
+	fs.SetOutput(io.Discard)
+	fs.IntVar(&o.n, "n", 0, "multiply two `N`×N matrices")
+	fs.StringVar(&o.shape, "shape", "", "multiply an M×K matrix A by a K×N matrix B, given as `MxKxN` (e.g. 100x77x130)")
+	fs.IntVar(&o.reps, "reps", 10, "timed runs; the report gives their mean (as the paper did), median and min")
+	fs.IntVar(&o.warmup, "warmup", 1, "untimed runs before the timed ones")
+	fs.StringVar(&o.validate, "validate", "auto", "check the product on the CPU: auto|full|freivalds|none (auto: full up to 1024³ multiply-adds, freivalds above)")
+	fs.StringVar(&o.backend, "backend", "auto", "OpenGL context: auto|glfw|egl (auto: a hidden GLFW window where a display exists, headless EGL otherwise)")
+	fs.IntVar(&o.device, "device", 0, "EGL device `index` from -list-devices (0: a hardware GPU first, else Mesa's software device)")
+	fs.IntVar(&o.maxGroups, "max-groups", glcompute.DefaultMaxGroups, "at most this many work groups per dispatch along each axis (the paper's TDR cap)")
+	fs.StringVar(&o.kernel, "kernel", "tiled32", "compute shader: "+strings.Join(shaders.Names(), "|"))
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs (uniform on [-1, 1))")
+	fs.StringVar(&o.format, "format", "text", "output: text|json|csv")
+	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto|on|off (auto: when stderr is a terminal)")
+	fs.BoolVar(&o.verbose, "v", false, "verbose: line-numbered shader source on compile errors")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.BoolVar(&o.listDevices, "list-devices", false, "list the EGL devices -device can select, and exit")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `glmul multiplies float32 matrices on the GPU with OpenGL 4.3 compute shaders,
+validates the product on the CPU and reports GFLOPS.
+
+Usage:
+  glmul -n N [flags]            C = A·B with A and B N×N
+  glmul -shape MxKxN [flags]    A is M×K, B is K×N
+
+Flags:
+`)
+		fs.SetOutput(stderr)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		fmt.Fprint(stderr, `
+Exit status: 0 ok, 1 failure (validation included), 2 usage error.
+`)
+	}
+	return fs
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	var o options
+	fs := newFlagSet(&o, stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	fs.Visit(func(f *flag.Flag) { o.nSet = o.nSet || f.Name == "n" })
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if o.version {
+		fmt.Fprintln(stdout, versionString())
+		return nil
+	}
+	if o.listDevices {
+		devs := glcompute.EGLDevices()
+		if len(devs) == 0 {
+			fmt.Fprintln(stdout, "EGL lists no devices (EGL_EXT_device_enumeration missing); -backend egl uses Mesa's surfaceless platform if present")
+		}
+		for _, d := range devs {
+			fmt.Fprintln(stdout, d)
+		}
+		return nil
+	}
+	if err := o.check(); err != nil {
+		return err
+	}
+	return multiply(&o, stdout, stderr)
+}
+
+// check validates the flags and parses the shape.
+func (o *options) check() error {
+	switch {
+	case o.n != 0 && o.shape != "":
+		return usagef("give -n or -shape, not both")
+	case o.shape != "":
+		m, k, n, err := parseShape(o.shape)
+		if err != nil {
+			return err
+		}
+		o.m, o.k, o.nCols = m, k, n
+	case o.n < 0 || o.n == 0 && o.nSet:
+		return usagef("-n must be at least 1 (got %d)", o.n)
+	case o.n > 0:
+		o.m, o.k, o.nCols = o.n, o.n, o.n
+	default:
+		return usagef("give a size: -n N for N×N matrices, or -shape MxKxN")
+	}
+	if o.reps < 1 {
+		return usagef("-reps must be at least 1 (got %d)", o.reps)
+	}
+	if o.warmup < 0 {
+		return usagef("-warmup must be 0 or more (got %d)", o.warmup)
+	}
+	if o.maxGroups < 1 {
+		return usagef("-max-groups must be at least 1 (got %d)", o.maxGroups)
+	}
+	if o.device < 0 {
+		return usagef("-device must be 0 (automatic) or an index from -list-devices (got %d)", o.device)
+	}
+	if _, err := validate.ParseMode(o.validate); err != nil {
+		return usagef("-validate: %v", err)
+	}
+	if _, err := glcompute.ParseBackend(o.backend); err != nil {
+		return usagef("-backend: %v", err)
+	}
+	if _, err := report.ParseFormat(o.format); err != nil {
+		return usagef("-format: %v", err)
+	}
+	if _, err := shaders.Lookup(o.kernel); err != nil {
+		return usagef("-kernel: %v", err)
+	}
+	switch o.progress {
+	case "auto", "on", "off":
+	default:
+		return usagef("-progress: unknown value %q: use auto, on or off", o.progress)
+	}
+	return nil
+}
+
+// parseShape reads "MxKxN" (also with X or ×).
+func parseShape(s string) (m, k, n int, err error) {
+	norm := strings.NewReplacer("×", "x", "X", "x").Replace(s)
+	parts := strings.Split(norm, "x")
+	if len(parts) != 3 {
+		return 0, 0, 0, usagef("-shape %s: want MxKxN, three sizes such as 100x77x130 (A is M×K, B is K×N)", s)
+	}
+	var dims [3]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			return 0, 0, 0, usagef("-shape %s: %q is not a whole number", s, p)
+		}
+		if v < 1 {
+			return 0, 0, 0, usagef("-shape %s: every dimension must be at least 1", s)
+		}
+		dims[i] = v
+	}
+	return dims[0], dims[1], dims[2], nil
+}
+
+func versionString() string {
+	rev := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				rev = " " + s.Value[:12]
+			}
+		}
+	}
+	return fmt.Sprintf("glmul %s%s (%s, %s/%s)", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// multiply runs the main command.
+func multiply(o *options, stdout, stderr io.Writer) error {
+	dev, err := glcompute.Open(&glcompute.Options{
+		Backend: glcompute.Backend(o.backend), Device: o.device, Verbose: o.verbose})
+	if err != nil {
+		return err
+	}
+	defer dev.Release()
+	// Refuse sizes the device cannot hold before allocating anything.
+	if err := dev.CheckShape(o.m, o.k, o.nCols); err != nil {
+		return err
+	}
+
+	rng := rand.New(rand.NewPCG(o.seed, 1))
+	a := cpu.Random(o.m, o.k, rng)
+	b := cpu.Random(o.k, o.nCols, rng)
+	c := cpu.New(o.m, o.nCols)
+
+	mo := &glcompute.MulOptions{Kernel: o.kernel, MaxGroups: o.maxGroups, Warmup: o.warmup, Reps: o.reps}
+	bar := newBar(o.progress, stderr, "GPU runs")
+	if bar != nil {
+		mo.Progress = func(done, total int) {
+			bar.ChangeMax(total)
+			bar.Set(done)
+		}
+	}
+	t, err := dev.Mul(c, a, b, mo)
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		return err
+	}
+
+	mode, _ := validate.ParseMode(o.validate)
+	if bar != nil && mode != validate.None {
+		chosen := mode
+		if mode == validate.Auto {
+			chosen = validate.Choose(o.m, o.k, o.nCols)
+		}
+		fmt.Fprintf(stderr, "validating (%s, float64 on the CPU)...\n", chosen)
+	}
+	res := validate.Check(mode, a, b, c, rand.New(rand.NewPCG(o.seed, 2)))
+
+	r := report.Run{Device: dev.Info(), Kernel: o.kernel, M: o.m, K: o.k, N: o.nCols, Seed: o.seed,
+		Warmup: o.warmup, MaxGroups: o.maxGroups, Timings: t, Validation: res}
+	r.Summarize()
+	format, _ := report.ParseFormat(o.format)
+	if err := r.Write(stdout, format); err != nil {
+		return err
+	}
+	if err := res.Err(); err != nil {
+		fmt.Fprintf(stderr, "glmul: %v\n", err)
+		return errReported
+	}
+	return nil
+}
+
+// newBar returns a progress bar on stderr, or nil when progress is off or
+// (auto) stderr is not a terminal.
+func newBar(mode string, stderr io.Writer, what string) *progressbar.ProgressBar {
+	if mode == "off" {
+		return nil
+	}
+	if mode == "auto" {
+		f, ok := stderr.(*os.File)
+		if !ok || !term.IsTerminal(int(f.Fd())) {
+			return nil
+		}
+	}
+	return progressbar.NewOptions(-1,
+		progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionShowElapsedTimeOnFinish(),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(100_000_000),
+	)
+}

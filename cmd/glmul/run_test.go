@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/report"
+)
+
+// glmul runs the command in-process and returns its exit status and output.
+func glmul(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = exitCode(run(args, &out, &errb), &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "0"}, "-n must be at least 1 (got 0)"},
+		{[]string{"-n", "-5"}, "-n must be at least 1 (got -5)"},
+		{[]string{"-n", "abc"}, `invalid value "abc" for flag -n`},
+		{[]string{"-shape", "3x0x4"}, "every dimension must be at least 1"},
+		{[]string{"-shape", "3x4"}, "want MxKxN"},
+		{[]string{"-shape", "3xfourx4"}, `"four" is not a whole number`},
+		{[]string{}, "give a size"},
+		{[]string{"-n", "4", "-shape", "2x2x2"}, "not both"},
+		{[]string{"-n", "4", "-reps", "0"}, "-reps must be at least 1"},
+		{[]string{"-n", "4", "-max-groups", "0"}, "-max-groups must be at least 1"},
+		{[]string{"-n", "4", "-validate", "most"}, "unknown validation mode"},
+		{[]string{"-n", "4", "-backend", "vulkan"}, "unknown backend"},
+		{[]string{"-n", "4", "-format", "xml"}, "unknown format"},
+		{[]string{"-n", "4", "-kernel", "fastest"}, "unknown kernel"},
+		{[]string{"-n", "4", "extra"}, `unexpected argument "extra"`},
+		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
+	} {
+		code, stdout, stderr := glmul(c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "glmul -h") || stdout != "" {
+			t.Errorf("glmul %v: exit %d, stderr %q, stdout %q; want exit 2 and %q", c.args, code, stderr, stdout, c.want)
+		}
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	code, _, stderr := glmul("-h")
+	if code != 0 || !strings.Contains(stderr, "-shape MxKxN") || !strings.Contains(stderr, "Exit status") {
+		t.Errorf("-h: exit %d, %q", code, stderr)
+	}
+	code, stdout, _ := glmul("-version")
+	if code != 0 || !strings.HasPrefix(stdout, "glmul "+version) {
+		t.Errorf("-version: exit %d, %q", code, stdout)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	var b bytes.Buffer
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0}, {usagef("x"), 2}, {errReported, 1},
+		{fmt.Errorf("%w: no", glcompute.ErrNoContext), 1},
+		{fmt.Errorf("%w: big", glcompute.ErrTooLarge), 1},
+	} {
+		if got := exitCode(c.err, &b); got != c.want {
+			t.Errorf("exitCode(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
+func TestParseShape(t *testing.T) {
+	for in, want := range map[string][3]int{"100x77x130": {100, 77, 130}, "1X2X3": {1, 2, 3}, "4×5×6": {4, 5, 6}} {
+		m, k, n, err := parseShape(in)
+		if err != nil || [3]int{m, k, n} != want {
+			t.Errorf("parseShape(%q) = %d,%d,%d,%v", in, m, k, n, err)
+		}
+	}
+}
+
+// needGL skips (or, with GLMUL_REQUIRE_GL=1, fails) when no EGL context can
+// be had, and returns the device's info.
+func needGL(t *testing.T) glcompute.Info {
+	t.Helper()
+	d, err := glcompute.Open(&glcompute.Options{Backend: glcompute.BackendEGL})
+	if err != nil {
+		if os.Getenv("GLMUL_REQUIRE_GL") == "1" {
+			t.Fatalf("no OpenGL context and GLMUL_REQUIRE_GL=1: %v", err)
+		}
+		t.Skipf("no OpenGL context: %v", err)
+	}
+	defer d.Release()
+	return d.Info()
+}
+
+func TestMultiplyText(t *testing.T) {
+	needGL(t)
+	code, stdout, stderr := glmul("-n", "70", "-reps", "2", "-backend", "egl")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"A 70×70, B 70×70", "OpenGL", "tiled32: 3×3 work groups in 1 dispatch", "GFLOPS", "validate   full: ok"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestMultiplyJSONManyDispatches(t *testing.T) {
+	needGL(t)
+	code, stdout, stderr := glmul("-shape", "33x1x65", "-max-groups", "1", "-reps", "3", "-format", "json", "-backend", "egl", "-validate", "full")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r struct {
+		M, K, N    int
+		Timings    glcompute.Timings
+		Validation struct {
+			Mode string
+			OK   bool
+		}
+		Summary report.Summary
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	// 33 rows, 65 columns: 2×3 groups of 32×32, one per dispatch.
+	if r.M != 33 || r.K != 1 || r.N != 65 || r.Timings.Dispatches != 6 || len(r.Timings.Compute) != 3 {
+		t.Errorf("shape %d×%d×%d, %d dispatches, %d runs", r.M, r.K, r.N, r.Timings.Dispatches, len(r.Timings.Compute))
+	}
+	if !r.Validation.OK || r.Validation.Mode != "full" || !(r.Summary.GFLOPSMean > 0) {
+		t.Errorf("validation %+v, GFLOPS %v", r.Validation, r.Summary.GFLOPSMean)
+	}
+}
+
+func TestMultiplyCSV(t *testing.T) {
+	needGL(t)
+	code, stdout, stderr := glmul("-shape", "31x40x3", "-reps", "1", "-format", "csv", "-backend", "egl", "-validate", "freivalds")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rows, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
+	if err != nil || len(rows) != 2 || len(rows[0]) != len(report.CSVHeader) || len(rows[1]) != len(rows[0]) {
+		t.Fatalf("CSV %v %q", err, stdout)
+	}
+	get := func(col string) string {
+		for i, h := range rows[0] {
+			if h == col {
+				return rows[1][i]
+			}
+		}
+		t.Fatalf("no column %s", col)
+		return ""
+	}
+	if get("m") != "31" || get("k") != "40" || get("n") != "3" || get("valid") != "true" || get("validation") != "freivalds" {
+		t.Errorf("CSV row %v", rows[1])
+	}
+}
+
+func TestBeyondSSBOLimit(t *testing.T) {
+	info := needGL(t)
+	n := int(math.Sqrt(float64(info.MaxSSBOBlockSize/4))) + 1
+	code, stdout, stderr := glmul("-n", fmt.Sprint(n), "-backend", "egl")
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "GL_MAX_SHADER_STORAGE_BLOCK_SIZE") ||
+		!strings.Contains(stderr, fmt.Sprintf("n = %d", n-1)) {
+		t.Fatalf("-n %d: exit %d, stderr %q", n, code, stderr)
+	}
+}
+
+// TestMissingGL43 runs glmul where Mesa offers only OpenGL 4.1, as macOS does.
+func TestMissingGL43(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "1" {
+		code, _, stderr := glmul("-n", "8", "-backend", "egl")
+		fmt.Printf("exit=%d\n%s", code, stderr)
+		return
+	}
+	info := needGL(t)
+	if !strings.Contains(info.Version, "Mesa") {
+		t.Skipf("needs Mesa's MESA_GL_VERSION_OVERRIDE; driver %q", info.Version)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMissingGL43$")
+	cmd.Env = append(os.Environ(), "GLMUL_TEST_CHILD=1", "MESA_GL_VERSION_OVERRIDE=4.1")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	s := string(out)
+	if !strings.Contains(s, "exit=1") || !strings.Contains(s, "OpenGL 4.3 core with compute shaders is needed") || !strings.Contains(s, `"4.1`) {
+		t.Fatalf("child output:\n%s", s)
+	}
+}

@@ -1,0 +1,192 @@
+// Package report formats glmul's results as aligned text, JSON or CSV. It is
+// pure Go.
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/validate"
+)
+
+// Format is an output format.
+type Format string
+
+const (
+	Text Format = "text"
+	JSON Format = "json"
+	CSV  Format = "csv"
+)
+
+// ParseFormat returns the format named s.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(s); f {
+	case Text, JSON, CSV:
+		return f, nil
+	}
+	return "", fmt.Errorf("unknown format %q: use text, json or csv", s)
+}
+
+// Run is the result of one glmul product.
+type Run struct {
+	Device     glcompute.Info    `json:"device"`
+	Kernel     string            `json:"kernel"`
+	M          int               `json:"m"`
+	K          int               `json:"k"`
+	N          int               `json:"n"`
+	Seed       uint64            `json:"seed"`
+	Warmup     int               `json:"warmup"`
+	MaxGroups  int               `json:"max_groups"`
+	Timings    glcompute.Timings `json:"timings"`
+	Validation validate.Result   `json:"validation"`
+	Summary    Summary           `json:"summary"`
+}
+
+// Summary holds the figures derived from the timings.
+type Summary struct {
+	// TimingSource is "gl-timer" when kernel times come from GL_TIME_ELAPSED,
+	// "wall" when from the CPU clock after glFinish.
+	TimingSource string  `json:"timing_source"`
+	KernelMeanMS float64 `json:"kernel_mean_ms"`
+	KernelMedMS  float64 `json:"kernel_median_ms"`
+	KernelMinMS  float64 `json:"kernel_min_ms"`
+	WallMeanMS   float64 `json:"wall_mean_ms"`
+	UploadMS     float64 `json:"upload_ms"`
+	ReadbackMS   float64 `json:"readback_ms"`
+	// GFLOPS = 2·M·N·K / time, as the paper defines it (its eq. 1).
+	GFLOPSMean   float64 `json:"gflops_mean"`
+	GFLOPSMedian float64 `json:"gflops_median"`
+	// GFLOPSEndToEnd counts upload, one mean run and readback.
+	GFLOPSEndToEnd float64 `json:"gflops_end_to_end"`
+}
+
+// Summarize fills r.Summary from r.Timings.
+func (r *Run) Summarize() {
+	t := r.Timings
+	kernel, src := t.Compute, "wall"
+	if t.GPU != nil {
+		kernel, src = t.GPU, "gl-timer"
+	}
+	flop := 2 * float64(r.M) * float64(r.N) * float64(r.K)
+	s := Summary{TimingSource: src,
+		KernelMeanMS: ms(Mean(kernel)), KernelMedMS: ms(Median(kernel)), KernelMinMS: ms(slices.Min(kernel)),
+		WallMeanMS: ms(Mean(t.Compute)), UploadMS: ms(t.Upload), ReadbackMS: ms(t.Readback)}
+	s.GFLOPSMean = GFLOPS(flop, Mean(kernel))
+	s.GFLOPSMedian = GFLOPS(flop, Median(kernel))
+	s.GFLOPSEndToEnd = GFLOPS(flop, t.Upload+Mean(t.Compute)+t.Readback)
+	r.Summary = s
+}
+
+// GFLOPS returns flop / d in units of 10⁹ per second.
+func GFLOPS(flop float64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return flop / d.Seconds() / 1e9
+}
+
+// Mean of ds.
+func Mean(ds []time.Duration) time.Duration {
+	var s time.Duration
+	for _, d := range ds {
+		s += d
+	}
+	return s / time.Duration(len(ds))
+}
+
+// Median of ds.
+func Median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// FormatGFLOPS prints a rate with three significant digits at least, so
+// that 0.48 (llvmpipe) and 7468.7 (an H100) both read well.
+func FormatGFLOPS(x float64) string {
+	switch {
+	case x >= 100:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	case x >= 1:
+		return strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// Write formats r to w.
+func (r *Run) Write(w io.Writer, f Format) error {
+	switch f {
+	case JSON:
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(r)
+	case CSV:
+		return r.writeCSV(w)
+	}
+	return r.writeText(w)
+}
+
+func (r *Run) writeText(w io.Writer) error {
+	i, t, s := r.Device, r.Timings, r.Summary
+	p := func(label, format string, args ...any) {
+		fmt.Fprintf(w, "%-10s %s\n", label, fmt.Sprintf(format, args...))
+	}
+	p("product", "C = A·B in float32, A %d×%d, B %d×%d, seed %d", r.M, r.K, r.K, r.N, r.Seed)
+	p("device", "%s | %s | OpenGL %s | GLSL %s", i.Vendor, i.Renderer, i.Version, i.GLSLVersion)
+	if i.BackendNote != "" {
+		p("backend", "%s (%s)", i.Backend, i.BackendNote)
+	} else {
+		p("backend", "%s", i.Backend)
+	}
+	p("kernel", "%s: %d×%d work groups in %d dispatch(es) of at most %d×%d", r.Kernel, t.Groups[0], t.Groups[1], t.Dispatches, r.MaxGroups, r.MaxGroups)
+	p("upload", "%8.2f ms  %s", s.UploadMS, rate(t.UploadBytes, t.Upload))
+	src := "GL timer"
+	if s.TimingSource == "wall" {
+		src = "wall clock after glFinish; the driver's GL timer reads ≈0"
+	}
+	p("compute", "%8.2f ms mean, %.2f median, %.2f min over %d run(s) after %d warm-up (%s)",
+		s.KernelMeanMS, s.KernelMedMS, s.KernelMinMS, len(t.Compute), r.Warmup, src)
+	if s.TimingSource != "wall" {
+		p("", "%8.2f ms mean wall clock after glFinish", s.WallMeanMS)
+	}
+	p("readback", "%8.2f ms  %s", s.ReadbackMS, rate(t.ReadbackBytes, t.Readback))
+	p("GFLOPS", "%s kernel (mean), %s (median); %s end to end (upload + mean run + readback)",
+		FormatGFLOPS(s.GFLOPSMean), FormatGFLOPS(s.GFLOPSMedian), FormatGFLOPS(s.GFLOPSEndToEnd))
+	p("validate", "%s", r.Validation)
+	return nil
+}
+
+func rate(bytes int64, d time.Duration) string {
+	return fmt.Sprintf("(%.1f MiB, %.2f GB/s)", float64(bytes)/(1<<20), float64(bytes)/d.Seconds()/1e9)
+}
+
+// CSVHeader names the columns of Run's CSV row.
+var CSVHeader = []string{"m", "k", "n", "kernel", "backend", "renderer", "version", "dispatches", "runs",
+	"timing_source", "upload_ms", "kernel_mean_ms", "kernel_median_ms", "kernel_min_ms", "readback_ms",
+	"gflops_mean", "gflops_median", "gflops_end_to_end", "validation", "valid", "worst_ratio"}
+
+func (r *Run) writeCSV(w io.Writer) error {
+	s := r.Summary
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
+	cw := csv.NewWriter(w)
+	cw.Write(CSVHeader)
+	cw.Write([]string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, string(r.Device.Backend),
+		r.Device.Renderer, r.Device.Version, strconv.Itoa(r.Timings.Dispatches), strconv.Itoa(len(r.Timings.Compute)),
+		s.TimingSource, f(s.UploadMS), f(s.KernelMeanMS), f(s.KernelMedMS), f(s.KernelMinMS), f(s.ReadbackMS),
+		f(s.GFLOPSMean), f(s.GFLOPSMedian), f(s.GFLOPSEndToEnd), string(r.Validation.Mode),
+		strconv.FormatBool(r.Validation.OK), f(r.Validation.WorstRatio)})
+	cw.Flush()
+	return cw.Error()
+}
