@@ -11,6 +11,8 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/glfwctx"
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/glcompute/internal/thread"
+	"github.com/glmul/glmul/internal/tuning"
+	"github.com/glmul/glmul/shaders"
 )
 
 // Backend selects how Open creates its context.
@@ -48,6 +50,10 @@ type Options struct {
 	// Verbose adds the line-numbered shader source to compile errors. Zero
 	// value: the file name and the driver's log only.
 	Verbose bool
+	// IgnoreTuned makes the default kernel the built-in one for the vendor,
+	// ignoring glmul tune's cache. Zero value: a tuned configuration for
+	// this exact driver is used when the cache has one.
+	IgnoreTuned bool
 }
 
 // Info describes the device behind a context.
@@ -69,6 +75,12 @@ type Info struct {
 	// TimerBits is GL_QUERY_COUNTER_BITS of GL_TIME_ELAPSED; 0 means no
 	// timer queries.
 	TimerBits int `json:"timer_bits"`
+
+	// DefaultKernel is the kernel Mul runs when not told which, and
+	// DefaultKernelSource where that choice came from (the tuning cache, a
+	// built-in per-vendor default, ...).
+	DefaultKernel       string `json:"default_kernel"`
+	DefaultKernelSource string `json:"default_kernel_source"`
 }
 
 // context is what the two backends provide.
@@ -233,7 +245,36 @@ func (d *Device) initGL() error {
 	if err := glw.CheckError("reading device limits"); err != nil {
 		return fmt.Errorf("%w: %v", ErrDriver, err)
 	}
+	i.DefaultKernel, i.DefaultKernelSource = d.chooseDefaultKernel()
 	return nil
+}
+
+// chooseDefaultKernel returns the tuned fast configuration for this driver
+// if glmul tune cached one that still parses and fits, else the built-in
+// one for the vendor.
+func (d *Device) chooseDefaultKernel() (spec, source string) {
+	dev := tuning.Device{Vendor: d.info.Vendor, Renderer: d.info.Renderer, Version: d.info.Version}
+	builtin, builtinSource := tuning.Builtin(dev)
+	if d.opts.IgnoreTuned {
+		return builtin, builtinSource
+	}
+	path, err := tuning.Path()
+	if err != nil {
+		return builtin, builtinSource
+	}
+	cache, err := tuning.Load(path)
+	if err != nil {
+		return builtin, builtinSource + "; " + err.Error()
+	}
+	e, ok := cache.Lookup(dev)
+	if !ok {
+		return builtin, builtinSource
+	}
+	k, err := shaders.Lookup(e.Kernel)
+	if err != nil || d.fits(k) != nil {
+		return builtin, builtinSource + fmt.Sprintf("; the tuned %q in %s does not fit this build or device", e.Kernel, path)
+	}
+	return e.Kernel, fmt.Sprintf("tuned by glmul tune on %s (%s)", e.When.Format("2006-01-02"), path)
 }
 
 // Info returns the device's strings and limits. Safe from any goroutine.

@@ -21,8 +21,10 @@ const DefaultMaxGroups = dispatch.DefaultMaxGroups
 // MulOptions configure one Mul. A nil *MulOptions means the zero value of
 // every field.
 type MulOptions struct {
-	// Kernel names the compute shader (see shaders.Names). Zero value "":
-	// "tiled32", the paper's kernel.
+	// Kernel names the compute shader as shaders.Lookup reads it:
+	// "tiled32" (the paper's), "fast" (the device's tuned or built-in
+	// configuration, Info.DefaultKernel) or a configuration such as
+	// "fast:128x128x8_8x8". Zero value "": "fast".
 	Kernel string
 	// MaxGroups caps the work groups per dispatch along each axis. Zero
 	// value: DefaultMaxGroups (64).
@@ -43,6 +45,8 @@ type MulOptions struct {
 // Timings of one Mul. Wall-clock times are measured on the CPU after
 // glFinish; GPU times come from GL_TIME_ELAPSED queries.
 type Timings struct {
+	// Kernel is the spec of the kernel that ran ("fast:128x128x8_8x8").
+	Kernel string `json:"kernel"`
 	// Dispatches is the number of compute dispatches per run.
 	Dispatches int `json:"dispatches"`
 	// Groups is the number of work groups along x (columns) and y (rows).
@@ -81,7 +85,8 @@ func (d *Device) CheckShape(m, k, n int) error {
 		name       string
 		rows, cols int
 	}{{"A", m, k}, {"B", k, n}, {"C", m, n}} {
-		elems := float64(mat.rows) * float64(mat.cols)
+		// Rows as the GPU holds them: padded to a multiple of 4 floats.
+		elems := float64(mat.rows) * float64(roundUp(mat.cols, 4))
 		bytes := elems * 4
 		if bytes > float64(limit) || elems > maxIndex {
 			return fmt.Errorf("%w: %s is %d×%d float32 = %s, over this driver's largest shader storage block (GL_MAX_SHADER_STORAGE_BLOCK_SIZE = %s); the largest square size that fits is n = %d",
@@ -106,18 +111,22 @@ type program struct {
 	kernel          shaders.Kernel
 	prog            glw.Program
 	m, n, l, x0, y0 int32
+	lda, ldb, ldc   int32 // -1 for kernels without them (tiled32)
 }
 
 func (p *program) release() { p.prog.Release() }
 
-// program returns the compiled kernel called name; on the device thread.
-func (d *Device) program(name string) (*program, error) {
-	if p, ok := d.programs[name]; ok {
+// program returns the compiled kernel that spec names; on the device thread.
+func (d *Device) program(spec string) (*program, error) {
+	if p, ok := d.programs[spec]; ok {
 		return p, nil
 	}
-	k, err := shaders.Lookup(name)
+	k, err := shaders.Lookup(spec)
 	if err != nil {
 		return nil, fmt.Errorf("glcompute: %v", err)
+	}
+	if err := d.fits(k); err != nil {
+		return nil, err
 	}
 	prog, err := glw.NewComputeProgram(k.File, k.Source)
 	if err != nil {
@@ -129,10 +138,51 @@ func (d *Device) program(name string) (*program, error) {
 	}
 	p := &program{kernel: k, prog: prog,
 		m: prog.Uniform("m"), n: prog.Uniform("n"), l: prog.Uniform("l"),
-		x0: prog.Uniform("x0"), y0: prog.Uniform("y0")}
-	d.programs[name] = p
+		x0: prog.Uniform("x0"), y0: prog.Uniform("y0"),
+		lda: prog.Uniform("lda"), ldb: prog.Uniform("ldb"), ldc: prog.Uniform("ldc")}
+	d.programs[spec] = p
 	return p, nil
 }
+
+// fits reports whether the device can run kernel k at all.
+func (d *Device) fits(k shaders.Kernel) error {
+	switch {
+	case k.SharedBytes > d.info.MaxSharedMemory:
+		return fmt.Errorf("%w: kernel %s needs %d bytes of shared memory, the driver offers %d (GL_MAX_COMPUTE_SHARED_MEMORY_SIZE)",
+			ErrUnsupported, k.Spec(), k.SharedBytes, d.info.MaxSharedMemory)
+	case k.Threads > d.info.MaxWorkGroupInvocations:
+		return fmt.Errorf("%w: kernel %s needs %d invocations per work group, the driver offers %d",
+			ErrUnsupported, k.Spec(), k.Threads, d.info.MaxWorkGroupInvocations)
+	}
+	return nil
+}
+
+// ProgramBinary compiles the kernel that spec names (see MulOptions.Kernel)
+// and returns the driver's program binary, for reading what the compiler
+// made of it (NVIDIA's contains the assembly as text). Safe from any
+// goroutine.
+func (d *Device) ProgramBinary(spec string) ([]byte, error) {
+	if spec == "" || spec == "fast" {
+		spec = d.DefaultKernel()
+	}
+	var data []byte
+	var err error
+	d.call(func() {
+		var p *program
+		if p, err = d.program(spec); err != nil {
+			return
+		}
+		_, data = p.prog.Binary()
+		if data == nil {
+			err = fmt.Errorf("%w: the driver returns no program binary for %s", ErrUnsupported, spec)
+		}
+	})
+	return data, err
+}
+
+// DefaultKernel is the kernel spec Mul uses when MulOptions.Kernel is ""
+// or "fast": see Info.DefaultKernel.
+func (d *Device) DefaultKernel() string { return d.info.DefaultKernel }
 
 // Mul computes C = A·B on the GPU: it uploads A and B, runs the product
 // opts.Warmup + opts.Reps times, and reads C back once. C is overwritten
@@ -154,8 +204,8 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 	if opts != nil {
 		o = *opts
 	}
-	if o.Kernel == "" {
-		o.Kernel = "tiled32"
+	if o.Kernel == "" || o.Kernel == "fast" {
+		o.Kernel = d.DefaultKernel()
 	}
 	if o.Reps <= 0 {
 		o.Reps = 1
@@ -188,18 +238,35 @@ func checkGeneral(name string, m blas32.General) {
 	_ = name
 }
 
-// contiguous returns m's elements packed row after row, without copying
-// when they already are.
-func contiguous(m blas32.General) []float32 {
-	if m.Stride == m.Cols {
-		return m.Data[:m.Rows*m.Cols]
+// packed returns m's rows laid out with stride ld ≥ m.Cols, the padding
+// zero-filled, without copying when m already has that layout.
+func packed(m blas32.General, ld int) []float32 {
+	if m.Stride == ld && (ld == m.Cols || paddingIsZero(m)) {
+		return m.Data[:m.Rows*ld]
 	}
-	out := make([]float32, 0, m.Rows*m.Cols)
+	out := make([]float32, m.Rows*ld)
 	for i := 0; i < m.Rows; i++ {
-		out = append(out, m.Data[i*m.Stride:i*m.Stride+m.Cols]...)
+		copy(out[i*ld:], m.Data[i*m.Stride:i*m.Stride+m.Cols])
 	}
 	return out
 }
+
+func paddingIsZero(m blas32.General) bool {
+	if len(m.Data) < m.Rows*m.Stride {
+		return false
+	}
+	for i := 0; i < m.Rows; i++ {
+		for _, v := range m.Data[i*m.Stride+m.Cols : (i+1)*m.Stride] {
+			if v != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// roundUp rounds x up to a multiple of align.
+func roundUp(x, align int) int { return (x + align - 1) / align * align }
 
 // driverError classifies a GL error.
 func driverError(err error) error {
@@ -221,22 +288,25 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 	if err != nil {
 		return t, fmt.Errorf("glcompute: %v", err)
 	}
+	t.Kernel = p.kernel.Spec()
 	t.Dispatches, t.Groups = len(plan.Chunks), [2]int{plan.GroupsX, plan.GroupsY}
 
-	ad, bd := contiguous(a), contiguous(b)
+	// Row strides on the GPU, rounded up as the kernel needs.
+	lda, ldb, ldc := roundUp(k, p.kernel.Align), roundUp(n, p.kernel.Align), roundUp(n, p.kernel.Align)
+	ad, bd := packed(a, lda), packed(b, ldb)
 	start := time.Now()
-	bufA := glw.NewStorageBuffer(4*m*k, unsafe.Pointer(&ad[0]), glw.StaticDraw)
+	bufA := glw.NewStorageBuffer(4*m*lda, unsafe.Pointer(&ad[0]), glw.StaticDraw)
 	defer bufA.Release()
-	bufB := glw.NewStorageBuffer(4*k*n, unsafe.Pointer(&bd[0]), glw.StaticDraw)
+	bufB := glw.NewStorageBuffer(4*k*ldb, unsafe.Pointer(&bd[0]), glw.StaticDraw)
 	defer bufB.Release()
-	bufC := glw.NewStorageBuffer(4*m*n, nil, glw.StaticRead)
+	bufC := glw.NewStorageBuffer(4*m*ldc, nil, glw.StaticRead)
 	defer bufC.Release()
 	// Poison C: an element the kernel fails to write reads back as NaN and
 	// fails validation.
 	bufC.FillFloat32(float32(math.NaN()))
 	glw.Finish()
 	t.Upload = time.Since(start)
-	t.UploadBytes = int64(4 * (m*k + k*n))
+	t.UploadBytes = int64(4 * (m*lda + k*ldb))
 	if err := glw.CheckError("uploading A and B"); err != nil {
 		return t, driverError(err)
 	}
@@ -246,6 +316,9 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 	glw.SetUint(p.m, uint32(m))
 	glw.SetUint(p.n, uint32(k))
 	glw.SetUint(p.l, uint32(n))
+	glw.SetUint(p.lda, uint32(lda))
+	glw.SetUint(p.ldb, uint32(ldb))
+	glw.SetUint(p.ldc, uint32(ldc))
 	bufA.BindStorage(0)
 	bufB.BindStorage(1)
 	bufC.BindStorage(2)
@@ -291,17 +364,17 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 
 	start = time.Now()
 	glw.BarrierBufferRead()
-	if c.Stride == c.Cols {
+	if c.Stride == ldc && ldc == n {
 		bufC.Read(0, 4*m*n, unsafe.Pointer(&c.Data[0]))
 	} else {
-		tmp := make([]float32, m*n)
-		bufC.Read(0, 4*m*n, unsafe.Pointer(&tmp[0]))
+		tmp := make([]float32, m*ldc)
+		bufC.Read(0, 4*m*ldc, unsafe.Pointer(&tmp[0]))
 		for i := 0; i < m; i++ {
-			copy(c.Data[i*c.Stride:i*c.Stride+n], tmp[i*n:(i+1)*n])
+			copy(c.Data[i*c.Stride:i*c.Stride+n], tmp[i*ldc:i*ldc+n])
 		}
 	}
 	t.Readback = time.Since(start)
-	t.ReadbackBytes = int64(4 * m * n)
+	t.ReadbackBytes = int64(4 * m * ldc)
 	if err := glw.CheckError("reading C back"); err != nil {
 		return t, driverError(err)
 	}

@@ -69,7 +69,7 @@ func TestTimingsAndDispatchCount(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	a, b := cpu.Random(100, 50, rng), cpu.Random(50, 70, rng)
 	c := cpu.New(100, 70)
-	tm, err := d.Mul(c, a, b, &MulOptions{MaxGroups: 1, Reps: 3, Warmup: 1})
+	tm, err := d.Mul(c, a, b, &MulOptions{Kernel: "tiled32", MaxGroups: 1, Reps: 3, Warmup: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestProgressCountsEveryDispatch(t *testing.T) {
 	c := cpu.New(70, 70)
 	var calls []int
 	total := 0
-	_, err := d.Mul(c, a, b, &MulOptions{MaxGroups: 1, Reps: 2, Warmup: 1, Progress: func(done, tot int) {
+	_, err := d.Mul(c, a, b, &MulOptions{Kernel: "tiled32", MaxGroups: 1, Reps: 2, Warmup: 1, Progress: func(done, tot int) {
 		calls = append(calls, done)
 		total = tot
 	}})
@@ -217,5 +217,30 @@ func TestUnsupportedVersion(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "unsupported=true") || !strings.Contains(string(out), "4.1") || !strings.Contains(string(out), "4.3") {
 		t.Fatalf("child output does not show ErrUnsupported naming 4.1 and 4.3:\n%s", out)
+	}
+}
+
+// TestConformanceEveryCandidate runs every configuration glmul tune may
+// choose on shapes that straddle all of their block sizes (up to 256), so a
+// tuned default can never be one that was not tested.
+func TestConformanceEveryCandidate(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	shapes := []conformance.Shape{{1, 1, 1}, {257, 33, 129}, {65, 19, 255}, {130, 7, 67}}
+	ran := 0
+	for _, c := range shaders.FastCandidates() {
+		if c.SharedBytes() > d.Info().MaxSharedMemory {
+			continue
+		}
+		ran++
+		spec := "fast:" + c.String()
+		t.Run(spec, func(t *testing.T) {
+			conformance.Run(t, shapes, func(c, a, b blas32.General) error {
+				_, err := d.Mul(c, a, b, &MulOptions{Kernel: spec})
+				return err
+			})
+		})
+	}
+	if ran == 0 {
+		t.Fatal("no candidate fits this device")
 	}
 }

@@ -3,64 +3,75 @@ package shaders
 import (
 	"embed"
 	"fmt"
-	"sort"
 	"strings"
 )
 
 //go:embed *.comp
 var files embed.FS
 
-// Kernel describes one compute shader of the package.
+// Kernel is one compute shader ready to compile.
 type Kernel struct {
-	// Name is the kernel's name as the command line spells it ("tiled32").
+	// Name is the kernel family as the command line spells it: "tiled32"
+	// (the paper's) or "fast".
 	Name string
-	// File is the shader's file name inside this package ("tiled32.comp");
-	// compile errors name it.
+	// Config is the parameter set of a configurable kernel ("" for tiled32).
+	Config string
+	// File is the shader's file name in this package; compile errors name it.
 	File string
 	// TileM and TileN are the rows and columns of C that one work group
 	// computes; the dispatch planner divides C by them.
 	TileM, TileN int
+	// Align is the multiple, in floats, to which the kernel needs the row
+	// strides of A, B and C rounded up (zero-padded): 4 for vec4 access.
+	Align int
+	// Threads is the number of invocations per work group.
+	Threads int
+	// SharedBytes is the shared memory a work group uses.
+	SharedBytes int
 	// Source is the GLSL source text.
 	Source string
 }
 
-// kernels lists every kernel. The paper's kernel is the first.
-var kernels = []Kernel{
-	{Name: "tiled32", File: "tiled32.comp", TileM: 32, TileN: 32},
+// Spec returns the string Lookup reads back: "tiled32", "fast:128x128x8_8x8".
+func (k Kernel) Spec() string {
+	if k.Config == "" {
+		return k.Name
+	}
+	return k.Name + ":" + k.Config
 }
 
-func init() {
-	for i := range kernels {
-		b, err := files.ReadFile(kernels[i].File)
-		if err != nil {
-			panic("shaders: missing embedded file " + kernels[i].File)
-		}
-		kernels[i].Source = string(b)
-	}
-}
-
-// Lookup returns the kernel called name.
-func Lookup(name string) (Kernel, error) {
-	for _, k := range kernels {
-		if k.Name == name {
-			return k, nil
-		}
-	}
-	return Kernel{}, fmt.Errorf("shaders: unknown kernel %q (known: %s)", name, strings.Join(Names(), ", "))
-}
-
-// Names returns the names of all kernels, sorted.
-func Names() []string {
-	var names []string
-	for _, k := range kernels {
-		names = append(names, k.Name)
-	}
-	sort.Strings(names)
-	return names
-}
+// Names are the kernel families, the paper's first.
+func Names() []string { return []string{"tiled32", "fast"} }
 
 // Tiled32 is the paper's kernel (seed 001, Algorithm 2).
 func Tiled32() Kernel {
-	k, _ := Lookup("tiled32")
-	return k
+	b, err := files.ReadFile("tiled32.comp")
+	if err != nil {
+		panic("shaders: missing embedded file tiled32.comp")
+	}
+	return Kernel{Name: "tiled32", File: "tiled32.comp", TileM: 32, TileN: 32, Align: 1,
+		Threads: 1024, SharedBytes: 2 * 32 * 32 * 4, Source: string(b)}
+}
+
+// Lookup returns the kernel a spec names: "tiled32", "fast" (DefaultFast),
+// or "fast:" followed by a FastConfig ("fast:128x128x8_8x8").
+func Lookup(spec string) (Kernel, error) {
+	name, config, hasConfig := strings.Cut(spec, ":")
+	switch name {
+	case "tiled32":
+		if hasConfig {
+			return Kernel{}, fmt.Errorf("shaders: tiled32 takes no configuration (got %q)", spec)
+		}
+		return Tiled32(), nil
+	case "fast":
+		c := DefaultFast
+		if hasConfig {
+			var err error
+			if c, err = ParseFastConfig(config); err != nil {
+				return Kernel{}, fmt.Errorf("shaders: %v", err)
+			}
+		}
+		return Fast(c)
+	}
+	return Kernel{}, fmt.Errorf("shaders: unknown kernel %q (known: %s; fast takes a configuration as fast:128x128x8_8x8)", spec, strings.Join(Names(), ", "))
 }

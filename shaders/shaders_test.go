@@ -1,12 +1,16 @@
 package shaders
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
 
 func TestTiled32IsThePapersKernel(t *testing.T) {
-	k := Tiled32()
+	k, err := Lookup("tiled32")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{
 		"#version 430",
 		"local_size_x = 32, local_size_y = 32",
@@ -23,6 +27,30 @@ func TestTiled32IsThePapersKernel(t *testing.T) {
 	}
 	if k.TileM != 32 || k.TileN != 32 {
 		t.Errorf("tile = %d×%d, want 32×32", k.TileM, k.TileN)
+	}
+}
+
+func TestFastConfigRoundTrip(t *testing.T) {
+	for _, c := range []FastConfig{DefaultFast, {64, 128, 16, 4, 8, 4, false}, {128, 128, 16, 8, 4, 0, true}, {64, 64, 8, 4, 4, 4, true}} {
+		back, err := ParseFastConfig(c.String())
+		if err != nil || back != c {
+			t.Errorf("ParseFastConfig(%q) = %+v, %v", c.String(), back, err)
+		}
+		k, err := Lookup("fast:" + c.String())
+		if err != nil || k.Spec() != "fast:"+c.String() || k.TileM != c.BM || k.TileN != c.BN || k.Align != 4 {
+			t.Errorf("Lookup(fast:%v) = %+v, %v", c, k, err)
+		}
+		if !strings.Contains(k.Source, fmt.Sprintf("#define BK %d\n", c.BK)) || !strings.HasPrefix(k.Source, "#version 430") {
+			t.Errorf("source of %v does not start with its defines", c)
+		}
+	}
+}
+
+func TestFastConfigRejects(t *testing.T) {
+	for _, s := range []string{"128x128x8", "128x128x8_8", "128x128x6_8x8", "128x100x8_8x8", "256x256x8_4x4", "8x8x8_4x4", "axbxc_dxe", "128x128x8_8x8_4"} {
+		if _, err := ParseFastConfig(s); err == nil {
+			t.Errorf("ParseFastConfig(%q): no error", s)
+		}
 	}
 }
 

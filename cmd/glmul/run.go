@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/renameio/v2"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
@@ -78,16 +79,15 @@ type options struct {
 	reps        int
 	warmup      int
 	validate    string
-	backend     string
-	device      int
+	dev         deviceFlags
 	maxGroups   int
 	kernel      string
 	seed        uint64
 	format      string
-	verbose     bool
 	version     bool
 	listDevices bool
 	progress    string
+	dumpProgram string
 
 	nSet        bool // -n was on the command line
 	m, k, nCols int  // the parsed shape
@@ -103,14 +103,13 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.reps, "reps", 10, "timed runs; the report gives their mean (as the paper did), median and min")
 	fs.IntVar(&o.warmup, "warmup", 1, "untimed runs before the timed ones")
 	fs.StringVar(&o.validate, "validate", "auto", "check the product on the CPU: auto|full|freivalds|none (auto: full up to 1024³ multiply-adds, freivalds above)")
-	fs.StringVar(&o.backend, "backend", "auto", "OpenGL context: auto|glfw|egl (auto: a hidden GLFW window where a display exists, headless EGL otherwise)")
-	fs.IntVar(&o.device, "device", 0, "EGL device `index` from -list-devices (0: a hardware GPU first, else Mesa's software device)")
+	o.dev.register(fs)
 	fs.IntVar(&o.maxGroups, "max-groups", glcompute.DefaultMaxGroups, "at most this many work groups per dispatch along each axis (the paper's TDR cap)")
-	fs.StringVar(&o.kernel, "kernel", "tiled32", "compute shader: "+strings.Join(shaders.Names(), "|"))
+	fs.StringVar(&o.kernel, "kernel", "fast", "compute shader: fast (tuned for the device), tiled32 (the paper's), or fast:BMxBNxBK_TMxTN")
+	fs.StringVar(&o.dumpProgram, "dump-program", "", "write the driver's program binary of the kernel to `FILE` (NVIDIA's holds the assembly) and exit")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs (uniform on [-1, 1))")
 	fs.StringVar(&o.format, "format", "text", "output: text|json|csv")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto|on|off (auto: when stderr is a terminal)")
-	fs.BoolVar(&o.verbose, "v", false, "verbose: line-numbered shader source on compile errors")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.listDevices, "list-devices", false, "list the EGL devices -device can select, and exit")
 	fs.Usage = func() {
@@ -120,6 +119,7 @@ validates the product on the CPU and reports GFLOPS.
 Usage:
   glmul -n N [flags]            C = A·B with A and B N×N
   glmul -shape MxKxN [flags]    A is M×K, B is K×N
+  glmul tune [flags]            find the fastest kernel configuration for this device
 
 Flags:
 `)
@@ -134,6 +134,12 @@ Exit status: 0 ok, 1 failure (validation included), 2 usage error.
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "tune":
+			return runTune(args[1:], stdout, stderr)
+		}
+	}
 	var o options
 	fs := newFlagSet(&o, stderr)
 	if err := fs.Parse(args); err != nil {
@@ -160,6 +166,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, d)
 		}
 		return nil
+	}
+	if o.dumpProgram != "" {
+		return dumpProgram(&o, stdout)
 	}
 	if err := o.check(); err != nil {
 		return err
@@ -194,14 +203,11 @@ func (o *options) check() error {
 	if o.maxGroups < 1 {
 		return usagef("-max-groups must be at least 1 (got %d)", o.maxGroups)
 	}
-	if o.device < 0 {
-		return usagef("-device must be 0 (automatic) or an index from -list-devices (got %d)", o.device)
+	if err := o.dev.check(); err != nil {
+		return err
 	}
 	if _, err := validate.ParseMode(o.validate); err != nil {
 		return usagef("-validate: %v", err)
-	}
-	if _, err := glcompute.ParseBackend(o.backend); err != nil {
-		return usagef("-backend: %v", err)
 	}
 	if _, err := report.ParseFormat(o.format); err != nil {
 		return usagef("-format: %v", err)
@@ -252,8 +258,7 @@ func versionString() string {
 
 // multiply runs the main command.
 func multiply(o *options, stdout, stderr io.Writer) error {
-	dev, err := glcompute.Open(&glcompute.Options{
-		Backend: glcompute.Backend(o.backend), Device: o.device, Verbose: o.verbose})
+	dev, err := o.dev.open()
 	if err != nil {
 		return err
 	}
@@ -294,7 +299,7 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 	}
 	res := validate.Check(mode, a, b, c, rand.New(rand.NewPCG(o.seed, 2)))
 
-	r := report.Run{Device: dev.Info(), Kernel: o.kernel, M: o.m, K: o.k, N: o.nCols, Seed: o.seed,
+	r := report.Run{Device: dev.Info(), Kernel: t.Kernel, M: o.m, K: o.k, N: o.nCols, Seed: o.seed,
 		Warmup: o.warmup, MaxGroups: o.maxGroups, Timings: t, Validation: res}
 	r.Summarize()
 	format, _ := report.ParseFormat(o.format)
@@ -305,6 +310,30 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "glmul: %v\n", err)
 		return errReported
 	}
+	return nil
+}
+
+// dumpProgram writes the kernel's program binary to o.dumpProgram.
+func dumpProgram(o *options, stdout io.Writer) error {
+	if _, err := shaders.Lookup(o.kernel); err != nil {
+		return usagef("-kernel: %v", err)
+	}
+	if err := o.dev.check(); err != nil {
+		return err
+	}
+	dev, err := o.dev.open()
+	if err != nil {
+		return err
+	}
+	defer dev.Release()
+	data, err := dev.ProgramBinary(o.kernel)
+	if err != nil {
+		return err
+	}
+	if err := renameio.WriteFile(o.dumpProgram, data, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %d bytes of %s's program binary to %s\n", len(data), o.kernel, o.dumpProgram)
 	return nil
 }
 

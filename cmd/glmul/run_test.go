@@ -42,6 +42,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-n", "4", "-backend", "vulkan"}, "unknown backend"},
 		{[]string{"-n", "4", "-format", "xml"}, "unknown format"},
 		{[]string{"-n", "4", "-kernel", "fastest"}, "unknown kernel"},
+		{[]string{"-n", "4", "-kernel", "fast:128x128x6_8x8"}, "multiples of 4"},
 		{[]string{"-n", "4", "extra"}, `unexpected argument "extra"`},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
 	} {
@@ -105,7 +106,7 @@ func needGL(t *testing.T) glcompute.Info {
 
 func TestMultiplyText(t *testing.T) {
 	needGL(t)
-	code, stdout, stderr := glmul("-n", "70", "-reps", "2", "-backend", "egl")
+	code, stdout, stderr := glmul("-n", "70", "-reps", "2", "-backend", "egl", "-kernel", "tiled32")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -118,7 +119,7 @@ func TestMultiplyText(t *testing.T) {
 
 func TestMultiplyJSONManyDispatches(t *testing.T) {
 	needGL(t)
-	code, stdout, stderr := glmul("-shape", "33x1x65", "-max-groups", "1", "-reps", "3", "-format", "json", "-backend", "egl", "-validate", "full")
+	code, stdout, stderr := glmul("-shape", "33x1x65", "-kernel", "tiled32", "-max-groups", "1", "-reps", "3", "-format", "json", "-backend", "egl", "-validate", "full")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

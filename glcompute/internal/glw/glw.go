@@ -243,6 +243,9 @@ func NewComputeProgram(file, source string) (Program, error) {
 		return 0, &CompileError{File: file, Log: shaderLog(sh), Source: source}
 	}
 	p := gl.CreateProgram()
+	// Keep the linked binary retrievable (Program.Binary) on drivers that
+	// need the hint.
+	gl.ProgramParameteri(p, gl.PROGRAM_BINARY_RETRIEVABLE_HINT, gl.TRUE)
 	gl.AttachShader(p, sh)
 	gl.LinkProgram(p)
 	gl.DetachShader(p, sh)
@@ -275,6 +278,21 @@ func programLog(p uint32) string {
 	buf := make([]byte, n)
 	gl.GetProgramInfoLog(p, n, nil, &buf[0])
 	return strings.TrimSpace(strings.TrimRight(string(buf), "\x00"))
+}
+
+// Binary returns the driver's program binary (glGetProgramBinary) and its
+// format; nil where the driver keeps none. NVIDIA's holds the program's
+// assembly as text.
+func (p Program) Binary() (format uint32, data []byte) {
+	var n int32
+	gl.GetProgramiv(uint32(p), gl.PROGRAM_BINARY_LENGTH, &n)
+	if n <= 0 {
+		return 0, nil
+	}
+	data = make([]byte, n)
+	var got int32
+	gl.GetProgramBinary(uint32(p), n, &got, &format, unsafe.Pointer(&data[0]))
+	return format, data[:got]
 }
 
 // Use makes p the current program.

@@ -1,0 +1,127 @@
+// Package tuning keeps the fast kernel's best configuration per device: the
+// cache that glmul tune writes (JSON in the user's cache directory, one
+// entry per GL vendor, renderer and driver version) and the built-in
+// defaults used where no tuning was done. It is pure Go.
+package tuning
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/renameio/v2"
+)
+
+// Device identifies a driver: a tuned configuration is valid for exactly
+// this triple, since a driver update can change what is fastest.
+type Device struct {
+	Vendor   string `json:"vendor"`
+	Renderer string `json:"renderer"`
+	Version  string `json:"version"`
+}
+
+// Entry is one tuned result.
+type Entry struct {
+	Device
+	Kernel string    `json:"kernel"` // a shaders.Lookup spec, "fast:128x128x16_8x4_db"
+	GFLOPS float64   `json:"gflops"` // its rate in the tuning run
+	N      int       `json:"n"`      // the square size tuned at
+	When   time.Time `json:"when"`
+}
+
+// Cache is the tuning file's content.
+type Cache struct {
+	Entries []Entry `json:"entries"`
+}
+
+// Path returns the cache file: $GLMUL_TUNE_CACHE if set, else glmul/tuned.json
+// in the user's cache directory (os.UserCacheDir: $XDG_CACHE_HOME or
+// ~/.cache on Linux).
+func Path() (string, error) {
+	if p := os.Getenv("GLMUL_TUNE_CACHE"); p != "" {
+		return p, nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("tuning: no cache directory: %v", err)
+	}
+	return filepath.Join(dir, "glmul", "tuned.json"), nil
+}
+
+// Load reads the cache at path; a missing file is an empty cache.
+func Load(path string) (Cache, error) {
+	var c Cache
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("tuning: %v", err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("tuning: %s is not a glmul tuning cache (%v); delete it or run glmul tune again", path, err)
+	}
+	return c, nil
+}
+
+// Lookup returns the entry for d, if any.
+func (c Cache) Lookup(d Device) (Entry, bool) {
+	for _, e := range c.Entries {
+		if e.Device == d {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// Put replaces d's entry (or adds it).
+func (c *Cache) Put(e Entry) {
+	for i := range c.Entries {
+		if c.Entries[i].Device == e.Device {
+			c.Entries[i] = e
+			return
+		}
+	}
+	c.Entries = append(c.Entries, e)
+}
+
+// Save writes the cache to path atomically, creating its directory.
+func (c Cache) Save(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("tuning: %v", err)
+	}
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := renameio.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("tuning: %v", err)
+	}
+	return nil
+}
+
+// Builtin returns the fast kernel's configuration for a device that was
+// never tuned, and where the choice comes from. Only the vendors named here
+// were measured (docs/PERFORMANCE.md); others get the generic default.
+func Builtin(d Device) (kernel, source string) {
+	switch {
+	case strings.Contains(d.Vendor, "NVIDIA"):
+		return NVIDIADefault, "built-in default for NVIDIA (tuned on an H100)"
+	case strings.Contains(d.Renderer, "llvmpipe"):
+		return LlvmpipeDefault, "built-in default for Mesa llvmpipe (tuned on 2 CPU cores)"
+	}
+	return GenericDefault, "generic default (this vendor was never tuned; run glmul tune)"
+}
+
+// The built-in configurations, from glmul tune runs recorded in
+// docs/PERFORMANCE.md.
+const (
+	NVIDIADefault   = "fast:128x128x16_8x4"
+	LlvmpipeDefault = "fast:128x128x8_8x8"
+	GenericDefault  = "fast:128x128x8_8x8"
+)

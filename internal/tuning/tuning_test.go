@@ -1,0 +1,72 @@
+package tuning
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/glmul/glmul/shaders"
+)
+
+func TestSaveLoadPutLookup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "tuned.json")
+	c, err := Load(path)
+	if err != nil || len(c.Entries) != 0 {
+		t.Fatalf("missing file: %v, %v", c, err)
+	}
+	d1 := Device{"NVIDIA Corporation", "H100", "4.3.0 NVIDIA 580"}
+	d2 := Device{"Mesa", "llvmpipe", "4.5 Mesa 22.3.6"}
+	c.Put(Entry{Device: d1, Kernel: "fast:128x128x8_8x8", GFLOPS: 1, N: 2048, When: time.Unix(1, 0).UTC()})
+	c.Put(Entry{Device: d2, Kernel: "fast:64x64x8_4x4", GFLOPS: 2, N: 512})
+	c.Put(Entry{Device: d1, Kernel: "fast:128x128x16_8x4", GFLOPS: 3, N: 2048})
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := back.Lookup(d1); !ok || e.Kernel != "fast:128x128x16_8x4" || e.GFLOPS != 3 || len(back.Entries) != 2 {
+		t.Fatalf("after Put twice: %+v", back)
+	}
+	if _, ok := back.Lookup(Device{"NVIDIA Corporation", "H100", "4.3.0 NVIDIA 590"}); ok {
+		t.Fatal("entry matched another driver version")
+	}
+}
+
+func TestCorruptCacheIsAnError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tuned.json")
+	os.WriteFile(path, []byte("{not json"), 0o644)
+	if _, err := Load(path); err == nil {
+		t.Fatal("no error for a corrupt cache")
+	}
+}
+
+func TestPathHonoursOverride(t *testing.T) {
+	t.Setenv("GLMUL_TUNE_CACHE", "/x/y.json")
+	if p, _ := Path(); p != "/x/y.json" {
+		t.Fatalf("Path() = %q", p)
+	}
+}
+
+func TestBuiltinsAreCandidates(t *testing.T) {
+	cands := map[string]bool{}
+	for _, c := range shaders.FastCandidates() {
+		cands["fast:"+c.String()] = true
+	}
+	for _, k := range []string{NVIDIADefault, LlvmpipeDefault, GenericDefault} {
+		if _, err := shaders.Lookup(k); err != nil || !cands[k] {
+			t.Errorf("built-in %s is not one of the tuned candidates (so not conformance-tested): %v", k, err)
+		}
+	}
+	if k, _ := Builtin(Device{Vendor: "NVIDIA Corporation"}); k != NVIDIADefault {
+		t.Errorf("NVIDIA gets %s", k)
+	}
+	if k, _ := Builtin(Device{Vendor: "Mesa", Renderer: "llvmpipe (LLVM 15)"}); k != LlvmpipeDefault {
+		t.Errorf("llvmpipe gets %s", k)
+	}
+	if k, src := Builtin(Device{Vendor: "AMD"}); k != GenericDefault || src == "" {
+		t.Errorf("AMD gets %s", k)
+	}
+}
