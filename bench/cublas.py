@@ -10,7 +10,34 @@ import argparse
 import statistics
 import sys
 
-import torch
+
+def parse_shape(s):
+    dims = [int(x) for x in s.lower().split("x")]
+    return tuple(dims) if len(dims) == 3 else (dims[0],) * 3
+
+
+def cublas_median_ms(m, k, n, reps=20):
+    """Median time in ms of one fp32 m×k by k×n product on the GPU."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    g = torch.Generator(device="cuda").manual_seed(1)
+    a = torch.rand(m, k, device="cuda", generator=g) * 2 - 1
+    b = torch.rand(k, n, device="cuda", generator=g) * 2 - 1
+    for _ in range(3):
+        torch.matmul(a, b)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.matmul(a, b)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
 
 
 def main():
@@ -18,28 +45,10 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("shapes", nargs="+")
     args = ap.parse_args()
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
     print("m,k,n,median_ms,gflops")
     for s in args.shapes:
-        dims = [int(x) for x in s.lower().split("x")]
-        m, k, n = dims if len(dims) == 3 else (dims[0],) * 3
-        g = torch.Generator(device="cuda").manual_seed(1)
-        a = torch.rand(m, k, device="cuda", generator=g) * 2 - 1
-        b = torch.rand(k, n, device="cuda", generator=g) * 2 - 1
-        for _ in range(3):
-            torch.matmul(a, b)
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(args.reps):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            torch.matmul(a, b)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        med = statistics.median(times)
+        m, k, n = parse_shape(s)
+        med = cublas_median_ms(m, k, n, args.reps)
         print(f"{m},{k},{n},{med:.4f},{2 * m * n * k / med / 1e6:.1f}")
         sys.stdout.flush()
 

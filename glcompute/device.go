@@ -81,6 +81,9 @@ type Info struct {
 	// built-in per-vendor default, ...).
 	DefaultKernel       string `json:"default_kernel"`
 	DefaultKernelSource string `json:"default_kernel_source"`
+	// SmallGridKernel, if set, replaces DefaultKernel for products that
+	// tuning.UseSmallGrid says it fits badly (few work groups, short K).
+	SmallGridKernel string `json:"small_grid_kernel,omitempty"`
 }
 
 // context is what the two backends provide.
@@ -246,6 +249,9 @@ func (d *Device) initGL() error {
 		return fmt.Errorf("%w: %v", ErrDriver, err)
 	}
 	i.DefaultKernel, i.DefaultKernelSource = d.chooseDefaultKernel()
+	if k, err := shaders.Lookup(tuning.SmallGrid(d.tuningDevice())); err == nil && d.fits(k) == nil {
+		i.SmallGridKernel = k.Spec()
+	}
 	return nil
 }
 
@@ -253,7 +259,7 @@ func (d *Device) initGL() error {
 // if glmul tune cached one that still parses and fits, else the built-in
 // one for the vendor.
 func (d *Device) chooseDefaultKernel() (spec, source string) {
-	dev := tuning.Device{Vendor: d.info.Vendor, Renderer: d.info.Renderer, Version: d.info.Version}
+	dev := d.tuningDevice()
 	builtin, builtinSource := tuning.Builtin(dev)
 	if d.opts.IgnoreTuned {
 		return builtin, builtinSource
@@ -275,6 +281,10 @@ func (d *Device) chooseDefaultKernel() (spec, source string) {
 		return builtin, builtinSource + fmt.Sprintf("; the tuned %q in %s does not fit this build or device", e.Kernel, path)
 	}
 	return e.Kernel, fmt.Sprintf("tuned by glmul tune on %s (%s)", e.When.Format("2006-01-02"), path)
+}
+
+func (d *Device) tuningDevice() tuning.Device {
+	return tuning.Device{Vendor: d.info.Vendor, Renderer: d.info.Renderer, Version: d.info.Version}
 }
 
 // Info returns the device's strings and limits. Safe from any goroutine.

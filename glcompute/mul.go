@@ -11,6 +11,7 @@ import (
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/internal/dispatch"
+	"github.com/glmul/glmul/internal/tuning"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -181,8 +182,27 @@ func (d *Device) ProgramBinary(spec string) ([]byte, error) {
 }
 
 // DefaultKernel is the kernel spec Mul uses when MulOptions.Kernel is ""
-// or "fast": see Info.DefaultKernel.
+// or "fast", for products large enough: see Info.DefaultKernel.
 func (d *Device) DefaultKernel() string { return d.info.DefaultKernel }
+
+// kernelFor returns the fast configuration for an m×k by k×n product: the
+// default, or Info.SmallGridKernel where tuning.UseSmallGrid says the
+// default's large tiles fit the product badly.
+func (d *Device) kernelFor(m, kDim, n int) string {
+	spec := d.info.DefaultKernel
+	if d.info.SmallGridKernel == "" {
+		return spec
+	}
+	k, err := shaders.Lookup(spec)
+	if err != nil {
+		return spec
+	}
+	groups := ((m + k.TileM - 1) / k.TileM) * ((n + k.TileN - 1) / k.TileN)
+	if tuning.UseSmallGrid(groups, kDim) {
+		return d.info.SmallGridKernel
+	}
+	return spec
+}
 
 // Mul computes C = A·B on the GPU: it uploads A and B, runs the product
 // opts.Warmup + opts.Reps times, and reads C back once. C is overwritten
@@ -205,7 +225,7 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 		o = *opts
 	}
 	if o.Kernel == "" || o.Kernel == "fast" {
-		o.Kernel = d.DefaultKernel()
+		o.Kernel = d.kernelFor(a.Rows, a.Cols, b.Cols)
 	}
 	if o.Reps <= 0 {
 		o.Reps = 1

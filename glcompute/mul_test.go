@@ -225,7 +225,7 @@ func TestUnsupportedVersion(t *testing.T) {
 // tuned default can never be one that was not tested.
 func TestConformanceEveryCandidate(t *testing.T) {
 	d := openDevice(t, BackendEGL)
-	shapes := []conformance.Shape{{1, 1, 1}, {257, 33, 129}, {65, 19, 255}, {130, 7, 67}}
+	shapes := []conformance.Shape{{M: 1, K: 1, N: 1}, {M: 257, K: 33, N: 129}, {M: 65, K: 19, N: 255}, {M: 130, K: 7, N: 67}}
 	ran := 0
 	for _, c := range shaders.FastCandidates() {
 		if c.SharedBytes() > d.Info().MaxSharedMemory {

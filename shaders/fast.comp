@@ -2,28 +2,39 @@
 //
 // Parameters, injected as #defines before this text (see fast.go):
 //   BM, BN  rows and columns of C per work group (the block tile)
-//   BK      depth of one K step held in shared memory
+//   BK      depth of one K step held in shared memory (a multiple of 4)
 //   TM, TN  rows and columns of C per invocation (multiples of 4)
-//   PADA    floats of padding per shared row of A (bank conflicts)
+//   PADA    floats of padding per shared row of A (a multiple of 4)
 //   DB      1: double-buffered shared memory, the next K step's global
 //           loads in flight while this one computes; 0: single buffer
 //   THREADS (BM/TM)·(BN/TN) as a literal: GLSL 4.30 takes only literals in
 //           layout(local_size_x = ...)
-// An invocation's TM×TN tile is TM/4 × TN/4 groups of 4×4, strided across
-// the block tile, so that neighbouring invocations read neighbouring vec4s
-// from shared memory (conflict-free) and write neighbouring vec4s of C.
 //
-// Buffers hold rows padded to a multiple of 4 floats (lda, ldb, ldc), the
-// padding zero-filled, so every vec4 is aligned and whole. Uniforms follow
-// the paper's names: m rows of A, n = K, l columns of B; x0, y0 the first
-// column and row of C covered by this dispatch.
+// Invocation (tx, ty) owns rows g·4·THREADS_Y + 4·ty + i (g < TM/4, i < 4)
+// and column vec4s j·THREADS_X + tx (j < TN/4) of the block tile: strided
+// groups, so neighbouring invocations read neighbouring vec4s of B in
+// shared memory (conflict-free) and write neighbouring vec4s of C.
+//
+// Shared memory keeps both tiles in their natural layout as vec4s: A as
+// As[row][k/4], B as Bs[k][col/4]. For each 4 steps of k an invocation
+// reads one vec4 of A per row it owns and one vec4 of B per column group
+// per step: every shared load is 16 bytes and no store needs a transpose.
+//
+// Rows are padded to a multiple of 4 floats on the GPU (lda, ldb, ldc) and
+// the padding is zero, so every vec4 is aligned and whole; elements outside
+// the matrices load as zero. Uniforms follow the paper's names: m rows of A,
+// n = K, l columns of B; x0, y0 the first column and row of C covered by
+// this dispatch. Everything is local to main: NVIDIA's GL compiler may put
+// global-scope arrays in local memory.
 
 #define THREADS_X (BN / TN)
 #define THREADS_Y (BM / TM)
-#define GM (TM / 4)                 // row groups per invocation
-#define GN (TN / 4)                 // column groups per invocation
-#define A_VEC4 (BM * BK / 4)        // vec4 loads of one A tile
-#define B_VEC4 (BK * BN / 4)        // vec4 loads of one B tile
+#define GM (TM / 4)
+#define GN (TN / 4)
+#define BK4 (BK / 4)
+#define ASTRIDE (BK4 + PADA / 4)    // vec4s per shared row of A
+#define A_VEC4 (BM * BK4)           // vec4s of one A tile
+#define B_VEC4 (BK * BN / 4)        // vec4s of one B tile
 #define A_LOADS ((A_VEC4 + THREADS - 1) / THREADS)
 #define B_LOADS ((B_VEC4 + THREADS - 1) / THREADS)
 #define NBUF (DB + 1)
@@ -43,73 +54,57 @@ layout(std430, binding = 0) readonly buffer ssbo_A { vec4 A[]; };
 layout(std430, binding = 1) readonly buffer ssbo_B { vec4 B[]; };
 layout(std430, binding = 2) writeonly buffer ssbo_R { vec4 R[]; };
 
-// A transposed, As[buf][k][row/4] holding rows row..row+3 of column k;
-// B as is, Bs[buf][k][col/4].
-shared vec4 As[NBUF][BK][(BM + PADA) / 4];
-shared vec4 Bs[NBUF][BK][BN / 4];
+#define A_SIZE (BM * ASTRIDE)       // vec4s of one buffer of As
+#define B_SIZE (BK * (BN / 4))      // vec4s of one buffer of Bs
 
-uint tid, row0, col0;
-vec4 ra[A_LOADS];
-vec4 rb[B_LOADS];
+// Flat arrays: the inner loop indexes them as a base hoisted out of the
+// K step plus a constant, which compiles to loads with immediate offsets
+// (2D [buf][i] indexing made NVIDIA's compiler recompute every address).
+shared vec4 As[NBUF * A_SIZE];
+shared vec4 Bs[NBUF * B_SIZE];
 
-// loadGlobal reads the K step starting at kt into ra and rb. Out-of-range
-// elements read as zero; rows of A and B are zero-padded to lda and ldb.
-void loadGlobal(uint kt)
-{
-    #pragma optionNV(unroll all)
-    for (int i = 0; i < A_LOADS; i++) {
-        uint idx = tid + uint(i * THREADS);
-        uint r = idx / uint(BK / 4);
-        uint c = (idx % uint(BK / 4)) * 4u;
-        ra[i] = vec4(0.0);
-        if ((A_VEC4 % THREADS == 0 || idx < uint(A_VEC4)) && row0 + r < m && kt + c < lda) {
-            ra[i] = A[(row0 + r) * (lda / 4u) + (kt + c) / 4u];
-        }
+// LOAD_GLOBAL reads the K step at kt into ra, rb; STORE_SHARED writes them
+// to buffer buf. Macros, not functions, to keep ra and rb in registers.
+#define LOAD_GLOBAL(kt)                                                          \
+    for (int i = 0; i < A_LOADS; i++) {                                          \
+        uint idx = tid + uint(i * THREADS);                                      \
+        uint r = idx / uint(BK4), c = (idx % uint(BK4)) * 4u;                    \
+        ra[i] = vec4(0.0);                                                       \
+        if ((A_VEC4 % THREADS == 0 || idx < uint(A_VEC4)) && row0 + r < m && (kt) + c < lda) \
+            ra[i] = A[(row0 + r) * lda4 + ((kt) + c) / 4u];                      \
+    }                                                                            \
+    for (int i = 0; i < B_LOADS; i++) {                                          \
+        uint idx = tid + uint(i * THREADS);                                      \
+        uint r = idx / uint(BN / 4), c4 = idx % uint(BN / 4);                    \
+        rb[i] = vec4(0.0);                                                       \
+        if ((B_VEC4 % THREADS == 0 || idx < uint(B_VEC4)) && (kt) + r < n && col0 + c4 * 4u < ldb) \
+            rb[i] = B[((kt) + r) * ldb4 + col0 / 4u + c4];                       \
     }
-    #pragma optionNV(unroll all)
-    for (int i = 0; i < B_LOADS; i++) {
-        uint idx = tid + uint(i * THREADS);
-        uint r = idx / uint(BN / 4);
-        uint c4 = idx % uint(BN / 4);
-        rb[i] = vec4(0.0);
-        if ((B_VEC4 % THREADS == 0 || idx < uint(B_VEC4)) && kt + r < n && col0 + c4 * 4u < ldb) {
-            rb[i] = B[(kt + r) * (ldb / 4u) + col0 / 4u + c4];
-        }
-    }
-}
 
-// storeShared writes ra and rb into buffer buf, A transposed.
-void storeShared(uint buf)
-{
-    #pragma optionNV(unroll all)
-    for (int i = 0; i < A_LOADS; i++) {
-        uint idx = tid + uint(i * THREADS);
-        if (A_VEC4 % THREADS == 0 || idx < uint(A_VEC4)) {
-            uint r = idx / uint(BK / 4);
-            uint c = (idx % uint(BK / 4)) * 4u;
-            As[buf][c + 0u][r / 4u][r % 4u] = ra[i].x;
-            As[buf][c + 1u][r / 4u][r % 4u] = ra[i].y;
-            As[buf][c + 2u][r / 4u][r % 4u] = ra[i].z;
-            As[buf][c + 3u][r / 4u][r % 4u] = ra[i].w;
-        }
+#define STORE_SHARED(buf)                                                        \
+    for (int i = 0; i < A_LOADS; i++) {                                          \
+        uint idx = tid + uint(i * THREADS);                                      \
+        if (A_VEC4 % THREADS == 0 || idx < uint(A_VEC4))                         \
+            As[uint((buf) * A_SIZE) + (idx / uint(BK4)) * uint(ASTRIDE) + idx % uint(BK4)] = ra[i]; \
+    }                                                                            \
+    for (int i = 0; i < B_LOADS; i++) {                                          \
+        uint idx = tid + uint(i * THREADS);                                      \
+        if (B_VEC4 % THREADS == 0 || idx < uint(B_VEC4))                         \
+            Bs[uint((buf) * B_SIZE) + idx] = rb[i];                              \
     }
-    #pragma optionNV(unroll all)
-    for (int i = 0; i < B_LOADS; i++) {
-        uint idx = tid + uint(i * THREADS);
-        if (B_VEC4 % THREADS == 0 || idx < uint(B_VEC4)) {
-            Bs[buf][idx / uint(BN / 4)][idx % uint(BN / 4)] = rb[i];
-        }
-    }
-}
+
 
 void main()
 {
-    tid = gl_LocalInvocationIndex;
-    uint tx = tid % THREADS_X;
-    uint ty = tid / THREADS_X;
-    row0 = y0 + gl_WorkGroupID.y * BM;
-    col0 = x0 + gl_WorkGroupID.x * BN; // a multiple of 4
+    uint tid = gl_LocalInvocationIndex;
+    uint tx = tid % uint(THREADS_X);
+    uint ty = tid / uint(THREADS_X);
+    uint row0 = y0 + gl_WorkGroupID.y * uint(BM);
+    uint col0 = x0 + gl_WorkGroupID.x * uint(BN); // a multiple of 4
+    uint lda4 = lda / 4u, ldb4 = ldb / 4u;
 
+    vec4 ra[A_LOADS];
+    vec4 rb[B_LOADS];
     vec4 acc[TM][GN];
     #pragma optionNV(unroll all)
     for (int i = 0; i < TM; i++) {
@@ -120,68 +115,76 @@ void main()
     }
 
 #if DB
-    loadGlobal(0u);
-    storeShared(0u);
+    LOAD_GLOBAL(0u)
+    STORE_SHARED(0)
     memoryBarrierShared();
     barrier();
+    int buf = 0;
+#else
+    const int buf = 0;
 #endif
-    uint buf = 0u;
     for (uint kt = 0u; kt < n; kt += uint(BK)) {
 #if DB
         bool more = kt + uint(BK) < n;
         if (more) {
-            loadGlobal(kt + uint(BK));
+            LOAD_GLOBAL(kt + uint(BK))
         }
 #else
-        loadGlobal(kt);
-        storeShared(0u);
+        LOAD_GLOBAL(kt)
+        STORE_SHARED(0)
         memoryBarrierShared();
         barrier();
 #endif
+        uint aOff = uint(buf * A_SIZE) + ty * 4u * uint(ASTRIDE);
+        uint bOff = uint(buf * B_SIZE) + tx;
         #pragma optionNV(unroll all)
-        for (int k = 0; k < BK; k++) {
-            vec4 a[GM];
-            #pragma optionNV(unroll all)
-            for (int g = 0; g < GM; g++) {
-                a[g] = As[buf][k][uint(g * THREADS_Y) + ty];
-            }
-            vec4 b[GN];
-            #pragma optionNV(unroll all)
-            for (int g = 0; g < GN; g++) {
-                b[g] = Bs[buf][k][uint(g * THREADS_X) + tx];
-            }
+        for (int k4 = 0; k4 < BK4; k4++) {
+            vec4 a[TM];
             #pragma optionNV(unroll all)
             for (int g = 0; g < GM; g++) {
                 #pragma optionNV(unroll all)
+                for (int i = 0; i < 4; i++) {
+                    a[g * 4 + i] = As[aOff + uint((g * THREADS_Y * 4 + i) * ASTRIDE + k4)];
+                }
+            }
+            #pragma optionNV(unroll all)
+            for (int kk = 0; kk < 4; kk++) {
+                vec4 b[GN];
+                #pragma optionNV(unroll all)
                 for (int j = 0; j < GN; j++) {
-                    acc[g * 4 + 0][j] = fma(vec4(a[g].x), b[j], acc[g * 4 + 0][j]);
-                    acc[g * 4 + 1][j] = fma(vec4(a[g].y), b[j], acc[g * 4 + 1][j]);
-                    acc[g * 4 + 2][j] = fma(vec4(a[g].z), b[j], acc[g * 4 + 2][j]);
-                    acc[g * 4 + 3][j] = fma(vec4(a[g].w), b[j], acc[g * 4 + 3][j]);
+                    b[j] = Bs[bOff + uint((k4 * 4 + kk) * (BN / 4) + j * THREADS_X)];
+                }
+                #pragma optionNV(unroll all)
+                for (int i = 0; i < TM; i++) {
+                    #pragma optionNV(unroll all)
+                    for (int j = 0; j < GN; j++) {
+                        acc[i][j] = fma(vec4(a[i][kk]), b[j], acc[i][j]);
+                    }
                 }
             }
         }
 #if DB
         if (more) {
-            storeShared(buf ^ 1u);
+            STORE_SHARED(buf ^ 1)
         }
-        buf ^= 1u;
+        buf ^= 1;
 #endif
         memoryBarrierShared();
         barrier();
     }
 
+    uint ldc4 = ldc / 4u;
     #pragma optionNV(unroll all)
     for (int g = 0; g < GM; g++) {
         #pragma optionNV(unroll all)
         for (int i = 0; i < 4; i++) {
-            uint row = row0 + uint(g * THREADS_Y * 4) + ty * 4u + uint(i);
+            uint row = row0 + uint(g * THREADS_Y * 4 + i) + ty * 4u;
             if (row < m) {
                 #pragma optionNV(unroll all)
                 for (int j = 0; j < GN; j++) {
                     uint c4 = col0 / 4u + uint(j * THREADS_X) + tx;
-                    if (c4 < ldc / 4u) {
-                        R[row * (ldc / 4u) + c4] = acc[g * 4 + i][j];
+                    if (c4 < ldc4) {
+                        R[row * ldc4 + c4] = acc[g * 4 + i][j];
                     }
                 }
             }

@@ -113,10 +113,7 @@ func Fast(c FastConfig) (Kernel, error) {
 	if err := c.Check(); err != nil {
 		return Kernel{}, fmt.Errorf("shaders: %v", err)
 	}
-	body, err := files.ReadFile("fast.comp")
-	if err != nil {
-		panic("shaders: missing embedded file fast.comp")
-	}
+	body := source("fast.comp")
 	db := 0
 	if c.DoubleBuffer {
 		db = 1

@@ -3,6 +3,8 @@ package shaders
 import (
 	"embed"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -43,12 +45,25 @@ func (k Kernel) Spec() string {
 // Names are the kernel families, the paper's first.
 func Names() []string { return []string{"tiled32", "fast"} }
 
+// source returns a shader file's text: the embedded copy, or, for kernel
+// development, the file of that name in $GLMUL_SHADER_DIR when that is set
+// (compare kernel versions with one binary; never set it in production).
+func source(name string) []byte {
+	if dir := os.Getenv("GLMUL_SHADER_DIR"); dir != "" {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			return b
+		}
+	}
+	b, err := files.ReadFile(name)
+	if err != nil {
+		panic("shaders: missing embedded file " + name)
+	}
+	return b
+}
+
 // Tiled32 is the paper's kernel (seed 001, Algorithm 2).
 func Tiled32() Kernel {
-	b, err := files.ReadFile("tiled32.comp")
-	if err != nil {
-		panic("shaders: missing embedded file tiled32.comp")
-	}
+	b := source("tiled32.comp")
 	return Kernel{Name: "tiled32", File: "tiled32.comp", TileM: 32, TileN: 32, Align: 1,
 		Threads: 1024, SharedBytes: 2 * 32 * 32 * 4, Source: string(b)}
 }

@@ -120,6 +120,7 @@ Usage:
   glmul -n N [flags]            C = A·B with A and B N×N
   glmul -shape MxKxN [flags]    A is M×K, B is K×N
   glmul tune [flags]            find the fastest kernel configuration for this device
+  glmul bench [flags]           GFLOPS of each kernel over a list of shapes
 
 Flags:
 `)
@@ -138,6 +139,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		switch args[0] {
 		case "tune":
 			return runTune(args[1:], stdout, stderr)
+		case "bench":
+			return runBench(args[1:], stdout, stderr)
 		}
 	}
 	var o options

@@ -118,10 +118,29 @@ func Builtin(d Device) (kernel, source string) {
 	return GenericDefault, "generic default (this vendor was never tuned; run glmul tune)"
 }
 
+// SmallGrid returns the configuration for products the default handles
+// badly (see UseSmallGrid); "" where the default serves every size.
+func SmallGrid(d Device) string {
+	if strings.Contains(d.Vendor, "NVIDIA") {
+		return NVIDIASmallGrid
+	}
+	return ""
+}
+
+// UseSmallGrid reports whether a product whose result the default
+// configuration covers with groups work groups, over an inner dimension k,
+// should use SmallGrid instead: with fewer groups than a large GPU has SMs
+// (an H100 has 132), or too short a K loop to amortize large tiles' start
+// and finish. The thresholds come from one H100 run (docs/PERFORMANCE.md):
+// at n = 2048 the default's 128 groups beat 64×64 tiles (79% vs 61% of
+// cuBLAS); at 1024 (32 groups) and at K = 256 the small tiles win.
+func UseSmallGrid(groups, k int) bool { return groups < 128 || k < 512 }
+
 // The built-in configurations, from glmul tune runs recorded in
 // docs/PERFORMANCE.md.
 const (
-	NVIDIADefault   = "fast:128x128x16_8x4"
+	NVIDIADefault   = "fast:128x256x8_8x8_db"
+	NVIDIASmallGrid = "fast:64x64x8_8x4_db"
 	LlvmpipeDefault = "fast:128x128x8_8x8"
 	GenericDefault  = "fast:128x128x8_8x8"
 )

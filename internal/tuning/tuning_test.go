@@ -55,7 +55,7 @@ func TestBuiltinsAreCandidates(t *testing.T) {
 	for _, c := range shaders.FastCandidates() {
 		cands["fast:"+c.String()] = true
 	}
-	for _, k := range []string{NVIDIADefault, LlvmpipeDefault, GenericDefault} {
+	for _, k := range []string{NVIDIADefault, NVIDIASmallGrid, LlvmpipeDefault, GenericDefault} {
 		if _, err := shaders.Lookup(k); err != nil || !cands[k] {
 			t.Errorf("built-in %s is not one of the tuned candidates (so not conformance-tested): %v", k, err)
 		}
