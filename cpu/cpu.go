@@ -27,10 +27,14 @@ func Random(rows, cols int, rng *rand.Rand) blas32.General {
 // Naive computes C = A·B with the paper's Algorithm 3: the i-j-k triple loop
 // accumulating in float32, single-threaded. It is the CPU column of the
 // paper's Table 1 and is deliberately not optimized.
-func Naive(c, a, b blas32.General) {
+func Naive(c, a, b blas32.General) { NaiveRows(c, a, b, 0, a.Rows) }
+
+// NaiveRows runs Naive on rows [i0, i1) of C only, so that a caller can
+// report progress or stop between chunks of rows.
+func NaiveRows(c, a, b blas32.General, i0, i1 int) {
 	checkShapes(c, a, b)
-	m, n, l := a.Rows, a.Cols, b.Cols
-	for i := 0; i < m; i++ {
+	n, l := a.Cols, b.Cols
+	for i := i0; i < i1; i++ {
 		for j := 0; j < l; j++ {
 			var sum float32
 			for k := 0; k < n; k++ {

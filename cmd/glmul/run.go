@@ -121,6 +121,7 @@ Usage:
   glmul -shape MxKxN [flags]    A is M×K, B is K×N
   glmul tune [flags]            find the fastest kernel configuration for this device
   glmul bench [flags]           GFLOPS of each kernel over a list of shapes
+  glmul table [flags]           the paper's Table 1 and Fig. 3: naive CPU vs GPU
 
 Flags:
 `)
@@ -141,6 +142,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return runTune(args[1:], stdout, stderr)
 		case "bench":
 			return runBench(args[1:], stdout, stderr)
+		case "table":
+			return runTable(args[1:], stdout, stderr)
 		}
 	}
 	var o options

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/xml"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/glmul/glmul/internal/table"
+)
+
+func TestTableCSV(t *testing.T) {
+	needGL(t)
+	code, stdout, stderr := glmul("table", "-sizes", "128,256", "-format", "csv", "-backend", "egl", "-reps", "2", "-compare", "paper")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	recs, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("CSV %v:\n%s", err, stdout)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	for _, h := range []string{"N", "CPU naive ms", "CPU naive GFLOPS", "CPU gonum GFLOPS", "tiled32 ms (mean)", "tiled32 ms (median)",
+		"tiled32 GFLOPS", "tiled32 end-to-end ms", "speed-up vs naive", "speed-up vs gonum", "paper GPU GFLOPS", "GPU GFLOPS / paper"} {
+		if _, ok := col[h]; !ok {
+			t.Fatalf("no column %q in %v", h, recs[0])
+		}
+	}
+	for i, n := range []string{"128", "256"} {
+		row := recs[i+1]
+		if row[col["N"]] != n {
+			t.Errorf("row %d is N=%s", i, row[col["N"]])
+		}
+		// Units: GFLOPS = 2n³ / (ms·10⁶) must agree with the ms columns.
+		ms, gf := parse(t, row[col["tiled32 ms (mean)"]]), parse(t, row[col["tiled32 GFLOPS"]])
+		if want := table.GFLOPS(int(parse(t, n)), ms); gf/want < 0.95 || gf/want > 1.05 {
+			t.Errorf("N=%s: %v GFLOPS from %v ms, want %v", n, gf, ms, want)
+		}
+		cms, su := parse(t, row[col["CPU naive ms"]]), parse(t, row[col["speed-up vs naive"]])
+		if r := cms / ms / su; r < 0.95 || r > 1.05 {
+			t.Errorf("N=%s: speed-up %v, CPU %v ms, GPU %v ms", n, su, cms, ms)
+		}
+	}
+}
+
+func parse(t *testing.T, s string) float64 {
+	t.Helper()
+	var v float64
+	if _, err := fmt.Sscan(s, &v); err != nil {
+		t.Fatalf("cell %q is not a number", s)
+	}
+	return v
+}
+
+func TestTablePlots(t *testing.T) {
+	needGL(t)
+	dir := t.TempDir()
+	for _, ext := range []string{"png", "svg"} {
+		path := filepath.Join(dir, "fig3."+ext)
+		code, _, stderr := glmul("table", "-sizes", "128,256", "-backend", "egl", "-reps", "1", "-plot", path)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", ext, code, stderr)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ext == "png" {
+			img, err := png.Decode(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w, h := img.Bounds().Dx(), img.Bounds().Dy(); w != int(table.PlotWidth.Dots(96)+0.5) || h != int(table.PlotHeight.Dots(96)+0.5) {
+				t.Errorf("PNG %d×%d", w, h)
+			}
+			continue
+		}
+		var svg struct {
+			XMLName xml.Name
+			Width   string `xml:"width,attr"`
+		}
+		if err := xml.Unmarshal(b, &svg); err != nil || svg.XMLName.Local != "svg" || !strings.HasPrefix(svg.Width, "453.5") {
+			t.Errorf("SVG: %v %+v", err, svg)
+		}
+	}
+	// Re-render a saved table without measuring.
+	saved := filepath.Join(dir, "t.json")
+	code, stdout, stderr := glmul("table", "-sizes", "64", "-backend", "egl", "-reps", "1", "-format", "json")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	os.WriteFile(saved, []byte(stdout), 0o644)
+	code, stdout, stderr = glmul("table", "-from", saved, "-format", "markdown", "-compare", "paper", "-plot", filepath.Join(dir, "a.png")+","+filepath.Join(dir, "a.svg"))
+	if code != 0 || !strings.Contains(stdout, "| 64 |") || !strings.Contains(stdout, "paper GPU GFLOPS") {
+		t.Fatalf("-from: exit %d %s\n%s", code, stderr, stdout)
+	}
+	for _, f := range []string{"a.png", "a.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	code, _, stderr = glmul("table", "-plot", filepath.Join(dir, "fig3.gif"))
+	if code != 2 || !strings.Contains(stderr, ".png or .svg") {
+		t.Errorf("-plot .gif: exit %d, %q", code, stderr)
+	}
+}
+
+// TestTableCtrlC interrupts a table during the naive CPU loop of its second
+// size: the first size must still be printed, and the exit status is 1.
+func TestTableCtrlC(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "table" {
+		os.Exit(exitCode(run([]string{"table", "-sizes", "64,3000", "-backend", "egl", "-reps", "1", "-progress", "on", "-format", "csv"}, os.Stdout, os.Stderr), os.Stderr))
+	}
+	needGL(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTableCtrlC$")
+	cmd.Env = append(os.Environ(), "GLMUL_TEST_CHILD=table")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	errPipe, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The bar for N=3000 appears once N=64 is done; interrupt then.
+	sc := bufio.NewScanner(errPipe)
+	sc.Split(bufio.ScanRunes)
+	var seen strings.Builder
+	deadline := time.After(60 * time.Second)
+	found := make(chan bool, 1)
+	go func() {
+		for sc.Scan() {
+			seen.WriteString(sc.Text())
+			if strings.Contains(seen.String(), "N=3000") {
+				found <- true
+				for sc.Scan() {
+				}
+				return
+			}
+		}
+		found <- false
+	}()
+	select {
+	case ok := <-found:
+		if !ok {
+			t.Fatalf("child ended before the N=3000 loop:\n%s", seen.String())
+		}
+	case <-deadline:
+		cmd.Process.Kill()
+		t.Fatal("no progress for N=3000 within 60 s")
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want status 1", err)
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "\n64,") || strings.Contains(out, "\n3000,") {
+		t.Fatalf("stdout should hold N=64 and not N=3000:\n%s", out)
+	}
+}

@@ -1,0 +1,220 @@
+package table
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Plot size: 16 cm × 14 cm (605×529 pixels in PNG at 96 dpi); the legend
+// takes a strip under the axes.
+const (
+	PlotWidth  = 16 * vg.Centimeter
+	PlotHeight = 14 * vg.Centimeter
+)
+
+// Fig3 draws the paper's Fig. 3 for t: GFLOPS of the CPU and of each GPU
+// kernel on the left axis, the GPU's speed-up over the naive CPU on the
+// right, N on a log₂ axis; with ComparePaper, the published curves too.
+// format is "png" or "svg".
+func (t *Table) Fig3(w io.Writer, format string) error {
+	p := plot.New()
+	p.Title.Text = "CPU vs GPU matrix multiplication: " + t.Device
+	p.Title.TextStyle.Font.Size = vg.Points(9)
+	p.X.Label.Text = "N (N×N matrices)"
+	p.Y.Label.Text = "GFLOPS"
+	p.X.Scale = plot.LogScale{}
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	ns := map[int]bool{}
+	for _, r := range t.Rows {
+		ns[r.N] = true
+	}
+	if t.ComparePaper {
+		for _, r := range PaperRows() {
+			ns[r.N] = true
+		}
+	}
+	var ticks []plot.Tick
+	for n := range ns {
+		ticks = append(ticks, plot.Tick{Value: float64(n), Label: strconv.Itoa(n)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	legend := plot.NewLegend()
+	entries := 0
+	legend.Top, legend.Left = true, true
+	legend.TextStyle.Font.Size = vg.Points(8)
+
+	palette := []color.Color{
+		color.RGBA{31, 119, 180, 255}, color.RGBA{214, 39, 40, 255}, color.RGBA{44, 160, 44, 255},
+		color.RGBA{148, 103, 189, 255}, color.RGBA{255, 127, 14, 255},
+	}
+	var gf, sp []series
+	cpu := series{name: "CPU naive (Algorithm 3), GFLOPS", color: color.Black, shape: draw.BoxGlyph{}}
+	gon := series{name: "CPU gonum Sgemm, all cores, GFLOPS", color: color.Gray{110}, shape: draw.PyramidGlyph{}}
+	for _, r := range t.Rows {
+		if r.CPUGFLOPS > 0 {
+			cpu.pts = append(cpu.pts, plotter.XY{X: float64(r.N), Y: r.CPUGFLOPS})
+		}
+		if r.GonumGFLOPS > 0 {
+			gon.pts = append(gon.pts, plotter.XY{X: float64(r.N), Y: r.GonumGFLOPS})
+		}
+	}
+	gf = append(gf, cpu, gon)
+	for i, k := range t.kernels() {
+		g := series{name: "GPU " + k + ", GFLOPS", color: palette[i%len(palette)], shape: draw.CircleGlyph{}}
+		s := series{name: "speed-up of " + k + " over naive CPU (right axis)", color: palette[i%len(palette)],
+			dashes: []vg.Length{vg.Points(4), vg.Points(2)}, shape: draw.CrossGlyph{}}
+		for _, r := range t.Rows {
+			res, ok := r.gpu(k)
+			if !ok || res.GFLOPS <= 0 {
+				continue
+			}
+			g.pts = append(g.pts, plotter.XY{X: float64(r.N), Y: res.GFLOPS})
+			if v := r.SpeedupNaive(res); v > 0 {
+				s.pts = append(s.pts, plotter.XY{X: float64(r.N), Y: v})
+			}
+		}
+		gf = append(gf, g)
+		sp = append(sp, s)
+	}
+	if t.ComparePaper {
+		pg := series{name: "paper GPU (Quadro 4000), GFLOPS", color: color.RGBA{140, 86, 75, 255}, dashes: []vg.Length{vg.Points(1), vg.Points(2)}, shape: draw.RingGlyph{}}
+		pc := series{name: "paper CPU, GFLOPS", color: color.RGBA{140, 140, 140, 255}, dashes: []vg.Length{vg.Points(1), vg.Points(2)}, shape: draw.SquareGlyph{}}
+		ps := series{name: "paper speed-up (right axis)", color: color.RGBA{140, 86, 75, 255}, dashes: []vg.Length{vg.Points(6), vg.Points(2), vg.Points(1), vg.Points(2)}, shape: draw.CrossGlyph{}}
+		for _, r := range PaperRows() {
+			pg.pts = append(pg.pts, plotter.XY{X: float64(r.N), Y: r.GPUGF})
+			pc.pts = append(pc.pts, plotter.XY{X: float64(r.N), Y: r.CPUGFLOPS})
+			ps.pts = append(ps.pts, plotter.XY{X: float64(r.N), Y: r.Speedup})
+		}
+		gf = append(gf, pg, pc)
+		sp = append(sp, ps)
+	}
+
+	// The speed-up axis maps log-linearly onto the GFLOPS axis's range.
+	gmin, gmax := extent(gf)
+	smin, smax := extent(sp)
+	if gmin <= 0 {
+		return fmt.Errorf("table: nothing to plot")
+	}
+	gmin, gmax = decades(gmin, gmax)
+	p.Y.Min, p.Y.Max = gmin, gmax
+	toLeft := func(v float64) float64 { return v } // identity until speed-ups exist
+	if smin > 0 {
+		smin, smax = decades(smin, smax)
+		a := (math.Log(gmax) - math.Log(gmin)) / (math.Log(smax) - math.Log(smin))
+		toLeft = func(v float64) float64 { return math.Exp(math.Log(gmin) + a*(math.Log(v)-math.Log(smin))) }
+	}
+	add := func(s series, mapY func(float64) float64) error {
+		if len(s.pts) == 0 {
+			return nil
+		}
+		pts := make(plotter.XYs, len(s.pts))
+		for i, xy := range s.pts {
+			pts[i] = plotter.XY{X: xy.X, Y: mapY(xy.Y)}
+		}
+		l, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		l.Color, l.Dashes, l.Width = s.color, s.dashes, vg.Points(1.2)
+		sc.Color, sc.Shape, sc.Radius = s.color, s.shape, vg.Points(2.5)
+		p.Add(l, sc)
+		legend.Add(s.name, l, sc)
+		entries++
+		return nil
+	}
+	for _, s := range gf {
+		if err := add(s, func(v float64) float64 { return v }); err != nil {
+			return err
+		}
+	}
+	for _, s := range sp {
+		if err := add(s, toLeft); err != nil {
+			return err
+		}
+	}
+
+	c, err := draw.NewFormattedCanvas(PlotWidth, PlotHeight, format)
+	if err != nil {
+		return fmt.Errorf("table: plot format %q: %v", format, err)
+	}
+	dc := draw.New(c)
+	right := vg.Centimeter * 1.6
+	legendH := vg.Length(entries)*vg.Points(11) + vg.Points(8)
+	inner := draw.Crop(dc, 0, -right, legendH, 0)
+	p.Draw(inner)
+	legend.Draw(draw.Crop(dc, vg.Centimeter, 0, 0, -(PlotHeight - legendH)))
+	if smin > 0 {
+		drawRightAxis(p, inner, dc, smin, smax, toLeft)
+	}
+	_, err = c.WriteTo(w)
+	return err
+}
+
+// drawRightAxis draws the speed-up axis in the right margin of full, beside
+// the data area of p drawn in inner.
+func drawRightAxis(p *plot.Plot, inner, full draw.Canvas, smin, smax float64, toLeft func(float64) float64) {
+	da := p.DataCanvas(inner)
+	_, ty := p.Transforms(&da)
+	x := da.Max.X
+	sty := draw.LineStyle{Color: color.Black, Width: vg.Points(0.5)}
+	full.StrokeLine2(sty, x, da.Min.Y, x, da.Max.Y)
+	txt := p.Y.Tick.Label
+	txt.XAlign = draw.XLeft
+	txt.YAlign = draw.YCenter
+	for v := smin; v <= smax*1.0001; v *= 10 {
+		y := ty(toLeft(v))
+		full.StrokeLine2(sty, x, y, x+vg.Points(4), y)
+		full.FillText(txt, vg.Point{X: x + vg.Points(6), Y: y}, strconv.FormatFloat(v, 'g', -1, 64)+"×")
+	}
+	lab := p.Y.Label.TextStyle
+	lab.Rotation = -math.Pi / 2
+	lab.XAlign = draw.XCenter
+	lab.YAlign = draw.YCenter
+	full.FillText(lab, vg.Point{X: full.Max.X - vg.Points(10), Y: (da.Min.Y + da.Max.Y) / 2}, "speed-up over naive CPU")
+}
+
+// series is one curve of the figure.
+type series struct {
+	name   string
+	pts    plotter.XYs
+	color  color.Color
+	dashes []vg.Length
+	shape  draw.GlyphDrawer
+}
+
+// extent returns the smallest and largest positive Y of ss (0, 0 if none).
+func extent(ss []series) (lo, hi float64) {
+	for _, s := range ss {
+		for _, p := range s.pts {
+			if p.Y <= 0 {
+				continue
+			}
+			if lo == 0 || p.Y < lo {
+				lo = p.Y
+			}
+			if p.Y > hi {
+				hi = p.Y
+			}
+		}
+	}
+	return lo, hi
+}
+
+// decades widens [lo, hi] to whole powers of ten.
+func decades(lo, hi float64) (float64, float64) {
+	lo = math.Pow(10, math.Floor(math.Log10(lo)))
+	hi = math.Pow(10, math.Ceil(math.Log10(hi)))
+	if hi <= lo {
+		hi = lo * 10
+	}
+	return lo, hi
+}

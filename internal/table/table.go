@@ -1,0 +1,277 @@
+// Package table holds the CPU-vs-GPU table of the paper (seed 001, Table 1)
+// as glmul measures it: its rows, the published numbers to compare with,
+// text/Markdown/CSV/JSON output, and Fig. 3 as PNG or SVG. It is pure Go;
+// the measuring is cmd/glmul's.
+package table
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Row is one matrix size. Times are in milliseconds; a zero time means the
+// cell was not measured (Skipped says why for the naive CPU).
+type Row struct {
+	N int `json:"n"`
+
+	// The paper's Algorithm 3: naive i-j-k loop, one thread.
+	CPUms      float64 `json:"cpu_naive_ms,omitempty"`
+	CPUGFLOPS  float64 `json:"cpu_naive_gflops,omitempty"`
+	CPUSkipped string  `json:"cpu_naive_skipped,omitempty"`
+	// gonum's Sgemm on every core: the optimized CPU baseline the paper lacked.
+	GonumMS     float64 `json:"cpu_gonum_ms"`
+	GonumGFLOPS float64 `json:"cpu_gonum_gflops"`
+
+	// GPU results, one per kernel, the paper's kernel (tiled32) first.
+	GPU []GPUResult `json:"gpu"`
+}
+
+// GPUResult is one kernel at one size.
+type GPUResult struct {
+	Kernel       string  `json:"kernel"` // as run, e.g. "tiled32", "fast:128x256x8_8x8_db"
+	MeanMS       float64 `json:"mean_ms"`
+	MedianMS     float64 `json:"median_ms"`
+	GFLOPS       float64 `json:"gflops"` // from the mean, as the paper did
+	EndToEndMS   float64 `json:"end_to_end_ms"`
+	TimingSource string  `json:"timing_source"` // "gl-timer" or "wall"
+	Valid        bool    `json:"valid"`
+	Validation   string  `json:"validation"`
+}
+
+// SpeedupNaive is the naive CPU time over this kernel's mean time (0 if the
+// CPU was skipped).
+func (r Row) SpeedupNaive(g GPUResult) float64 {
+	if r.CPUms == 0 || g.MeanMS == 0 {
+		return 0
+	}
+	return r.CPUms / g.MeanMS
+}
+
+// SpeedupGonum is gonum's time over this kernel's mean time.
+func (r Row) SpeedupGonum(g GPUResult) float64 {
+	if r.GonumMS == 0 || g.MeanMS == 0 {
+		return 0
+	}
+	return r.GonumMS / g.MeanMS
+}
+
+// GFLOPS is 2n³ / t, the paper's equation (2) for t in milliseconds.
+func GFLOPS(n int, ms float64) float64 {
+	if ms <= 0 {
+		return 0
+	}
+	f := float64(n)
+	return 2 * f * f * f / (ms * 1e6)
+}
+
+// MS converts a duration to milliseconds.
+func MS(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// Paper is one row of the published Table 1.
+type Paper struct {
+	N                              int
+	CPUms, CPUGFLOPS, GPUms, GPUGF float64
+	Speedup                        float64
+}
+
+//go:embed paper_table1.csv
+var paperCSV []byte
+
+// PaperCSV is the transcription of the published table, the same bytes as
+// testdata/paper_table1.csv.
+func PaperCSV() []byte { return paperCSV }
+
+// PaperRows parses the published table.
+func PaperRows() []Paper {
+	r := csv.NewReader(bytes.NewReader(paperCSV))
+	r.Comment = '#'
+	recs, err := r.ReadAll()
+	if err != nil || len(recs) < 2 {
+		panic("table: bad embedded paper_table1.csv")
+	}
+	var out []Paper
+	for _, rec := range recs[1:] {
+		f := make([]float64, len(rec))
+		for i, s := range rec {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				panic("table: bad number in paper_table1.csv: " + s)
+			}
+			f[i] = v
+		}
+		out = append(out, Paper{N: int(f[0]), CPUms: f[1], CPUGFLOPS: f[2], GPUms: f[3], GPUGF: f[4], Speedup: f[5]})
+	}
+	return out
+}
+
+// PaperAt returns the published row for size n.
+func PaperAt(n int) (Paper, bool) {
+	for _, p := range PaperRows() {
+		if p.N == n {
+			return p, true
+		}
+	}
+	return Paper{}, false
+}
+
+// Table is a measured table and what it was measured on.
+type Table struct {
+	Device  string    `json:"device"`  // GL vendor | renderer | version
+	CPU     string    `json:"cpu"`     // CPU model and thread count
+	Command string    `json:"command"` // the command line that made it
+	When    time.Time `json:"when"`
+	Reps    int       `json:"reps"`
+	Rows    []Row     `json:"rows"`
+	// ComparePaper adds the published numbers and our ratios to them.
+	ComparePaper bool `json:"compare_paper"`
+	// Interrupted is set when the run was stopped before every size.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Formats.
+const (
+	Text     = "text"
+	Markdown = "markdown"
+	CSV      = "csv"
+	JSON     = "json"
+)
+
+// columns returns the header and the cells of every row.
+func (t *Table) columns() (header []string, cells [][]string) {
+	header = []string{"N", "CPU naive ms", "CPU naive GFLOPS", "CPU gonum ms", "CPU gonum GFLOPS"}
+	kernels := t.kernels()
+	for _, k := range kernels {
+		header = append(header, k+" ms (mean)", k+" ms (median)", k+" GFLOPS", k+" end-to-end ms", "speed-up vs naive", "speed-up vs gonum")
+	}
+	if t.ComparePaper {
+		header = append(header, "paper CPU GFLOPS", "paper GPU GFLOPS", "paper speed-up", "GPU GFLOPS / paper", "speed-up / paper")
+	}
+	for _, r := range t.Rows {
+		row := []string{strconv.Itoa(r.N)}
+		if r.CPUSkipped != "" {
+			row = append(row, "skipped", "skipped")
+		} else {
+			row = append(row, num(r.CPUms), num(r.CPUGFLOPS))
+		}
+		row = append(row, num(r.GonumMS), num(r.GonumGFLOPS))
+		for _, k := range kernels {
+			g, ok := r.gpu(k)
+			if !ok {
+				row = append(row, "", "", "", "", "", "")
+				continue
+			}
+			sn := "skipped"
+			if r.CPUSkipped == "" {
+				sn = num(r.SpeedupNaive(g))
+			}
+			gf := num(g.GFLOPS)
+			if !g.Valid {
+				gf += " INVALID"
+			}
+			row = append(row, num(g.MeanMS), num(g.MedianMS), gf, num(g.EndToEndMS), sn, num(r.SpeedupGonum(g)))
+		}
+		if t.ComparePaper {
+			p, ok := PaperAt(r.N)
+			if !ok || len(r.GPU) == 0 {
+				row = append(row, "", "", "", "", "")
+			} else {
+				g := r.GPU[0]
+				su := ""
+				if r.CPUSkipped == "" {
+					su = num(r.SpeedupNaive(g) / p.Speedup)
+				}
+				row = append(row, num(p.CPUGFLOPS), num(p.GPUGF), num(p.Speedup), num(g.GFLOPS/p.GPUGF), su)
+			}
+		}
+		cells = append(cells, row)
+	}
+	return header, cells
+}
+
+// kernels lists the kernels in the order of the first row that has them.
+func (t *Table) kernels() []string {
+	var ks []string
+	seen := map[string]bool{}
+	for _, r := range t.Rows {
+		for _, g := range r.GPU {
+			if !seen[g.Kernel] {
+				seen[g.Kernel] = true
+				ks = append(ks, g.Kernel)
+			}
+		}
+	}
+	return ks
+}
+
+func (r Row) gpu(kernel string) (GPUResult, bool) {
+	for _, g := range r.GPU {
+		if g.Kernel == kernel {
+			return g, true
+		}
+	}
+	return GPUResult{}, false
+}
+
+// num prints a figure with about four significant digits.
+func num(x float64) string {
+	switch {
+	case x == 0:
+		return "0"
+	case math.Abs(x) >= 1000:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	case math.Abs(x) >= 100:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	case math.Abs(x) >= 1:
+		return strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
+// Write formats the table.
+func (t *Table) Write(w io.Writer, format string) error {
+	header, cells := t.columns()
+	switch format {
+	case JSON:
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(t)
+	case CSV:
+		cw := csv.NewWriter(w)
+		cw.Write(header)
+		cw.WriteAll(cells)
+		return cw.Error()
+	case Markdown:
+		fmt.Fprintf(w, "Device: %s  \nCPU: %s  \nCommand: `%s`  \nDate: %s; GPU times: mean of %d runs after one warm-up.\n\n",
+			t.Device, t.CPU, t.Command, t.When.Format("2006-01-02"), t.Reps)
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
+		for _, row := range cells {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+		}
+		if t.Interrupted {
+			fmt.Fprintln(w, "\nInterrupted: sizes after the last row were not measured.")
+		}
+		return nil
+	}
+	fmt.Fprintf(w, "device  %s\ncpu     %s\n", t.Device, t.CPU)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for _, row := range cells {
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if t.Interrupted {
+		fmt.Fprintln(w, "interrupted: sizes after the last row were not measured")
+	}
+	return nil
+}

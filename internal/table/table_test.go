@@ -1,0 +1,137 @@
+package table
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"encoding/xml"
+	"image/png"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// example is a table with made-up but consistent figures: formatting tests
+// need no GPU. Measured tables come from cmd/glmul's tests.
+func example() *Table {
+	t := &Table{Device: "Test | renderer | 4.5", CPU: "test cpu", Command: "glmul table", When: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC), Reps: 10, ComparePaper: true}
+	for i, n := range []int{128, 256, 512, 1024} {
+		cpuMS := float64(n*n*n) * 2 / 0.5e9 * 1e3
+		r := Row{N: n, CPUms: cpuMS, CPUGFLOPS: GFLOPS(n, cpuMS), GonumMS: cpuMS / 20, GonumGFLOPS: GFLOPS(n, cpuMS/20)}
+		if i == 3 {
+			r.CPUms, r.CPUGFLOPS, r.CPUSkipped = 0, 0, "above -cpu-max 512"
+		}
+		for j, k := range []string{"tiled32", "fast:128x128x8_8x8"} {
+			ms := cpuMS / float64(100*(j+1))
+			r.GPU = append(r.GPU, GPUResult{Kernel: k, MeanMS: ms, MedianMS: ms, GFLOPS: GFLOPS(n, ms), EndToEndMS: ms * 2, TimingSource: "wall", Valid: true, Validation: "full"})
+		}
+		t.Rows = append(t.Rows, r)
+	}
+	return t
+}
+
+func TestPaperTranscription(t *testing.T) {
+	td, err := os.ReadFile("../../testdata/paper_table1.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(td, PaperCSV()) {
+		t.Fatal("internal/table/paper_table1.csv differs from testdata/paper_table1.csv: keep them identical")
+	}
+	rows := PaperRows()
+	if len(rows) != 6 || rows[0].N != 128 || rows[5].N != 4096 || rows[5].GPUGF != 75.05 || rows[5].Speedup != 208 {
+		t.Fatalf("paper rows %+v", rows)
+	}
+	// The GPU columns agree with the paper's equation (2) to the printed digits.
+	for _, p := range rows {
+		if g := GFLOPS(p.N, p.GPUms); g/p.GPUGF < 0.98 || g/p.GPUGF > 1.02 {
+			t.Errorf("N=%d: GPU %.2f GFLOPS from the time, %.2f published", p.N, g, p.GPUGF)
+		}
+	}
+}
+
+func TestFormats(t *testing.T) {
+	tb := example()
+	var b bytes.Buffer
+	if err := tb.Write(&b, CSV); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil || len(recs) != 5 {
+		t.Fatalf("CSV: %v, %d records", err, len(recs))
+	}
+	head := strings.Join(recs[0], ",")
+	for _, col := range []string{"CPU naive ms", "CPU gonum GFLOPS", "tiled32 GFLOPS", "tiled32 end-to-end ms", "speed-up vs naive", "paper GPU GFLOPS", "GPU GFLOPS / paper"} {
+		if !strings.Contains(head, col) {
+			t.Errorf("CSV header lacks %q: %s", col, head)
+		}
+	}
+	if recs[4][1] != "skipped" || recs[1][0] != "128" {
+		t.Errorf("rows: %v / %v", recs[1], recs[4])
+	}
+	b.Reset()
+	tb.Write(&b, JSON)
+	var back Table
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || len(back.Rows) != 4 || back.Rows[3].CPUSkipped == "" {
+		t.Fatalf("JSON: %v %+v", err, back)
+	}
+	b.Reset()
+	tb.Write(&b, Markdown)
+	md := b.String()
+	if !strings.Contains(md, "| N | CPU naive ms") || strings.Count(md, "\n| ") != 5 || !strings.Contains(md, "Command: `glmul table`") {
+		t.Errorf("Markdown:\n%s", md)
+	}
+	b.Reset()
+	tb.Write(&b, Text)
+	if !strings.Contains(b.String(), "device  Test") || !strings.Contains(b.String(), "skipped") {
+		t.Errorf("text:\n%s", b.String())
+	}
+}
+
+func TestFig3PNGAndSVG(t *testing.T) {
+	tb := example()
+	var b bytes.Buffer
+	if err := tb.Fig3(&b, "png"); err != nil {
+		t.Fatal(err)
+	}
+	if out := os.Getenv("GLMUL_FIG3_OUT"); out != "" {
+		os.WriteFile(out, b.Bytes(), 0o644)
+	}
+	img, err := png.Decode(bytes.NewReader(b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, h := img.Bounds().Dx(), img.Bounds().Dy()
+	wantW, wantH := int(PlotWidth.Dots(96)+0.5), int(PlotHeight.Dots(96)+0.5)
+	if abs(w-wantW) > 1 || abs(h-wantH) > 1 {
+		t.Errorf("PNG %d×%d, want %d×%d", w, h, wantW, wantH)
+	}
+	b.Reset()
+	if err := tb.Fig3(&b, "svg"); err != nil {
+		t.Fatal(err)
+	}
+	var svg struct {
+		XMLName xml.Name
+		Width   string `xml:"width,attr"`
+		Height  string `xml:"height,attr"`
+	}
+	if err := xml.Unmarshal(b.Bytes(), &svg); err != nil || svg.XMLName.Local != "svg" {
+		t.Fatalf("SVG: %v %v", err, svg.XMLName)
+	}
+	if !strings.HasPrefix(svg.Width, "453.5") || !strings.HasPrefix(svg.Height, "396.8") {
+		t.Errorf("SVG %s × %s, want 16 cm × 14 cm in points", svg.Width, svg.Height)
+	}
+	for _, want := range []string{"speed-up over naive CPU", "GPU tiled32, GFLOPS", "paper GPU"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
