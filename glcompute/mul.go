@@ -34,6 +34,12 @@ type MulOptions struct {
 	// timed runs (drivers may finish compiling on the first dispatch). Zero
 	// value: none.
 	Warmup int
+	// MinWarmup extends the warm-up with further untimed runs until it has
+	// lasted this long: a GPU left idle (say, during a long CPU loop) runs
+	// at idle clocks until it has been busy for a while, and a run or two
+	// of a fast kernel is too short to raise them. Zero value: only the
+	// Warmup runs.
+	MinWarmup time.Duration
 	// Reps is the number of timed runs. Zero value: 1.
 	Reps int
 	// Progress, if set, is called as dispatches complete, with the number
@@ -358,9 +364,19 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 		}
 		prog.drain()
 	}
+	warmStart := time.Now()
 	for i := 0; i < o.Warmup; i++ {
 		run()
 		glw.Finish()
+	}
+	if time.Since(warmStart) < o.MinWarmup {
+		report := prog.report
+		prog.report = nil // these extra runs are not in the progress total
+		for time.Since(warmStart) < o.MinWarmup {
+			run()
+			glw.Finish()
+		}
+		prog.report = report
 	}
 	query := glw.NewQuery()
 	defer query.Release()

@@ -142,7 +142,7 @@ Flags:
 		c := cpu.New(m, n)
 		for _, kern := range kernels {
 			row := benchRow{M: m, K: k, N: n, Shape: shape, Kernel: kern}
-			t, err := d.Mul(c, a, b, &glcompute.MulOptions{Kernel: kern, Warmup: 1, Reps: *reps})
+			t, err := d.Mul(c, a, b, &glcompute.MulOptions{Kernel: kern, Warmup: 1, MinWarmup: minWarmup, Reps: *reps})
 			if err != nil {
 				row.Skipped = err.Error()
 				rows = append(rows, row)

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/renameio/v2"
 	"github.com/schollz/progressbar/v3"
@@ -25,6 +26,11 @@ import (
 
 // version is the release; a build from a git checkout adds its revision.
 const version = "0.1.0"
+
+// minWarmup is the least warm-up before timed runs: a GPU that was idle
+// runs at idle clocks for a while (an H100 left idle during a minutes-long
+// CPU loop measured 5× slow over one 0.3 ms warm-up run).
+const minWarmup = 300 * time.Millisecond
 
 // usageError is a command-line mistake: exit status 2.
 type usageError struct{ msg string }
@@ -101,7 +107,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.n, "n", 0, "multiply two `N`×N matrices")
 	fs.StringVar(&o.shape, "shape", "", "multiply an M×K matrix A by a K×N matrix B, given as `MxKxN` (e.g. 100x77x130)")
 	fs.IntVar(&o.reps, "reps", 10, "timed runs; the report gives their mean (as the paper did), median and min")
-	fs.IntVar(&o.warmup, "warmup", 1, "untimed runs before the timed ones")
+	fs.IntVar(&o.warmup, "warmup", 1, "untimed runs before the timed ones, continued until they have lasted 0.3 s (0: none)")
 	fs.StringVar(&o.validate, "validate", "auto", "check the product on the CPU: auto|full|freivalds|none (auto: full up to 1024³ multiply-adds, freivalds above)")
 	o.dev.register(fs)
 	fs.IntVar(&o.maxGroups, "max-groups", glcompute.DefaultMaxGroups, "at most this many work groups per dispatch along each axis (the paper's TDR cap)")
@@ -280,6 +286,9 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 	c := cpu.New(o.m, o.nCols)
 
 	mo := &glcompute.MulOptions{Kernel: o.kernel, MaxGroups: o.maxGroups, Warmup: o.warmup, Reps: o.reps}
+	if o.warmup > 0 {
+		mo.MinWarmup = minWarmup
+	}
 	bar := newBar(o.progress, stderr, "GPU runs")
 	if bar != nil {
 		mo.Progress = func(done, total int) {

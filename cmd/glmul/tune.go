@@ -125,7 +125,7 @@ Flags:
 	}
 	measure := func(spec string) tuneResult {
 		r := tuneResult{Kernel: spec}
-		t, err := d.Mul(c, a, b, &glcompute.MulOptions{Kernel: spec, Warmup: 1, Reps: *reps})
+		t, err := d.Mul(c, a, b, &glcompute.MulOptions{Kernel: spec, Warmup: 1, MinWarmup: minWarmup, Reps: *reps})
 		if err != nil {
 			r.Error = err.Error()
 			return r

@@ -156,7 +156,7 @@ func (r *Run) writeText(w io.Writer) error {
 	if s.TimingSource == "wall" {
 		src = "wall clock after glFinish; the driver's GL timer reads ≈0"
 	}
-	p("compute", "%8.2f ms mean, %.2f median, %.2f min over %d run(s) after %d warm-up (%s)",
+	p("compute", "%8.2f ms mean, %.2f median, %.2f min over %d run(s) after %d+ warm-up run(s) of at least 0.3 s (%s)",
 		s.KernelMeanMS, s.KernelMedMS, s.KernelMinMS, len(t.Compute), r.Warmup, src)
 	if s.TimingSource != "wall" {
 		p("", "%8.2f ms mean wall clock after glFinish", s.WallMeanMS)

@@ -37,7 +37,8 @@ type Row struct {
 
 // GPUResult is one kernel at one size.
 type GPUResult struct {
-	Kernel       string  `json:"kernel"` // as run, e.g. "tiled32", "fast:128x256x8_8x8_db"
+	Kernel       string  `json:"kernel"` // as asked: "tiled32", "fast"
+	Spec         string  `json:"spec"`   // as run: "fast:128x256x8_8x8_db" (fast picks by size)
 	MeanMS       float64 `json:"mean_ms"`
 	MedianMS     float64 `json:"median_ms"`
 	GFLOPS       float64 `json:"gflops"` // from the mean, as the paper did
@@ -250,7 +251,7 @@ func (t *Table) Write(w io.Writer, format string) error {
 		cw.WriteAll(cells)
 		return cw.Error()
 	case Markdown:
-		fmt.Fprintf(w, "Device: %s  \nCPU: %s  \nCommand: `%s`  \nDate: %s; GPU times: mean of %d runs after one warm-up.\n\n",
+		fmt.Fprintf(w, "Device: %s  \nCPU: %s  \nCommand: `%s`  \nDate: %s; GPU times: mean of %d runs after at least 0.3 s of warm-up.\n\n",
 			t.Device, t.CPU, t.Command, t.When.Format("2006-01-02"), t.Reps)
 		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
 		for _, row := range cells {
