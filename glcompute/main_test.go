@@ -66,7 +66,7 @@ func requireGL() bool { return os.Getenv("GLMUL_REQUIRE_GL") == "1" }
 // openDevice opens a Device on backend for a test. Without a context it
 // skips, or fails when GLMUL_REQUIRE_GL=1. The GLFW backend runs on the
 // tests' Xvfb; the EGL backend runs with no display at all.
-func openDevice(t *testing.T, backend Backend) *Device {
+func openDevice(t testing.TB, backend Backend) *Device {
 	t.Helper()
 	switch backend {
 	case BackendGLFW:
@@ -86,7 +86,7 @@ func openDevice(t *testing.T, backend Backend) *Device {
 	return d
 }
 
-func noGL(t *testing.T, why string) {
+func noGL(t testing.TB, why string) {
 	t.Helper()
 	if requireGL() {
 		t.Fatalf("no OpenGL context and GLMUL_REQUIRE_GL=1: %s", why)

@@ -141,6 +141,6 @@ func UseSmallGrid(groups, k int) bool { return groups < 128 || k < 512 }
 const (
 	NVIDIADefault   = "fast:128x256x8_8x8_db"
 	NVIDIASmallGrid = "fast:64x64x8_8x4_db"
-	LlvmpipeDefault = "fast:128x128x8_8x8"
+	LlvmpipeDefault = "fast:256x128x16_8x16"
 	GenericDefault  = "fast:128x128x8_8x8"
 )
