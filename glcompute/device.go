@@ -22,6 +22,9 @@ const (
 	BackendAuto Backend = "auto" // GLFW where a display exists, else EGL
 	BackendGLFW Backend = "glfw" // hidden GLFW window
 	BackendEGL  Backend = "egl"  // headless EGL
+	// BackendBorrowed marks a Device made by NewDeviceFromCurrent; Open
+	// does not take it.
+	BackendBorrowed Backend = "borrowed"
 )
 
 // ParseBackend returns the backend named s.
@@ -101,6 +104,7 @@ type Device struct {
 
 	mu       sync.Mutex
 	released bool
+	borrowed bool // the host's context: no thread, state saved and restored
 	ctx      context
 	programs map[string]*program
 }
@@ -230,6 +234,17 @@ func describeCurrent(getProc func(string) unsafe.Pointer) string {
 // initGL reads the device strings and limits and checks the version.
 func (d *Device) initGL() error {
 	glw.ClearErrors()
+	if err := d.initInfo(); err != nil {
+		return err
+	}
+	if err := glw.CheckError("reading device limits"); err != nil {
+		return fmt.Errorf("%w: %v", ErrDriver, err)
+	}
+	return nil
+}
+
+// initInfo fills Info from the current context and checks the version.
+func (d *Device) initInfo() error {
 	i := &d.info
 	i.Vendor, i.Renderer, i.Version, i.GLSLVersion = glw.Vendor(), glw.Renderer(), glw.Version(), glw.GLSLVersion()
 	var ok bool
@@ -245,9 +260,6 @@ func (d *Device) initGL() error {
 	i.MaxWorkGroupCount, i.MaxWorkGroupSize = l.MaxWorkGroupCount, l.MaxWorkGroupSize
 	i.MaxWorkGroupInvocations, i.MaxSharedMemory = l.MaxWorkGroupInvocations, l.MaxSharedMemory
 	i.MaxSSBOBlockSize, i.TimerBits = l.MaxSSBOBlockSize, l.TimerBits
-	if err := glw.CheckError("reading device limits"); err != nil {
-		return fmt.Errorf("%w: %v", ErrDriver, err)
-	}
 	i.DefaultKernel, i.DefaultKernelSource = d.chooseDefaultKernel()
 	if k, err := shaders.Lookup(tuning.SmallGrid(d.tuningDevice())); err == nil && d.fits(k) == nil {
 		i.SmallGridKernel = k.Spec()
@@ -290,8 +302,10 @@ func (d *Device) tuningDevice() tuning.Device {
 // Info returns the device's strings and limits. Safe from any goroutine.
 func (d *Device) Info() Info { return d.info }
 
-// Release destroys the context and stops the device's thread. It is
-// idempotent and safe from any goroutine; using the Device afterwards panics.
+// Release deletes what the Device made (programs, and for an owned context
+// the context itself and its thread). It is idempotent; using the Device
+// afterwards panics. Owned: safe from any goroutine. Borrowed: call it on
+// the host's thread with its context current.
 func (d *Device) Release() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -299,6 +313,15 @@ func (d *Device) Release() {
 		return
 	}
 	d.released = true
+	if d.borrowed {
+		s := glw.SaveState(stateBindings)
+		for name, p := range d.programs {
+			p.release()
+			delete(d.programs, name)
+		}
+		s.Restore()
+		return
+	}
 	d.thread.Call(d.releaseContext)
 	d.thread.Stop()
 }
@@ -317,14 +340,66 @@ func (d *Device) releaseContext() {
 	d.ctx = nil
 }
 
-// call runs f on the device thread; it panics if the Device was released.
+// call runs f on the device thread, or for a borrowed context on the
+// caller's thread between a snapshot of the host's GL state and its
+// restoration. It panics if the Device was released.
 func (d *Device) call(f func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.released {
 		panic("glcompute: use of a released Device")
 	}
+	if d.borrowed {
+		s := glw.SaveState(stateBindings)
+		defer s.Restore()
+		f()
+		return
+	}
 	d.thread.Call(f)
+}
+
+// stateBindings is how many indexed shader storage bindings glmul uses
+// (0, 1, 2), all saved and restored in borrowed mode.
+const stateBindings = 3
+
+// NewDeviceFromCurrent returns a Device on the OpenGL context current on the
+// calling thread: a game engine's, say. It starts no goroutine, opens no
+// window and installs no debug callback. It loads the GL functions through
+// EGL when an EGL context is current, else through GLX; loading again is
+// harmless if the host already did. Every call saves the GL state it
+// touches (current program, shader storage bindings 0–2 and the generic
+// one) and restores it before returning.
+//
+// A borrowed Device never calls glGetError: that would consume the host's
+// error flags and blame them on glmul. Compile and link failures are still
+// reported.
+//
+// Thread rule: call NewDeviceFromCurrent, and every method of the Device it
+// returns, on the host's GL thread with the same context current.
+func NewDeviceFromCurrent(opts *Options) (*Device, error) {
+	d := &Device{programs: map[string]*program{}, borrowed: true}
+	if opts != nil {
+		d.opts = *opts
+	}
+	var err error
+	if egl.HasCurrentContext() {
+		err = glw.Init(egl.GetProcAddress)
+		d.info.BackendNote = "the host's EGL context"
+	} else {
+		err = glw.InitGLX()
+		d.info.BackendNote = "the host's GLX context"
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: loading OpenGL functions from the current context: %v", ErrNoContext, err)
+	}
+	if glw.Version() == "" {
+		return nil, fmt.Errorf("%w: no OpenGL context is current on this thread", ErrNoContext)
+	}
+	d.info.Backend = BackendBorrowed
+	if err := d.initInfo(); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // EGLDevices lists the EGL devices that Options.Device can select, as

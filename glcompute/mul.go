@@ -119,9 +119,23 @@ type program struct {
 	prog            glw.Program
 	m, n, l, x0, y0 int32
 	lda, ldb, ldc   int32 // -1 for kernels without them (tiled32)
+	locs            map[string]int32
 }
 
 func (p *program) release() { p.prog.Release() }
+
+// loc returns the location of a uniform, looked up once.
+func (p *program) loc(name string) int32 {
+	if l, ok := p.locs[name]; ok {
+		return l
+	}
+	if p.locs == nil {
+		p.locs = map[string]int32{}
+	}
+	l := p.prog.Uniform(name)
+	p.locs[name] = l
+	return l
+}
 
 // program returns the compiled kernel that spec names; on the device thread.
 func (d *Device) program(spec string) (*program, error) {
@@ -131,6 +145,16 @@ func (d *Device) program(spec string) (*program, error) {
 	k, err := shaders.Lookup(spec)
 	if err != nil {
 		return nil, fmt.Errorf("glcompute: %v", err)
+	}
+	return d.programOf(k)
+}
+
+// programOf returns kernel k compiled, from the cache when it was before;
+// on the device thread.
+func (d *Device) programOf(k shaders.Kernel) (*program, error) {
+	spec := k.Spec()
+	if p, ok := d.programs[spec]; ok {
+		return p, nil
 	}
 	if err := d.fits(k); err != nil {
 		return nil, err
@@ -294,6 +318,26 @@ func paddingIsZero(m blas32.General) bool {
 // roundUp rounds x up to a multiple of align.
 func roundUp(x, align int) int { return (x + align - 1) / align * align }
 
+// clearErrors drains glGetError before glmul's own calls; never on a
+// borrowed context, whose error flags are the host's.
+func (d *Device) clearErrors() {
+	if !d.borrowed {
+		glw.ClearErrors()
+	}
+}
+
+// checkError returns glmul's GL errors after a step; nil on a borrowed
+// context (see NewDeviceFromCurrent).
+func (d *Device) checkError(what string) error {
+	if d.borrowed {
+		return nil
+	}
+	if err := glw.CheckError(what); err != nil {
+		return driverError(err)
+	}
+	return nil
+}
+
 // driverError classifies a GL error.
 func driverError(err error) error {
 	if errors.Is(err, glw.ErrOutOfMemory) {
@@ -304,7 +348,7 @@ func driverError(err error) error {
 
 // mul runs on the device thread.
 func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err error) {
-	glw.ClearErrors()
+	d.clearErrors()
 	p, err := d.program(o.Kernel)
 	if err != nil {
 		return t, err
@@ -333,8 +377,8 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 	glw.Finish()
 	t.Upload = time.Since(start)
 	t.UploadBytes = int64(4 * (m*lda + k*ldb))
-	if err := glw.CheckError("uploading A and B"); err != nil {
-		return t, driverError(err)
+	if err := d.checkError("uploading A and B"); err != nil {
+		return t, err
 	}
 
 	p.prog.Use()
@@ -378,23 +422,34 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 		}
 		prog.report = report
 	}
-	query := glw.NewQuery()
-	defer query.Release()
+	// A host's running GL_TIME_ELAPSED query (borrowed mode) forbids ours.
+	timed := d.info.TimerBits > 0 && !glw.TimerBusy()
+	var query glw.Query
+	if timed {
+		query = glw.NewQuery()
+		defer query.Release()
+	}
 	gpu := make([]time.Duration, 0, o.Reps)
 	for i := 0; i < o.Reps; i++ {
 		glw.Finish()
 		start := time.Now()
-		query.BeginTimeElapsed()
+		if timed {
+			query.BeginTimeElapsed()
+		}
 		run()
-		glw.EndTimeElapsed()
+		if timed {
+			glw.EndTimeElapsed()
+		}
 		glw.Finish()
 		t.Compute = append(t.Compute, time.Since(start))
-		gpu = append(gpu, time.Duration(query.Nanoseconds()))
+		if timed {
+			gpu = append(gpu, time.Duration(query.Nanoseconds()))
+		}
 	}
-	if err := glw.CheckError("dispatching " + p.kernel.File); err != nil {
-		return t, driverError(err)
+	if err := d.checkError("dispatching " + p.kernel.File); err != nil {
+		return t, err
 	}
-	if d.info.TimerBits > 0 && timerPlausible(gpu, t.Compute) {
+	if timed && timerPlausible(gpu, t.Compute) {
 		t.GPU = gpu
 	}
 
@@ -411,8 +466,8 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 	}
 	t.Readback = time.Since(start)
 	t.ReadbackBytes = int64(4 * m * ldc)
-	if err := glw.CheckError("reading C back"); err != nil {
-		return t, driverError(err)
+	if err := d.checkError("reading C back"); err != nil {
+		return t, err
 	}
 	return t, nil
 }

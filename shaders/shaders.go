@@ -68,6 +68,20 @@ func Tiled32() Kernel {
 		Threads: 1024, SharedBytes: 2 * 32 * 32 * 4, Source: string(b)}
 }
 
+// GEMM is the general kernel on resident matrices (gemm.comp): transposes,
+// α, β, element offsets and row strides.
+func GEMM() Kernel {
+	return Kernel{Name: "gemm", File: "gemm.comp", TileM: 64, TileN: 64, Align: 1,
+		Threads: 256, SharedBytes: 2 * 16 * 64 * 4, Source: string(source("gemm.comp"))}
+}
+
+// Batched is the kernel for many small products (batched.comp): one
+// invocation per element of C, 256 per work group.
+func Batched() Kernel {
+	return Kernel{Name: "batched", File: "batched.comp", TileM: 1, TileN: 256, Align: 1,
+		Threads: 256, Source: string(source("batched.comp"))}
+}
+
 // Lookup returns the kernel a spec names: "tiled32", "fast" (DefaultFast),
 // or "fast:" followed by a FastConfig ("fast:128x128x8_8x8").
 func Lookup(spec string) (Kernel, error) {

@@ -173,3 +173,9 @@ func GetProcAddress(name string) unsafe.Pointer {
 	defer C.free(unsafe.Pointer(cname))
 	return unsafe.Pointer(C.eglGetProcAddress(cname))
 }
+
+// HasCurrentContext reports whether an EGL context is current on the
+// calling thread.
+func HasCurrentContext() bool {
+	return C.eglGetCurrentContext() != C.EGLContext(C.EGL_NO_CONTEXT)
+}

@@ -1,0 +1,101 @@
+package glw
+
+import (
+	"unsafe"
+
+	"github.com/go-gl/gl/v4.3-core/gl"
+)
+
+// State is the GL state glmul's calls touch: the current program, the
+// generic shader storage buffer binding, and the indexed shader storage
+// bindings 0…len(Indexed)-1 (buffer, start, size). A borrowed context gets
+// it back exactly (Gio's Shared mode).
+type State struct {
+	Program int32
+	SSBO    int32
+	Indexed []IndexedBinding
+}
+
+// IndexedBinding is one indexed buffer binding.
+type IndexedBinding struct {
+	Buffer      int32
+	Start, Size int64
+}
+
+// SaveState reads the state for indexed bindings 0…n-1.
+func SaveState(n int) State {
+	var s State
+	gl.GetIntegerv(gl.CURRENT_PROGRAM, &s.Program)
+	gl.GetIntegerv(gl.SHADER_STORAGE_BUFFER_BINDING, &s.SSBO)
+	s.Indexed = make([]IndexedBinding, n)
+	for i := range s.Indexed {
+		b := &s.Indexed[i]
+		gl.GetIntegeri_v(gl.SHADER_STORAGE_BUFFER_BINDING, uint32(i), &b.Buffer)
+		gl.GetInteger64i_v(gl.SHADER_STORAGE_BUFFER_START, uint32(i), &b.Start)
+		gl.GetInteger64i_v(gl.SHADER_STORAGE_BUFFER_SIZE, uint32(i), &b.Size)
+	}
+	return s
+}
+
+// Restore puts the state back. Binding a range with size 0 means the whole
+// buffer was bound with glBindBufferBase.
+func (s State) Restore() {
+	for i, b := range s.Indexed {
+		if b.Buffer != 0 && b.Size > 0 {
+			gl.BindBufferRange(gl.SHADER_STORAGE_BUFFER, uint32(i), uint32(b.Buffer), int(b.Start), int(b.Size))
+		} else {
+			gl.BindBufferBase(gl.SHADER_STORAGE_BUFFER, uint32(i), uint32(b.Buffer))
+		}
+	}
+	// glBindBufferBase/Range also set the generic binding: restore it last.
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, uint32(s.SSBO))
+	gl.UseProgram(uint32(s.Program))
+}
+
+// TimerBusy reports whether a GL_TIME_ELAPSED query is active (the host's),
+// in which case glmul must not begin its own.
+func TimerBusy() bool {
+	var q int32
+	gl.GetQueryiv(gl.TIME_ELAPSED, gl.CURRENT_QUERY, &q)
+	return q != 0
+}
+
+// InitGLX loads the GL functions through glXGetProcAddress, for a context
+// made current by GLX (GLFW on X11).
+func InitGLX() error { return gl.Init() }
+
+// WriteAt copies size bytes from src into b at offset (glBufferSubData).
+func (b Buffer) WriteAt(offset, size int, src unsafe.Pointer) {
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, uint32(b))
+	gl.BufferSubData(gl.SHADER_STORAGE_BUFFER, offset, size, src)
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
+}
+
+// Size returns the buffer's size in bytes.
+func (b Buffer) Size() int64 {
+	var v int64
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, uint32(b))
+	gl.GetBufferParameteri64v(gl.SHADER_STORAGE_BUFFER, gl.BUFFER_SIZE, &v)
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
+	return v
+}
+
+// IsBuffer reports whether name is a buffer object of the current context.
+func IsBuffer(name uint32) bool { return gl.IsBuffer(name) }
+
+// SetFloat sets a float uniform of the current program; location −1 is ignored.
+func SetFloat(location int32, v float32) { gl.Uniform1f(location, v) }
+
+// SetInt sets an int uniform of the current program; location −1 is ignored.
+func SetInt(location int32, v int32) { gl.Uniform1i(location, v) }
+
+// BarrierAll makes shader writes visible to every later use of the memory:
+// the host's draws (vertex, index, uniform, indirect), compute passes and
+// buffer reads.
+func BarrierAll() { gl.MemoryBarrier(gl.ALL_BARRIER_BITS) }
+
+// BarrierStorage orders shader storage writes before later shader reads.
+func BarrierStorage() { gl.MemoryBarrier(gl.SHADER_STORAGE_BARRIER_BIT) }
+
+// Dispatch3 launches x×y×z work groups of the current program.
+func Dispatch3(x, y, z int) { gl.DispatchCompute(uint32(x), uint32(y), uint32(z)) }

@@ -1,0 +1,376 @@
+package glcompute
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/go-gl/gl/v4.3-core/gl"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/glcompute/internal/egl"
+	"github.com/glmul/glmul/glcompute/internal/glfwctx"
+)
+
+// gemmRef returns α·op(A)·op(B) + β·C0 in float64 and the error bound of a
+// float32 evaluation: γ_{K+2}·(|α|·(|op(A)||op(B)|) + |β·C0|).
+func gemmRef(tA, tB blas.Transpose, alpha float32, a, b blas32.General, beta float32, c0 blas32.General) (ref, bound []float64) {
+	m, n := c0.Rows, c0.Cols
+	k := a.Cols
+	if tA == blas.Trans {
+		k = a.Rows
+	}
+	at := func(i, p int) float64 {
+		if tA == blas.Trans {
+			return float64(a.Data[p*a.Stride+i])
+		}
+		return float64(a.Data[i*a.Stride+p])
+	}
+	bt := func(p, j int) float64 {
+		if tB == blas.Trans {
+			return float64(b.Data[j*b.Stride+p])
+		}
+		return float64(b.Data[p*b.Stride+j])
+	}
+	u := math.Ldexp(1, -24)
+	g := float64(k+2) * u / (1 - float64(k+2)*u)
+	ref, bound = make([]float64, m*n), make([]float64, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s, sa float64
+			if alpha != 0 {
+				for p := 0; p < k; p++ {
+					s += at(i, p) * bt(p, j)
+					sa += math.Abs(at(i, p) * bt(p, j))
+				}
+			}
+			r := float64(alpha) * s
+			mag := math.Abs(float64(alpha)) * sa
+			if beta != 0 {
+				cv := float64(beta) * float64(c0.Data[i*c0.Stride+j])
+				r += cv
+				mag += math.Abs(cv)
+			}
+			ref[i*n+j], bound[i*n+j] = r, g*mag
+		}
+	}
+	return ref, bound
+}
+
+// padded returns a rows×cols random matrix with row stride cols+pad.
+func paddedRandom(rows, cols, pad int, rng *rand.Rand) blas32.General {
+	m := blas32.General{Rows: rows, Cols: cols, Stride: cols + pad, Data: make([]float32, rows*(cols+pad))}
+	for i := range m.Data {
+		m.Data[i] = float32(2*rng.Float64() - 1)
+	}
+	return m
+}
+
+// resident uploads m into a new buffer holding it at element offset off
+// (the buffer is larger than the matrix, as an engine's would be).
+func resident(t *testing.T, d *Device, m blas32.General, off int) *Matrix {
+	t.Helper()
+	holder, err := d.NewMatrix(1, off+m.Rows*m.Stride+7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(holder.Release)
+	w, err := d.WrapBuffer(holder.Buffer(), off, m.Rows, m.Cols, m.Stride)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Upload(m); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func TestGemmEveryTransposeAlphaBeta(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(11, 12))
+	shapes := [][3]int{{1, 1, 1}, {65, 33, 70}, {100, 64, 1}, {3, 130, 129}}
+	for _, s := range shapes {
+		m, n, k := s[0], s[1], s[2]
+		for _, tA := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+			for _, tB := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+				for _, alpha := range []float32{1, 0, -0.5} {
+					for _, beta := range []float32{0, 1, 0.25} {
+						name := fmt.Sprintf("%dx%dx%d/%v%v/a=%g/b=%g", m, n, k, tA, tB, alpha, beta)
+						t.Run(name, func(t *testing.T) {
+							ar, ac := m, k
+							if tA == blas.Trans {
+								ar, ac = k, m
+							}
+							br, bc := k, n
+							if tB == blas.Trans {
+								br, bc = n, k
+							}
+							a, b := paddedRandom(ar, ac, 3, rng), paddedRandom(br, bc, 1, rng)
+							c0 := paddedRandom(m, n, 2, rng)
+							if beta == 0 {
+								for i := range c0.Data {
+									c0.Data[i] = float32(math.NaN()) // β = 0 must overwrite
+								}
+							}
+							ref, bound := gemmRef(tA, tB, alpha, a, b, beta, c0)
+							ga, gb, gc := resident(t, d, a, 5), resident(t, d, b, 0), resident(t, d, c0, 9)
+							if err := gc.Gemm(tA, tB, alpha, ga, gb, beta); err != nil {
+								t.Fatal(err)
+							}
+							got := cpu.New(m, n)
+							if err := gc.Download(got); err != nil {
+								t.Fatal(err)
+							}
+							for i := range ref {
+								e := math.Abs(float64(got.Data[i]) - ref[i])
+								if !(e <= bound[i]) && !(e == 0) {
+									t.Fatalf("C[%d][%d] = %v, want %v ± %.3g", i/n, i%n, got.Data[i], ref[i], bound[i])
+								}
+							}
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestMulBatchedEverySize(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(21, 22))
+	for size := 1; size <= 32; size++ {
+		for _, dims := range [][3]int{{size, size, size}, {size, max(1, 33-size), (size*7)%32 + 1}} {
+			bt := Batch{Count: 37, M: dims[0], K: dims[1], N: dims[2]}
+			t.Run(fmt.Sprintf("%dx%dx%d", bt.M, bt.K, bt.N), func(t *testing.T) {
+				a := paddedRandom(1, bt.Count*bt.M*bt.K, 0, rng)
+				b := paddedRandom(1, bt.Count*bt.K*bt.N, 0, rng)
+				ga, gb := resident(t, d, a, 3), resident(t, d, b, 0)
+				gc, err := d.NewMatrix(1, bt.Count*bt.M*bt.N)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer gc.Release()
+				if err := d.MulBatched(gc, ga, gb, bt); err != nil {
+					t.Fatal(err)
+				}
+				got := cpu.New(1, bt.Count*bt.M*bt.N)
+				if err := gc.Download(got); err != nil {
+					t.Fatal(err)
+				}
+				for p := 0; p < bt.Count; p++ {
+					am := blas32.General{Rows: bt.M, Cols: bt.K, Stride: bt.K, Data: a.Data[p*bt.M*bt.K:]}
+					bm := blas32.General{Rows: bt.K, Cols: bt.N, Stride: bt.N, Data: b.Data[p*bt.K*bt.N:]}
+					cm := blas32.General{Rows: bt.M, Cols: bt.N, Stride: bt.N, Data: make([]float32, bt.M*bt.N)}
+					ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, am, bm, 0, cm)
+					for i := range ref {
+						g := float64(got.Data[p*bt.M*bt.N+i])
+						if e := math.Abs(g - ref[i]); !(e <= bound[i]) && e != 0 {
+							t.Fatalf("product %d element %d: %v, want %v ± %.3g", p, i, g, ref[i], bound[i])
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// engineState is what a host has bound; borrowed calls must leave it as is.
+type engineState struct {
+	program, vao, arrayBuffer, ssbo int32
+	indexed                         [4][3]int64
+}
+
+func readEngineState() engineState {
+	var s engineState
+	gl.GetIntegerv(gl.CURRENT_PROGRAM, &s.program)
+	gl.GetIntegerv(gl.VERTEX_ARRAY_BINDING, &s.vao)
+	gl.GetIntegerv(gl.ARRAY_BUFFER_BINDING, &s.arrayBuffer)
+	gl.GetIntegerv(gl.SHADER_STORAGE_BUFFER_BINDING, &s.ssbo)
+	for i := range s.indexed {
+		var b int32
+		gl.GetIntegeri_v(gl.SHADER_STORAGE_BUFFER_BINDING, uint32(i), &b)
+		s.indexed[i][0] = int64(b)
+		gl.GetInteger64i_v(gl.SHADER_STORAGE_BUFFER_START, uint32(i), &s.indexed[i][1])
+		gl.GetInteger64i_v(gl.SHADER_STORAGE_BUFFER_SIZE, uint32(i), &s.indexed[i][2])
+	}
+	return s
+}
+
+// setUpEngine binds what a game engine would have bound mid-frame: its own
+// program, a VAO and an array buffer, SSBO ranges at 0–3 and a generic one.
+// It returns the engine's particle buffer (256 floats).
+func setUpEngine(t *testing.T) uint32 {
+	t.Helper()
+	const src = "#version 430 core\nlayout(local_size_x = 1) in;\nlayout(std430, binding = 0) buffer P { float p[]; };\nvoid main() { p[0] += 1.0; }\n\x00"
+	sh := gl.CreateShader(gl.COMPUTE_SHADER)
+	cs, free := gl.Strs(src)
+	gl.ShaderSource(sh, 1, cs, nil)
+	free()
+	gl.CompileShader(sh)
+	prog := gl.CreateProgram()
+	gl.AttachShader(prog, sh)
+	gl.LinkProgram(prog)
+	gl.UseProgram(prog)
+	var vao, bufs [5]uint32
+	gl.GenVertexArrays(1, &vao[0])
+	gl.BindVertexArray(vao[0])
+	gl.GenBuffers(5, &bufs[0])
+	data := make([]float32, 256)
+	for i := range data {
+		data[i] = float32(i)
+	}
+	for _, b := range bufs {
+		gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, b)
+		gl.BufferData(gl.SHADER_STORAGE_BUFFER, 4*len(data), unsafe.Pointer(&data[0]), gl.DYNAMIC_DRAW)
+	}
+	gl.BindBuffer(gl.ARRAY_BUFFER, bufs[4])
+	for i := 0; i < 4; i++ {
+		gl.BindBufferRange(gl.SHADER_STORAGE_BUFFER, uint32(i), bufs[i], 64*i, 256)
+	}
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, bufs[3])
+	if e := gl.GetError(); e != gl.NO_ERROR {
+		t.Fatalf("engine set-up: GL error 0x%x", e)
+	}
+	return bufs[0]
+}
+
+// exerciseBorrowed runs every resident operation on a borrowed Device and
+// checks the engine's state after each, and the results.
+func exerciseBorrowed(t *testing.T) {
+	particles := setUpEngine(t)
+	before := readEngineState()
+	d, err := NewDeviceFromCurrent(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string) {
+		t.Helper()
+		if after := readEngineState(); after != before {
+			t.Fatalf("after %s the engine's GL state changed:\n before %+v\n after  %+v", step, before, after)
+		}
+	}
+	check("NewDeviceFromCurrent")
+	if d.Info().Backend != BackendBorrowed {
+		t.Fatalf("backend %q", d.Info().Backend)
+	}
+	rng := rand.New(rand.NewPCG(31, 32))
+	a, b := cpu.Random(40, 30, rng), cpu.Random(30, 20, rng)
+	ga, _ := d.NewMatrix(40, 30)
+	gb, _ := d.NewMatrix(30, 20)
+	gc, err := d.NewMatrix(40, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("NewMatrix")
+	ga.Upload(a)
+	gb.Upload(b)
+	check("Upload")
+	if err := gc.Mul(ga, gb); err != nil {
+		t.Fatal(err)
+	}
+	check("Mul")
+	f := d.Fence()
+	if !f.Wait(10 * time.Second) {
+		t.Fatal("fence did not pass in 10 s")
+	}
+	f.Release()
+	check("Fence")
+	got := cpu.New(40, 20)
+	gc.Download(got)
+	check("Download")
+	ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, 0, got)
+	for i := range ref {
+		if e := math.Abs(float64(got.Data[i]) - ref[i]); !(e <= bound[i]) && e != 0 {
+			t.Fatalf("borrowed Mul: C[%d] = %v, want %v", i, got.Data[i], ref[i])
+		}
+	}
+
+	// The engine's own particle buffer, used in place: 4 products of 4×4
+	// transforms at float 16 onward, written to floats 128 onward.
+	in, err := d.WrapBuffer(particles, 16, 1, 64, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := d.WrapBuffer(particles, 128, 1, 64, 64)
+	if err := d.MulBatched(out, in, in, Batch{Count: 4, M: 4, K: 4, N: 4}); err != nil {
+		t.Fatal(err)
+	}
+	check("MulBatched on the engine's buffer")
+	gl.Finish()
+	back := make([]float32, 256)
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, particles)
+	gl.GetBufferSubData(gl.SHADER_STORAGE_BUFFER, 0, 4*256, unsafe.Pointer(&back[0]))
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, uint32(before.ssbo))
+	for p := 0; p < 4; p++ {
+		for i := 0; i < 4; i++ {
+			for j := 0; j < 4; j++ {
+				var s float32
+				for k := 0; k < 4; k++ {
+					s += float32(16+p*16+i*4+k) * float32(16+p*16+k*4+j)
+				}
+				if g := back[128+p*16+i*4+j]; g != s {
+					t.Fatalf("engine buffer product %d (%d,%d) = %v, want %v", p, i, j, g, s)
+				}
+			}
+		}
+	}
+	for _, m := range []*Matrix{ga, gb, gc, in, out} {
+		m.Release()
+	}
+	d.Release()
+	check("Release")
+	if e := gl.GetError(); e != gl.NO_ERROR {
+		t.Fatalf("GL error 0x%x left for the engine", e)
+	}
+}
+
+func TestBorrowedEGL(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t.Setenv("DISPLAY", "")
+	c, err := egl.NewContext(0, 4, 3)
+	if err != nil {
+		noGL(t, err.Error())
+	}
+	defer c.Release()
+	if err := c.MakeCurrent(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gl.InitWithProcAddrFunc(egl.GetProcAddress); err != nil {
+		t.Fatal(err)
+	}
+	exerciseBorrowed(t)
+}
+
+func TestBorrowedGLFW(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if xvfbDisplay == "" {
+		noGL(t, "no Xvfb display")
+	}
+	t.Setenv("DISPLAY", xvfbDisplay)
+	c, err := glfwctx.NewContext(4, 3)
+	if err != nil {
+		noGL(t, err.Error())
+	}
+	defer c.Release()
+	if err := gl.InitWithProcAddrFunc(glfwctx.GetProcAddress); err != nil {
+		t.Fatal(err)
+	}
+	exerciseBorrowed(t)
+}
+
+func TestNewDeviceFromCurrentWithoutContext(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	openDevice(t, BackendEGL) // a GL driver exists; this thread has no context
+	if _, err := NewDeviceFromCurrent(nil); err == nil {
+		t.Fatal("no error without a current context")
+	}
+}

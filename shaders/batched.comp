@@ -1,0 +1,45 @@
+// batched: count small products C[b] = A[b]·B[b] (M×K by K×N, each row-major
+// and compact), the matrices of a batch spaced strideA, strideB, strideC
+// elements apart, from element offsets offA, offB, offC.
+//
+// One invocation per element of C across the whole batch: invocation g
+// computes element g % (M·N) of product g / (M·N), so consecutive
+// invocations write consecutive floats of C (coalesced) and read rows of A
+// and columns of B that neighbouring invocations share through the cache.
+// Sizes up to 32 (K up to 32 multiply-adds per invocation).
+#version 430 core
+
+layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
+
+uniform uint M;
+uniform uint N;
+uniform uint K;
+uniform uint count;
+uniform uint strideA;
+uniform uint strideB;
+uniform uint strideC;
+uniform uint offA;
+uniform uint offB;
+uniform uint offC;
+uniform uint first; // index of this dispatch's first element (dispatch chunks)
+
+layout(std430, binding = 0) readonly buffer ssbo_A { float A[]; };
+layout(std430, binding = 1) readonly buffer ssbo_B { float B[]; };
+layout(std430, binding = 2) writeonly buffer ssbo_C { float C[]; };
+
+void main()
+{
+    uint g = first + (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 256u + gl_LocalInvocationIndex;
+    uint per = M * N;
+    uint b = g / per;
+    if (b >= count) return;
+    uint e = g % per;
+    uint i = e / N, j = e % N;
+    uint a0 = offA + b * strideA + i * K;
+    uint b0 = offB + b * strideB + j;
+    float s = 0.0;
+    for (uint k = 0u; k < K; k++) {
+        s = fma(A[a0 + k], B[b0 + k * N], s);
+    }
+    C[offC + b * strideC + e] = s;
+}
