@@ -389,6 +389,9 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 	glw.SetUint(p.lda, uint32(lda))
 	glw.SetUint(p.ldb, uint32(ldb))
 	glw.SetUint(p.ldc, uint32(ldc))
+	for _, name := range []string{"offA4", "offB4", "offC4"} {
+		glw.SetUint(p.loc(name), 0) // the resident path sets them on the same program
+	}
 	bufA.BindStorage(0)
 	bufB.BindStorage(1)
 	bufC.BindStorage(2)

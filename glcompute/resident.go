@@ -161,7 +161,10 @@ func (m *Matrix) Release() {
 // β = 0 overwrites c without reading it; α = 0 does not read A or B. c must
 // not overlap a or b.
 //
-// Gemm only queues work: no readback, no glFinish; it returns at once. A
+// Gemm only queues work: no readback, no glFinish; it returns at once.
+// With no transposes, α = 1, β = 0 and compact matrices whose rows are
+// multiples of 4 floats starting on 4-float boundaries, it runs the
+// device's fast kernel; otherwise the general gemm.comp. A
 // memory barrier after the dispatches makes c visible to any later draw,
 // compute pass or buffer read; use Device.Fence to learn when it is done.
 func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta float32) error {
@@ -183,6 +186,9 @@ func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta f
 	}
 	if math.IsNaN(float64(alpha)) || math.IsNaN(float64(beta)) {
 		panic("glcompute: Gemm: α or β is NaN")
+	}
+	if tA == blas.NoTrans && tB == blas.NoTrans && alpha == 1 && beta == 0 && fastLayout(a) && fastLayout(b) && fastLayout(c) {
+		return d.mulFast(c, a, b)
 	}
 	var err error
 	d.call(func() {
@@ -221,6 +227,55 @@ func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta f
 		}
 		glw.BarrierAll()
 		err = d.checkError("dispatching gemm.comp")
+		if !d.borrowed {
+			glw.Program(0).Use()
+		}
+	})
+	return err
+}
+
+// fastLayout reports whether the fast kernel can run on m as it lies: it
+// reads and writes whole vec4s of rows up to the stride, so the rows must
+// be compact (no gap for it to overwrite) and start on vec4 boundaries.
+func fastLayout(m *Matrix) bool {
+	return m.Stride == m.Cols && m.Cols%4 == 0 && m.Offset%4 == 0
+}
+
+// mulFast runs c = a·b with the device's fast kernel on resident matrices.
+func (d *Device) mulFast(c, a, b *Matrix) error {
+	var err error
+	d.call(func() {
+		var p *program
+		if p, err = d.program(d.kernelFor(c.Rows, a.Cols, c.Cols)); err != nil {
+			return
+		}
+		plan, perr := dispatch.New(c.Rows, c.Cols, p.kernel.TileM, p.kernel.TileN, DefaultMaxGroups)
+		if perr != nil {
+			err = perr
+			return
+		}
+		d.clearErrors()
+		p.prog.Use()
+		set := func(name string, v int) { glw.SetUint(p.loc(name), uint32(v)) }
+		set("m", c.Rows)
+		set("n", a.Cols)
+		set("l", c.Cols)
+		set("lda", a.Stride)
+		set("ldb", b.Stride)
+		set("ldc", c.Stride)
+		set("offA4", a.Offset/4)
+		set("offB4", b.Offset/4)
+		set("offC4", c.Offset/4)
+		a.buf.BindStorage(0)
+		b.buf.BindStorage(1)
+		c.buf.BindStorage(2)
+		for _, ch := range plan.Chunks {
+			set("x0", ch.X0)
+			set("y0", ch.Y0)
+			glw.Dispatch(ch.GroupsX, ch.GroupsY)
+		}
+		glw.BarrierAll()
+		err = d.checkError("dispatching " + p.kernel.File)
 		if !d.borrowed {
 			glw.Program(0).Use()
 		}

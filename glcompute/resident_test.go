@@ -374,3 +374,46 @@ func TestNewDeviceFromCurrentWithoutContext(t *testing.T) {
 		t.Fatal("no error without a current context")
 	}
 }
+
+// TestResidentMulFastPath runs Matrix.Mul where the fast kernel applies
+// (compact, rows of a multiple of 4 floats, offsets on vec4 boundaries, in
+// a larger buffer) and where it must not (a stride gap the fast kernel
+// would overwrite), checking the results and that the gap is untouched.
+func TestResidentMulFastPath(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(51, 52))
+	for _, s := range [][3]int{{132, 68, 260}, {7, 4, 8}} {
+		m, k, n := s[0], s[1], s[2]
+		for _, pad := range []int{0, 4} {
+			a, b := paddedRandom(m, k, 0, rng), paddedRandom(k, n, 0, rng)
+			c0 := paddedRandom(m, n, pad, rng) // the gap holds values that must survive
+			ga, gb, gc := resident(t, d, a, 8), resident(t, d, b, 4), resident(t, d, c0, 12)
+			// C's rows including their gaps (Upload writes only Cols of each).
+			whole, err := d.WrapBuffer(gc.Buffer(), gc.Offset, m, n+pad, n+pad)
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole.Upload(blas32.General{Rows: m, Cols: n + pad, Stride: n + pad, Data: c0.Data})
+			if err := gc.Mul(ga, gb); err != nil {
+				t.Fatal(err)
+			}
+			got := blas32.General{Rows: m, Cols: n + pad, Stride: n + pad, Data: make([]float32, m*(n+pad))}
+			whole.Download(got)
+			ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, 0, blas32.General{Rows: m, Cols: n, Stride: n})
+			for i := 0; i < m; i++ {
+				for j := 0; j < n+pad; j++ {
+					g := got.Data[i*(n+pad)+j]
+					if j >= n {
+						if g != c0.Data[i*c0.Stride+j] {
+							t.Fatalf("%v pad %d: the stride gap at (%d,%d) was overwritten", s, pad, i, j)
+						}
+						continue
+					}
+					if e := math.Abs(float64(g) - ref[i*n+j]); !(e <= bound[i*n+j]) && e != 0 {
+						t.Fatalf("%v pad %d: C[%d][%d] = %v, want %v", s, pad, i, j, g, ref[i*n+j])
+					}
+				}
+			}
+		}
+	}
+}

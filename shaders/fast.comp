@@ -49,6 +49,9 @@ uniform uint y0;
 uniform uint lda;
 uniform uint ldb;
 uniform uint ldc;
+uniform uint offA4; // where A, B and C start in their buffers, in vec4s
+uniform uint offB4;
+uniform uint offC4;
 
 layout(std430, binding = 0) readonly buffer ssbo_A { vec4 A[]; };
 layout(std430, binding = 1) readonly buffer ssbo_B { vec4 B[]; };
@@ -71,14 +74,14 @@ shared vec4 Bs[NBUF * B_SIZE];
         uint r = idx / uint(BK4), c = (idx % uint(BK4)) * 4u;                    \
         ra[i] = vec4(0.0);                                                       \
         if ((A_VEC4 % THREADS == 0 || idx < uint(A_VEC4)) && row0 + r < m && (kt) + c < lda) \
-            ra[i] = A[(row0 + r) * lda4 + ((kt) + c) / 4u];                      \
+            ra[i] = A[offA4 + (row0 + r) * lda4 + ((kt) + c) / 4u];              \
     }                                                                            \
     for (int i = 0; i < B_LOADS; i++) {                                          \
         uint idx = tid + uint(i * THREADS);                                      \
         uint r = idx / uint(BN / 4), c4 = idx % uint(BN / 4);                    \
         rb[i] = vec4(0.0);                                                       \
         if ((B_VEC4 % THREADS == 0 || idx < uint(B_VEC4)) && (kt) + r < n && col0 + c4 * 4u < ldb) \
-            rb[i] = B[((kt) + r) * ldb4 + col0 / 4u + c4];                       \
+            rb[i] = B[offB4 + ((kt) + r) * ldb4 + col0 / 4u + c4];               \
     }
 
 #define STORE_SHARED(buf)                                                        \
@@ -184,7 +187,7 @@ void main()
                 for (int j = 0; j < GN; j++) {
                     uint c4 = col0 / 4u + uint(j * THREADS_X) + tx;
                     if (c4 < ldc4) {
-                        R[row * ldc4 + c4] = acc[g * 4 + i][j];
+                        R[offC4 + row * ldc4 + c4] = acc[g * 4 + i][j];
                     }
                 }
             }

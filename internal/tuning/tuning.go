@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,6 +136,16 @@ func SmallGrid(d Device) string {
 // at n = 2048 the default's 128 groups beat 64×64 tiles (79% vs 61% of
 // cuBLAS); at 1024 (32 groups) and at K = 256 the small tiles win.
 func UseSmallGrid(groups, k int) bool { return groups < 128 || k < 512 }
+
+// SgemmThreshold returns the product size (m·n·k) from which glcompute.BLAS
+// runs Sgemm on this device rather than on the CPU: the crossover measured
+// for the vendor, counting the upload of A and B and the readback of C.
+// math.MaxInt (never) where the GPU path never won or was never measured:
+// on Mesa llvmpipe the "GPU" is the same CPU cores gonum uses, and gonum is
+// faster there (docs/PERFORMANCE.md).
+func SgemmThreshold(d Device) int {
+	return math.MaxInt
+}
 
 // The built-in configurations, from glmul tune runs recorded in
 // docs/PERFORMANCE.md.

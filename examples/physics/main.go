@@ -1,0 +1,299 @@
+// Command physics is a game engine's physics step with glmul inside it.
+//
+// The "engine" owns the GL context (a GLFW window where a display exists,
+// a headless EGL context otherwise) and keeps N rigid bodies' 4×4 world
+// transforms in its own buffer. Each step composes every body's transform
+// with its per-step motion, W ← M·W, as one batched product of 4×4
+// matrices on the GPU through a borrowed glcompute Device: no readback, no
+// glFinish, no window of glmul's. The engine then draws the bodies straight
+// from that buffer (in a window) and asserts that its own GL state is what
+// it was before the step. At the end it checks the transforms against the
+// same composition done on the CPU in float64.
+//
+//	go run ./examples/physics                   # window if DISPLAY is set
+//	go run ./examples/physics -headless -steps 100
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"time"
+	"unsafe"
+
+	"github.com/go-gl/gl/v4.3-core/gl"
+	"github.com/go-gl/glfw/v3.3/glfw"
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/glcompute"
+)
+
+func init() { runtime.LockOSThread() } // GL and GLFW want the main thread
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "physics:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("physics", flag.ContinueOnError)
+	bodies := fs.Int("bodies", 20000, "number of rigid bodies")
+	steps := fs.Int("steps", 0, "steps to run (0: until the window closes; 200 headless)")
+	headless := fs.Bool("headless", os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "", "no window: a headless EGL context")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *bodies < 1 {
+		return errors.New("-bodies must be at least 1")
+	}
+	if *steps == 0 && *headless {
+		*steps = 200
+	}
+
+	// The engine's context.
+	var window *glfw.Window
+	if *headless {
+		h, err := glcompute.NewHeadlessContext(0)
+		if err != nil {
+			return err
+		}
+		defer h.Release()
+		if err := gl.InitWithProcAddrFunc(h.GetProcAddress); err != nil {
+			return err
+		}
+	} else {
+		if err := glfw.Init(); err != nil {
+			return err
+		}
+		defer glfw.Terminate()
+		glfw.WindowHint(glfw.ContextVersionMajor, 4)
+		glfw.WindowHint(glfw.ContextVersionMinor, 3)
+		glfw.WindowHint(glfw.OpenGLProfile, glfw.OpenGLCoreProfile)
+		glfw.WindowHint(glfw.OpenGLForwardCompatible, glfw.True)
+		w, err := glfw.CreateWindow(800, 800, "glmul physics: batched 4×4 transforms", nil, nil)
+		if err != nil {
+			return err
+		}
+		window = w
+		w.MakeContextCurrent()
+		glfw.SwapInterval(1)
+		if err := gl.InitWithProcAddrFunc(glfw.GetProcAddress); err != nil {
+			return err
+		}
+	}
+
+	e, err := newEngine(*bodies)
+	if err != nil {
+		return err
+	}
+	dev, err := glcompute.NewDeviceFromCurrent(nil)
+	if err != nil {
+		return err
+	}
+	defer dev.Release()
+	fmt.Fprintf(stdout, "physics: %d bodies on %s (%s)\n", *bodies, dev.Info().Renderer, dev.Info().BackendNote)
+
+	// glmul's views of the engine's buffers, in place.
+	motion, err := dev.WrapBuffer(e.motion, 0, *bodies, 16, 16)
+	if err != nil {
+		return err
+	}
+	world := [2]*glcompute.Matrix{}
+	for i := range world {
+		if world[i], err = dev.WrapBuffer(e.world[i], 0, *bodies, 16, 16); err != nil {
+			return err
+		}
+	}
+	batch := glcompute.Batch{Count: *bodies, M: 4, K: 4, N: 4}
+
+	var gpuTotal time.Duration
+	step := 0
+	for ; *steps == 0 || step < *steps; step++ {
+		if window != nil && window.ShouldClose() {
+			break
+		}
+		before := e.state()
+		src, dst := world[step%2], world[(step+1)%2]
+		gl.BeginQuery(gl.TIME_ELAPSED, e.query) // the engine's own timer
+		if err := dev.MulBatched(dst, motion, src, batch); err != nil {
+			return err
+		}
+		gl.EndQuery(gl.TIME_ELAPSED)
+		if after := e.state(); after != before {
+			return fmt.Errorf("step %d: glmul changed the engine's GL state: %+v → %+v", step, before, after)
+		}
+		var ns uint64
+		gl.GetQueryObjectui64v(e.query, gl.QUERY_RESULT, &ns)
+		gpuTotal += time.Duration(ns)
+		if step%50 == 0 || (*steps > 0 && step == *steps-1) {
+			fmt.Fprintf(stdout, "step %4d: GPU time of the batched product %v (GL timer; ≈0 on llvmpipe)\n", step, time.Duration(ns))
+		}
+		if window != nil {
+			e.draw(e.world[(step+1)%2], *bodies)
+			window.SwapBuffers()
+			glfw.PollEvents()
+		}
+	}
+	if step > 0 {
+		fmt.Fprintf(stdout, "physics: %d steps, mean GPU time per step %v\n", step, gpuTotal/time.Duration(step))
+	}
+	return e.verify(world[step%2], step)
+}
+
+// engine is the host's side: its buffers, its program, its state.
+type engine struct {
+	bodies        int
+	motion        uint32
+	world         [2]uint32
+	initial, move []float32
+	program, vao  uint32
+	query         uint32
+}
+
+type glState struct{ program, vao, ssbo, arrayBuffer int32 }
+
+func (e *engine) state() glState {
+	var s glState
+	gl.GetIntegerv(gl.CURRENT_PROGRAM, &s.program)
+	gl.GetIntegerv(gl.VERTEX_ARRAY_BINDING, &s.vao)
+	gl.GetIntegerv(gl.SHADER_STORAGE_BUFFER_BINDING, &s.ssbo)
+	gl.GetIntegerv(gl.ARRAY_BUFFER_BINDING, &s.arrayBuffer)
+	return s
+}
+
+// newEngine makes the bodies: random positions, and per-step motions that
+// rotate each body a little about the z axis around the origin.
+func newEngine(n int) (*engine, error) {
+	e := &engine{bodies: n, initial: make([]float32, 16*n), move: make([]float32, 16*n)}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := 0; i < n; i++ {
+		w := e.initial[16*i:]
+		w[0], w[5], w[10], w[15] = 1, 1, 1, 1
+		w[3], w[7], w[11] = float32(rng.Float64()*1.6-0.8), float32(rng.Float64()*1.6-0.8), 0
+		th := 0.002 + 0.01*rng.Float64()
+		m := e.move[16*i:]
+		c, s := float32(math.Cos(th)), float32(math.Sin(th))
+		m[0], m[1], m[4], m[5], m[10], m[15] = c, -s, s, c, 1, 1
+	}
+	newBuf := func(data []float32) uint32 {
+		var b uint32
+		gl.GenBuffers(1, &b)
+		gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, b)
+		gl.BufferData(gl.SHADER_STORAGE_BUFFER, 4*len(data), unsafe.Pointer(&data[0]), gl.DYNAMIC_DRAW)
+		return b
+	}
+	e.motion = newBuf(e.move)
+	e.world[0] = newBuf(e.initial)
+	e.world[1] = newBuf(e.initial)
+	gl.GenQueries(1, &e.query)
+	gl.GenVertexArrays(1, &e.vao)
+	gl.BindVertexArray(e.vao)
+	p, err := program(vertexSrc, fragmentSrc)
+	if err != nil {
+		return nil, err
+	}
+	e.program = p
+	gl.UseProgram(p) // an engine mid-frame has its program bound
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, e.world[0])
+	return e, nil
+}
+
+// draw renders each body as a point read from the world buffer by the
+// vertex shader: glmul's output used directly by the engine's draw.
+func (e *engine) draw(world uint32, n int) {
+	gl.ClearColor(0.05, 0.05, 0.08, 1)
+	gl.Clear(gl.COLOR_BUFFER_BIT)
+	gl.BindBufferBase(gl.SHADER_STORAGE_BUFFER, 0, world)
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, e.world[0])
+	gl.PointSize(2)
+	gl.DrawArrays(gl.POINTS, 0, int32(n))
+}
+
+// verify downloads the final transforms and compares them with the same
+// composition in float64 on the CPU.
+func (e *engine) verify(world *glcompute.Matrix, steps int) error {
+	got := blas32.General{Rows: e.bodies, Cols: 16, Stride: 16, Data: make([]float32, 16*e.bodies)}
+	if err := world.Download(got); err != nil {
+		return err
+	}
+	worst := 0.0
+	for i := 0; i < e.bodies; i++ {
+		var w, m [16]float64
+		for j := range w {
+			w[j], m[j] = float64(e.initial[16*i+j]), float64(e.move[16*i+j])
+		}
+		for s := 0; s < steps; s++ {
+			var nw [16]float64
+			for r := 0; r < 4; r++ {
+				for c := 0; c < 4; c++ {
+					for k := 0; k < 4; k++ {
+						nw[4*r+c] += m[4*r+k] * w[4*k+c]
+					}
+				}
+			}
+			w = nw
+		}
+		for j := range w {
+			worst = max(worst, math.Abs(float64(got.Data[16*i+j])-w[j]))
+		}
+	}
+	// Each step rounds 4-term dot products of values ≤ 1 in magnitude:
+	// about 4u per step, growing linearly: allow 8u·steps plus slack.
+	tol := 8*math.Ldexp(1, -24)*float64(steps) + 1e-6
+	fmt.Printf("physics: transforms after %d steps match float64 within %.2g (tolerance %.2g)\n", steps, worst, tol)
+	if !(worst <= tol) {
+		return fmt.Errorf("transforms differ from float64 by %.3g, over %.3g", worst, tol)
+	}
+	return nil
+}
+
+const vertexSrc = `#version 430 core
+layout(std430, binding = 0) readonly buffer World { float w[]; };
+void main() {
+    uint b = uint(gl_VertexID) * 16u;
+    gl_Position = vec4(w[b + 3u], w[b + 7u], w[b + 11u], 1.0);
+}
+` + "\x00"
+
+const fragmentSrc = `#version 430 core
+out vec4 color;
+void main() { color = vec4(1.0, 0.75, 0.3, 1.0); }
+` + "\x00"
+
+func program(vs, fs string) (uint32, error) {
+	compile := func(kind uint32, src string) (uint32, error) {
+		s := gl.CreateShader(kind)
+		cs, free := gl.Strs(src)
+		gl.ShaderSource(s, 1, cs, nil)
+		free()
+		gl.CompileShader(s)
+		var ok int32
+		gl.GetShaderiv(s, gl.COMPILE_STATUS, &ok)
+		if ok == gl.FALSE {
+			buf := make([]byte, 1024)
+			gl.GetShaderInfoLog(s, 1024, nil, &buf[0])
+			return 0, fmt.Errorf("compiling the engine's shader: %s", buf)
+		}
+		return s, nil
+	}
+	v, err := compile(gl.VERTEX_SHADER, vs)
+	if err != nil {
+		return 0, err
+	}
+	f, err := compile(gl.FRAGMENT_SHADER, fs)
+	if err != nil {
+		return 0, err
+	}
+	p := gl.CreateProgram()
+	gl.AttachShader(p, v)
+	gl.AttachShader(p, f)
+	gl.LinkProgram(p)
+	return p, nil
+}

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestHeadlessSteps runs the example headless for a few steps: the engine's
+// state must survive every step and the transforms must match float64.
+func TestHeadlessSteps(t *testing.T) {
+	// The context is current on one OS thread: stay on it (main's init
+	// locks only the main goroutine).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t.Setenv("DISPLAY", "")
+	var out bytes.Buffer
+	err := run([]string{"-headless", "-steps", "20", "-bodies", "3000"}, &out)
+	if err != nil {
+		if strings.Contains(err.Error(), "no OpenGL context") && os.Getenv("GLMUL_REQUIRE_GL") != "1" {
+			t.Skip(err)
+		}
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "20 steps") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+}

@@ -1,0 +1,107 @@
+package glcompute
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/glmul/glmul/internal/tuning"
+)
+
+// BLAS is gonum's float32 BLAS with Sgemm on the GPU: products of at least
+// Threshold multiply-adds run on Device, smaller ones and every other
+// routine run on gonum's CPU code. Install it for a whole program with
+//
+//	blas32.Use(glcompute.BLAS{Device: dev})
+//
+// Sgemm has no error to return: if the GPU fails (out of memory, a lost
+// context), it computes the product with gonum instead.
+//
+// Thread rule: as the Device (an owned Device: any goroutine).
+type BLAS struct {
+	gonum.Implementation
+	Device *Device
+	// Threshold is the m·n·k at or above which Sgemm uses the GPU. Zero
+	// value: the measured crossover for the device's vendor
+	// (tuning.SgemmThreshold), or never where none was measured.
+	Threshold int
+}
+
+var _ blas.Float32 = BLAS{}
+
+// threshold returns the effective crossover.
+func (impl BLAS) threshold() int {
+	if impl.Threshold > 0 {
+		return impl.Threshold
+	}
+	i := impl.Device.Info()
+	return tuning.SgemmThreshold(tuning.Device{Vendor: i.Vendor, Renderer: i.Renderer, Version: i.Version})
+}
+
+// Sgemm computes C = α·op(A)·op(B) + β·C, row-major, op(X) = X or Xᵀ, with
+// gonum's argument rules and panics.
+func (impl BLAS) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	cpu := func() { impl.Implementation.Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) }
+	if impl.Device == nil || m == 0 || n == 0 || k == 0 || alpha == 0 ||
+		float64(m)*float64(n)*float64(k) < float64(impl.threshold()) {
+		cpu()
+		return
+	}
+	// Shapes as stored; gonum's checks (and panics) apply to anything the
+	// GPU path could misread.
+	ar, ac := m, k
+	if tA != blas.NoTrans {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if tB != blas.NoTrans {
+		br, bc = n, k
+	}
+	if (tA != blas.NoTrans && tA != blas.Trans && tA != blas.ConjTrans) || (tB != blas.NoTrans && tB != blas.Trans && tB != blas.ConjTrans) ||
+		m < 0 || n < 0 || k < 0 || lda < max(1, ac) || ldb < max(1, bc) || ldc < max(1, n) ||
+		len(a) < (ar-1)*lda+ac || len(b) < (br-1)*ldb+bc || len(c) < (m-1)*ldc+n {
+		cpu() // gonum panics with its own message
+		return
+	}
+	if !impl.gpu(tA, tB, alpha, blas32.General{Rows: ar, Cols: ac, Stride: lda, Data: a},
+		blas32.General{Rows: br, Cols: bc, Stride: ldb, Data: b}, beta,
+		blas32.General{Rows: m, Cols: n, Stride: ldc, Data: c}) {
+		cpu()
+	}
+}
+
+// gpu runs the product on the device and reports whether it succeeded.
+func (impl BLAS) gpu(tA, tB blas.Transpose, alpha float32, a, b blas32.General, beta float32, c blas32.General) bool {
+	d := impl.Device
+	if d.CheckShape(a.Rows, a.Cols, 1) != nil || d.CheckShape(b.Rows, b.Cols, 1) != nil || d.CheckShape(c.Rows, c.Cols, 1) != nil {
+		return false
+	}
+	var mats []*Matrix
+	defer func() {
+		for _, m := range mats {
+			m.Release()
+		}
+	}()
+	upload := func(g blas32.General, needed bool) *Matrix {
+		m, err := d.NewMatrix(g.Rows, g.Cols)
+		if err != nil {
+			return nil
+		}
+		mats = append(mats, m)
+		if needed && m.Upload(g) != nil {
+			return nil
+		}
+		return m
+	}
+	ga, gb := upload(a, true), upload(b, true)
+	gc := upload(c, beta != 0)
+	if ga == nil || gb == nil || gc == nil || math.IsNaN(float64(alpha)) || math.IsNaN(float64(beta)) {
+		return false
+	}
+	if gc.Gemm(tA, tB, alpha, ga, gb, beta) != nil {
+		return false
+	}
+	return gc.Download(c) == nil
+}

@@ -1,0 +1,98 @@
+package glcompute
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// TestBLASSgemmOnGPU forces every product onto the GPU (Threshold 1) and
+// checks it against float64, for each transpose, α and β, with leading
+// dimensions larger than the rows.
+func TestBLASSgemmOnGPU(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	impl := BLAS{Device: d, Threshold: 1}
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, s := range [][3]int{{1, 1, 1}, {70, 65, 33}, {5, 129, 64}} {
+		m, n, k := s[0], s[1], s[2]
+		for _, tA := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+			for _, tB := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+				for _, ab := range [][2]float32{{1, 0}, {-2, 0.5}, {0.5, 1}} {
+					t.Run(fmt.Sprintf("%v/%v%v/%v", s, tA, tB, ab), func(t *testing.T) {
+						ar, ac := m, k
+						if tA == blas.Trans {
+							ar, ac = k, m
+						}
+						br, bc := k, n
+						if tB == blas.Trans {
+							br, bc = n, k
+						}
+						a, b, c := paddedRandom(ar, ac, 2, rng), paddedRandom(br, bc, 5, rng), paddedRandom(m, n, 3, rng)
+						if ab[1] == 0 {
+							for i := range c.Data {
+								c.Data[i] = float32(math.NaN())
+							}
+						}
+						ref, bound := gemmRef(tA, tB, ab[0], a, b, ab[1], c)
+						impl.Sgemm(tA, tB, m, n, k, ab[0], a.Data, a.Stride, b.Data, b.Stride, ab[1], c.Data, c.Stride)
+						for i := 0; i < m; i++ {
+							for j := 0; j < n; j++ {
+								g, r := float64(c.Data[i*c.Stride+j]), ref[i*n+j]
+								if e := math.Abs(g - r); !(e <= bound[i*n+j]) && e != 0 {
+									t.Fatalf("C[%d][%d] = %v, want %v ± %.3g", i, j, g, r, bound[i*n+j])
+								}
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// Below the threshold the CPU path is gonum's own: bitwise the same.
+func TestBLASBelowThresholdIsGonum(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(43, 44))
+	a, b := paddedRandom(20, 30, 0, rng), paddedRandom(30, 10, 0, rng)
+	c1, c2 := make([]float32, 200), make([]float32, 200)
+	BLAS{Device: d, Threshold: 1 << 40}.Sgemm(blas.NoTrans, blas.NoTrans, 20, 10, 30, 1, a.Data, 30, b.Data, 10, 0, c1, 10)
+	gonum.Implementation{}.Sgemm(blas.NoTrans, blas.NoTrans, 20, 10, 30, 1, a.Data, 30, b.Data, 10, 0, c2, 10)
+	for i := range c1 {
+		if math.Float32bits(c1[i]) != math.Float32bits(c2[i]) {
+			t.Fatalf("element %d: %v vs gonum %v", i, c1[i], c2[i])
+		}
+	}
+}
+
+// Through blas32.Use, a Go program's blas32.Gemm reaches the GPU.
+func TestBLASThroughBlas32Use(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	blas32.Use(BLAS{Device: d, Threshold: 1})
+	defer blas32.Use(gonum.Implementation{})
+	rng := rand.New(rand.NewPCG(45, 46))
+	a, b := paddedRandom(33, 17, 0, rng), paddedRandom(17, 40, 0, rng)
+	c := blas32.General{Rows: 33, Cols: 40, Stride: 40, Data: make([]float32, 33*40)}
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c)
+	ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c)
+	for i := range ref {
+		if e := math.Abs(float64(c.Data[i]) - ref[i]); !(e <= bound[i]) && e != 0 {
+			t.Fatalf("element %d: %v, want %v", i, c.Data[i], ref[i])
+		}
+	}
+}
+
+func TestBLASPanicsLikeGonum(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	defer func() {
+		if r := recover(); r == nil || fmt.Sprint(r)[:5] != "blas:" {
+			t.Fatalf("recovered %v, want gonum's blas: panic", r)
+		}
+	}()
+	BLAS{Device: d, Threshold: 1}.Sgemm(blas.NoTrans, blas.NoTrans, 4, 4, 4, 1, make([]float32, 16), 2, make([]float32, 16), 4, 0, make([]float32, 16), 4)
+}

@@ -1,0 +1,161 @@
+package glcompute
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/glmul/glmul/cpu"
+)
+
+// envInt reads a benchmark size from the environment, so that CI (llvmpipe)
+// runs small and the GPU machine runs the sizes the figures need.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// BenchmarkCallOverhead is the CPU cost of queueing one resident 64×64
+// product (no wait): what an engine pays per call. ns/op is that cost; the
+// queue is drained with a fence after the loop.
+func BenchmarkCallOverhead(b *testing.B) {
+	run := func(b *testing.B, d *Device) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		ma, _ := d.NewMatrix(64, 64)
+		mb, _ := d.NewMatrix(64, 64)
+		mc, _ := d.NewMatrix(64, 64)
+		ma.Upload(cpu.Random(64, 64, rng))
+		mb.Upload(cpu.Random(64, 64, rng))
+		mc.Mul(ma, mb) // compile before timing
+		d.Fence().Wait(time.Minute)
+		for b.Loop() {
+			if err := mc.Mul(ma, mb); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		d.Fence().Wait(time.Minute)
+		for _, m := range []*Matrix{ma, mb, mc} {
+			m.Release()
+		}
+	}
+	b.Run("mode=owned", func(b *testing.B) { run(b, openDevice(b, BackendEGL)) })
+	b.Run("mode=borrowed", func(b *testing.B) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		h, err := NewHeadlessContext(0)
+		if err != nil {
+			noGL(b, err.Error())
+		}
+		defer h.Release()
+		d, err := NewDeviceFromCurrent(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer d.Release()
+		run(b, d)
+	})
+}
+
+// BenchmarkBatched4x4 multiplies GLMUL_BENCH_BATCH (default 10,000; the
+// H100 figure uses 1,000,000) pairs of 4×4 matrices per op and waits for
+// them; bytes/s counts A, B and C once each (48 floats per product).
+func BenchmarkBatched4x4(b *testing.B) {
+	d := openDevice(b, BackendEGL)
+	count := envInt("GLMUL_BENCH_BATCH", 10000)
+	rng := rand.New(rand.NewPCG(3, 4))
+	ma, _ := d.NewMatrix(count, 16)
+	mb, _ := d.NewMatrix(count, 16)
+	mc, err := d.NewMatrix(count, 16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ma.Upload(cpu.Random(count, 16, rng))
+	mb.Upload(cpu.Random(count, 16, rng))
+	bt := Batch{Count: count, M: 4, K: 4, N: 4}
+	d.MulBatched(mc, ma, mb, bt)
+	d.Fence().Wait(time.Minute)
+	b.Run(fmt.Sprintf("count=%d", count), func(b *testing.B) {
+		for b.Loop() {
+			d.MulBatched(mc, ma, mb, bt)
+			f := d.Fence()
+			f.Wait(time.Minute)
+			f.Release()
+		}
+		b.ReportMetric(float64(48*4*count)*float64(b.N)/b.Elapsed().Seconds(), "bytes/s")
+	})
+}
+
+// BenchmarkResidentVsReadback: an n×n product (GLMUL_BENCH_N, default 256;
+// the H100 figure uses 4096) on resident matrices (queue + fence) against
+// Device.Mul, which uploads A and B and reads C back every time.
+func BenchmarkResidentVsReadback(b *testing.B) {
+	d := openDevice(b, BackendEGL)
+	n := envInt("GLMUL_BENCH_N", 256)
+	rng := rand.New(rand.NewPCG(5, 6))
+	a, bm := cpu.Random(n, n, rng), cpu.Random(n, n, rng)
+	c := cpu.New(n, n)
+	flop := 2 * float64(n) * float64(n) * float64(n)
+	b.Run(fmt.Sprintf("path=resident/n=%d", n), func(b *testing.B) {
+		ma, _ := d.NewMatrix(n, n)
+		mb, _ := d.NewMatrix(n, n)
+		mc, _ := d.NewMatrix(n, n)
+		ma.Upload(a)
+		mb.Upload(bm)
+		mc.Mul(ma, mb)
+		d.Fence().Wait(time.Minute)
+		for b.Loop() {
+			mc.Mul(ma, mb)
+			f := d.Fence()
+			f.Wait(time.Minute)
+			f.Release()
+		}
+		b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds(), "flop/s")
+	})
+	b.Run(fmt.Sprintf("path=readback/n=%d", n), func(b *testing.B) {
+		d.Mul(c, a, bm, &MulOptions{Kernel: "fast"})
+		for b.Loop() {
+			if _, err := d.Mul(c, a, bm, &MulOptions{Kernel: "fast"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds(), "flop/s")
+	})
+}
+
+// BenchmarkSgemmCrossover measures glcompute.BLAS's GPU path (upload,
+// product, readback) against gonum's Sgemm, for the size from which the
+// GPU pays (tuning.SgemmThreshold). Sizes: GLMUL_BENCH_SGEMM_MAX (default
+// 256), halving from there down to 64.
+func BenchmarkSgemmCrossover(b *testing.B) {
+	d := openDevice(b, BackendEGL)
+	for n := 64; n <= envInt("GLMUL_BENCH_SGEMM_MAX", 256); n *= 2 {
+		rng := rand.New(rand.NewPCG(uint64(n), 7))
+		a, bm := cpu.Random(n, n, rng), cpu.Random(n, n, rng)
+		c := cpu.New(n, n)
+		flop := 2 * float64(n) * float64(n) * float64(n)
+		for _, impl := range []struct {
+			name string
+			s    interface {
+				Sgemm(blas.Transpose, blas.Transpose, int, int, int, float32, []float32, int, []float32, int, float32, []float32, int)
+			}
+		}{{"gonum", gonum.Implementation{}}, {"gpu", BLAS{Device: d, Threshold: 1}}} {
+			b.Run(fmt.Sprintf("impl=%s/n=%d", impl.name, n), func(b *testing.B) {
+				impl.s.Sgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, a.Data, n, bm.Data, n, 0, c.Data, n)
+				for b.Loop() {
+					impl.s.Sgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, a.Data, n, bm.Data, n, 0, c.Data, n)
+				}
+				b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds(), "flop/s")
+			})
+		}
+	}
+}
