@@ -144,6 +144,11 @@ func UseSmallGrid(groups, k int) bool { return groups < 128 || k < 512 }
 // on Mesa llvmpipe the "GPU" is the same CPU cores gonum uses, and gonum is
 // faster there (docs/PERFORMANCE.md).
 func SgemmThreshold(d Device) int {
+	if strings.Contains(d.Vendor, "NVIDIA") {
+		// H100 against gonum on its 16-thread Xeon host: the GPU path lost
+		// at 128³ (11.3 vs 14.7 GFLOPS) and won from 256³ (65.5 vs 37.1).
+		return 256 * 256 * 256
+	}
 	return math.MaxInt
 }
 

@@ -1,6 +1,7 @@
 package tuning
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -68,5 +69,14 @@ func TestBuiltinsAreCandidates(t *testing.T) {
 	}
 	if k, src := Builtin(Device{Vendor: "AMD"}); k != GenericDefault || src == "" {
 		t.Errorf("AMD gets %s", k)
+	}
+}
+
+func TestSgemmThreshold(t *testing.T) {
+	if got := SgemmThreshold(Device{Vendor: "NVIDIA Corporation"}); got != 1<<24 {
+		t.Errorf("NVIDIA threshold %d, want 256³", got)
+	}
+	if got := SgemmThreshold(Device{Vendor: "Mesa", Renderer: "llvmpipe"}); got != math.MaxInt {
+		t.Errorf("llvmpipe threshold %d, want never", got)
 	}
 }
