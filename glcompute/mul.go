@@ -120,6 +120,21 @@ type program struct {
 	m, n, l, x0, y0 int32
 	lda, ldb, ldc   int32 // -1 for kernels without them (tiled32)
 	locs            map[string]int32
+	set             map[int32]uint32 // last value set per uint uniform (resident path)
+}
+
+// setUint sets the uint uniform name of p, the current program, unless it
+// already holds v: the resident path calls it for every product.
+func (p *program) setUint(name string, v uint32) {
+	l := p.loc(name)
+	if old, ok := p.set[l]; ok && old == v {
+		return
+	}
+	if p.set == nil {
+		p.set = map[int32]uint32{}
+	}
+	glw.SetUint(l, v)
+	p.set[l] = v
 }
 
 func (p *program) release() { p.prog.Release() }
@@ -383,6 +398,7 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 
 	p.prog.Use()
 	defer glw.Program(0).Use()
+	p.set = nil // the cached values of setUint no longer hold
 	glw.SetUint(p.m, uint32(m))
 	glw.SetUint(p.n, uint32(k))
 	glw.SetUint(p.l, uint32(n))

@@ -203,7 +203,7 @@ func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta f
 		}
 		d.clearErrors()
 		p.prog.Use()
-		set := func(name string, v int) { glw.SetUint(p.loc(name), uint32(v)) }
+		set := func(name string, v int) { p.setUint(name, uint32(v)) }
 		set("M", m)
 		set("N", n)
 		set("K", ak)
@@ -256,7 +256,7 @@ func (d *Device) mulFast(c, a, b *Matrix) error {
 		}
 		d.clearErrors()
 		p.prog.Use()
-		set := func(name string, v int) { glw.SetUint(p.loc(name), uint32(v)) }
+		set := func(name string, v int) { p.setUint(name, uint32(v)) }
 		set("m", c.Rows)
 		set("n", a.Cols)
 		set("l", c.Cols)
@@ -342,7 +342,7 @@ func (d *Device) MulBatched(c, a, b *Matrix, bt Batch) error {
 		}
 		d.clearErrors()
 		p.prog.Use()
-		set := func(name string, v int) { glw.SetUint(p.loc(name), uint32(v)) }
+		set := func(name string, v int) { p.setUint(name, uint32(v)) }
 		set("M", bt.M)
 		set("N", bt.N)
 		set("K", bt.K)

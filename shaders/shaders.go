@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 //go:embed *.comp
@@ -82,9 +83,25 @@ func Batched() Kernel {
 		Threads: 256, Source: string(source("batched.comp"))}
 }
 
+// looked memoizes Lookup: a kernel is an immutable value, and building
+// fast.comp's source costs more than a resident product's whole dispatch.
+var looked sync.Map // spec → Kernel
+
 // Lookup returns the kernel a spec names: "tiled32", "fast" (DefaultFast),
-// or "fast:" followed by a FastConfig ("fast:128x128x8_8x8").
+// or "fast:" followed by a FastConfig ("fast:128x128x8_8x8"). Safe for
+// concurrent use.
 func Lookup(spec string) (Kernel, error) {
+	if k, ok := looked.Load(spec); ok {
+		return k.(Kernel), nil
+	}
+	k, err := lookup(spec)
+	if err == nil {
+		looked.Store(spec, k)
+	}
+	return k, err
+}
+
+func lookup(spec string) (Kernel, error) {
 	name, config, hasConfig := strings.Cut(spec, ":")
 	switch name {
 	case "tiled32":
