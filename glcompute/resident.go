@@ -217,19 +217,7 @@ func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta f
 		glw.SetInt(p.loc("transB"), boolInt(tB != blas.NoTrans))
 		glw.SetFloat(p.loc("alpha"), alpha)
 		glw.SetFloat(p.loc("beta"), beta)
-		a.buf.BindStorage(0)
-		b.buf.BindStorage(1)
-		c.buf.BindStorage(2)
-		for _, ch := range plan.Chunks {
-			set("x0", ch.X0)
-			set("y0", ch.Y0)
-			glw.Dispatch(ch.GroupsX, ch.GroupsY)
-		}
-		glw.BarrierAll()
-		err = d.checkError("dispatching gemm.comp")
-		if !d.borrowed {
-			glw.Program(0).Use()
-		}
+		err = d.dispatchOn(p, plan, a, b, c)
 	})
 	return err
 }
@@ -266,20 +254,29 @@ func (d *Device) mulFast(c, a, b *Matrix) error {
 		set("offA4", a.Offset/4)
 		set("offB4", b.Offset/4)
 		set("offC4", c.Offset/4)
-		a.buf.BindStorage(0)
-		b.buf.BindStorage(1)
-		c.buf.BindStorage(2)
-		for _, ch := range plan.Chunks {
-			set("x0", ch.X0)
-			set("y0", ch.Y0)
-			glw.Dispatch(ch.GroupsX, ch.GroupsY)
-		}
-		glw.BarrierAll()
-		err = d.checkError("dispatching " + p.kernel.File)
-		if !d.borrowed {
-			glw.Program(0).Use()
-		}
+		err = d.dispatchOn(p, plan, a, b, c)
 	})
+	return err
+}
+
+// dispatchOn binds a, b and c to storage bindings 0, 1 and 2, runs the
+// chunks of plan with program p (already in use, its other uniforms set),
+// puts a memory barrier after them, and checks for GL errors; on the
+// device thread.
+func (d *Device) dispatchOn(p *program, plan dispatch.Plan, a, b, c *Matrix) error {
+	a.buf.BindStorage(0)
+	b.buf.BindStorage(1)
+	c.buf.BindStorage(2)
+	for _, ch := range plan.Chunks {
+		p.setUint("x0", uint32(ch.X0))
+		p.setUint("y0", uint32(ch.Y0))
+		glw.Dispatch(ch.GroupsX, ch.GroupsY)
+	}
+	glw.BarrierAll()
+	err := d.checkError("dispatching " + p.kernel.File)
+	if !d.borrowed {
+		glw.Program(0).Use()
+	}
 	return err
 }
 

@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -40,38 +38,24 @@ type benchRow struct {
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("glmul bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var dev deviceFlags
-	dev.register(fs)
-	shapesFlag := fs.String("shapes", defaultBenchShapes, "comma-separated `list` of N (square) or MxKxN")
-	kernelsFlag := fs.String("kernels", "tiled32,fast", "comma-separated kernels: tiled32, fast, fast:BMxBNxBK_TMxTN...")
-	reps := fs.Int("reps", 10, "timed runs per shape and kernel, after one warm-up")
-	mode := fs.String("validate", "auto", "auto|full|freivalds|none")
-	format := fs.String("format", "text", "output: text|csv|json|bench (Go benchmark lines for benchstat)")
-	progress := fs.String("progress", "auto", "progress: auto|on|off (a line per product when not a terminal)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `glmul bench measures each kernel on a list of shapes, validating every product.
+	fs := newCommand("glmul bench", `glmul bench measures each kernel on a list of shapes, validating every product.
 On Mesa llvmpipe choose small -shapes: the defaults run for hours there.
 
 Usage:
   glmul bench [flags]
 
 Flags:
-`)
-		fs.SetOutput(stderr)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
-			return err
-		}
-		return usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return usagef("bench: unexpected argument %q", fs.Arg(0))
+`, stderr)
+	var dev deviceFlags
+	dev.register(fs)
+	shapesFlag := fs.String("shapes", defaultBenchShapes, "comma-separated `list` of N (square) or MxKxN")
+	kernelsFlag := fs.String("kernels", "tiled32,fast", "comma-separated kernels: tiled32, fast, fast:BMxBNxBK_TMxTN...")
+	reps := fs.Int("reps", 10, "timed runs per shape and kernel, after at least 0.3 s of warm-up")
+	mode := fs.String("validate", "auto", "auto|full|freivalds|none")
+	format := fs.String("format", "text", "output: text|csv|json|bench (Go benchmark lines for benchstat)")
+	progress := fs.String("progress", "auto", "progress: auto|on|off (a line per product when not a terminal)")
+	if err := parseCommand(fs, args); err != nil {
+		return err
 	}
 	if err := dev.check(); err != nil {
 		return err

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
+	"fmt"
+	"io"
 
 	"github.com/glmul/glmul/glcompute"
 )
@@ -35,4 +38,35 @@ func (d *deviceFlags) check() error {
 func (d *deviceFlags) open() (*glcompute.Device, error) {
 	return glcompute.Open(&glcompute.Options{Backend: glcompute.Backend(d.backend), Device: d.device,
 		Verbose: d.verbose, IgnoreTuned: d.ignoreTuned})
+}
+
+// newCommand returns the flag set of a glmul command: parse errors are
+// reported once by exitCode (with a pointer to -h), and -h prints intro
+// and then the flags.
+func newCommand(name, intro string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, intro)
+		fs.SetOutput(stderr)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parseCommand parses args into fs: -h prints the usage and returns
+// flag.ErrHelp (exit 0); a bad flag or a stray argument is a usage error.
+func parseCommand(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
 }

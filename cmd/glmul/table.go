@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -33,8 +32,15 @@ import (
 var errInterrupted = errors.New("interrupted: the table above holds the sizes measured before Ctrl-C")
 
 func runTable(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("glmul table", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newCommand("glmul table", `glmul table reproduces Table 1 of the paper: for each size, the naive CPU loop
+(Algorithm 3, one thread), gonum's Sgemm on all cores, and each GPU kernel
+(mean of -reps runs), with speed-ups. Every GPU product is validated.
+
+Usage:
+  glmul table [flags]
+
+Flags:
+`, stderr)
 	var dev deviceFlags
 	dev.register(fs)
 	sizesFlag := fs.String("sizes", "128,256,512,1024,2048,4096", "comma-separated square `sizes`")
@@ -46,29 +52,8 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	plotPath := fs.String("plot", "", "also draw Fig. 3 to `FILE`.png or FILE.svg (several: comma-separated)")
 	from := fs.String("from", "", "format a table saved with -format json from `FILE` instead of measuring")
 	progress := fs.String("progress", "auto", "progress: auto|on|off (auto: a bar on terminals, lines otherwise)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `glmul table reproduces Table 1 of the paper: for each size, the naive CPU loop
-(Algorithm 3, one thread), gonum's Sgemm on all cores, and each GPU kernel
-(mean of -reps runs), with speed-ups. Every GPU product is validated.
-
-Usage:
-  glmul table [flags]
-
-Flags:
-`)
-		fs.SetOutput(stderr)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
-			return err
-		}
-		return usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return usagef("table: unexpected argument %q", fs.Arg(0))
+	if err := parseCommand(fs, args); err != nil {
+		return err
 	}
 	if err := dev.check(); err != nil {
 		return err

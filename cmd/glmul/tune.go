@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -29,8 +27,16 @@ type tuneResult struct {
 }
 
 func runTune(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("glmul tune", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newCommand("glmul tune", `glmul tune runs every candidate configuration of the fast kernel on this
+device, validates each product, and caches the fastest for this exact GL
+vendor, renderer and driver version; glmul then uses it by default.
+
+Usage:
+  glmul tune [flags]
+  glmul tune -show
+
+Flags:
+`, stderr)
 	var dev deviceFlags
 	dev.register(fs)
 	n := fs.Int("n", 2048, "tune on `N`×N products (2048 on a GPU; smaller on Mesa llvmpipe)")
@@ -40,30 +46,8 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	only := fs.String("candidates", "all", "`all`, or a comma-separated list of fast:... specs to try")
 	format := fs.String("format", "text", "output: text|json")
 	progress := fs.String("progress", "auto", "progress: auto|on|off (auto: a bar on terminals, a line per candidate otherwise)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `glmul tune runs every candidate configuration of the fast kernel on this
-device, validates each product, and caches the fastest for this exact GL
-vendor, renderer and driver version; glmul then uses it by default.
-
-Usage:
-  glmul tune [flags]
-  glmul tune -show
-
-Flags:
-`)
-		fs.SetOutput(stderr)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
-			return err
-		}
-		return usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return usagef("tune: unexpected argument %q", fs.Arg(0))
+	if err := parseCommand(fs, args); err != nil {
+		return err
 	}
 	if err := dev.check(); err != nil {
 		return err
