@@ -72,9 +72,16 @@ func (d *Device) WrapBuffer(buffer uint32, offset, rows, cols, stride int) (*Mat
 			return
 		}
 		need := 4 * int64(offset+(rows-1)*stride+cols)
-		if size := m.buf.Size(); size < need {
+		size := m.buf.Size()
+		switch {
+		case size < need:
 			err = fmt.Errorf("glcompute: WrapBuffer: buffer %d holds %d bytes; the %d×%d matrix at offset %d with stride %d needs %d",
 				buffer, size, rows, cols, offset, stride, need)
+		case size > d.info.MaxSSBOBlockSize:
+			// glmul binds whole buffers; a larger one cannot be bound
+			// (and a borrowed Device would not see the GL error).
+			err = fmt.Errorf("%w: WrapBuffer: buffer %d is %s, over the driver's largest shader storage block (%s); wrap a buffer of at most that size",
+				ErrTooLarge, buffer, formatBytes(float64(size)), formatBytes(float64(d.info.MaxSSBOBlockSize)))
 		}
 	})
 	if err != nil {

@@ -3,9 +3,16 @@
 # installed yet, and checks the Go toolchain. Run by 'make deps'.
 set -euo pipefail
 
-need_go="1.24"
+# go.mod asks for Go 1.26; a Go 1.21+ toolchain fetches it through the module
+# proxy by itself (GOTOOLCHAIN=auto), an older one cannot.
 if ! command -v "${GO:-go}" >/dev/null 2>&1; then
-	echo "deps: no Go toolchain on PATH; install Go $need_go or later (https://go.dev/dl) and run again" >&2
+	echo "deps: no Go toolchain on PATH; install Go 1.26 or later (https://go.dev/dl) and run again" >&2
+	exit 1
+fi
+gov=$("${GO:-go}" env GOVERSION 2>/dev/null || echo go1.0)
+minor=$(echo "$gov" | sed -E 's/^go1\.([0-9]+).*/\1/')
+if [ "${minor:-0}" -lt 21 ] 2>/dev/null; then
+	echo "deps: $gov is too old: install Go 1.26 or later (https://go.dev/dl)" >&2
 	exit 1
 fi
 
