@@ -40,6 +40,11 @@ type MulOptions struct {
 	// of a fast kernel is too short to raise them. Zero value: only the
 	// Warmup runs.
 	MinWarmup time.Duration
+	// SplitK splits the inner dimension across this many slices of work
+	// groups, each writing a partial C that a second pass adds up: for
+	// products whose result has too few tiles to fill the GPU (64×4096×64
+	// is one tile). Fast kernel only. Zero value: no split.
+	SplitK int
 	// Reps is the number of timed runs. Zero value: 1.
 	Reps int
 	// Progress, if set, is called as dispatches complete, with the number
@@ -417,13 +422,53 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 		}
 	}()
 
+	// Split-K: slices of K, each a multiple of the kernel's K step, write
+	// partial results to a workspace that reduce.comp adds into C.
+	splits, ksplit := 1, k
+	if o.SplitK > 1 && p.kernel.StepK > 0 {
+		ksplit = roundUp((k+o.SplitK-1)/o.SplitK, p.kernel.StepK)
+		splits = (k + ksplit - 1) / ksplit
+	}
+	glw.SetUint(p.loc("ksplit"), uint32(ksplit))
+	var work glw.Buffer
+	var red *program
+	if splits > 1 {
+		if bytes := 4 * int64(splits) * int64(m) * int64(ldc); bytes > d.info.MaxSSBOBlockSize {
+			return t, fmt.Errorf("%w: split-K workspace of %d partial results is %s, over the largest shader storage block (%s); split less",
+				ErrTooLarge, splits, formatBytes(float64(bytes)), formatBytes(float64(d.info.MaxSSBOBlockSize)))
+		}
+		if red, err = d.programOf(shaders.Reduce()); err != nil {
+			return t, err
+		}
+		work = glw.NewStorageBuffer(4*splits*m*ldc, nil, glw.StaticRead)
+		defer work.Release()
+	}
 	prog := progress{report: o.Progress, total: len(plan.Chunks) * (o.Warmup + o.Reps)}
 	run := func() {
+		if splits > 1 {
+			p.prog.Use()
+			bufA.BindStorage(0)
+			bufB.BindStorage(1)
+			work.BindStorage(2)
+		}
 		for _, ch := range plan.Chunks {
 			glw.SetUint(p.x0, uint32(ch.X0))
 			glw.SetUint(p.y0, uint32(ch.Y0))
-			glw.Dispatch(ch.GroupsX, ch.GroupsY)
+			glw.Dispatch3(ch.GroupsX, ch.GroupsY, splits)
 			prog.dispatched()
+		}
+		if splits > 1 {
+			glw.BarrierStorage()
+			red.prog.Use()
+			count := m * ldc / 4
+			red.setUint("count", uint32(count))
+			red.setUint("splits", uint32(splits))
+			red.setUint("offC4", 0)
+			work.BindStorage(0)
+			bufC.BindStorage(2)
+			groups := (count + 255) / 256
+			gx := min(groups, 65535)
+			glw.Dispatch(gx, (groups+gx-1)/gx)
 		}
 		prog.drain()
 	}

@@ -244,3 +244,21 @@ func TestConformanceEveryCandidate(t *testing.T) {
 		t.Fatal("no candidate fits this device")
 	}
 }
+
+// TestSplitK runs the conformance harness with K split 2, 3 and 7 ways, on
+// shapes whose K does not divide evenly by the splits or the K step, for
+// single- and double-buffered configurations.
+func TestSplitK(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	shapes := append([]conformance.Shape{{M: 64, K: 1000, N: 64}, {M: 7, K: 333, N: 65}, {M: 1, K: 9, N: 1}}, conformance.Shapes...)
+	for _, kernel := range []string{"fast", "fast:64x64x8_4x4", "fast:128x128x16_8x4_db"} {
+		for _, splits := range []int{2, 3, 7} {
+			t.Run(fmt.Sprintf("%s/split=%d", kernel, splits), func(t *testing.T) {
+				conformance.Run(t, shapes, func(c, a, b blas32.General) error {
+					_, err := d.Mul(c, a, b, &MulOptions{Kernel: kernel, SplitK: splits, Reps: 2})
+					return err
+				})
+			})
+		}
+	}
+}

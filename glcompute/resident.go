@@ -261,6 +261,7 @@ func (d *Device) mulFast(c, a, b *Matrix) error {
 		set("offA4", a.Offset/4)
 		set("offB4", b.Offset/4)
 		set("offC4", c.Offset/4)
+		set("ksplit", a.Cols) // no split on the resident path
 		err = d.dispatchOn(p, plan, a, b, c)
 	})
 	return err

@@ -49,6 +49,9 @@ uniform uint y0;
 uniform uint lda;
 uniform uint ldb;
 uniform uint ldc;
+uniform uint ksplit; // K per split, a multiple of BK; split z of the dispatch
+                     // (gl_WorkGroupID.z) covers [z·ksplit, (z+1)·ksplit) and
+                     // writes its partial C at z·m·ldc (reduce.comp sums them)
 uniform uint offA4; // where A, B and C start in their buffers, in vec4s
 uniform uint offB4;
 uniform uint offC4;
@@ -73,14 +76,14 @@ shared vec4 Bs[NBUF * B_SIZE];
         uint idx = tid + uint(i * THREADS);                                      \
         uint r = idx / uint(BK4), c = (idx % uint(BK4)) * 4u;                    \
         ra[i] = vec4(0.0);                                                       \
-        if ((A_VEC4 % THREADS == 0 || idx < uint(A_VEC4)) && row0 + r < m && (kt) + c < lda) \
+        if ((A_VEC4 % THREADS == 0 || idx < uint(A_VEC4)) && row0 + r < m && (kt) + c < kEndA) \
             ra[i] = A[offA4 + (row0 + r) * lda4 + ((kt) + c) / 4u];              \
     }                                                                            \
     for (int i = 0; i < B_LOADS; i++) {                                          \
         uint idx = tid + uint(i * THREADS);                                      \
         uint r = idx / uint(BN / 4), c4 = idx % uint(BN / 4);                    \
         rb[i] = vec4(0.0);                                                       \
-        if ((B_VEC4 % THREADS == 0 || idx < uint(B_VEC4)) && (kt) + r < n && col0 + c4 * 4u < ldb) \
+        if ((B_VEC4 % THREADS == 0 || idx < uint(B_VEC4)) && (kt) + r < kEnd && col0 + c4 * 4u < ldb) \
             rb[i] = B[offB4 + ((kt) + r) * ldb4 + col0 / 4u + c4];               \
     }
 
@@ -105,6 +108,11 @@ void main()
     uint row0 = y0 + gl_WorkGroupID.y * uint(BM);
     uint col0 = x0 + gl_WorkGroupID.x * uint(BN); // a multiple of 4
     uint lda4 = lda / 4u, ldb4 = ldb / 4u;
+    uint kBegin = gl_WorkGroupID.z * ksplit;
+    uint kEnd = min(n, kBegin + ksplit);
+    // The last split also reads A's zero padding up to lda; the others stop
+    // at a multiple of BK, so their vec4s never straddle kEnd.
+    uint kEndA = kEnd == n ? lda : kEnd;
 
     vec4 ra[A_LOADS];
     vec4 rb[B_LOADS];
@@ -118,7 +126,7 @@ void main()
     }
 
 #if DB
-    LOAD_GLOBAL(0u)
+    LOAD_GLOBAL(kBegin)
     STORE_SHARED(0)
     memoryBarrierShared();
     barrier();
@@ -126,9 +134,9 @@ void main()
 #else
     const int buf = 0;
 #endif
-    for (uint kt = 0u; kt < n; kt += uint(BK)) {
+    for (uint kt = kBegin; kt < kEnd; kt += uint(BK)) {
 #if DB
-        bool more = kt + uint(BK) < n;
+        bool more = kt + uint(BK) < kEnd;
         if (more) {
             LOAD_GLOBAL(kt + uint(BK))
         }
@@ -177,6 +185,7 @@ void main()
     }
 
     uint ldc4 = ldc / 4u;
+    uint outC4 = offC4 + gl_WorkGroupID.z * m * ldc4;
     #pragma optionNV(unroll all)
     for (int g = 0; g < GM; g++) {
         #pragma optionNV(unroll all)
@@ -187,7 +196,7 @@ void main()
                 for (int j = 0; j < GN; j++) {
                     uint c4 = col0 / 4u + uint(j * THREADS_X) + tx;
                     if (c4 < ldc4) {
-                        R[offC4 + row * ldc4 + c4] = acc[g * 4 + i][j];
+                        R[outC4 + row * ldc4 + c4] = acc[g * 4 + i][j];
                     }
                 }
             }

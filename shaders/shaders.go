@@ -29,6 +29,9 @@ type Kernel struct {
 	Align int
 	// Threads is the number of invocations per work group.
 	Threads int
+	// StepK is the depth of one K step in shared memory (BK); split-K
+	// splits at its multiples. Zero for kernels that cannot split K.
+	StepK int
 	// SharedBytes is the shared memory a work group uses.
 	SharedBytes int
 	// Source is the GLSL source text.
@@ -74,6 +77,12 @@ func Tiled32() Kernel {
 func GEMM() Kernel {
 	return Kernel{Name: "gemm", File: "gemm.comp", TileM: 64, TileN: 64, Align: 1,
 		Threads: 256, SharedBytes: 2 * 16 * 64 * 4, Source: string(source("gemm.comp"))}
+}
+
+// Reduce sums the partial results of a split-K product (reduce.comp).
+func Reduce() Kernel {
+	return Kernel{Name: "reduce", File: "reduce.comp", TileM: 1, TileN: 256, Align: 4,
+		Threads: 256, Source: string(source("reduce.comp"))}
 }
 
 // Batched is the kernel for many small products (batched.comp): one

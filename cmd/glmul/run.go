@@ -87,6 +87,7 @@ type options struct {
 	validate    string
 	dev         deviceFlags
 	maxGroups   int
+	splitK      int
 	kernel      string
 	seed        uint64
 	format      string
@@ -110,6 +111,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.warmup, "warmup", 1, "untimed runs before the timed ones, continued until they have lasted 0.3 s (0: none)")
 	fs.StringVar(&o.validate, "validate", "auto", "check the product on the CPU: auto|full|freivalds|none (auto: full up to 1024³ multiply-adds, freivalds above)")
 	o.dev.register(fs)
+	fs.IntVar(&o.splitK, "split-k", 0, "split the inner dimension `S` ways (fast kernel), for results too small to fill the GPU; 0: no split")
 	fs.IntVar(&o.maxGroups, "max-groups", glcompute.DefaultMaxGroups, "at most this many work groups per dispatch along each axis (the paper's TDR cap)")
 	fs.StringVar(&o.kernel, "kernel", "fast", "compute shader: fast (tuned for the device), tiled32 (the paper's), or fast:BMxBNxBK_TMxTN")
 	fs.StringVar(&o.dumpProgram, "dump-program", "", "write the driver's program binary of the kernel to `FILE` (NVIDIA's holds the assembly) and exit")
@@ -212,6 +214,9 @@ func (o *options) check() error {
 	if o.warmup < 0 {
 		return usagef("-warmup must be 0 or more (got %d)", o.warmup)
 	}
+	if o.splitK < 0 {
+		return usagef("-split-k must be 0 or more (got %d)", o.splitK)
+	}
 	if o.maxGroups < 1 {
 		return usagef("-max-groups must be at least 1 (got %d)", o.maxGroups)
 	}
@@ -285,7 +290,7 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 	b := cpu.Random(o.k, o.nCols, rng)
 	c := cpu.New(o.m, o.nCols)
 
-	mo := &glcompute.MulOptions{Kernel: o.kernel, MaxGroups: o.maxGroups, Warmup: o.warmup, Reps: o.reps}
+	mo := &glcompute.MulOptions{Kernel: o.kernel, MaxGroups: o.maxGroups, Warmup: o.warmup, Reps: o.reps, SplitK: o.splitK}
 	if o.warmup > 0 {
 		mo.MinWarmup = minWarmup
 	}

@@ -38,6 +38,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-n", "4", "-shape", "2x2x2"}, "not both"},
 		{[]string{"-n", "4", "-reps", "0"}, "-reps must be at least 1"},
 		{[]string{"-n", "4", "-max-groups", "0"}, "-max-groups must be at least 1"},
+		{[]string{"-n", "4", "-split-k", "-1"}, "-split-k must be 0 or more"},
 		{[]string{"-n", "4", "-validate", "most"}, "unknown validation mode"},
 		{[]string{"-n", "4", "-backend", "vulkan"}, "unknown backend"},
 		{[]string{"-n", "4", "-format", "xml"}, "unknown format"},

@@ -1,0 +1,25 @@
+// reduce: the second pass of a split-K product. The fast kernel wrote
+// `splits` partial results of C back to back in W, count vec4s each; this
+// sums them into C (at offC4). Any order of summation keeps a K-term dot
+// product within the same γ_K error bound, so validation is unchanged.
+#version 430 core
+
+layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
+
+uniform uint count;
+uniform uint splits;
+uniform uint offC4;
+
+layout(std430, binding = 0) readonly buffer ssbo_W { vec4 W[]; };
+layout(std430, binding = 2) writeonly buffer ssbo_R { vec4 R[]; };
+
+void main()
+{
+    uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 256u + gl_LocalInvocationIndex;
+    if (i >= count) return;
+    vec4 s = W[i];
+    for (uint z = 1u; z < splits; z++) {
+        s += W[z * count + i];
+    }
+    R[offC4 + i] = s;
+}
