@@ -261,9 +261,9 @@ func (d *Device) kernelFor(m, kDim, n int) string {
 // It panics if the shapes disagree or a slice is too short for its shape and
 // stride.
 func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) {
-	checkGeneral("A", a)
-	checkGeneral("B", b)
-	checkGeneral("C", c)
+	checkGeneral(a)
+	checkGeneral(b)
+	checkGeneral(c)
 	if a.Cols != b.Rows {
 		panic("glcompute: inner dimensions of A and B differ")
 	}
@@ -295,7 +295,7 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 	return t, err
 }
 
-func checkGeneral(name string, m blas32.General) {
+func checkGeneral(m blas32.General) {
 	if m.Rows < 1 || m.Cols < 1 {
 		panic("glcompute: matrix dimension below 1")
 	}
@@ -305,7 +305,6 @@ func checkGeneral(name string, m blas32.General) {
 	if len(m.Data) < (m.Rows-1)*m.Stride+m.Cols {
 		panic("glcompute: matrix data shorter than its shape")
 	}
-	_ = name
 }
 
 // packed returns m's rows laid out with stride ld ≥ m.Cols, the padding

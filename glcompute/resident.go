@@ -111,7 +111,7 @@ func (m *Matrix) Upload(src blas32.General) error {
 	if src.Rows != m.Rows || src.Cols != m.Cols {
 		panic("glcompute: Upload: shapes differ")
 	}
-	checkGeneral("src", src)
+	checkGeneral(src)
 	var err error
 	m.d.call(func() {
 		m.d.clearErrors()
@@ -134,7 +134,7 @@ func (m *Matrix) Download(dst blas32.General) error {
 	if dst.Rows != m.Rows || dst.Cols != m.Cols {
 		panic("glcompute: Download: shapes differ")
 	}
-	checkGeneral("dst", dst)
+	checkGeneral(dst)
 	var err error
 	m.d.call(func() {
 		m.d.clearErrors()
