@@ -120,16 +120,16 @@ func formatBytes(b float64) string {
 
 // program is a compiled kernel and its uniform locations.
 type program struct {
-	kernel          shaders.Kernel
-	prog            glw.Program
-	m, n, l, x0, y0 int32
-	lda, ldb, ldc   int32 // -1 for kernels without them (tiled32)
-	locs            map[string]int32
-	set             map[int32]uint32 // last value set per uint uniform (resident path)
+	kernel shaders.Kernel
+	prog   glw.Program
+	locs   map[string]int32 // uniform locations, looked up once
+	set    map[int32]uint32 // the last value set per uint uniform
 }
 
 // setUint sets the uint uniform name of p, the current program, unless it
-// already holds v: the resident path calls it for every product.
+// already holds v (a resident product re-sets the same values every call).
+// Every uint uniform of glmul's programs is set through it, so the cache
+// stays true; a uniform the kernel lacks (location −1) is ignored.
 func (p *program) setUint(name string, v uint32) {
 	l := p.loc(name)
 	if old, ok := p.set[l]; ok && old == v {
@@ -187,10 +187,7 @@ func (d *Device) programOf(k shaders.Kernel) (*program, error) {
 		}
 		return nil, fmt.Errorf("%w: %v", ErrDriver, err)
 	}
-	p := &program{kernel: k, prog: prog,
-		m: prog.Uniform("m"), n: prog.Uniform("n"), l: prog.Uniform("l"),
-		x0: prog.Uniform("x0"), y0: prog.Uniform("y0"),
-		lda: prog.Uniform("lda"), ldb: prog.Uniform("ldb"), ldc: prog.Uniform("ldc")}
+	p := &program{kernel: k, prog: prog}
 	d.programs[spec] = p
 	return p, nil
 }
@@ -402,15 +399,9 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 
 	p.prog.Use()
 	defer glw.Program(0).Use()
-	p.set = nil // the cached values of setUint no longer hold
-	glw.SetUint(p.m, uint32(m))
-	glw.SetUint(p.n, uint32(k))
-	glw.SetUint(p.l, uint32(n))
-	glw.SetUint(p.lda, uint32(lda))
-	glw.SetUint(p.ldb, uint32(ldb))
-	glw.SetUint(p.ldc, uint32(ldc))
-	for _, name := range []string{"offA4", "offB4", "offC4"} {
-		glw.SetUint(p.loc(name), 0) // the resident path sets them on the same program
+	for name, v := range map[string]int{"m": m, "n": k, "l": n, "lda": lda, "ldb": ldb, "ldc": ldc,
+		"offA4": 0, "offB4": 0, "offC4": 0} {
+		p.setUint(name, uint32(v))
 	}
 	bufA.BindStorage(0)
 	bufB.BindStorage(1)
@@ -428,7 +419,7 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 		ksplit = roundUp((k+o.SplitK-1)/o.SplitK, p.kernel.StepK)
 		splits = (k + ksplit - 1) / ksplit
 	}
-	glw.SetUint(p.loc("ksplit"), uint32(ksplit))
+	p.setUint("ksplit", uint32(ksplit))
 	var work glw.Buffer
 	var red *program
 	if splits > 1 {
@@ -451,8 +442,8 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 			work.BindStorage(2)
 		}
 		for _, ch := range plan.Chunks {
-			glw.SetUint(p.x0, uint32(ch.X0))
-			glw.SetUint(p.y0, uint32(ch.Y0))
+			p.setUint("x0", uint32(ch.X0))
+			p.setUint("y0", uint32(ch.Y0))
 			glw.Dispatch3(ch.GroupsX, ch.GroupsY, splits)
 			prog.dispatched()
 		}

@@ -435,3 +435,35 @@ func TestWrapBufferChecks(t *testing.T) {
 		t.Errorf("a view inside the buffer was refused: %v", err)
 	}
 }
+
+// TestResidentAndHostPathsShareProgram alternates resident products (with
+// vec4 offsets) and host products on one Device and one fast program: each
+// must see its own uniforms, not values the other left cached.
+func TestResidentAndHostPathsShareProgram(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(61, 62))
+	a, b := paddedRandom(36, 20, 0, rng), paddedRandom(20, 44, 0, rng)
+	ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, 0, blas32.General{Rows: 36, Cols: 44, Stride: 44})
+	check := func(what string, got blas32.General) {
+		t.Helper()
+		for i := range ref {
+			if e := math.Abs(float64(got.Data[i]) - ref[i]); !(e <= bound[i]) && e != 0 {
+				t.Fatalf("%s: C[%d] = %v, want %v", what, i, got.Data[i], ref[i])
+			}
+		}
+	}
+	ga, gb, gc := resident(t, d, a, 8), resident(t, d, b, 12), resident(t, d, cpu.New(36, 44), 4)
+	for round := 0; round < 2; round++ {
+		if err := gc.Mul(ga, gb); err != nil {
+			t.Fatal(err)
+		}
+		got := cpu.New(36, 44)
+		gc.Download(got)
+		check("resident", got)
+		host := cpu.New(36, 44)
+		if _, err := d.Mul(host, a, b, &MulOptions{Kernel: d.kernelFor(36, 20, 44)}); err != nil {
+			t.Fatal(err)
+		}
+		check("host", host)
+	}
+}

@@ -96,8 +96,8 @@ Flags:
 	default:
 		return usagef("bench: -format: unknown format %q: use text, csv, json or bench", *format)
 	}
-	if *progress != "auto" && *progress != "on" && *progress != "off" {
-		return usagef("bench: -progress: unknown value %q: use auto, on or off", *progress)
+	if err := checkProgress("bench: ", *progress); err != nil {
+		return err
 	}
 
 	d, err := dev.open()

@@ -232,10 +232,8 @@ func (o *options) check() error {
 	if _, err := shaders.Lookup(o.kernel); err != nil {
 		return usagef("-kernel: %v", err)
 	}
-	switch o.progress {
-	case "auto", "on", "off":
-	default:
-		return usagef("-progress: unknown value %q: use auto, on or off", o.progress)
+	if err := checkProgress("", o.progress); err != nil {
+		return err
 	}
 	return nil
 }
@@ -357,17 +355,33 @@ func dumpProgram(o *options, stdout io.Writer) error {
 	return nil
 }
 
+// wantBar reports whether a -progress mode means a bar on stderr: "on", or
+// "auto" with stderr a terminal.
+func wantBar(mode string, stderr io.Writer) bool {
+	switch mode {
+	case "on":
+		return true
+	case "auto":
+		f, ok := stderr.(*os.File)
+		return ok && term.IsTerminal(int(f.Fd()))
+	}
+	return false
+}
+
+// checkProgress validates a -progress value; cmd prefixes the message.
+func checkProgress(cmd, v string) error {
+	switch v {
+	case "auto", "on", "off":
+		return nil
+	}
+	return usagef("%s-progress: unknown value %q: use auto, on or off", cmd, v)
+}
+
 // newBar returns a progress bar on stderr, or nil when progress is off or
 // (auto) stderr is not a terminal.
 func newBar(mode string, stderr io.Writer, what string) *progressbar.ProgressBar {
-	if mode == "off" {
+	if !wantBar(mode, stderr) {
 		return nil
-	}
-	if mode == "auto" {
-		f, ok := stderr.(*os.File)
-		if !ok || !term.IsTerminal(int(f.Fd())) {
-			return nil
-		}
 	}
 	return progressbar.NewOptions(-1,
 		progressbar.OptionSetWriter(stderr),

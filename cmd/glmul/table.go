@@ -98,8 +98,8 @@ Flags:
 			}
 		}
 	}
-	if *progress != "auto" && *progress != "on" && *progress != "off" {
-		return usagef("table: -progress: unknown value %q: use auto, on or off", *progress)
+	if err := checkProgress("table: ", *progress); err != nil {
+		return err
 	}
 
 	if *from != "" {
@@ -239,7 +239,7 @@ func (m *tableMeasurer) row(n int, kernels []string, cpuMax int, seed uint64) (t
 			return r, err
 		}
 	}
-	if m.progress != "off" && newBar(m.progress, m.stderr, "") == nil {
+	if m.progress != "off" && !wantBar(m.progress, m.stderr) {
 		fmt.Fprintf(m.stderr, "table: N=%d done\n", n)
 	}
 	return r, nil

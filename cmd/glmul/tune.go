@@ -61,8 +61,8 @@ Flags:
 	if *format != "text" && *format != "json" {
 		return usagef("tune: -format: unknown format %q: use text or json", *format)
 	}
-	if *progress != "auto" && *progress != "on" && *progress != "off" {
-		return usagef("tune: -progress: unknown value %q: use auto, on or off", *progress)
+	if err := checkProgress("tune: ", *progress); err != nil {
+		return err
 	}
 	var specs []string
 	if *only == "all" {
@@ -209,7 +209,7 @@ Flags:
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "rank\tkernel\tGFLOPS\tvs best\tvalid\t")
 	for i, r := range cands {
-		if r.Error != "" && r.Valid == false && r.GFLOPS == 0 {
+		if r.Error != "" && !r.Valid && r.GFLOPS == 0 {
 			continue
 		}
 		mark := ""
