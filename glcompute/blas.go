@@ -75,6 +75,9 @@ func (impl BLAS) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []fl
 // gpu runs the product on the device and reports whether it succeeded.
 func (impl BLAS) gpu(tA, tB blas.Transpose, alpha float32, a, b blas32.General, beta float32, c blas32.General) bool {
 	d := impl.Device
+	if d.isReleased() {
+		return false
+	}
 	if d.CheckShape(a.Rows, a.Cols, 1) != nil || d.CheckShape(b.Rows, b.Cols, 1) != nil || d.CheckShape(c.Rows, c.Cols, 1) != nil {
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/egl"
 	"github.com/glmul/glmul/glcompute/internal/glfwctx"
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/glx"
 	"github.com/glmul/glmul/glcompute/internal/thread"
 	"github.com/glmul/glmul/internal/tuning"
 	"github.com/glmul/glmul/shaders"
@@ -57,6 +58,21 @@ type Options struct {
 	// ignoring glmul tune's cache. Zero value: a tuned configuration for
 	// this exact driver is used when the cache has one.
 	IgnoreTuned bool
+	// GetProcAddress, for NewDeviceFromCurrent only, is the host's own GL
+	// loader (SDL_GL_GetProcAddress, glfw.GetProcAddress, ...). go-gl keeps
+	// its function pointers in process-wide variables, shared with a host
+	// that uses go-gl/gl v4.3-core too: loading them through the host's
+	// loader keeps them what the host loaded. Zero value nil: glmul loads
+	// them through eglGetProcAddress or glXGetProcAddress, whichever API
+	// has the current context.
+	GetProcAddress func(name string) unsafe.Pointer
+	// GLLoaded, for NewDeviceFromCurrent only, says the host has already
+	// loaded go-gl/gl v4.3-core for this context (gl.Init or
+	// gl.InitWithProcAddrFunc), so glmul loads nothing and the host's
+	// pointers stay as they are. Zero value false: glmul loads them (see
+	// GetProcAddress). A host on another go-gl package (v4.6-core, ...)
+	// has pointers of its own that glmul never touches.
+	GLLoaded bool
 }
 
 // Info describes the device behind a context.
@@ -107,6 +123,18 @@ type Device struct {
 	borrowed bool // the host's context: no thread, state saved and restored
 	ctx      context
 	programs map[string]*program
+	// bindAlign is the byte alignment of bound buffer ranges:
+	// GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT rounded up to a multiple
+	// of 16, so that offsets in vec4s stay whole.
+	bindAlign int
+	// scoped: inside Scope, calls neither save nor restore the host's
+	// state and put only storage barriers after their dispatches.
+	scoped bool
+	// hostContext returns the context current on the calling thread in
+	// the API of the borrowed one (EGL or GLX), and hostCurrent is the
+	// borrowed context: every call checks that they agree.
+	hostContext func() uintptr
+	hostCurrent uintptr
 }
 
 // Open creates a context as opts say, checks that it offers OpenGL 4.3
@@ -260,6 +288,10 @@ func (d *Device) initInfo() error {
 	i.MaxWorkGroupCount, i.MaxWorkGroupSize = l.MaxWorkGroupCount, l.MaxWorkGroupSize
 	i.MaxWorkGroupInvocations, i.MaxSharedMemory = l.MaxWorkGroupInvocations, l.MaxSharedMemory
 	i.MaxSSBOBlockSize, i.TimerBits = l.MaxSSBOBlockSize, l.TimerBits
+	d.bindAlign = 16
+	for d.bindAlign%max(l.SSBOOffsetAlignment, 1) != 0 {
+		d.bindAlign += 16
+	}
 	i.DefaultKernel, i.DefaultKernelSource = d.chooseDefaultKernel()
 	if k, err := shaders.Lookup(tuning.SmallGrid(d.tuningDevice())); err == nil && d.fits(k) == nil {
 		i.SmallGridKernel = k.Spec()
@@ -312,6 +344,9 @@ func (d *Device) Release() {
 	if d.released {
 		return
 	}
+	if d.borrowed {
+		d.checkHostContext()
+	}
 	d.released = true
 	if d.borrowed {
 		s := glw.SaveState(stateBindings)
@@ -342,7 +377,9 @@ func (d *Device) releaseContext() {
 
 // call runs f on the device thread, or for a borrowed context on the
 // caller's thread between a snapshot of the host's GL state and its
-// restoration. It panics if the Device was released.
+// restoration (inside a Scope, the Scope saves and restores). It panics if
+// the Device was released or, borrowed, if its context is not current on
+// the calling thread.
 func (d *Device) call(f func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -350,12 +387,77 @@ func (d *Device) call(f func()) {
 		panic("glcompute: use of a released Device")
 	}
 	if d.borrowed {
-		s := glw.SaveState(stateBindings)
-		defer s.Restore()
+		d.checkHostContext()
+		if !d.scoped {
+			s := glw.SaveState(stateBindings)
+			defer s.Restore()
+		}
 		f()
 		return
 	}
 	d.thread.Call(f)
+}
+
+// checkHostContext panics unless the borrowed context is current on the
+// calling thread: GL calls without it would do nothing, or act on another
+// context.
+func (d *Device) checkHostContext() {
+	if d.hostContext() != d.hostCurrent {
+		panic("glcompute: borrowed Device used on a thread where its context is not current")
+	}
+}
+
+// isReleased reports whether Release was called.
+func (d *Device) isReleased() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.released
+}
+
+// Scope runs f, whose glmul calls on d (products, uploads, fences, ...)
+// then share one save and restore of a borrowed context's GL state and one
+// full memory barrier at the end: a host that queues several products a
+// frame pays for these once. Inside, each product is followed only by a
+// shader storage barrier, so later products see the earlier ones' results;
+// the host's own draws and compute passes see them after Scope returns.
+// Scope returns f's error. Scopes do not nest.
+//
+// Thread rule: a borrowed Device's Scope runs on the host's GL thread, and
+// f must make its glmul calls on that thread; the host must not change the
+// GL state that glmul uses (current program, shader storage bindings 0–2)
+// inside f. An owned Device's Scope may be called from any goroutine; its
+// calls from other goroutines during f get the lighter barrier too.
+func (d *Device) Scope(f func() error) error {
+	d.mu.Lock()
+	if d.released {
+		d.mu.Unlock()
+		panic("glcompute: use of a released Device")
+	}
+	if d.scoped {
+		d.mu.Unlock()
+		panic("glcompute: nested Scope")
+	}
+	var saved glw.State
+	if d.borrowed {
+		d.checkHostContext()
+		saved = glw.SaveState(stateBindings)
+	}
+	d.scoped = true
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.scoped = false
+		switch {
+		case d.released:
+		case d.borrowed:
+			glw.BarrierAll()
+			saved.Restore()
+		default:
+			d.thread.Call(glw.BarrierAll)
+		}
+	}()
+	return f()
 }
 
 // stateBindings is how many indexed shader storage bindings glmul uses
@@ -381,19 +483,25 @@ func NewDeviceFromCurrent(opts *Options) (*Device, error) {
 	if opts != nil {
 		d.opts = *opts
 	}
-	var err error
-	if egl.HasCurrentContext() {
-		err = glw.Init(egl.GetProcAddress)
-		d.info.BackendNote = "the host's EGL context"
-	} else {
-		err = glw.InitGLX()
-		d.info.BackendNote = "the host's GLX context"
+	var load func() error
+	switch {
+	case egl.CurrentContext() != 0:
+		d.hostContext, d.info.BackendNote = egl.CurrentContext, "the host's EGL context"
+		load = func() error { return glw.Init(egl.GetProcAddress) }
+	case glx.CurrentContext() != 0:
+		d.hostContext, d.info.BackendNote = glx.CurrentContext, "the host's GLX context"
+		load = glw.InitGLX
+	default:
+		return nil, fmt.Errorf("%w: no OpenGL context (EGL or GLX) is current on this thread; make the host's context current first", ErrNoContext)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: loading OpenGL functions from the current context: %v", ErrNoContext, err)
+	d.hostCurrent = d.hostContext()
+	if d.opts.GetProcAddress != nil {
+		load = func() error { return glw.Init(d.opts.GetProcAddress) }
 	}
-	if glw.Version() == "" {
-		return nil, fmt.Errorf("%w: no OpenGL context is current on this thread", ErrNoContext)
+	if !d.opts.GLLoaded {
+		if err := load(); err != nil {
+			return nil, fmt.Errorf("%w: loading OpenGL functions from the current context: %v", ErrNoContext, err)
+		}
 	}
 	d.info.Backend = BackendBorrowed
 	if err := d.initInfo(); err != nil {

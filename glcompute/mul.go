@@ -92,15 +92,22 @@ func (d *Device) CheckShape(m, k, n int) error {
 		panic("glcompute: matrix dimension below 1")
 	}
 	limit := d.info.MaxSSBOBlockSize
+	// Rows as the GPU holds them: padded to a multiple of 4 floats.
+	fits := func(rows, cols int) bool {
+		elems := float64(rows) * float64(roundUp(cols, 4))
+		return elems*4 <= float64(limit) && elems <= maxIndex
+	}
+	// The largest square n that fits.
 	largest := int(math.Sqrt(float64(min(limit/4, maxIndex))))
+	for largest > 1 && !fits(largest, largest) {
+		largest--
+	}
 	for _, mat := range []struct {
 		name       string
 		rows, cols int
 	}{{"A", m, k}, {"B", k, n}, {"C", m, n}} {
-		// Rows as the GPU holds them: padded to a multiple of 4 floats.
-		elems := float64(mat.rows) * float64(roundUp(mat.cols, 4))
-		bytes := elems * 4
-		if bytes > float64(limit) || elems > maxIndex {
+		if !fits(mat.rows, mat.cols) {
+			bytes := 4 * float64(mat.rows) * float64(roundUp(mat.cols, 4))
 			return fmt.Errorf("%w: %s is %d×%d float32 = %s, over this driver's largest shader storage block (GL_MAX_SHADER_STORAGE_BLOCK_SIZE = %s); the largest square size that fits is n = %d",
 				ErrTooLarge, mat.name, mat.rows, mat.cols, formatBytes(bytes), formatBytes(float64(limit)), largest)
 		}
@@ -123,7 +130,7 @@ type program struct {
 	kernel shaders.Kernel
 	prog   glw.Program
 	locs   map[string]int32 // uniform locations, looked up once
-	set    map[int32]uint32 // the last value set per uint uniform
+	set    map[int32]uint32 // the last value set per uniform (a float's bits)
 }
 
 // setUint sets the uint uniform name of p, the current program, unless it
@@ -140,6 +147,21 @@ func (p *program) setUint(name string, v uint32) {
 	}
 	glw.SetUint(l, v)
 	p.set[l] = v
+}
+
+// setFloat sets the float uniform name of p, the current program, unless
+// it already holds v; see setUint.
+func (p *program) setFloat(name string, v float32) {
+	l := p.loc(name)
+	bits := math.Float32bits(v)
+	if old, ok := p.set[l]; ok && old == bits {
+		return
+	}
+	if p.set == nil {
+		p.set = map[int32]uint32{}
+	}
+	glw.SetFloat(l, v)
+	p.set[l] = bits
 }
 
 func (p *program) release() { p.prog.Release() }
@@ -381,11 +403,20 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 	lda, ldb, ldc := roundUp(k, p.kernel.Align), roundUp(n, p.kernel.Align), roundUp(n, p.kernel.Align)
 	ad, bd := packed(a, lda), packed(b, ldb)
 	start := time.Now()
-	bufA := glw.NewStorageBuffer(4*m*lda, unsafe.Pointer(&ad[0]), glw.StaticDraw)
+	bufA, err := d.newBuffer(4*m*lda, unsafe.Pointer(&ad[0]), glw.StaticDraw, "uploading A")
+	if err != nil {
+		return t, err
+	}
 	defer bufA.Release()
-	bufB := glw.NewStorageBuffer(4*k*ldb, unsafe.Pointer(&bd[0]), glw.StaticDraw)
+	bufB, err := d.newBuffer(4*k*ldb, unsafe.Pointer(&bd[0]), glw.StaticDraw, "uploading B")
+	if err != nil {
+		return t, err
+	}
 	defer bufB.Release()
-	bufC := glw.NewStorageBuffer(4*m*ldc, nil, glw.StaticRead)
+	bufC, err := d.newBuffer(4*m*ldc, nil, glw.StaticRead, "creating C")
+	if err != nil {
+		return t, err
+	}
 	defer bufC.Release()
 	// Poison C: an element the kernel fails to write reads back as NaN and
 	// fails validation.
@@ -430,7 +461,9 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 		if red, err = d.programOf(shaders.Reduce()); err != nil {
 			return t, err
 		}
-		work = glw.NewStorageBuffer(4*splits*m*ldc, nil, glw.StaticRead)
+		if work, err = d.newBuffer(4*splits*m*ldc, nil, glw.StaticRead, "creating the split-K workspace"); err != nil {
+			return t, err
+		}
 		defer work.Release()
 	}
 	prog := progress{report: o.Progress, total: len(plan.Chunks) * (o.Warmup + o.Reps)}

@@ -1,11 +1,12 @@
-// batched: count small products C[b] = A[b]·B[b] (M×K by K×N, each row-major
-// and compact), the matrices of a batch spaced strideA, strideB, strideC
-// elements apart, from element offsets offA, offB, offC.
+// batched: count small products C[b] = α·A[b]·B[b] + β·C[b] (M×K by K×N,
+// each row-major with its own row stride lda, ldb, ldc), the matrices of a
+// batch spaced strideA, strideB, strideC elements apart, from element
+// offsets offA, offB, offC. β = 0 never reads C; α = 0 never reads A or B.
 //
 // One invocation per element of C across the whole batch: invocation g
 // computes element g % (M·N) of product g / (M·N), so consecutive
-// invocations write consecutive floats of C (coalesced) and read rows of A
-// and columns of B that neighbouring invocations share through the cache.
+// invocations write neighbouring floats of C and read rows of A and
+// columns of B that neighbouring invocations share through the cache.
 // Sizes up to 32 (K up to 32 multiply-adds per invocation).
 #version 430 core
 
@@ -15,17 +16,22 @@ uniform uint M;
 uniform uint N;
 uniform uint K;
 uniform uint count;
+uniform uint lda;
+uniform uint ldb;
+uniform uint ldc;
 uniform uint strideA;
 uniform uint strideB;
 uniform uint strideC;
 uniform uint offA;
 uniform uint offB;
 uniform uint offC;
+uniform float alpha;
+uniform float beta;
 uniform uint first; // index of this dispatch's first element (dispatch chunks)
 
 layout(std430, binding = 0) readonly buffer ssbo_A { float A[]; };
 layout(std430, binding = 1) readonly buffer ssbo_B { float B[]; };
-layout(std430, binding = 2) writeonly buffer ssbo_C { float C[]; };
+layout(std430, binding = 2) buffer ssbo_C { float C[]; };
 
 void main()
 {
@@ -35,11 +41,16 @@ void main()
     if (b >= count) return;
     uint e = g % per;
     uint i = e / N, j = e % N;
-    uint a0 = offA + b * strideA + i * K;
-    uint b0 = offB + b * strideB + j;
     float s = 0.0;
-    for (uint k = 0u; k < K; k++) {
-        s = fma(A[a0 + k], B[b0 + k * N], s);
+    if (alpha != 0.0) {
+        uint a0 = offA + b * strideA + i * lda;
+        uint b0 = offB + b * strideB + j;
+        for (uint k = 0u; k < K; k++) {
+            s = fma(A[a0 + k], B[b0 + k * ldb], s);
+        }
+        s *= alpha;
     }
-    C[offC + b * strideC + e] = s;
+    uint at = offC + b * strideC + i * ldc + j;
+    if (beta != 0.0) s += beta * C[at];
+    C[at] = s;
 }

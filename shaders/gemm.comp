@@ -24,8 +24,8 @@ uniform uint ldc;
 uniform uint offA;
 uniform uint offB;
 uniform uint offC;
-uniform int transA;
-uniform int transB;
+uniform uint transA;
+uniform uint transB;
 uniform float alpha;
 uniform float beta;
 uniform uint x0;
@@ -41,13 +41,13 @@ shared float Bs[16][64]; // Bs[k][col]
 float opA(uint i, uint k)
 {
     if (i >= M || k >= K) return 0.0;
-    return transA != 0 ? A[offA + k * lda + i] : A[offA + i * lda + k];
+    return transA != 0u ? A[offA + k * lda + i] : A[offA + i * lda + k];
 }
 
 float opB(uint k, uint j)
 {
     if (k >= K || j >= N) return 0.0;
-    return transB != 0 ? B[offB + j * ldb + k] : B[offB + k * ldb + j];
+    return transB != 0u ? B[offB + j * ldb + k] : B[offB + k * ldb + j];
 }
 
 void main()
@@ -69,9 +69,9 @@ void main()
             for (uint e = 0u; e < 4u; e++) {
                 uint idx = tid + e * 256u;
                 uint r, c;
-                if (transA != 0) { r = idx % 64u; c = idx / 64u; } else { r = idx / 16u; c = idx % 16u; }
+                if (transA != 0u) { r = idx % 64u; c = idx / 64u; } else { r = idx / 16u; c = idx % 16u; }
                 As[c][r] = opA(row0 + r, kt + c);
-                if (transB != 0) { r = idx % 16u; c = idx / 16u; } else { r = idx / 64u; c = idx % 64u; }
+                if (transB != 0u) { r = idx % 16u; c = idx / 16u; } else { r = idx / 64u; c = idx % 64u; }
                 Bs[r][c] = opB(kt + r, col0 + c);
             }
             memoryBarrierShared();

@@ -59,3 +59,35 @@ func New(m, n, tileM, tileN, maxGroups int) (Plan, error) {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// Linear caps of a one-dimensional plan: at most MaxLinearX×MaxLinearY
+// work groups per dispatch (65535 is the least GL guarantees along x; 64
+// rows keep a dispatch short, as DefaultMaxGroups does for products).
+const (
+	MaxLinearX = 65535
+	MaxLinearY = 64
+)
+
+// LinearChunk is one dispatch of a one-dimensional plan: GroupsX×GroupsY
+// work groups covering items First onward, the groups numbered row-major.
+type LinearChunk struct {
+	First            int
+	GroupsX, GroupsY int
+}
+
+// Linear plans n items processed perGroup to a work group (the last group
+// partly idle) as dispatches of at most MaxLinearX×MaxLinearY groups. It
+// panics if n or perGroup is below 1.
+func Linear(n, perGroup int) []LinearChunk {
+	if n < 1 || perGroup < 1 {
+		panic("dispatch: Linear needs n ≥ 1 and perGroup ≥ 1")
+	}
+	groups := ceilDiv(n, perGroup)
+	var out []LinearChunk
+	for first := 0; first < groups; first += MaxLinearX * MaxLinearY {
+		g := min(groups-first, MaxLinearX*MaxLinearY)
+		gx := min(g, MaxLinearX)
+		out = append(out, LinearChunk{First: first * perGroup, GroupsX: gx, GroupsY: ceilDiv(g, gx)})
+	}
+	return out
+}

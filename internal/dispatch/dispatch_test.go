@@ -78,3 +78,39 @@ func TestPlanRejectsEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestLinearCoversEveryItemOnce checks that the groups of a linear plan,
+// numbered row-major within each chunk, cover items 0…n−1 with no gap or
+// overlap, and that no chunk exceeds the caps.
+func TestLinearCoversEveryItemOnce(t *testing.T) {
+	per := 256
+	cap := MaxLinearX * MaxLinearY
+	for _, groups := range []int{1, 2, MaxLinearX - 1, MaxLinearX, MaxLinearX + 1, cap - 1, cap, cap + 1, 2*cap + 3} {
+		for _, short := range []int{0, 1, per - 1} {
+			n := groups*per - short
+			if n < 1 {
+				continue
+			}
+			chunks := Linear(n, per)
+			next := 0
+			for _, c := range chunks {
+				if c.GroupsX > MaxLinearX || c.GroupsY > MaxLinearY || c.GroupsX < 1 || c.GroupsY < 1 {
+					t.Fatalf("n=%d: chunk %+v over the caps", n, c)
+				}
+				if c.First != next {
+					t.Fatalf("n=%d: chunk starts at %d, want %d", n, c.First, next)
+				}
+				// A chunk's groups run to GroupsX·GroupsY; the last chunk's
+				// extra groups (of a partial last row) fall past n and
+				// must be idled by the shader's bounds check.
+				next += c.GroupsX * c.GroupsY * per
+				if next < n && c.GroupsX*c.GroupsY != cap {
+					t.Fatalf("n=%d: a chunk before the last is not full: %+v", n, c)
+				}
+			}
+			if next < n || next-n >= MaxLinearX*per {
+				t.Fatalf("n=%d: plan covers %d items", n, next)
+			}
+		}
+	}
+}

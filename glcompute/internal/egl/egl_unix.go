@@ -179,3 +179,7 @@ func GetProcAddress(name string) unsafe.Pointer {
 func HasCurrentContext() bool {
 	return C.eglGetCurrentContext() != C.EGLContext(C.EGL_NO_CONTEXT)
 }
+
+// CurrentContext returns the EGL context current on the calling thread, 0
+// if none.
+func CurrentContext() uintptr { return uintptr(C.eglGetCurrentContext()) }

@@ -93,6 +93,7 @@ type Limits struct {
 	MaxSharedMemory         int
 	MaxSSBOBlockSize        int64
 	MaxSSBOBindings         int
+	SSBOOffsetAlignment     int
 	TimerBits               int
 }
 
@@ -107,6 +108,7 @@ func QueryLimits() Limits {
 	l.MaxSharedMemory = Integer(gl.MAX_COMPUTE_SHARED_MEMORY_SIZE)
 	l.MaxSSBOBlockSize = Integer64(gl.MAX_SHADER_STORAGE_BLOCK_SIZE)
 	l.MaxSSBOBindings = Integer(gl.MAX_SHADER_STORAGE_BUFFER_BINDINGS)
+	l.SSBOOffsetAlignment = Integer(gl.SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT)
 	var bits int32
 	gl.GetQueryiv(gl.TIME_ELAPSED, gl.QUERY_COUNTER_BITS, &bits)
 	l.TimerBits = int(bits)
@@ -162,14 +164,24 @@ func errorName(e uint32) string {
 
 // NewStorageBuffer creates a shader storage buffer of size bytes holding
 // data (which may be nil: contents undefined). usage is a GL usage hint:
-// gl.STATIC_DRAW for inputs, gl.STATIC_READ for outputs.
-func NewStorageBuffer(size int, data unsafe.Pointer, usage uint32) Buffer {
-	var b uint32
-	gl.GenBuffers(1, &b)
-	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, b)
+// StaticDraw for inputs, StaticRead for outputs. ok is false when the
+// driver did not allocate it (out of memory): the buffer's size is then
+// not size, which is read back instead of calling glGetError, so that a
+// host's error flags stay the host's. A failed buffer is deleted.
+func NewStorageBuffer(size int, data unsafe.Pointer, usage uint32) (b Buffer, ok bool) {
+	var name uint32
+	gl.GenBuffers(1, &name)
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, name)
 	gl.BufferData(gl.SHADER_STORAGE_BUFFER, size, data, usage)
+	var got int64
+	gl.GetBufferParameteri64v(gl.SHADER_STORAGE_BUFFER, gl.BUFFER_SIZE, &got)
 	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
-	return Buffer(b)
+	b = Buffer(name)
+	if got != int64(size) {
+		b.Release()
+		return 0, false
+	}
+	return b, true
 }
 
 // Usage hints.
@@ -195,6 +207,13 @@ func (b Buffer) Read(offset, size int, dst unsafe.Pointer) {
 // BindStorage binds b to shader storage binding point index.
 func (b Buffer) BindStorage(index uint32) {
 	gl.BindBufferBase(gl.SHADER_STORAGE_BUFFER, index, uint32(b))
+}
+
+// BindStorageRange binds size bytes of b from offset to shader storage
+// binding point index; offset must be a multiple of
+// GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT (Limits.SSBOOffsetAlignment).
+func (b Buffer) BindStorageRange(index uint32, offset, size int64) {
+	gl.BindBufferRange(gl.SHADER_STORAGE_BUFFER, index, uint32(b), int(offset), int(size))
 }
 
 // Release deletes the buffer; the zero Buffer is ignored.

@@ -1,0 +1,129 @@
+package glcompute
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/internal/dispatch"
+	"github.com/glmul/glmul/shaders"
+)
+
+// Batch describes Count small products, each M×K by K×N (sizes 1 to 32),
+// row-major. Product i's A starts StrideA floats after product i−1's, its
+// rows LdA floats apart; likewise B and C. Counting starts at each
+// Matrix's Offset. Row strides let a std430 array of mat3 (columns padded
+// to vec4, read row-major as their transposes: LdA = 4, StrideA = 12) be
+// used in place.
+//
+// Zero values: LdA = K, LdB = N, LdC = N (compact rows); StrideA = the
+// span of one A ((M−1)·LdA + K), likewise StrideB and StrideC (matrices
+// back to back). Negative values panic, as do row strides below the row
+// length and a StrideC below one C's span (products would write over each
+// other); A and B may overlap freely.
+type Batch struct {
+	Count, M, K, N            int
+	StrideA, StrideB, StrideC int
+	LdA, LdB, LdC             int
+}
+
+// normalized fills in Batch's zero values and panics on bad ones.
+func (bt Batch) normalized() Batch {
+	if bt.Count < 1 || bt.M < 1 || bt.K < 1 || bt.N < 1 || bt.M > 32 || bt.K > 32 || bt.N > 32 {
+		panic("glcompute: Batch: Count ≥ 1 and sizes 1…32 required")
+	}
+	for _, v := range []int{bt.StrideA, bt.StrideB, bt.StrideC, bt.LdA, bt.LdB, bt.LdC} {
+		if v < 0 {
+			panic("glcompute: Batch: negative stride")
+		}
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&bt.LdA, bt.K)
+	def(&bt.LdB, bt.N)
+	def(&bt.LdC, bt.N)
+	if bt.LdA < bt.K || bt.LdB < bt.N || bt.LdC < bt.N {
+		panic("glcompute: Batch: row stride below the row length")
+	}
+	def(&bt.StrideA, bt.spanA())
+	def(&bt.StrideB, bt.spanB())
+	def(&bt.StrideC, bt.spanC())
+	if bt.StrideC < bt.spanC() {
+		panic("glcompute: Batch: StrideC below one C's span: products would overlap")
+	}
+	return bt
+}
+
+func (bt Batch) spanA() int { return (bt.M-1)*bt.LdA + bt.K }
+func (bt Batch) spanB() int { return (bt.K-1)*bt.LdB + bt.N }
+func (bt Batch) spanC() int { return (bt.M-1)*bt.LdC + bt.N }
+
+// extent is the floats from a batch's first element to one past its last.
+func extent(count, stride, span int) int { return (count-1)*stride + span }
+
+// MulBatched queues the products C[i] = A[i]·B[i] of bt (GemmBatched with
+// α = 1, β = 0).
+func (d *Device) MulBatched(c, a, b *Matrix, bt Batch) error {
+	return d.GemmBatched(c, 1, a, b, 0, bt)
+}
+
+// GemmBatched queues the products C[i] = α·A[i]·B[i] + β·C[i] of bt,
+// reading the batch from the buffers of a and b and writing c's; the three
+// Matrix shapes are ignored, only their buffers and offsets count, and
+// every product must lie within its buffer. β = 0 does not read C; α = 0
+// does not read A or B. Like Gemm it returns at once, with a memory
+// barrier after.
+//
+// It panics on a bad Batch (see its doc), a NaN α or β, or a C batch that
+// shares floats with the A or B batch.
+func (d *Device) GemmBatched(c *Matrix, alpha float32, a, b *Matrix, beta float32, bt Batch) error {
+	c.check(d)
+	a.check(d)
+	b.check(d)
+	bt = bt.normalized()
+	if math.IsNaN(float64(alpha)) || math.IsNaN(float64(beta)) {
+		panic("glcompute: GemmBatched: α or β is NaN")
+	}
+	ext := [3]int{extent(bt.Count, bt.StrideA, bt.spanA()), extent(bt.Count, bt.StrideB, bt.spanB()), extent(bt.Count, bt.StrideC, bt.spanC())}
+	if overlaps(c, c.Offset, ext[2], a, a.Offset, ext[0]) || overlaps(c, c.Offset, ext[2], b, b.Offset, ext[1]) {
+		panic("glcompute: GemmBatched: C overlaps A or B")
+	}
+	for i, x := range []*Matrix{a, b, c} {
+		name := string("ABC"[i])
+		if need := 4 * int64(x.Offset+ext[i]); x.size < need {
+			return fmt.Errorf("glcompute: GemmBatched: the batch of %s needs %d bytes of its buffer, which holds %d", name, need, x.size)
+		}
+		if err := d.checkExtent("the batch of "+name, x.Offset, ext[i]); err != nil {
+			return err
+		}
+	}
+	total := bt.Count * bt.M * bt.N
+	var err error
+	d.call(func() {
+		var p *program
+		if p, err = d.programOf(shaders.Batched()); err != nil {
+			return
+		}
+		d.clearErrors()
+		p.prog.Use()
+		offA, offB, offC := d.bind(0, a, a.Offset, ext[0]), d.bind(1, b, b.Offset, ext[1]), d.bind(2, c, c.Offset, ext[2])
+		for _, u := range []struct {
+			name string
+			v    int
+		}{{"M", bt.M}, {"N", bt.N}, {"K", bt.K}, {"count", bt.Count}, {"lda", bt.LdA}, {"ldb", bt.LdB}, {"ldc", bt.LdC},
+			{"strideA", bt.StrideA}, {"strideB", bt.StrideB}, {"strideC", bt.StrideC}, {"offA", offA}, {"offB", offB}, {"offC", offC}} {
+			p.setUint(u.name, uint32(u.v))
+		}
+		p.setFloat("alpha", alpha)
+		p.setFloat("beta", beta)
+		for _, ch := range dispatch.Linear(total, p.kernel.Threads) {
+			p.setUint("first", uint32(ch.First))
+			glw.Dispatch(ch.GroupsX, ch.GroupsY)
+		}
+		err = d.finishDispatch(p)
+	})
+	return err
+}

@@ -1,0 +1,662 @@
+package glcompute
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/go-gl/gl/v4.3-core/gl"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/glcompute/internal/egl"
+	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/internal/conformance"
+)
+
+func trans(t bool) blas.Transpose {
+	if t {
+		return blas.Trans
+	}
+	return blas.NoTrans
+}
+
+// deviceRunner runs Gemm cases on d with the arena's buffers made and read
+// through the library (NewMatrix, Upload, Download).
+func deviceRunner(d *Device) conformance.GemmRunner {
+	return func(bufs [][]float32, g conformance.GemmCase) error {
+		holders := make([]*Matrix, len(bufs))
+		for i, b := range bufs {
+			h, err := d.NewMatrix(1, len(b))
+			if err != nil {
+				return err
+			}
+			defer h.Release()
+			if err := h.Upload(blas32.General{Rows: 1, Cols: len(b), Stride: len(b), Data: b}); err != nil {
+				return err
+			}
+			holders[i] = h
+		}
+		return runViews(d, holders, bufs, g, func(i int) error {
+			return holders[i].Download(blas32.General{Rows: 1, Cols: len(bufs[i]), Stride: len(bufs[i]), Data: bufs[i]})
+		})
+	}
+}
+
+// runViews wraps the case's views in the holders' buffers, runs the Gemm
+// and reads every buffer back with read.
+func runViews(d *Device, holders []*Matrix, bufs [][]float32, g conformance.GemmCase, read func(int) error) error {
+	wrap := func(v conformance.View) (*Matrix, error) {
+		return d.WrapBuffer(holders[v.Buf].Buffer(), v.Off, v.Rows, v.Cols, v.Stride)
+	}
+	a, err := wrap(g.A)
+	if err != nil {
+		return err
+	}
+	defer a.Release()
+	b, err := wrap(g.B)
+	if err != nil {
+		return err
+	}
+	defer b.Release()
+	c, err := wrap(g.C)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	if err := c.Gemm(trans(g.TransA), trans(g.TransB), g.Alpha, a, b, g.Beta); err != nil {
+		return err
+	}
+	for i := range bufs {
+		if err := read(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// engineRunner runs Gemm cases on a borrowed d with the arena's buffers
+// made, filled and read back by the host with its own GL calls, as an
+// engine would.
+func engineRunner(d *Device) conformance.GemmRunner {
+	return func(bufs [][]float32, g conformance.GemmCase) error {
+		var bound int32 // the engine keeps its own generic binding
+		gl.GetIntegerv(gl.SHADER_STORAGE_BUFFER_BINDING, &bound)
+		defer gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, uint32(bound))
+		names := make([]uint32, len(bufs))
+		gl.GenBuffers(int32(len(names)), &names[0])
+		defer gl.DeleteBuffers(int32(len(names)), &names[0])
+		holders := make([]*Matrix, len(bufs))
+		for i, b := range bufs {
+			gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, names[i])
+			gl.BufferData(gl.SHADER_STORAGE_BUFFER, 4*len(b), unsafe.Pointer(&b[0]), gl.DYNAMIC_DRAW)
+			h, err := d.WrapBuffer(names[i], 0, 1, len(b), len(b))
+			if err != nil {
+				return err
+			}
+			defer h.Release()
+			holders[i] = h
+		}
+		gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
+		return runViews(d, holders, bufs, g, func(i int) error {
+			gl.MemoryBarrier(gl.BUFFER_UPDATE_BARRIER_BIT)
+			gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, names[i])
+			gl.GetBufferSubData(gl.SHADER_STORAGE_BUFFER, 0, 4*len(bufs[i]), unsafe.Pointer(&bufs[i][0]))
+			gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
+			return nil
+		})
+	}
+}
+
+// withBorrowedEGL runs f on a locked thread with a fresh headless EGL
+// context current, as a host's, and a Device borrowing it.
+func withBorrowedEGL(t *testing.T, f func(d *Device)) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t.Setenv("DISPLAY", "")
+	c, err := egl.NewContext(0, 4, 3)
+	if err != nil {
+		noGL(t, err.Error())
+	}
+	defer c.Release()
+	if err := c.MakeCurrent(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.ReleaseCurrent()
+	if err := gl.InitWithProcAddrFunc(egl.GetProcAddress); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDeviceFromCurrent(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	f(d)
+}
+
+// uploadViewRunner runs Gemm cases on a borrowed d in host-made buffers
+// whose matrices are written through their own wrapped views with Upload
+// (row by row where the strides differ) and read back with Download before
+// the product, as issue 8's engine did.
+func uploadViewRunner(d *Device) conformance.GemmRunner {
+	return func(bufs [][]float32, g conformance.GemmCase) error {
+		names := make([]uint32, len(bufs))
+		gl.GenBuffers(int32(len(names)), &names[0])
+		defer gl.DeleteBuffers(int32(len(names)), &names[0])
+		for i, b := range bufs {
+			gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, names[i])
+			gl.BufferData(gl.SHADER_STORAGE_BUFFER, 4*len(b), unsafe.Pointer(&b[0]), gl.DYNAMIC_DRAW)
+		}
+		gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
+		var mats [3]*Matrix
+		for x, v := range []conformance.View{g.A, g.B, g.C} {
+			m, err := d.WrapBuffer(names[v.Buf], v.Off, v.Rows, v.Cols, v.Stride)
+			if err != nil {
+				return err
+			}
+			defer m.Release()
+			c := cpu.New(v.Rows, v.Cols)
+			for i := 0; i < v.Rows; i++ {
+				copy(c.Data[i*v.Cols:], bufs[v.Buf][v.Off+i*v.Stride:v.Off+i*v.Stride+v.Cols])
+			}
+			back := cpu.New(v.Rows, v.Cols)
+			if err := m.Upload(c); err != nil {
+				return err
+			}
+			if err := m.Download(back); err != nil {
+				return err
+			}
+			for i := range c.Data {
+				if c.Data[i] != back.Data[i] && c.Data[i] == c.Data[i] {
+					return fmt.Errorf("Download after Upload: element %d = %v, want %v", i, back.Data[i], c.Data[i])
+				}
+			}
+			mats[x] = m
+		}
+		if err := mats[2].Gemm(trans(g.TransA), trans(g.TransB), g.Alpha, mats[0], mats[1], g.Beta); err != nil {
+			return err
+		}
+		for i := range bufs {
+			gl.MemoryBarrier(gl.BUFFER_UPDATE_BARRIER_BIT)
+			gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, names[i])
+			gl.GetBufferSubData(gl.SHADER_STORAGE_BUFFER, 0, 4*len(bufs[i]), unsafe.Pointer(&bufs[i][0]))
+			gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
+		}
+		return nil
+	}
+}
+
+// TestGemmConformance runs the whole Gemm table on an owned context and on
+// a borrowed one with an engine's state bound and the engine's own
+// buffers, checking every float of every buffer.
+func TestGemmConformance(t *testing.T) {
+	cases := conformance.GemmCases()
+	t.Run("owned", func(t *testing.T) {
+		d := openDevice(t, BackendEGL)
+		for _, g := range cases {
+			if err := conformance.CheckGemm(g, 1, deviceRunner(d)); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	t.Run("borrowed", func(t *testing.T) {
+		withBorrowedEGL(t, func(d *Device) {
+			setUpEngine(t)
+			before := readEngineState()
+			for _, g := range cases {
+				if err := conformance.CheckGemm(g, 2, engineRunner(d)); err != nil {
+					t.Error(err)
+				}
+			}
+			if after := readEngineState(); after != before {
+				t.Errorf("the engine's GL state changed:\n before %+v\n after  %+v", before, after)
+			}
+		})
+	})
+}
+
+// TestIssue8EngineCases are the two products reported wrong on NVIDIA
+// (issue 8), each the first product of a fresh borrowed context: α = 0 on
+// A, B and C in one engine buffer with gaps (must read neither A nor B,
+// which are NaN), and AᵀA from a matrix at an odd offset with a wider
+// stride, filled through Upload (must not write A).
+func TestIssue8EngineCases(t *testing.T) {
+	for _, g := range conformance.GemmCases() {
+		first := g.Name == "37x29x53/one-buffer" && !g.TransA && !g.TransB && g.Alpha == 0 && g.Beta == 0.25
+		second := g.Name == "45x19/AᵀA" && g.Beta == 0
+		if !first && !second {
+			continue
+		}
+		for _, engineState := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/engine-state=%v", g, engineState), func(t *testing.T) {
+				withBorrowedEGL(t, func(d *Device) {
+					if engineState {
+						setUpEngine(t)
+					}
+					if err := conformance.CheckGemm(g, 8, uploadViewRunner(d)); err != nil {
+						t.Fatal(err)
+					}
+				})
+			})
+		}
+	}
+}
+
+// batchRunner runs batch cases on d with the arena in buffers the Device
+// made, read back whole.
+func batchRunner(d *Device) conformance.BatchRunner {
+	return func(bufs [][]float32, c conformance.BatchCase) error {
+		holders := make([]*Matrix, len(bufs))
+		for i, b := range bufs {
+			h, err := d.NewMatrix(1, len(b))
+			if err != nil {
+				return err
+			}
+			defer h.Release()
+			if err := h.Upload(blas32.General{Rows: 1, Cols: len(b), Stride: len(b), Data: b}); err != nil {
+				return err
+			}
+			holders[i] = h
+		}
+		at := func(v conformance.View) *Matrix {
+			m, err := d.WrapBuffer(holders[v.Buf].Buffer(), v.Off, 1, 1, 1)
+			if err != nil {
+				panic(err)
+			}
+			return m
+		}
+		bt := Batch{Count: c.Count, M: c.M, K: c.K, N: c.N, StrideA: c.StrideA, StrideB: c.StrideB, StrideC: c.StrideC,
+			LdA: c.LdA, LdB: c.LdB, LdC: c.LdC}
+		if err := d.GemmBatched(at(c.C), c.Alpha, at(c.A), at(c.B), c.Beta, bt); err != nil {
+			return err
+		}
+		for i, h := range holders {
+			if err := h.Download(blas32.General{Rows: 1, Cols: len(bufs[i]), Stride: len(bufs[i]), Data: bufs[i]}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func TestGemmBatchedConformance(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	for _, c := range conformance.BatchCases() {
+		if err := conformance.CheckBatch(c, 1, batchRunner(d)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// mustPanic runs f and fails unless it panics with a message containing
+// want.
+func mustPanic(t *testing.T, want string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		if r == nil {
+			t.Errorf("no panic, want one with %q", want)
+			return
+		}
+		if msg := fmt.Sprint(r); !strings.Contains(msg, want) {
+			t.Errorf("panic %q, want one with %q", msg, want)
+		}
+	}()
+	f()
+}
+
+func TestBatchRefusesBadStrides(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	buf, err := d.NewMatrix(1, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Release()
+	other, _ := d.NewMatrix(1, 4096)
+	defer other.Release()
+	a, _ := d.WrapBuffer(buf.Buffer(), 0, 1, 1, 1)
+	c, _ := d.WrapBuffer(other.Buffer(), 0, 1, 1, 1)
+	cInA, _ := d.WrapBuffer(buf.Buffer(), 10, 1, 1, 1)
+	ok := Batch{Count: 4, M: 3, K: 3, N: 3}
+	for name, x := range map[string]struct {
+		bt   Batch
+		c    *Matrix
+		want string
+	}{
+		"negative-StrideC": {Batch{Count: 4, M: 3, K: 3, N: 3, StrideC: -16}, c, "negative stride"},
+		"negative-LdA":     {Batch{Count: 4, M: 3, K: 3, N: 3, LdA: -1}, c, "negative stride"},
+		"LdA-below-K":      {Batch{Count: 4, M: 3, K: 3, N: 3, LdA: 2}, c, "row stride below"},
+		"C-products-overlap": {Batch{Count: 4, M: 3, K: 3, N: 3, StrideC: 8}, c,
+			"products would overlap"},
+		"size-33":      {Batch{Count: 1, M: 33, K: 1, N: 1}, c, "sizes 1…32"},
+		"C-overlaps-A": {ok, cInA, "C overlaps A or B"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mustPanic(t, x.want, func() { d.GemmBatched(x.c, 1, a, a, 0, x.bt) })
+		})
+	}
+	// A batch past the end of its buffer is an error, not a panic.
+	far, _ := d.WrapBuffer(other.Buffer(), 4000, 1, 1, 1)
+	if err := d.MulBatched(far, a, a, Batch{Count: 100, M: 3, K: 3, N: 3}); err == nil || !strings.Contains(err.Error(), "the batch of C needs") {
+		t.Errorf("a batch past its buffer's end: %v", err)
+	}
+}
+
+// TestUploadDownloadTouchOnlyElements checks that Upload into a strided
+// view writes its elements and nothing else of the buffer, and Download
+// writes dst's elements and leaves dst's stride gaps alone.
+func TestUploadDownloadTouchOnlyElements(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(81, 82))
+	for _, s := range []struct{ rows, cols, stride, off, srcStride int }{
+		{5, 3, 7, 2, 7}, {5, 3, 7, 2, 3}, {4, 4, 4, 9, 6}, {1, 6, 6, 3, 6}, {6, 1, 5, 0, 5},
+	} {
+		t.Run(fmt.Sprintf("%+v", s), func(t *testing.T) {
+			whole := paddedRandom(1, s.off+(s.rows-1)*s.stride+s.cols+5, 0, rng)
+			holder := resident(t, d, whole, 0)
+			v, err := d.WrapBuffer(holder.Buffer(), s.off, s.rows, s.cols, s.stride)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := paddedRandom(s.rows, s.cols, s.srcStride-s.cols, rng)
+			if err := v.Upload(src); err != nil {
+				t.Fatal(err)
+			}
+			want := append([]float32(nil), whole.Data...)
+			for i := 0; i < s.rows; i++ {
+				copy(want[s.off+i*s.stride:], src.Data[i*src.Stride:i*src.Stride+s.cols])
+			}
+			got := cpu.New(1, len(want))
+			holder.Download(got)
+			for i := range want {
+				if got.Data[i] != want[i] {
+					t.Fatalf("buffer float %d = %v after Upload, want %v", i, got.Data[i], want[i])
+				}
+			}
+			dst := paddedRandom(s.rows, s.cols, 2, rng)
+			dst0 := append([]float32(nil), dst.Data...)
+			if err := v.Download(dst); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < s.rows; i++ {
+				for j := 0; j < dst.Stride; j++ {
+					g, w := dst.Data[i*dst.Stride+j], dst0[i*dst.Stride+j]
+					if j < s.cols {
+						w = src.Data[i*src.Stride+j]
+					}
+					if g != w {
+						t.Fatalf("dst[%d][%d] = %v after Download, want %v", i, j, g, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestWrapBeyondOneBlock wraps small matrices inside a buffer larger than
+// GL_MAX_SHADER_STORAGE_BLOCK_SIZE, at unaligned offsets near its start
+// and its end, and runs Gemm, the fast path and a batch on them.
+func TestWrapBeyondOneBlock(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	floats := int(d.Info().MaxSSBOBlockSize/4) + 1<<16
+	var name uint32
+	var err error
+	d.call(func() {
+		var b glw.Buffer
+		b, err = d.newBuffer(4*floats, nil, glw.StaticDraw, "test buffer")
+		name = uint32(b)
+	})
+	if err != nil {
+		t.Skipf("cannot allocate a buffer over one block: %v", err)
+	}
+	defer d.call(func() { b := glw.Buffer(name); b.Release() })
+	rng := rand.New(rand.NewPCG(91, 92))
+	for _, base := range []int{5, floats/2 + 3, floats - 200} {
+		a, b, c0 := paddedRandom(4, 4, 0, rng), paddedRandom(4, 4, 0, rng), paddedRandom(4, 4, 0, rng)
+		wrap := func(off int, m blas32.General) *Matrix {
+			w, err := d.WrapBuffer(name, off, 4, 4, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Upload(m); err != nil {
+				t.Fatal(err)
+			}
+			return w
+		}
+		ga, gb, gc := wrap(base, a), wrap(base+17, b), wrap(base+40, c0)
+		for _, op := range []string{"gemm", "fast", "batched"} {
+			var err error
+			switch op {
+			case "gemm":
+				err = gc.Gemm(blas.NoTrans, blas.NoTrans, 1, ga, gb, 0.5)
+			case "fast":
+				aligned := wrap(base+40-(base+40)%4, c0) // vec4-aligned: the fast kernel
+				err = aligned.Mul(ga, gb)
+				gc = aligned
+			case "batched":
+				err = d.MulBatched(gc, ga, gb, Batch{Count: 1, M: 4, K: 4, N: 4})
+			}
+			if err != nil {
+				t.Fatalf("base %d %s: %v", base, op, err)
+			}
+			got := cpu.New(4, 4)
+			gc.Download(got)
+			beta := float32(0)
+			if op == "gemm" {
+				beta = 0.5
+			}
+			ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, beta, c0)
+			for i := range ref {
+				if e := abs64(float64(got.Data[i]) - ref[i]); !(e <= bound[i]) && e != 0 {
+					t.Fatalf("base %d %s: C[%d] = %v, want %v", base, op, i, got.Data[i], ref[i])
+				}
+			}
+			gc.Upload(c0)
+		}
+	}
+}
+
+func abs64(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// TestScope chains dependent products inside one Scope, on a borrowed
+// context (one save and restore: glmul's program stays current between
+// the calls, the engine's state is back afterwards) and an owned one.
+func TestScope(t *testing.T) {
+	rng := rand.New(rand.NewPCG(101, 102))
+	a, b := paddedRandom(20, 24, 0, rng), paddedRandom(24, 24, 0, rng)
+	// C1 = A·B, C2 = 2·C1·B + 0 (gemm.comp), C3 = C2ᵀ... as a batch: each
+	// reads the previous one's result.
+	ab := cpu.New(20, 24)
+	cpu.Sgemm(ab, a, b)
+	want := cpu.New(20, 24)
+	cpu.Sgemm(want, ab, b)
+	check := func(t *testing.T, d *Device, inside func()) {
+		ga, gb := resident(t, d, a, 4), resident(t, d, b, 8)
+		c1, _ := d.NewMatrix(20, 24)
+		c2, _ := d.NewMatrix(20, 24)
+		defer c1.Release()
+		defer c2.Release()
+		err := d.Scope(func() error {
+			if err := c1.Mul(ga, gb); err != nil {
+				return err
+			}
+			if inside != nil {
+				inside()
+			}
+			return c2.Gemm(blas.NoTrans, blas.NoTrans, 2, c1, gb, 0)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := cpu.New(20, 24)
+		c2.Download(got)
+		for i := range got.Data {
+			w := 2 * want.Data[i]
+			if e := abs64(float64(got.Data[i] - w)); e > 1e-4*(1+abs64(float64(w))) {
+				t.Fatalf("C2[%d] = %v, want %v", i, got.Data[i], w)
+			}
+		}
+		mustPanic(t, "nested Scope", func() { d.Scope(func() error { return d.Scope(func() error { return nil }) }) })
+		wantErr := errors.New("from f")
+		if err := d.Scope(func() error { return wantErr }); err != wantErr {
+			t.Errorf("Scope returned %v, want f's error", err)
+		}
+	}
+	t.Run("owned", func(t *testing.T) { check(t, openDevice(t, BackendEGL), nil) })
+	t.Run("borrowed", func(t *testing.T) {
+		withBorrowedEGL(t, func(d *Device) {
+			setUpEngine(t)
+			before := readEngineState()
+			check(t, d, func() {
+				if s := readEngineState(); s.program == before.program {
+					t.Error("inside a Scope the engine's program was restored after a call: want one restore, at the end")
+				}
+			})
+			if after := readEngineState(); after != before {
+				t.Errorf("after Scope the engine's state changed:\n before %+v\n after  %+v", before, after)
+			}
+		})
+	})
+}
+
+// TestBorrowedOutOfMemory asks a borrowed context for a 16 TiB buffer: the
+// error must match ErrOutOfMemory, and the GL error flag must still hold
+// GL_OUT_OF_MEMORY for the host (glmul never reads it).
+func TestBorrowedOutOfMemory(t *testing.T) {
+	withBorrowedEGL(t, func(d *Device) {
+		for gl.GetError() != gl.NO_ERROR {
+		}
+		var err error
+		d.call(func() { _, err = d.newBuffer(1<<44, nil, glw.StaticDraw, "a 16 TiB buffer") })
+		if !errors.Is(err, ErrOutOfMemory) {
+			t.Fatalf("err = %v, want ErrOutOfMemory", err)
+		}
+		if e := gl.GetError(); e != gl.OUT_OF_MEMORY {
+			t.Errorf("the host's GL error flag reads 0x%x, want GL_OUT_OF_MEMORY left for it", e)
+		}
+	})
+}
+
+// TestBorrowedWrongThread calls a borrowed Device from a goroutine whose
+// thread does not have the context current: a clear panic, not a silent
+// no-op.
+func TestBorrowedWrongThread(t *testing.T) {
+	withBorrowedEGL(t, func(d *Device) {
+		m, err := d.NewMatrix(4, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Release()
+		c, _ := d.NewMatrix(4, 4)
+		defer c.Release()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runtime.LockOSThread() // a thread that never had the context
+			defer runtime.UnlockOSThread()
+			mustPanic(t, "context is not current", func() { c.Mul(m, m) })
+			mustPanic(t, "context is not current", func() { d.NewMatrix(2, 2) })
+		}()
+		<-done
+	})
+}
+
+// TestMisuseMatchesDocs covers API misuse the docs describe: a bad
+// transpose panics as gonum's does; a released Fence cannot be waited on;
+// Matrix and Fence Release after the Device's is harmless; BLAS.Sgemm after
+// the Device's Release computes on the CPU.
+func TestMisuseMatchesDocs(t *testing.T) {
+	for _, borrowed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("borrowed=%v", borrowed), func(t *testing.T) {
+			body := func(d *Device) {
+				m, _ := d.NewMatrix(4, 4)
+				w, _ := d.WrapBuffer(m.Buffer(), 0, 4, 4, 4)
+				mustPanic(t, "bad transpose", func() { m.Gemm('X', blas.NoTrans, 1, w, w, 0) })
+				f := d.Fence()
+				f.Release()
+				f.Release()
+				mustPanic(t, "released Fence", func() { f.Wait(0) })
+				live := d.Fence()
+				blasImpl := BLAS{Device: d, Threshold: 1}
+				d.Release()
+				m.Release()
+				w.Release()
+				m.Release()
+				live.Release()
+				rng := rand.New(rand.NewPCG(7, 7))
+				a, b := cpu.Random(9, 9, rng), cpu.Random(9, 9, rng)
+				c := cpu.New(9, 9)
+				blasImpl.Sgemm(blas.NoTrans, blas.NoTrans, 9, 9, 9, 1, a.Data, 9, b.Data, 9, 0, c.Data, 9)
+				want := cpu.New(9, 9)
+				cpu.Sgemm(want, a, b)
+				for i := range c.Data {
+					if abs64(float64(c.Data[i]-want.Data[i])) > 1e-5 {
+						t.Fatalf("Sgemm after Release: C[%d] = %v, want %v", i, c.Data[i], want.Data[i])
+					}
+				}
+			}
+			if borrowed {
+				withBorrowedEGL(t, body)
+			} else {
+				body(openDevice(t, BackendEGL))
+			}
+		})
+	}
+}
+
+// TestBorrowedLoader checks that NewDeviceFromCurrent loads go-gl through
+// the host's GetProcAddress when given one, and loads nothing with
+// GLLoaded.
+func TestBorrowedLoader(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t.Setenv("DISPLAY", "")
+	c, err := egl.NewContext(0, 4, 3)
+	if err != nil {
+		noGL(t, err.Error())
+	}
+	defer c.Release()
+	if err := c.MakeCurrent(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.ReleaseCurrent()
+	if err := gl.InitWithProcAddrFunc(egl.GetProcAddress); err != nil {
+		t.Fatal(err)
+	}
+	var lookups int
+	hostLoader := func(name string) unsafe.Pointer { lookups++; return egl.GetProcAddress(name) }
+	d, err := NewDeviceFromCurrent(&Options{GetProcAddress: hostLoader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Release()
+	if lookups == 0 {
+		t.Error("Options.GetProcAddress was not used")
+	}
+	lookups = 0
+	d, err = NewDeviceFromCurrent(&Options{GetProcAddress: hostLoader, GLLoaded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	if lookups != 0 {
+		t.Errorf("with GLLoaded, %d functions were looked up", lookups)
+	}
+	m, err := d.NewMatrix(2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Release()
+}

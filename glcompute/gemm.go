@@ -1,0 +1,182 @@
+package glcompute
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+
+	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/internal/dispatch"
+	"github.com/glmul/glmul/shaders"
+)
+
+// Gemm computes c = α·op(A)·op(B) + β·c on the GPU, gonum's Sgemm on
+// resident matrices: op(A) is c.Rows×K, op(B) is K×c.Cols, op(X) = X or Xᵀ.
+// β = 0 overwrites c without reading it; α = 0 does not read A or B. a and
+// b may be the same matrix.
+//
+// Gemm only queues work: no readback, no glFinish; it returns at once.
+// With no transposes, α = 1, β = 0 and compact matrices whose rows are
+// multiples of 4 floats starting on 4-float boundaries, it runs the
+// device's fast kernel; otherwise the general gemm.comp. A memory barrier
+// after the dispatches makes c visible to any later draw, compute pass or
+// buffer read (inside a Scope, to glmul's later products; the Scope's end
+// makes it visible to everything); use Device.Fence to learn when it is
+// done.
+//
+// It panics if the shapes disagree, a transpose is not blas.NoTrans,
+// blas.Trans or blas.ConjTrans, α or β is NaN, or c's elements share
+// floats of a buffer with a's or b's.
+func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta float32) error {
+	d := c.d
+	c.check(d)
+	a.check(d)
+	b.check(d)
+	transA, transB := isTrans(tA), isTrans(tB)
+	m, n := c.Rows, c.Cols
+	am, ak := a.Rows, a.Cols
+	if transA {
+		am, ak = a.Cols, a.Rows
+	}
+	bk, bn := b.Rows, b.Cols
+	if transB {
+		bk, bn = b.Cols, b.Rows
+	}
+	if am != m || bn != n || ak != bk {
+		panic("glcompute: Gemm: shapes of op(A), op(B) and C disagree")
+	}
+	if math.IsNaN(float64(alpha)) || math.IsNaN(float64(beta)) {
+		panic("glcompute: Gemm: α or β is NaN")
+	}
+	if overlaps(c, c.Offset, c.span(), a, a.Offset, a.span()) || overlaps(c, c.Offset, c.span(), b, b.Offset, b.span()) {
+		panic("glcompute: Gemm: C overlaps A or B")
+	}
+	if !transA && !transB && alpha == 1 && beta == 0 && fastLayout(a) && fastLayout(b) && fastLayout(c) {
+		return d.mulFast(c, a, b)
+	}
+	var err error
+	d.call(func() {
+		var p *program
+		if p, err = d.programOf(shaders.GEMM()); err != nil {
+			return
+		}
+		plan, perr := dispatch.New(m, n, p.kernel.TileM, p.kernel.TileN, DefaultMaxGroups)
+		if perr != nil {
+			err = perr
+			return
+		}
+		d.clearErrors()
+		p.prog.Use()
+		offA, offB, offC := d.bindOperands(a, b, c)
+		for _, u := range []struct {
+			name string
+			v    int
+		}{{"M", m}, {"N", n}, {"K", ak}, {"lda", a.Stride}, {"ldb", b.Stride}, {"ldc", c.Stride},
+			{"offA", offA}, {"offB", offB}, {"offC", offC}, {"transA", boolInt(transA)}, {"transB", boolInt(transB)}} {
+			p.setUint(u.name, uint32(u.v))
+		}
+		p.setFloat("alpha", alpha)
+		p.setFloat("beta", beta)
+		err = d.dispatchPlan(p, plan)
+	})
+	return err
+}
+
+// isTrans reads a blas.Transpose as gonum does, panicking on any other
+// value.
+func isTrans(t blas.Transpose) bool {
+	switch t {
+	case blas.NoTrans:
+		return false
+	case blas.Trans, blas.ConjTrans:
+		return true
+	}
+	panic("glcompute: bad transpose")
+}
+
+// overlaps reports whether floats [x0, x0+xn) of x's buffer and [y0,
+// y0+yn) of y's share any float.
+func overlaps(x *Matrix, x0, xn int, y *Matrix, y0, yn int) bool {
+	return x.buf == y.buf && x0 < y0+yn && y0 < x0+xn
+}
+
+// fastLayout reports whether the fast kernel can run on m as it lies: it
+// reads and writes whole vec4s of rows up to the stride, so the rows must
+// be compact (no gap for it to overwrite) and start on vec4 boundaries of
+// the bound range.
+func fastLayout(m *Matrix) bool {
+	return m.Stride == m.Cols && m.Cols%4 == 0 && m.Offset%4 == 0
+}
+
+// bindOperands binds a, b and c to storage bindings 0, 1 and 2 and returns
+// their element offsets within the bound ranges; on the device thread.
+func (d *Device) bindOperands(a, b, c *Matrix) (offA, offB, offC int) {
+	return d.bind(0, a, a.Offset, a.span()), d.bind(1, b, b.Offset, b.span()), d.bind(2, c, c.Offset, c.span())
+}
+
+// mulFast runs c = a·b with the device's fast kernel on resident matrices.
+func (d *Device) mulFast(c, a, b *Matrix) error {
+	var err error
+	d.call(func() {
+		var p *program
+		if p, err = d.program(d.kernelFor(c.Rows, a.Cols, c.Cols)); err != nil {
+			return
+		}
+		plan, perr := dispatch.New(c.Rows, c.Cols, p.kernel.TileM, p.kernel.TileN, DefaultMaxGroups)
+		if perr != nil {
+			err = perr
+			return
+		}
+		d.clearErrors()
+		p.prog.Use()
+		offA, offB, offC := d.bindOperands(a, b, c)
+		for _, u := range []struct {
+			name string
+			v    int
+		}{{"m", c.Rows}, {"n", a.Cols}, {"l", c.Cols}, {"lda", a.Stride}, {"ldb", b.Stride}, {"ldc", c.Stride},
+			{"offA4", offA / 4}, {"offB4", offB / 4}, {"offC4", offC / 4}, {"ksplit", a.Cols}} { // no split on the resident path
+			p.setUint(u.name, uint32(u.v))
+		}
+		err = d.dispatchPlan(p, plan)
+	})
+	return err
+}
+
+// dispatchPlan runs the chunks of plan with program p (in use, its
+// bindings and other uniforms set), puts the memory barrier after them
+// and checks for GL errors; on the device thread.
+func (d *Device) dispatchPlan(p *program, plan dispatch.Plan) error {
+	for _, ch := range plan.Chunks {
+		p.setUint("x0", uint32(ch.X0))
+		p.setUint("y0", uint32(ch.Y0))
+		glw.Dispatch(ch.GroupsX, ch.GroupsY)
+	}
+	return d.finishDispatch(p)
+}
+
+// finishDispatch puts the barrier after a resident call's dispatches
+// (every kind of later use; inside a Scope only glmul's own later
+// products, the Scope's end adding the rest), checks for GL errors and,
+// on an owned context, unbinds the program; on the device thread.
+func (d *Device) finishDispatch(p *program) error {
+	if d.scoped {
+		glw.BarrierStorage()
+	} else {
+		glw.BarrierAll()
+	}
+	err := d.checkError("dispatching " + p.kernel.File)
+	if !d.borrowed {
+		glw.Program(0).Use()
+	}
+	return err
+}
+
+// Mul computes c = a·b on the GPU (Gemm with no transposes, α = 1, β = 0).
+func (c *Matrix) Mul(a, b *Matrix) error { return c.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0) }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,225 @@
+package glcompute
+
+import (
+	"fmt"
+	"unsafe"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/glcompute/internal/glw"
+)
+
+// Matrix is a row-major float32 matrix that lives in a GPU buffer: one the
+// Device made (NewMatrix) or a host's own (WrapBuffer). Element (i, j) is
+// float number Offset + i·Stride + j of the buffer.
+//
+// glmul binds only the part of the buffer that a product reads or writes
+// (a buffer range starting on GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT),
+// so a matrix may sit anywhere in a buffer of any size; the matrix itself
+// must fit one shader storage block (Info.MaxSSBOBlockSize).
+//
+// Thread rule: as the Device's methods (any goroutine for an owned context;
+// the host's GL thread for a borrowed one).
+type Matrix struct {
+	Rows, Cols int
+	Stride     int // elements from one row to the next, ≥ Cols
+	Offset     int // elements from the start of the buffer
+
+	d     *Device
+	buf   glw.Buffer
+	size  int64 // the buffer's size in bytes
+	owned bool  // made by NewMatrix: Release deletes the buffer
+}
+
+// NewMatrix creates a rows×cols matrix in a new buffer; its contents are
+// undefined until written (Upload, Gemm, ...). Release it when done. It
+// returns an error matching ErrTooLarge when the matrix is over one shader
+// storage block, and ErrOutOfMemory when the driver cannot allocate it (on
+// a borrowed context too, without reading the host's GL error flag).
+func (d *Device) NewMatrix(rows, cols int) (*Matrix, error) {
+	if rows < 1 || cols < 1 {
+		panic("glcompute: matrix dimension below 1")
+	}
+	bytes := 4 * float64(rows) * float64(cols)
+	if bytes > float64(d.info.MaxSSBOBlockSize) {
+		return nil, fmt.Errorf("%w: a %d×%d float32 matrix is %s, over the driver's largest shader storage block (%s)",
+			ErrTooLarge, rows, cols, formatBytes(bytes), formatBytes(float64(d.info.MaxSSBOBlockSize)))
+	}
+	m := &Matrix{Rows: rows, Cols: cols, Stride: cols, d: d, owned: true, size: int64(bytes)}
+	var err error
+	d.call(func() {
+		m.buf, err = d.newBuffer(int(bytes), nil, glw.StaticDraw, "creating a matrix buffer")
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// newBuffer creates a storage buffer of size bytes holding data (nil:
+// undefined); on the device thread. Out of memory is detected from the
+// buffer's size, not glGetError, so it works on a borrowed context.
+func (d *Device) newBuffer(size int, data unsafe.Pointer, usage uint32, what string) (glw.Buffer, error) {
+	d.clearErrors()
+	b, ok := glw.NewStorageBuffer(size, data, usage)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s: the driver could not allocate %s", ErrOutOfMemory, what, formatBytes(float64(size)))
+	}
+	if err := d.checkError(what); err != nil {
+		b.Release()
+		return 0, err
+	}
+	return b, nil
+}
+
+// WrapBuffer returns a Matrix over the host's buffer object buffer, in
+// place and without a copy: rows×cols elements with row stride stride,
+// starting offset floats into the buffer. The buffer may be of any size;
+// the matrix must fit one shader storage block. Release forgets the Matrix
+// but leaves the buffer to the host.
+//
+// It panics on a negative offset or a stride below cols.
+func (d *Device) WrapBuffer(buffer uint32, offset, rows, cols, stride int) (*Matrix, error) {
+	if rows < 1 || cols < 1 || stride < cols || offset < 0 {
+		panic("glcompute: bad shape for WrapBuffer")
+	}
+	m := &Matrix{Rows: rows, Cols: cols, Stride: stride, Offset: offset, d: d, buf: glw.Buffer(buffer)}
+	if bytes := 4 * int64(m.span()); bytes > d.info.MaxSSBOBlockSize {
+		return nil, fmt.Errorf("%w: WrapBuffer: the %d×%d matrix with stride %d spans %s, over the driver's largest shader storage block (%s)",
+			ErrTooLarge, rows, cols, stride, formatBytes(float64(bytes)), formatBytes(float64(d.info.MaxSSBOBlockSize)))
+	}
+	var err error
+	d.call(func() {
+		if !glw.IsBuffer(buffer) {
+			err = fmt.Errorf("glcompute: WrapBuffer: %d is not a buffer object of this context", buffer)
+			return
+		}
+		m.size = m.buf.Size()
+		if need := 4 * int64(offset+m.span()); m.size < need {
+			err = fmt.Errorf("glcompute: WrapBuffer: buffer %d holds %d bytes; the %d×%d matrix at offset %d with stride %d needs %d",
+				buffer, m.size, rows, cols, offset, stride, need)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Buffer returns the buffer object that holds m.
+func (m *Matrix) Buffer() uint32 { return uint32(m.buf) }
+
+func (m *Matrix) check(d *Device) {
+	if m.d == nil {
+		panic("glcompute: use of a released Matrix")
+	}
+	if m.d != d {
+		panic("glcompute: Matrix of another Device")
+	}
+}
+
+// span is the number of floats from m's first element to one past its last.
+func (m *Matrix) span() int { return (m.Rows-1)*m.Stride + m.Cols }
+
+// bind binds floats [first, first+count) of m's buffer to storage binding
+// index as a range that starts on the driver's offset alignment, and
+// returns the element offset of float first within that range; on the
+// device thread. The caller has checked that count floats fit one block
+// (d.checkExtent).
+func (d *Device) bind(index uint32, m *Matrix, first, count int) (elemOffset int) {
+	align := int64(d.bindAlign)
+	start := 4 * int64(first) / align * align
+	end := min(4*int64(first+count), m.size)
+	m.buf.BindStorageRange(index, start, end-start)
+	return first - int(start/4)
+}
+
+// checkExtent returns ErrTooLarge if count floats from first, bound as
+// bind would, exceed one shader storage block.
+func (d *Device) checkExtent(what string, first, count int) error {
+	align := int64(d.bindAlign)
+	bytes := 4*int64(first+count) - 4*int64(first)/align*align
+	if bytes > d.info.MaxSSBOBlockSize {
+		return fmt.Errorf("%w: %s spans %s of its buffer, over the driver's largest shader storage block (%s)",
+			ErrTooLarge, what, formatBytes(float64(bytes)), formatBytes(float64(d.info.MaxSSBOBlockSize)))
+	}
+	return nil
+}
+
+// Upload copies src, which must have m's shape, into m (glBufferSubData).
+// Only m's elements are written: the gaps of a stride wider than Cols and
+// the rest of the buffer keep their contents.
+func (m *Matrix) Upload(src blas32.General) error {
+	m.check(m.d)
+	if src.Rows != m.Rows || src.Cols != m.Cols {
+		panic("glcompute: Upload: shapes differ")
+	}
+	checkGeneral(src)
+	var err error
+	m.d.call(func() {
+		m.d.clearErrors()
+		if m.contiguousWith(src) {
+			m.buf.WriteAt(4*m.Offset, 4*m.span(), unsafe.Pointer(&src.Data[0]))
+		} else {
+			for i := 0; i < m.Rows; i++ {
+				m.buf.WriteAt(4*(m.Offset+i*m.Stride), 4*m.Cols, unsafe.Pointer(&src.Data[i*src.Stride]))
+			}
+		}
+		err = m.d.checkError("uploading a matrix")
+	})
+	return err
+}
+
+// contiguousWith reports whether m and g can be copied as one block: both
+// compact (no stride gaps whose contents a block copy would carry over) or
+// a single row.
+func (m *Matrix) contiguousWith(g blas32.General) bool {
+	return m.Rows == 1 || m.Stride == m.Cols && g.Stride == g.Cols
+}
+
+// Download copies m into dst, which must have m's shape; dst's stride gaps
+// are left alone. It waits for the GPU work that writes m: a stall, meant
+// for tests and final results.
+func (m *Matrix) Download(dst blas32.General) error {
+	m.check(m.d)
+	if dst.Rows != m.Rows || dst.Cols != m.Cols {
+		panic("glcompute: Download: shapes differ")
+	}
+	checkGeneral(dst)
+	var err error
+	m.d.call(func() {
+		m.d.clearErrors()
+		glw.BarrierBufferRead()
+		if m.contiguousWith(dst) {
+			m.buf.Read(4*m.Offset, 4*m.span(), unsafe.Pointer(&dst.Data[0]))
+		} else {
+			for i := 0; i < m.Rows; i++ {
+				m.buf.Read(4*(m.Offset+i*m.Stride), 4*m.Cols, unsafe.Pointer(&dst.Data[i*dst.Stride]))
+			}
+		}
+		err = m.d.checkError("downloading a matrix")
+	})
+	return err
+}
+
+// Release deletes a buffer made by NewMatrix (a wrapped one stays the
+// host's). Idempotent, and safe after the Device's Release: an owned
+// Device's buffers went with its context; a borrowed Device's are deleted
+// here, on the host's thread.
+func (m *Matrix) Release() {
+	d := m.d
+	if d == nil {
+		return
+	}
+	m.d = nil
+	if !m.owned {
+		return
+	}
+	if d.isReleased() {
+		if d.borrowed {
+			m.buf.Release()
+		}
+		return
+	}
+	d.call(func() { m.buf.Release() })
+}
