@@ -23,9 +23,43 @@
 //
 // Matrix keeps a matrix in a GPU buffer (NewMatrix) or views one of the
 // host's buffers in place (WrapBuffer). Matrix.Gemm (C = α·op(A)·op(B) +
-// β·C) and Device.MulBatched (many products of sizes up to 32) queue work
-// and return at once, with a memory barrier after; Device.Fence tells when
-// the GPU is done. BLAS puts Sgemm on the GPU for gonum's blas32.
+// β·C) and Device.GemmBatched (many products of sizes up to 32, each with
+// its own row strides) queue work and return at once, with a memory
+// barrier after; Device.Fence tells when the GPU is done; Device.Scope
+// groups calls under one state save/restore and one full barrier. BLAS
+// puts Sgemm on the GPU for gonum's blas32.
+//
+// # What a host may rely on
+//
+// On a borrowed context (NewDeviceFromCurrent):
+//
+//   - glmul writes only the elements of the result: a C's stride gaps,
+//     the floats around it, and A and B (even when A is B, or all three
+//     share one buffer) come back bit for bit. Upload writes only the
+//     view's elements. The tests check every float of every buffer.
+//   - α = 0 reads neither A nor B and β = 0 does not read C, so NaN or
+//     garbage there does not reach the result.
+//   - Only the range of a buffer that a call reads or writes is bound,
+//     starting on GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT: a matrix may
+//     sit anywhere in a buffer of any size; what must fit one shader
+//     storage block is the matrix (or a batch) itself.
+//   - Each call, or each Scope, saves and restores the state glmul
+//     touches: the current program, the generic shader storage binding
+//     and indexed bindings 0–2 (buffer, offset and size). Other state
+//     (VAOs, array buffers, textures, framebuffers) is never touched.
+//   - glmul never calls glGetError, installs no debug callback and never
+//     starts or ends a query the host has running. Out of memory is
+//     detected from the new buffer's size, where the driver refuses at all.
+//   - Calls only queue work: no glFinish, no readback (except Download,
+//     which waits for the results it reads). The barrier after a call
+//     covers every later use (draws, compute, buffer reads); inside a
+//     Scope, glmul's own later calls, the Scope's end adding the rest.
+//   - go-gl's function pointers are process-wide: glmul loads them
+//     through Options.GetProcAddress (the host's loader) when given,
+//     loads nothing with Options.GLLoaded, else through eglGetProcAddress
+//     or glXGetProcAddress.
+//   - A call on a thread where the borrowed context is not current panics
+//     (it would otherwise do nothing, or act on another context).
 //
 // # Threading
 //

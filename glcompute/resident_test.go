@@ -91,56 +91,6 @@ func resident(t *testing.T, d *Device, m blas32.General, off int) *Matrix {
 	return w
 }
 
-func TestGemmEveryTransposeAlphaBeta(t *testing.T) {
-	d := openDevice(t, BackendEGL)
-	rng := rand.New(rand.NewPCG(11, 12))
-	shapes := [][3]int{{1, 1, 1}, {65, 33, 70}, {100, 64, 1}, {3, 130, 129}}
-	for _, s := range shapes {
-		m, n, k := s[0], s[1], s[2]
-		for _, tA := range []blas.Transpose{blas.NoTrans, blas.Trans} {
-			for _, tB := range []blas.Transpose{blas.NoTrans, blas.Trans} {
-				for _, alpha := range []float32{1, 0, -0.5} {
-					for _, beta := range []float32{0, 1, 0.25} {
-						name := fmt.Sprintf("%dx%dx%d/%v%v/a=%g/b=%g", m, n, k, tA, tB, alpha, beta)
-						t.Run(name, func(t *testing.T) {
-							ar, ac := m, k
-							if tA == blas.Trans {
-								ar, ac = k, m
-							}
-							br, bc := k, n
-							if tB == blas.Trans {
-								br, bc = n, k
-							}
-							a, b := paddedRandom(ar, ac, 3, rng), paddedRandom(br, bc, 1, rng)
-							c0 := paddedRandom(m, n, 2, rng)
-							if beta == 0 {
-								for i := range c0.Data {
-									c0.Data[i] = float32(math.NaN()) // β = 0 must overwrite
-								}
-							}
-							ref, bound := gemmRef(tA, tB, alpha, a, b, beta, c0)
-							ga, gb, gc := resident(t, d, a, 5), resident(t, d, b, 0), resident(t, d, c0, 9)
-							if err := gc.Gemm(tA, tB, alpha, ga, gb, beta); err != nil {
-								t.Fatal(err)
-							}
-							got := cpu.New(m, n)
-							if err := gc.Download(got); err != nil {
-								t.Fatal(err)
-							}
-							for i := range ref {
-								e := math.Abs(float64(got.Data[i]) - ref[i])
-								if !(e <= bound[i]) && !(e == 0) {
-									t.Fatalf("C[%d][%d] = %v, want %v ± %.3g", i/n, i%n, got.Data[i], ref[i], bound[i])
-								}
-							}
-						})
-					}
-				}
-			}
-		}
-	}
-}
-
 func TestMulBatchedEverySize(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	rng := rand.New(rand.NewPCG(21, 22))

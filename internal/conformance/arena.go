@@ -283,7 +283,7 @@ func (r *report) err() error {
 func GemmCases() []GemmCase {
 	var cases []GemmCase
 	type shape struct{ m, n, k int }
-	for _, s := range []shape{{1, 1, 1}, {37, 29, 53}, {65, 33, 70}, {3, 130, 129}, {64, 64, 16}} {
+	for _, s := range []shape{{1, 1, 1}, {37, 29, 53}, {65, 33, 70}, {3, 130, 129}, {64, 64, 16}, {100, 64, 1}} {
 		for _, tA := range []bool{false, true} {
 			for _, tB := range []bool{false, true} {
 				for _, alpha := range []float32{1, 0, -0.5} {
