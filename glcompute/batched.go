@@ -110,13 +110,10 @@ func (d *Device) GemmBatched(c *Matrix, alpha float32, a, b *Matrix, beta float3
 		d.clearErrors()
 		p.prog.Use()
 		offA, offB, offC := d.bind(0, a, a.Offset, ext[0]), d.bind(1, b, b.Offset, ext[1]), d.bind(2, c, c.Offset, ext[2])
-		for _, u := range []struct {
-			name string
-			v    int
-		}{{"M", bt.M}, {"N", bt.N}, {"K", bt.K}, {"count", bt.Count}, {"lda", bt.LdA}, {"ldb", bt.LdB}, {"ldc", bt.LdC},
-			{"strideA", bt.StrideA}, {"strideB", bt.StrideB}, {"strideC", bt.StrideC}, {"offA", offA}, {"offB", offB}, {"offC", offC}} {
-			p.setUint(u.name, uint32(u.v))
-		}
+		p.setUints(uniform{"M", bt.M}, uniform{"N", bt.N}, uniform{"K", bt.K}, uniform{"count", bt.Count},
+			uniform{"lda", bt.LdA}, uniform{"ldb", bt.LdB}, uniform{"ldc", bt.LdC}, uniform{"strideA", bt.StrideA},
+			uniform{"strideB", bt.StrideB}, uniform{"strideC", bt.StrideC}, uniform{"offA", offA}, uniform{"offB", offB},
+			uniform{"offC", offC})
 		p.setFloat("alpha", alpha)
 		p.setFloat("beta", beta)
 		for _, ch := range dispatch.Linear(total, p.kernel.Threads) {

@@ -407,6 +407,19 @@ func (d *Device) checkHostContext() {
 	}
 }
 
+// releaseObject runs free, which deletes one of d's GL objects, on the
+// device thread. After d's Release it runs free directly for a borrowed
+// context (the host's context still holds the object, and the caller is on
+// the host's thread) and not at all for an owned one (its context took its
+// objects with it).
+func (d *Device) releaseObject(free func()) {
+	if !d.isReleased() {
+		d.call(free)
+	} else if d.borrowed {
+		free()
+	}
+}
+
 // isReleased reports whether Release was called.
 func (d *Device) isReleased() bool {
 	d.mu.Lock()

@@ -30,21 +30,37 @@ func trans(t bool) blas.Transpose {
 // through the library (NewMatrix, Upload, Download).
 func deviceRunner(d *Device) conformance.GemmRunner {
 	return func(bufs [][]float32, g conformance.GemmCase) error {
-		holders := make([]*Matrix, len(bufs))
-		for i, b := range bufs {
-			h, err := d.NewMatrix(1, len(b))
-			if err != nil {
-				return err
-			}
-			defer h.Release()
-			if err := h.Upload(blas32.General{Rows: 1, Cols: len(b), Stride: len(b), Data: b}); err != nil {
-				return err
-			}
-			holders[i] = h
+		holders, read, err := uploadArena(d, bufs)
+		defer releaseAll(holders)
+		if err != nil {
+			return err
 		}
-		return runViews(d, holders, bufs, g, func(i int) error {
-			return holders[i].Download(blas32.General{Rows: 1, Cols: len(bufs[i]), Stride: len(bufs[i]), Data: bufs[i]})
-		})
+		return runViews(d, holders, bufs, g, read)
+	}
+}
+
+// uploadArena puts each buffer of an arena in a Matrix of its own, and
+// returns them and a function that reads buffer i back into bufs[i].
+func uploadArena(d *Device, bufs [][]float32) (holders []*Matrix, read func(i int) error, err error) {
+	row := func(b []float32) blas32.General {
+		return blas32.General{Rows: 1, Cols: len(b), Stride: len(b), Data: b}
+	}
+	for _, b := range bufs {
+		h, err := d.NewMatrix(1, len(b))
+		if err != nil {
+			return holders, nil, err
+		}
+		holders = append(holders, h)
+		if err := h.Upload(row(b)); err != nil {
+			return holders, nil, err
+		}
+	}
+	return holders, func(i int) error { return holders[i].Download(row(bufs[i])) }, nil
+}
+
+func releaseAll(ms []*Matrix) {
+	for _, m := range ms {
+		m.Release()
 	}
 }
 
@@ -113,25 +129,39 @@ func engineRunner(d *Device) conformance.GemmRunner {
 	}
 }
 
-// withBorrowedEGL runs f on a locked thread with a fresh headless EGL
-// context current, as a host's, and a Device borrowing it.
-func withBorrowedEGL(t *testing.T, f func(d *Device)) {
+// hostEGL makes a fresh headless EGL context current on the calling
+// thread, locked to it, as a host's, with go-gl loaded for the test's own
+// GL calls; the returned function releases it.
+func hostEGL(t *testing.T) (release func()) {
 	t.Helper()
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	t.Setenv("DISPLAY", "")
 	c, err := egl.NewContext(0, 4, 3)
 	if err != nil {
+		runtime.UnlockOSThread()
 		noGL(t, err.Error())
 	}
-	defer c.Release()
+	release = func() {
+		c.ReleaseCurrent()
+		c.Release()
+		runtime.UnlockOSThread()
+	}
 	if err := c.MakeCurrent(); err != nil {
+		release()
 		t.Fatal(err)
 	}
-	defer c.ReleaseCurrent()
 	if err := gl.InitWithProcAddrFunc(egl.GetProcAddress); err != nil {
+		release()
 		t.Fatal(err)
 	}
+	return release
+}
+
+// withBorrowedEGL runs f with a fresh host EGL context current (hostEGL)
+// and a Device borrowing it.
+func withBorrowedEGL(t *testing.T, f func(d *Device)) {
+	t.Helper()
+	defer hostEGL(t)()
 	d, err := NewDeviceFromCurrent(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -252,17 +282,10 @@ func TestIssue8EngineCases(t *testing.T) {
 // made, read back whole.
 func batchRunner(d *Device) conformance.BatchRunner {
 	return func(bufs [][]float32, c conformance.BatchCase) error {
-		holders := make([]*Matrix, len(bufs))
-		for i, b := range bufs {
-			h, err := d.NewMatrix(1, len(b))
-			if err != nil {
-				return err
-			}
-			defer h.Release()
-			if err := h.Upload(blas32.General{Rows: 1, Cols: len(b), Stride: len(b), Data: b}); err != nil {
-				return err
-			}
-			holders[i] = h
+		holders, read, err := uploadArena(d, bufs)
+		defer releaseAll(holders)
+		if err != nil {
+			return err
 		}
 		at := func(v conformance.View) *Matrix {
 			m, err := d.WrapBuffer(holders[v.Buf].Buffer(), v.Off, 1, 1, 1)
@@ -276,8 +299,8 @@ func batchRunner(d *Device) conformance.BatchRunner {
 		if err := d.GemmBatched(at(c.C), c.Alpha, at(c.A), at(c.B), c.Beta, bt); err != nil {
 			return err
 		}
-		for i, h := range holders {
-			if err := h.Download(blas32.General{Rows: 1, Cols: len(bufs[i]), Stride: len(bufs[i]), Data: bufs[i]}); err != nil {
+		for i := range holders {
+			if err := read(i); err != nil {
 				return err
 			}
 		}
@@ -628,21 +651,7 @@ func TestMisuseMatchesDocs(t *testing.T) {
 // the host's GetProcAddress when given one, and loads nothing with
 // GLLoaded.
 func TestBorrowedLoader(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	t.Setenv("DISPLAY", "")
-	c, err := egl.NewContext(0, 4, 3)
-	if err != nil {
-		noGL(t, err.Error())
-	}
-	defer c.Release()
-	if err := c.MakeCurrent(); err != nil {
-		t.Fatal(err)
-	}
-	defer c.ReleaseCurrent()
-	if err := gl.InitWithProcAddrFunc(egl.GetProcAddress); err != nil {
-		t.Fatal(err)
-	}
+	defer hostEGL(t)()
 	var lookups int
 	hostLoader := func(name string) unsafe.Pointer { lookups++; return egl.GetProcAddress(name) }
 	d, err := NewDeviceFromCurrent(&Options{GetProcAddress: hostLoader})

@@ -45,11 +45,5 @@ func (f *Fence) Release() {
 		return
 	}
 	f.d = nil
-	if d.isReleased() {
-		if d.borrowed {
-			f.f.Release()
-		}
-		return
-	}
-	d.call(func() { f.f.Release() })
+	d.releaseObject(f.f.Release)
 }

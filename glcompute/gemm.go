@@ -54,29 +54,35 @@ func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta f
 	if !transA && !transB && alpha == 1 && beta == 0 && fastLayout(a) && fastLayout(b) && fastLayout(c) {
 		return d.mulFast(c, a, b)
 	}
+	return d.resident(func() (*program, error) { return d.programOf(shaders.GEMM()) }, a, b, c,
+		func(p *program, offA, offB, offC int) {
+			p.setUints(uniform{"M", m}, uniform{"N", n}, uniform{"K", ak}, uniform{"lda", a.Stride}, uniform{"ldb", b.Stride},
+				uniform{"ldc", c.Stride}, uniform{"offA", offA}, uniform{"offB", offB}, uniform{"offC", offC},
+				uniform{"transA", boolInt(transA)}, uniform{"transB", boolInt(transB)})
+			p.setFloat("alpha", alpha)
+			p.setFloat("beta", beta)
+		})
+}
+
+// resident runs a product on resident matrices with the program that
+// prog returns: it binds a, b and c, lets set set the other uniforms from
+// their element offsets in the bound ranges, and dispatches the plan of
+// c's m×n result with the barrier after.
+func (d *Device) resident(prog func() (*program, error), a, b, c *Matrix, set func(p *program, offA, offB, offC int)) error {
 	var err error
 	d.call(func() {
 		var p *program
-		if p, err = d.programOf(shaders.GEMM()); err != nil {
+		if p, err = prog(); err != nil {
 			return
 		}
-		plan, perr := dispatch.New(m, n, p.kernel.TileM, p.kernel.TileN, DefaultMaxGroups)
-		if perr != nil {
-			err = perr
+		var plan dispatch.Plan
+		if plan, err = dispatch.New(c.Rows, c.Cols, p.kernel.TileM, p.kernel.TileN, DefaultMaxGroups); err != nil {
 			return
 		}
 		d.clearErrors()
 		p.prog.Use()
 		offA, offB, offC := d.bindOperands(a, b, c)
-		for _, u := range []struct {
-			name string
-			v    int
-		}{{"M", m}, {"N", n}, {"K", ak}, {"lda", a.Stride}, {"ldb", b.Stride}, {"ldc", c.Stride},
-			{"offA", offA}, {"offB", offB}, {"offC", offC}, {"transA", boolInt(transA)}, {"transB", boolInt(transB)}} {
-			p.setUint(u.name, uint32(u.v))
-		}
-		p.setFloat("alpha", alpha)
-		p.setFloat("beta", beta)
+		set(p, offA, offB, offC)
 		err = d.dispatchPlan(p, plan)
 	})
 	return err
@@ -116,30 +122,12 @@ func (d *Device) bindOperands(a, b, c *Matrix) (offA, offB, offC int) {
 
 // mulFast runs c = a·b with the device's fast kernel on resident matrices.
 func (d *Device) mulFast(c, a, b *Matrix) error {
-	var err error
-	d.call(func() {
-		var p *program
-		if p, err = d.program(d.kernelFor(c.Rows, a.Cols, c.Cols)); err != nil {
-			return
-		}
-		plan, perr := dispatch.New(c.Rows, c.Cols, p.kernel.TileM, p.kernel.TileN, DefaultMaxGroups)
-		if perr != nil {
-			err = perr
-			return
-		}
-		d.clearErrors()
-		p.prog.Use()
-		offA, offB, offC := d.bindOperands(a, b, c)
-		for _, u := range []struct {
-			name string
-			v    int
-		}{{"m", c.Rows}, {"n", a.Cols}, {"l", c.Cols}, {"lda", a.Stride}, {"ldb", b.Stride}, {"ldc", c.Stride},
-			{"offA4", offA / 4}, {"offB4", offB / 4}, {"offC4", offC / 4}, {"ksplit", a.Cols}} { // no split on the resident path
-			p.setUint(u.name, uint32(u.v))
-		}
-		err = d.dispatchPlan(p, plan)
-	})
-	return err
+	return d.resident(func() (*program, error) { return d.program(d.kernelFor(c.Rows, a.Cols, c.Cols)) }, a, b, c,
+		func(p *program, offA, offB, offC int) {
+			p.setUints(uniform{"m", c.Rows}, uniform{"n", a.Cols}, uniform{"l", c.Cols}, uniform{"lda", a.Stride},
+				uniform{"ldb", b.Stride}, uniform{"ldc", c.Stride}, uniform{"offA4", offA / 4}, uniform{"offB4", offB / 4},
+				uniform{"offC4", offC / 4}, uniform{"ksplit", a.Cols}) // no split on the resident path
+		})
 }
 
 // dispatchPlan runs the chunks of plan with program p (in use, its

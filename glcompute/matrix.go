@@ -160,23 +160,24 @@ func (m *Matrix) Upload(src blas32.General) error {
 	var err error
 	m.d.call(func() {
 		m.d.clearErrors()
-		if m.contiguousWith(src) {
-			m.buf.WriteAt(4*m.Offset, 4*m.span(), unsafe.Pointer(&src.Data[0]))
-		} else {
-			for i := 0; i < m.Rows; i++ {
-				m.buf.WriteAt(4*(m.Offset+i*m.Stride), 4*m.Cols, unsafe.Pointer(&src.Data[i*src.Stride]))
-			}
-		}
+		m.eachBlock(src, m.buf.WriteAt)
 		err = m.d.checkError("uploading a matrix")
 	})
 	return err
 }
 
-// contiguousWith reports whether m and g can be copied as one block: both
-// compact (no stride gaps whose contents a block copy would carry over) or
-// a single row.
-func (m *Matrix) contiguousWith(g blas32.General) bool {
-	return m.Rows == 1 || m.Stride == m.Cols && g.Stride == g.Cols
+// eachBlock calls copy for the blocks in which m and the host matrix g
+// (of m's shape) correspond: one block when both are compact or a single
+// row, else one a row, so that neither side's stride gaps are copied.
+// Offsets and sizes are in bytes of m's buffer.
+func (m *Matrix) eachBlock(g blas32.General, copy func(offset, size int, host unsafe.Pointer)) {
+	if m.Rows == 1 || m.Stride == m.Cols && g.Stride == g.Cols {
+		copy(4*m.Offset, 4*m.span(), unsafe.Pointer(&g.Data[0]))
+		return
+	}
+	for i := 0; i < m.Rows; i++ {
+		copy(4*(m.Offset+i*m.Stride), 4*m.Cols, unsafe.Pointer(&g.Data[i*g.Stride]))
+	}
 }
 
 // Download copies m into dst, which must have m's shape; dst's stride gaps
@@ -192,13 +193,7 @@ func (m *Matrix) Download(dst blas32.General) error {
 	m.d.call(func() {
 		m.d.clearErrors()
 		glw.BarrierBufferRead()
-		if m.contiguousWith(dst) {
-			m.buf.Read(4*m.Offset, 4*m.span(), unsafe.Pointer(&dst.Data[0]))
-		} else {
-			for i := 0; i < m.Rows; i++ {
-				m.buf.Read(4*(m.Offset+i*m.Stride), 4*m.Cols, unsafe.Pointer(&dst.Data[i*dst.Stride]))
-			}
-		}
+		m.eachBlock(dst, m.buf.Read)
 		err = m.d.checkError("downloading a matrix")
 	})
 	return err
@@ -214,14 +209,7 @@ func (m *Matrix) Release() {
 		return
 	}
 	m.d = nil
-	if !m.owned {
-		return
+	if m.owned {
+		d.releaseObject(m.buf.Release)
 	}
-	if d.isReleased() {
-		if d.borrowed {
-			m.buf.Release()
-		}
-		return
-	}
-	d.call(func() { m.buf.Release() })
 }

@@ -135,33 +135,47 @@ type program struct {
 
 // setUint sets the uint uniform name of p, the current program, unless it
 // already holds v (a resident product re-sets the same values every call).
-// Every uint uniform of glmul's programs is set through it, so the cache
-// stays true; a uniform the kernel lacks (location −1) is ignored.
+// Every uniform of glmul's programs is set through setUint, setUints or
+// setFloat, so the cache stays true; a uniform the kernel lacks (location
+// −1) is ignored.
 func (p *program) setUint(name string, v uint32) {
-	l := p.loc(name)
-	if old, ok := p.set[l]; ok && old == v {
-		return
+	if l, ok := p.changed(name, v); ok {
+		glw.SetUint(l, v)
 	}
-	if p.set == nil {
-		p.set = map[int32]uint32{}
-	}
-	glw.SetUint(l, v)
-	p.set[l] = v
 }
 
-// setFloat sets the float uniform name of p, the current program, unless
-// it already holds v; see setUint.
+// setFloat sets the float uniform name of p, as setUint does.
 func (p *program) setFloat(name string, v float32) {
+	if l, ok := p.changed(name, math.Float32bits(v)); ok {
+		glw.SetFloat(l, v)
+	}
+}
+
+// uniform is a uint uniform's name and value, for setUints.
+type uniform struct {
+	name string
+	v    int
+}
+
+// setUints sets several uint uniforms with setUint.
+func (p *program) setUints(us ...uniform) {
+	for _, u := range us {
+		p.setUint(u.name, uint32(u.v))
+	}
+}
+
+// changed returns the location of uniform name and whether its cached
+// value differs from bits, recording bits as its value.
+func (p *program) changed(name string, bits uint32) (int32, bool) {
 	l := p.loc(name)
-	bits := math.Float32bits(v)
 	if old, ok := p.set[l]; ok && old == bits {
-		return
+		return l, false
 	}
 	if p.set == nil {
 		p.set = map[int32]uint32{}
 	}
-	glw.SetFloat(l, v)
 	p.set[l] = bits
+	return l, true
 }
 
 func (p *program) release() { p.prog.Release() }
@@ -430,10 +444,8 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 
 	p.prog.Use()
 	defer glw.Program(0).Use()
-	for name, v := range map[string]int{"m": m, "n": k, "l": n, "lda": lda, "ldb": ldb, "ldc": ldc,
-		"offA4": 0, "offB4": 0, "offC4": 0} {
-		p.setUint(name, uint32(v))
-	}
+	p.setUints(uniform{"m", m}, uniform{"n", k}, uniform{"l", n}, uniform{"lda", lda}, uniform{"ldb", ldb}, uniform{"ldc", ldc},
+		uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0})
 	bufA.BindStorage(0)
 	bufB.BindStorage(1)
 	bufC.BindStorage(2)

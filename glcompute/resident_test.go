@@ -14,7 +14,6 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cpu"
-	"github.com/glmul/glmul/glcompute/internal/egl"
 	"github.com/glmul/glmul/glcompute/internal/glfwctx"
 )
 
@@ -281,20 +280,7 @@ func exerciseBorrowed(t *testing.T) {
 }
 
 func TestBorrowedEGL(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	t.Setenv("DISPLAY", "")
-	c, err := egl.NewContext(0, 4, 3)
-	if err != nil {
-		noGL(t, err.Error())
-	}
-	defer c.Release()
-	if err := c.MakeCurrent(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gl.InitWithProcAddrFunc(egl.GetProcAddress); err != nil {
-		t.Fatal(err)
-	}
+	defer hostEGL(t)()
 	exerciseBorrowed(t)
 }
 

@@ -36,6 +36,19 @@ func (v View) at(i, j int) int { return v.Off + i*v.Stride + j }
 // Arena is the buffers a case works on: their sizes in floats.
 type Arena []int
 
+// random returns the arena's buffers filled with seeded random values in
+// [-1, 1).
+func (a Arena) random(rng *rand.Rand) [][]float32 {
+	bufs := make([][]float32, len(a))
+	for i, n := range a {
+		bufs[i] = make([]float32, n)
+		for j := range bufs[i] {
+			bufs[i][j] = float32(2*rng.Float64() - 1)
+		}
+	}
+	return bufs
+}
+
 // GemmCase is C = α·op(A)·op(B) + β·C on views into an arena.
 type GemmCase struct {
 	Name           string
@@ -90,13 +103,7 @@ type GemmRunner func(bufs [][]float32, g GemmCase) error
 // [-1, 1). Where a product must not read an operand (α = 0: A and B; β = 0:
 // C) that operand is NaN instead, so reading it shows.
 func FillArena(g GemmCase, rng *rand.Rand) [][]float32 {
-	bufs := make([][]float32, len(g.Arena))
-	for i, n := range g.Arena {
-		bufs[i] = make([]float32, n)
-		for j := range bufs[i] {
-			bufs[i][j] = float32(2*rng.Float64() - 1)
-		}
-	}
+	bufs := g.Arena.random(rng)
 	nan := float32(math.NaN())
 	poison := func(v View) {
 		for i := 0; i < v.Rows; i++ {

@@ -38,13 +38,7 @@ type BatchRunner func(bufs [][]float32, c BatchCase) error
 // and any other float of the arena that changed.
 func CheckBatch(c BatchCase, seed uint64, run BatchRunner) error {
 	rng := rand.New(rand.NewPCG(seed, uint64(c.Count*7919+c.M*101+c.K*11+c.N)))
-	bufs := make([][]float32, len(c.Arena))
-	for i, n := range c.Arena {
-		bufs[i] = make([]float32, n)
-		for j := range bufs[i] {
-			bufs[i][j] = float32(2*rng.Float64() - 1)
-		}
-	}
+	bufs := c.Arena.random(rng)
 	nan := float32(math.NaN())
 	for p := 0; p < c.Count; p++ {
 		for i := 0; i < c.M; i++ {
