@@ -37,7 +37,7 @@ func (impl BLAS) threshold() int {
 		return impl.Threshold
 	}
 	i := impl.Device.Info()
-	return tuning.SgemmThreshold(tuning.Device{Vendor: i.Vendor, Renderer: i.Renderer, Version: i.Version})
+	return tuning.SgemmThreshold(tuning.Driver{Vendor: i.Vendor, Renderer: i.Renderer, Version: i.Version})
 }
 
 // Sgemm computes C = α·op(A)·op(B) + β·C, row-major, op(X) = X or Xᵀ, with

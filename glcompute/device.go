@@ -12,8 +12,6 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/glcompute/internal/glx"
 	"github.com/glmul/glmul/glcompute/internal/thread"
-	"github.com/glmul/glmul/internal/tuning"
-	"github.com/glmul/glmul/shaders"
 )
 
 // Backend selects how Open creates its context.
@@ -292,43 +290,8 @@ func (d *Device) initInfo() error {
 	for d.bindAlign%max(l.SSBOOffsetAlignment, 1) != 0 {
 		d.bindAlign += 16
 	}
-	i.DefaultKernel, i.DefaultKernelSource = d.chooseDefaultKernel()
-	if k, err := shaders.Lookup(tuning.SmallGrid(d.tuningDevice())); err == nil && d.fits(k) == nil {
-		i.SmallGridKernel = k.Spec()
-	}
+	d.chooseKernels()
 	return nil
-}
-
-// chooseDefaultKernel returns the tuned fast configuration for this driver
-// if glmul tune cached one that still parses and fits, else the built-in
-// one for the vendor.
-func (d *Device) chooseDefaultKernel() (spec, source string) {
-	dev := d.tuningDevice()
-	builtin, builtinSource := tuning.Builtin(dev)
-	if d.opts.IgnoreTuned {
-		return builtin, builtinSource
-	}
-	path, err := tuning.Path()
-	if err != nil {
-		return builtin, builtinSource
-	}
-	cache, err := tuning.Load(path)
-	if err != nil {
-		return builtin, builtinSource + "; " + err.Error()
-	}
-	e, ok := cache.Lookup(dev)
-	if !ok {
-		return builtin, builtinSource
-	}
-	k, err := shaders.Lookup(e.Kernel)
-	if err != nil || d.fits(k) != nil {
-		return builtin, builtinSource + fmt.Sprintf("; the tuned %q in %s does not fit this build or device", e.Kernel, path)
-	}
-	return e.Kernel, fmt.Sprintf("tuned by glmul tune on %s (%s)", e.When.Format("2006-01-02"), path)
-}
-
-func (d *Device) tuningDevice() tuning.Device {
-	return tuning.Device{Vendor: d.info.Vendor, Renderer: d.info.Renderer, Version: d.info.Version}
 }
 
 // Info returns the device's strings and limits. Safe from any goroutine.

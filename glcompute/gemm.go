@@ -124,7 +124,7 @@ func (d *Device) bindOperands(a, b, c *Matrix) (offA, offB, offC int) {
 func (d *Device) mulFast(c, a, b *Matrix) error {
 	return d.resident(func() (*program, error) { return d.program(d.kernelFor(c.Rows, a.Cols, c.Cols)) }, a, b, c,
 		func(p *program, offA, offB, offC int) {
-			p.setUints(uniform{"m", c.Rows}, uniform{"n", a.Cols}, uniform{"l", c.Cols}, uniform{"lda", a.Stride},
+			p.setUints(uniform{"M", c.Rows}, uniform{"K", a.Cols}, uniform{"N", c.Cols}, uniform{"lda", a.Stride},
 				uniform{"ldb", b.Stride}, uniform{"ldc", c.Stride}, uniform{"offA4", offA / 4}, uniform{"offB4", offB / 4},
 				uniform{"offC4", offC / 4}, uniform{"ksplit", a.Cols}) // no split on the resident path
 		})

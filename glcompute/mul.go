@@ -11,7 +11,6 @@ import (
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/internal/dispatch"
-	"github.com/glmul/glmul/internal/tuning"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -123,168 +122,6 @@ func formatBytes(b float64) string {
 		return fmt.Sprintf("%.1f MiB", b/(1<<20))
 	}
 	return fmt.Sprintf("%.0f bytes", b)
-}
-
-// program is a compiled kernel and its uniform locations.
-type program struct {
-	kernel shaders.Kernel
-	prog   glw.Program
-	locs   map[string]int32 // uniform locations, looked up once
-	set    map[int32]uint32 // the last value set per uniform (a float's bits)
-}
-
-// setUint sets the uint uniform name of p, the current program, unless it
-// already holds v (a resident product re-sets the same values every call).
-// Every uniform of glmul's programs is set through setUint, setUints or
-// setFloat, so the cache stays true; a uniform the kernel lacks (location
-// −1) is ignored.
-func (p *program) setUint(name string, v uint32) {
-	if l, ok := p.changed(name, v); ok {
-		glw.SetUint(l, v)
-	}
-}
-
-// setFloat sets the float uniform name of p, as setUint does.
-func (p *program) setFloat(name string, v float32) {
-	if l, ok := p.changed(name, math.Float32bits(v)); ok {
-		glw.SetFloat(l, v)
-	}
-}
-
-// uniform is a uint uniform's name and value, for setUints.
-type uniform struct {
-	name string
-	v    int
-}
-
-// setUints sets several uint uniforms with setUint.
-func (p *program) setUints(us ...uniform) {
-	for _, u := range us {
-		p.setUint(u.name, uint32(u.v))
-	}
-}
-
-// changed returns the location of uniform name and whether its cached
-// value differs from bits, recording bits as its value.
-func (p *program) changed(name string, bits uint32) (int32, bool) {
-	l := p.loc(name)
-	if old, ok := p.set[l]; ok && old == bits {
-		return l, false
-	}
-	if p.set == nil {
-		p.set = map[int32]uint32{}
-	}
-	p.set[l] = bits
-	return l, true
-}
-
-func (p *program) release() { p.prog.Release() }
-
-// loc returns the location of a uniform, looked up once.
-func (p *program) loc(name string) int32 {
-	if l, ok := p.locs[name]; ok {
-		return l
-	}
-	if p.locs == nil {
-		p.locs = map[string]int32{}
-	}
-	l := p.prog.Uniform(name)
-	p.locs[name] = l
-	return l
-}
-
-// program returns the compiled kernel that spec names; on the device thread.
-func (d *Device) program(spec string) (*program, error) {
-	if p, ok := d.programs[spec]; ok {
-		return p, nil
-	}
-	k, err := shaders.Lookup(spec)
-	if err != nil {
-		return nil, fmt.Errorf("glcompute: %v", err)
-	}
-	return d.programOf(k)
-}
-
-// programOf returns kernel k compiled, from the cache when it was before;
-// on the device thread.
-func (d *Device) programOf(k shaders.Kernel) (*program, error) {
-	spec := k.Spec()
-	if p, ok := d.programs[spec]; ok {
-		return p, nil
-	}
-	if err := d.fits(k); err != nil {
-		return nil, err
-	}
-	prog, err := glw.NewComputeProgram(k.File, k.Source)
-	if err != nil {
-		var ce *glw.CompileError
-		if errors.As(err, &ce) && d.opts.Verbose {
-			return nil, fmt.Errorf("%w: %v\n%s", ErrDriver, err, ce.NumberedSource())
-		}
-		return nil, fmt.Errorf("%w: %v", ErrDriver, err)
-	}
-	p := &program{kernel: k, prog: prog}
-	d.programs[spec] = p
-	return p, nil
-}
-
-// fits reports whether the device can run kernel k at all.
-func (d *Device) fits(k shaders.Kernel) error {
-	switch {
-	case k.SharedBytes > d.info.MaxSharedMemory:
-		return fmt.Errorf("%w: kernel %s needs %d bytes of shared memory, the driver offers %d (GL_MAX_COMPUTE_SHARED_MEMORY_SIZE)",
-			ErrUnsupported, k.Spec(), k.SharedBytes, d.info.MaxSharedMemory)
-	case k.Threads > d.info.MaxWorkGroupInvocations:
-		return fmt.Errorf("%w: kernel %s needs %d invocations per work group, the driver offers %d",
-			ErrUnsupported, k.Spec(), k.Threads, d.info.MaxWorkGroupInvocations)
-	}
-	return nil
-}
-
-// ProgramBinary compiles the kernel that spec names (see MulOptions.Kernel)
-// and returns the driver's program binary, for reading what the compiler
-// made of it (NVIDIA's contains the assembly as text). Safe from any
-// goroutine.
-func (d *Device) ProgramBinary(spec string) ([]byte, error) {
-	if spec == "" || spec == "fast" {
-		spec = d.DefaultKernel()
-	}
-	var data []byte
-	var err error
-	d.call(func() {
-		var p *program
-		if p, err = d.program(spec); err != nil {
-			return
-		}
-		_, data = p.prog.Binary()
-		if data == nil {
-			err = fmt.Errorf("%w: the driver returns no program binary for %s", ErrUnsupported, spec)
-		}
-	})
-	return data, err
-}
-
-// DefaultKernel is the kernel spec Mul uses when MulOptions.Kernel is ""
-// or "fast", for products large enough: see Info.DefaultKernel.
-func (d *Device) DefaultKernel() string { return d.info.DefaultKernel }
-
-// kernelFor returns the fast configuration for an m×k by k×n product: the
-// default, or Info.SmallGridKernel where tuning.UseSmallGrid says the
-// default's large tiles fit the product badly.
-func (d *Device) kernelFor(m, kDim, n int) string {
-	spec := d.info.DefaultKernel
-	if d.info.SmallGridKernel == "" {
-		return spec
-	}
-	k, err := shaders.Lookup(spec)
-	if err != nil {
-		return spec
-	}
-	groups := ((m + k.TileM - 1) / k.TileM) * ((n + k.TileN - 1) / k.TileN)
-	if tuning.UseSmallGrid(groups, kDim) {
-		return d.info.SmallGridKernel
-	}
-	return spec
 }
 
 // Mul computes C = A·B on the GPU: it uploads A and B, runs the product
@@ -444,8 +281,11 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 
 	p.prog.Use()
 	defer glw.Program(0).Use()
-	p.setUints(uniform{"m", m}, uniform{"n", k}, uniform{"l", n}, uniform{"lda", lda}, uniform{"ldb", ldb}, uniform{"ldc", ldc},
-		uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0})
+	p.setUints(uniform{"M", m}, uniform{"K", k}, uniform{"N", n})
+	if p.kernel.Strided {
+		p.setUints(uniform{"lda", lda}, uniform{"ldb", ldb}, uniform{"ldc", ldc},
+			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0})
+	}
 	bufA.BindStorage(0)
 	bufB.BindStorage(1)
 	bufC.BindStorage(2)
@@ -462,7 +302,9 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 		ksplit = roundUp((k+o.SplitK-1)/o.SplitK, p.kernel.StepK)
 		splits = (k + ksplit - 1) / ksplit
 	}
-	p.setUint("ksplit", uint32(ksplit))
+	if p.kernel.Strided {
+		p.setUint("ksplit", uint32(ksplit))
+	}
 	var work glw.Buffer
 	var red *program
 	if splits > 1 {

@@ -9,12 +9,14 @@
 //
 // # Interface every kernel follows
 //
-// Row-major float32 matrices in std430 shader storage buffers: A (m×n) at
-// binding 0, B (n×l) at binding 1, the result R (m×l) at binding 2. Uniforms
-// m, n, l give the shape (the paper's names: n is the shared dimension) and
-// x0, y0 the first column and row of R that the current dispatch covers, so
-// that a large product can be dispatched in chunks. Every kernel checks
-// bounds, so any shape works.
+// Row-major float32 matrices in std430 shader storage buffers: A (M×K) at
+// binding 0, B (K×N) at binding 1, the result C (M×N) at binding 2. Uniforms
+// M, K, N give the shape in every kernel (the paper's m, n, l: K is the
+// shared dimension) and x0, y0 the first column and row of C that the
+// current dispatch covers, so that a large product can be dispatched in
+// chunks. Every kernel checks bounds, so any shape works. glcompute panics
+// on a uniform name that a kernel does not declare, so a misspelt one
+// fails every test that uses it.
 //
 // This package has no GL dependency: it only carries text.
 package shaders

@@ -22,9 +22,9 @@
 //
 // Rows are padded to a multiple of 4 floats on the GPU (lda, ldb, ldc) and
 // the padding is zero, so every vec4 is aligned and whole; elements outside
-// the matrices load as zero. Uniforms follow the paper's names: m rows of A,
-// n = K, l columns of B; x0, y0 the first column and row of C covered by
-// this dispatch. Everything is local to main: NVIDIA's GL compiler may put
+// the matrices load as zero. Uniforms as in every kernel: M rows of A, K
+// the shared dimension, N columns of B; x0, y0 the first column and row
+// of C covered by this dispatch. Everything is local to main: NVIDIA's GL compiler may put
 // global-scope arrays in local memory.
 
 #define THREADS_X (BN / TN)
@@ -41,9 +41,9 @@
 
 layout(local_size_x = THREADS, local_size_y = 1, local_size_z = 1) in;
 
-uniform uint m;
-uniform uint n;
-uniform uint l;
+uniform uint M;
+uniform uint K;
+uniform uint N;
 uniform uint x0;
 uniform uint y0;
 uniform uint lda;
@@ -51,7 +51,7 @@ uniform uint ldb;
 uniform uint ldc;
 uniform uint ksplit; // K per split, a multiple of BK; split z of the dispatch
                      // (gl_WorkGroupID.z) covers [z·ksplit, (z+1)·ksplit) and
-                     // writes its partial C at z·m·ldc (reduce.comp sums them)
+                     // writes its partial C at z·M·ldc (reduce.comp sums them)
 uniform uint offA4; // where A, B and C start in their buffers, in vec4s
 uniform uint offB4;
 uniform uint offC4;
@@ -76,7 +76,7 @@ shared vec4 Bs[NBUF * B_SIZE];
         uint idx = tid + uint(i * THREADS);                                      \
         uint r = idx / uint(BK4), c = (idx % uint(BK4)) * 4u;                    \
         ra[i] = vec4(0.0);                                                       \
-        if ((A_VEC4 % THREADS == 0 || idx < uint(A_VEC4)) && row0 + r < m && (kt) + c < kEndA) \
+        if ((A_VEC4 % THREADS == 0 || idx < uint(A_VEC4)) && row0 + r < M && (kt) + c < kEndA) \
             ra[i] = A[offA4 + (row0 + r) * lda4 + ((kt) + c) / 4u];              \
     }                                                                            \
     for (int i = 0; i < B_LOADS; i++) {                                          \
@@ -109,10 +109,10 @@ void main()
     uint col0 = x0 + gl_WorkGroupID.x * uint(BN); // a multiple of 4
     uint lda4 = lda / 4u, ldb4 = ldb / 4u;
     uint kBegin = gl_WorkGroupID.z * ksplit;
-    uint kEnd = min(n, kBegin + ksplit);
+    uint kEnd = min(K, kBegin + ksplit);
     // The last split also reads A's zero padding up to lda; the others stop
     // at a multiple of BK, so their vec4s never straddle kEnd.
-    uint kEndA = kEnd == n ? lda : kEnd;
+    uint kEndA = kEnd == K ? lda : kEnd;
 
     vec4 ra[A_LOADS];
     vec4 rb[B_LOADS];
@@ -185,13 +185,13 @@ void main()
     }
 
     uint ldc4 = ldc / 4u;
-    uint outC4 = offC4 + gl_WorkGroupID.z * m * ldc4;
+    uint outC4 = offC4 + gl_WorkGroupID.z * M * ldc4;
     #pragma optionNV(unroll all)
     for (int g = 0; g < GM; g++) {
         #pragma optionNV(unroll all)
         for (int i = 0; i < 4; i++) {
             uint row = row0 + uint(g * THREADS_Y * 4 + i) + ty * 4u;
-            if (row < m) {
+            if (row < M) {
                 #pragma optionNV(unroll all)
                 for (int j = 0; j < GN; j++) {
                     uint c4 = col0 / 4u + uint(j * THREADS_X) + tx;

@@ -34,6 +34,10 @@ type Kernel struct {
 	StepK int
 	// SharedBytes is the shared memory a work group uses.
 	SharedBytes int
+	// Strided kernels take row strides and offsets (uniforms lda, ldb,
+	// ldc, offA4, offB4, offC4) and a K split (ksplit) besides M, K, N,
+	// x0 and y0; the paper's tiled32 takes only those five.
+	Strided bool
 	// Source is the GLSL source text.
 	Source string
 }

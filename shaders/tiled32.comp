@@ -15,9 +15,9 @@
 
 layout(local_size_x = 32, local_size_y = 32, local_size_z = 1) in;
 
-uniform uint m;
-uniform uint n;
-uniform uint l;
+uniform uint M; // the paper's m: rows of A
+uniform uint K; // the paper's n: the shared dimension
+uniform uint N; // the paper's l: columns of B
 uniform uint x0;
 uniform uint y0;
 
@@ -38,9 +38,9 @@ void sharedBarrier()
 
 void main()
 {
-    uint hA = m;
-    uint wA = n;
-    uint wB = l;
+    uint hA = M;
+    uint wA = K;
+    uint wB = N;
 
     uint bx = gl_WorkGroupID.x;
     uint by = gl_WorkGroupID.y;

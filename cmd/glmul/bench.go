@@ -1,27 +1,25 @@
 package main
 
 import (
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/measure"
 	"github.com/glmul/glmul/internal/report"
-	"github.com/glmul/glmul/shaders"
 	"github.com/glmul/glmul/validate"
 )
 
 // defaultBenchShapes are square sizes 256…8192 and shapes users hit: an odd
 // size, products with a short or long inner dimension, and a flat one.
 const defaultBenchShapes = "256,512,1024,2048,4096,8192,4097,1000x4096x1000,4096x64x4096,64x4096x64,8192x8192x256"
+
+// benchFormat is Go's benchmark output, for benchstat.
+const benchFormat report.Format = "bench"
 
 type benchRow struct {
 	M, K, N    int             `json:"-"`
@@ -37,7 +35,18 @@ type benchRow struct {
 	Skipped    string          `json:"skipped,omitempty"`
 }
 
-func runBench(args []string, stdout, stderr io.Writer) error {
+// benchFlags are glmul bench's flags, checked.
+type benchFlags struct {
+	dev      deviceFlags
+	shapes   [][3]int
+	kernels  []string
+	reps     int
+	mode     validate.Mode
+	format   report.Format
+	progress string
+}
+
+func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs := newCommand("glmul bench", `glmul bench measures each kernel on a list of shapes, validating every product.
 On Mesa llvmpipe choose small -shapes: the defaults run for hours there.
 
@@ -46,166 +55,175 @@ Usage:
 
 Flags:
 `, stderr)
-	var dev deviceFlags
-	dev.register(fs)
-	shapesFlag := fs.String("shapes", defaultBenchShapes, "comma-separated `list` of N (square) or MxKxN")
-	kernelsFlag := fs.String("kernels", "tiled32,fast", "comma-separated kernels: tiled32, fast, fast:BMxBNxBK_TMxTN...")
-	reps := fs.Int("reps", 10, "timed runs per shape and kernel, after at least 0.3 s of warm-up")
+	f := &benchFlags{}
+	f.dev.register(fs)
+	shapes := fs.String("shapes", defaultBenchShapes, "comma-separated `list` of N (square) or MxKxN")
+	kernels := fs.String("kernels", "tiled32,fast", "comma-separated kernels: tiled32, fast, fast:BMxBNxBK_TMxTN...")
+	fs.IntVar(&f.reps, "reps", 10, "timed runs per shape and kernel, after at least 0.3 s of warm-up")
 	mode := fs.String("validate", "auto", "auto|full|freivalds|none")
 	format := fs.String("format", "text", "output: text|csv|json|bench (Go benchmark lines for benchstat)")
-	progress := fs.String("progress", "auto", "progress: auto|on|off (a line per product when not a terminal)")
+	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (a line per product when not a terminal)")
 	if err := parseCommand(fs, args); err != nil {
-		return err
+		return nil, err
 	}
-	if err := dev.check(); err != nil {
-		return err
+	var err error
+	if err = f.dev.check(); err != nil {
+		return nil, err
 	}
+	if f.shapes, err = parseShapes("bench: -shapes", *shapes); err != nil {
+		return nil, err
+	}
+	if f.kernels, err = parseKernels("bench: -kernels", *kernels); err != nil {
+		return nil, err
+	}
+	if err := positive("bench: ", "-reps", f.reps); err != nil {
+		return nil, err
+	}
+	if f.mode, err = validate.ParseMode(*mode); err != nil {
+		return nil, usagef("bench: -validate: %v", err)
+	}
+	if f.format, err = report.CheckFormat(*format, report.Text, report.CSV, report.JSON, benchFormat); err != nil {
+		return nil, usagef("bench: -format: %v", err)
+	}
+	return f, checkProgress("bench: ", f.progress)
+}
+
+// parseShapes reads a comma-separated list of N (square) or MxKxN.
+func parseShapes(flag, list string) ([][3]int, error) {
 	var shapes [][3]int
-	for _, s := range strings.Split(*shapesFlag, ",") {
+	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
 		if v, err := strconv.Atoi(s); err == nil {
 			if v < 1 {
-				return usagef("bench: -shapes: %d: sizes must be at least 1", v)
+				return nil, usagef("%s: %d: sizes must be at least 1", flag, v)
 			}
 			shapes = append(shapes, [3]int{v, v, v})
 			continue
 		}
 		m, k, n, err := parseShape(s)
 		if err != nil {
-			return usagef("bench: -shapes: %v", err)
+			return nil, usagef("%s: %v", flag, err)
 		}
 		shapes = append(shapes, [3]int{m, k, n})
 	}
+	return shapes, nil
+}
+
+// parseKernels reads a comma-separated list of kernel specs.
+func parseKernels(flag, list string) ([]string, error) {
 	var kernels []string
-	for _, k := range strings.Split(*kernelsFlag, ",") {
+	for _, k := range strings.Split(list, ",") {
 		k = strings.TrimSpace(k)
-		if _, err := shaders.Lookup(k); err != nil {
-			return usagef("bench: -kernels: %v", err)
+		if err := glcompute.CheckKernel(k); err != nil {
+			return nil, usagef("%s: %v", flag, err)
 		}
 		kernels = append(kernels, k)
 	}
-	if *reps < 1 {
-		return usagef("bench: -reps must be at least 1 (got %d)", *reps)
-	}
-	vmode, err := validate.ParseMode(*mode)
+	return kernels, nil
+}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	f, err := parseBench(args, stderr)
 	if err != nil {
-		return usagef("bench: -validate: %v", err)
-	}
-	switch *format {
-	case "text", "csv", "json", "bench":
-	default:
-		return usagef("bench: -format: unknown format %q: use text, csv, json or bench", *format)
-	}
-	if err := checkProgress("bench: ", *progress); err != nil {
 		return err
 	}
-
-	d, err := dev.open()
+	d, err := f.dev.open()
 	if err != nil {
 		return err
 	}
 	defer d.Release()
-	info := d.Info()
-	bar := newBar(*progress, stderr, "bench")
-	if bar != nil {
-		bar.ChangeMax(len(shapes) * len(kernels))
-	}
+	p := newProgress(f.progress, stderr, "bench", len(f.shapes)*len(f.kernels))
 	var rows []benchRow
-	failed := false
-	for si, s := range shapes {
-		m, k, n := s[0], s[1], s[2]
-		shape := fmt.Sprintf("%dx%dx%d", m, k, n)
-		if err := d.CheckShape(m, k, n); err != nil {
-			for _, kern := range kernels {
-				rows = append(rows, benchRow{M: m, K: k, N: n, Shape: shape, Kernel: kern, Skipped: err.Error()})
-			}
-			continue
-		}
-		rng := rand.New(rand.NewPCG(uint64(si), 1))
-		a, b := cpu.Random(m, k, rng), cpu.Random(k, n, rng)
-		c := cpu.New(m, n)
-		for _, kern := range kernels {
-			row := benchRow{M: m, K: k, N: n, Shape: shape, Kernel: kern}
-			t, err := d.Mul(c, a, b, &glcompute.MulOptions{Kernel: kern, Warmup: 1, MinWarmup: minWarmup, Reps: *reps})
-			if err != nil {
-				row.Skipped = err.Error()
-				rows = append(rows, row)
-				continue
-			}
-			row.Spec, row.Times, row.Source = t.Kernel, t.Compute, "wall"
-			if t.GPU != nil {
-				row.Times, row.Source = t.GPU, "gl-timer"
-			}
-			med := report.Median(row.Times)
-			row.MedianMS = float64(med) / 1e6
-			row.GFLOPS = report.GFLOPS(2*float64(m)*float64(n)*float64(k), med)
-			res := validate.Check(vmode, a, b, c, rand.New(rand.NewPCG(uint64(si), 2)))
-			row.Validation, row.Valid = string(res.Mode), res.OK
-			if !res.OK {
-				failed = true
-				fmt.Fprintf(stderr, "glmul bench: %s %s: %v\n", shape, kern, res.Err())
-			}
-			rows = append(rows, row)
-			if bar != nil {
-				bar.Add(1)
-			} else if *progress != "off" {
-				fmt.Fprintf(stderr, "bench %s %s: %s GFLOPS\n", shape, t.Kernel, report.FormatGFLOPS(row.GFLOPS))
-			}
-		}
+	for si, s := range f.shapes {
+		rows = append(rows, f.shape(d, s, uint64(si), p, stderr)...)
 	}
-	if bar != nil {
-		bar.Finish()
-	}
-	if err := writeBench(stdout, *format, info, rows); err != nil {
+	p.done()
+	if err := writeBench(stdout, f.format, d.Info(), rows); err != nil {
 		return err
 	}
-	if failed {
-		return errReported
+	for _, r := range rows {
+		if r.Skipped == "" && !r.Valid {
+			return errReported
+		}
 	}
 	return nil
 }
 
-func writeBench(w io.Writer, format string, info glcompute.Info, rows []benchRow) error {
-	switch format {
-	case "json":
-		e := json.NewEncoder(w)
-		e.SetIndent("", "  ")
-		return e.Encode(map[string]any{"device": info, "results": rows})
-	case "csv":
-		cw := csv.NewWriter(w)
-		cw.Write([]string{"m", "k", "n", "kernel", "spec", "timing_source", "runs", "median_ms", "gflops", "validation", "valid", "skipped"})
+// shape measures every kernel on one shape.
+func (f *benchFlags) shape(d *glcompute.Device, s [3]int, seed uint64, p *progress, stderr io.Writer) []benchRow {
+	m, k, n := s[0], s[1], s[2]
+	shape := fmt.Sprintf("%dx%dx%d", m, k, n)
+	var rows []benchRow
+	if err := d.CheckShape(m, k, n); err != nil {
+		for _, kern := range f.kernels {
+			rows = append(rows, benchRow{M: m, K: k, N: n, Shape: shape, Kernel: kern, Skipped: err.Error()})
+		}
+		return rows
+	}
+	in := measure.NewInputs(m, k, n, seed)
+	for _, kern := range f.kernels {
+		row := benchRow{M: m, K: k, N: n, Shape: shape, Kernel: kern}
+		r, err := measure.Product(d, in, measure.Options{Kernel: kern, Warmup: 1, Reps: f.reps, Validate: f.mode})
+		if err != nil {
+			row.Skipped = err.Error()
+			rows = append(rows, row)
+			continue
+		}
+		med := measure.Median(r.Times)
+		row.Spec, row.Times, row.Source = r.Kernel, r.Times, r.Source
+		row.MedianMS, row.GFLOPS = float64(med)/1e6, r.GFLOPS(med)
+		row.Validation, row.Valid = string(r.Validation.Mode), r.Validation.OK
+		if !row.Valid {
+			fmt.Fprintf(stderr, "glmul bench: %s %s: %v\n", shape, kern, r.Validation.Err())
+		}
+		rows = append(rows, row)
+		p.step(fmt.Sprintf("bench %s %s: %s GFLOPS", shape, r.Kernel, report.FormatGFLOPS(row.GFLOPS)))
+	}
+	return rows
+}
+
+func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []benchRow) error {
+	if format == benchFormat {
+		return writeGoBench(w, info, rows)
+	}
+	t := report.Table{JSON: map[string]any{"device": info, "results": rows}}
+	if format == report.CSV {
+		t.Header = []string{"m", "k", "n", "kernel", "spec", "timing_source", "runs", "median_ms", "gflops", "validation", "valid", "skipped"}
 		for _, r := range rows {
-			cw.Write([]string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, r.Spec, r.Source,
+			t.Rows = append(t.Rows, []string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, r.Spec, r.Source,
 				strconv.Itoa(len(r.Times)), strconv.FormatFloat(r.MedianMS, 'g', 6, 64), strconv.FormatFloat(r.GFLOPS, 'f', 1, 64),
 				r.Validation, strconv.FormatBool(r.Valid), r.Skipped})
 		}
-		cw.Flush()
-		return cw.Error()
-	case "bench":
-		// Go benchmark format, one line per timed run, so that benchstat
-		// sees the distribution: BenchmarkGEMM/kernel=K/shape=MxKxN 1 ns/op flop/s.
-		fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: github.com/glmul/glmul\ndevice: %s | %s | %s\n",
-			runtime.GOOS, runtime.GOARCH, info.Vendor, info.Renderer, info.Version)
-		for _, r := range rows {
-			if r.Skipped != "" {
-				continue
-			}
-			flop := 2 * float64(r.M) * float64(r.N) * float64(r.K)
-			for _, t := range r.Times {
-				fmt.Fprintf(w, "BenchmarkGEMM/kernel=%s/shape=%s \t1\t%d ns/op\t%.4g flop/s\n", r.Kernel, r.Shape, t.Nanoseconds(), flop/t.Seconds())
-			}
-		}
-		return nil
+		return t.Write(w, format)
 	}
-	fmt.Fprintf(w, "device  %s | %s | OpenGL %s (%s)\n", info.Vendor, info.Renderer, info.Version, info.Backend)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "shape\tkernel\tmedian ms\tGFLOPS\tvalid\ttimer\t")
+	t.Preamble = [][2]string{{"device", fmt.Sprintf("%s | %s | OpenGL %s (%s)", info.Vendor, info.Renderer, info.Version, info.Backend)}}
+	t.Header = []string{"shape", "kernel", "median ms", "GFLOPS", "valid", "timer"}
 	for _, r := range rows {
 		if r.Skipped != "" {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\tskipped: %s\t\t\n", r.Shape, r.Kernel, firstLine(r.Skipped))
+			t.Rows = append(t.Rows, []string{r.Shape, r.Kernel, "-", "-", "skipped: " + firstLine(r.Skipped), ""})
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%s\t%v\t%s\t\n", r.Shape, r.Spec, r.MedianMS, report.FormatGFLOPS(r.GFLOPS), r.Valid, r.Source)
+		t.Rows = append(t.Rows, []string{r.Shape, r.Spec, fmt.Sprintf("%.3f", r.MedianMS), report.FormatGFLOPS(r.GFLOPS), fmt.Sprint(r.Valid), r.Source})
 	}
-	return tw.Flush()
+	return t.Write(w, format)
+}
+
+// writeGoBench writes Go benchmark lines, one per timed run, so that
+// benchstat sees the distribution: BenchmarkGEMM/kernel=K/shape=MxKxN 1
+// ns/op flop/s.
+func writeGoBench(w io.Writer, info glcompute.Info, rows []benchRow) error {
+	fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: github.com/glmul/glmul\ndevice: %s | %s | %s\n",
+		runtime.GOOS, runtime.GOARCH, info.Vendor, info.Renderer, info.Version)
+	for _, r := range rows {
+		if r.Skipped != "" {
+			continue
+		}
+		flop := 2 * float64(r.M) * float64(r.N) * float64(r.K)
+		for _, t := range r.Times {
+			if _, err := fmt.Fprintf(w, "BenchmarkGEMM/kernel=%s/shape=%s \t1\t%d ns/op\t%.4g flop/s\n", r.Kernel, r.Shape, t.Nanoseconds(), flop/t.Seconds()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -14,13 +12,10 @@ import (
 	"time"
 
 	"github.com/google/renameio/v2"
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
-	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/measure"
 	"github.com/glmul/glmul/internal/report"
-	"github.com/glmul/glmul/shaders"
 	"github.com/glmul/glmul/validate"
 )
 
@@ -229,7 +224,7 @@ func (o *options) check() error {
 	if _, err := report.ParseFormat(o.format); err != nil {
 		return usagef("-format: %v", err)
 	}
-	if _, err := shaders.Lookup(o.kernel); err != nil {
+	if err := glcompute.CheckKernel(o.kernel); err != nil {
 		return usagef("-kernel: %v", err)
 	}
 	if err := checkProgress("", o.progress); err != nil {
@@ -283,48 +278,30 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	rng := rand.New(rand.NewPCG(o.seed, 1))
-	a := cpu.Random(o.m, o.k, rng)
-	b := cpu.Random(o.k, o.nCols, rng)
-	c := cpu.New(o.m, o.nCols)
-
-	mo := &glcompute.MulOptions{Kernel: o.kernel, MaxGroups: o.maxGroups, Warmup: o.warmup, Reps: o.reps, SplitK: o.splitK}
-	if o.warmup > 0 {
-		mo.MinWarmup = minWarmup
-	}
+	in := measure.NewInputs(o.m, o.k, o.nCols, o.seed)
+	mode, _ := validate.ParseMode(o.validate)
+	mo := measure.Options{Kernel: o.kernel, MaxGroups: o.maxGroups, Warmup: o.warmup, Reps: o.reps, SplitK: o.splitK, Validate: mode}
 	bar := newBar(o.progress, stderr, "GPU runs")
 	if bar != nil {
 		mo.Progress = func(done, total int) {
 			bar.ChangeMax(total)
 			bar.Set(done)
 		}
+		mo.Validating = func(m validate.Mode) { fmt.Fprintf(stderr, "validating (%s, float64 on the CPU)...\n", m) }
 	}
-	t, err := dev.Mul(c, a, b, mo)
+	r, err := measure.Product(dev, in, mo)
 	if bar != nil {
 		bar.Finish()
 	}
 	if err != nil {
 		return err
 	}
-
-	mode, _ := validate.ParseMode(o.validate)
-	if bar != nil && mode != validate.None {
-		chosen := mode
-		if mode == validate.Auto {
-			chosen = validate.Choose(o.m, o.k, o.nCols)
-		}
-		fmt.Fprintf(stderr, "validating (%s, float64 on the CPU)...\n", chosen)
-	}
-	res := validate.Check(mode, a, b, c, rand.New(rand.NewPCG(o.seed, 2)))
-
-	r := report.Run{Device: dev.Info(), Kernel: t.Kernel, M: o.m, K: o.k, N: o.nCols, Seed: o.seed,
-		Warmup: o.warmup, MaxGroups: o.maxGroups, Timings: t, Validation: res}
-	r.Summarize()
+	rep := r.Report(dev.Info(), o.seed, o.warmup, o.maxGroups)
 	format, _ := report.ParseFormat(o.format)
-	if err := r.Write(stdout, format); err != nil {
+	if err := rep.Write(stdout, format); err != nil {
 		return err
 	}
-	if err := res.Err(); err != nil {
+	if err := r.Validation.Err(); err != nil {
 		fmt.Fprintf(stderr, "glmul: %v\n", err)
 		return errReported
 	}
@@ -333,7 +310,7 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 
 // dumpProgram writes the kernel's program binary to o.dumpProgram.
 func dumpProgram(o *options, stdout io.Writer) error {
-	if _, err := shaders.Lookup(o.kernel); err != nil {
+	if err := glcompute.CheckKernel(o.kernel); err != nil {
 		return usagef("-kernel: %v", err)
 	}
 	if err := o.dev.check(); err != nil {
@@ -353,43 +330,4 @@ func dumpProgram(o *options, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %d bytes of %s's program binary to %s\n", len(data), o.kernel, o.dumpProgram)
 	return nil
-}
-
-// wantBar reports whether a -progress mode means a bar on stderr: "on", or
-// "auto" with stderr a terminal.
-func wantBar(mode string, stderr io.Writer) bool {
-	switch mode {
-	case "on":
-		return true
-	case "auto":
-		f, ok := stderr.(*os.File)
-		return ok && term.IsTerminal(int(f.Fd()))
-	}
-	return false
-}
-
-// checkProgress validates a -progress value; cmd prefixes the message.
-func checkProgress(cmd, v string) error {
-	switch v {
-	case "auto", "on", "off":
-		return nil
-	}
-	return usagef("%s-progress: unknown value %q: use auto, on or off", cmd, v)
-}
-
-// newBar returns a progress bar on stderr, or nil when progress is off or
-// (auto) stderr is not a terminal.
-func newBar(mode string, stderr io.Writer, what string) *progressbar.ProgressBar {
-	if !wantBar(mode, stderr) {
-		return nil
-	}
-	return progressbar.NewOptions(-1,
-		progressbar.OptionSetWriter(stderr),
-		progressbar.OptionSetDescription(what),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionShowElapsedTimeOnFinish(),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionThrottle(100_000_000),
-	)
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -21,17 +20,30 @@ import (
 
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/measure"
 	"github.com/glmul/glmul/internal/report"
 	"github.com/glmul/glmul/internal/table"
-	"github.com/glmul/glmul/shaders"
-	"github.com/glmul/glmul/validate"
 )
 
 // errInterrupted ends a table stopped by Ctrl-C after printing what was
 // measured.
 var errInterrupted = errors.New("interrupted: the table above holds the sizes measured before Ctrl-C")
 
-func runTable(args []string, stdout, stderr io.Writer) error {
+// tableFlags are glmul table's flags, checked.
+type tableFlags struct {
+	dev      deviceFlags
+	sizes    []int
+	kernels  []string
+	reps     int
+	cpuMax   int
+	format   report.Format
+	compare  bool
+	plots    []string
+	from     string
+	progress string
+}
+
+func parseTable(args []string, stderr io.Writer) (*tableFlags, error) {
 	fs := newCommand("glmul table", `glmul table reproduces Table 1 of the paper: for each size, the naive CPU loop
 (Algorithm 3, one thread), gonum's Sgemm on all cores, and each GPU kernel
 (mean of -reps runs), with speed-ups. Every GPU product is validated.
@@ -41,88 +53,71 @@ Usage:
 
 Flags:
 `, stderr)
-	var dev deviceFlags
-	dev.register(fs)
-	sizesFlag := fs.String("sizes", "128,256,512,1024,2048,4096", "comma-separated square `sizes`")
-	kernelsFlag := fs.String("kernels", "tiled32", "GPU kernels, the paper's first: tiled32, fast, fast:BMxBNxBK_TMxTN")
-	reps := fs.Int("reps", 10, "timed GPU runs per size and kernel, after at least 0.3 s of warm-up; the mean is reported, as in the paper")
-	cpuMax := fs.Int("cpu-max", 0, "skip the naive CPU loop above `N` (0: never skip; it takes minutes at 4096)")
+	f := &tableFlags{}
+	f.dev.register(fs)
+	sizes := fs.String("sizes", "128,256,512,1024,2048,4096", "comma-separated square `sizes`")
+	kernels := fs.String("kernels", "tiled32", "GPU kernels, the paper's first: tiled32, fast, fast:BMxBNxBK_TMxTN")
+	fs.IntVar(&f.reps, "reps", 10, "timed GPU runs per size and kernel, after at least 0.3 s of warm-up; the mean is reported, as in the paper")
+	fs.IntVar(&f.cpuMax, "cpu-max", 0, "skip the naive CPU loop above `N` (0: never skip; it takes minutes at 4096)")
 	format := fs.String("format", "text", "output: text|markdown|csv|json")
 	compare := fs.String("compare", "", "`paper`: add the published Table 1 and our ratios to it")
-	plotPath := fs.String("plot", "", "also draw Fig. 3 to `FILE`.png or FILE.svg (several: comma-separated)")
-	from := fs.String("from", "", "format a table saved with -format json from `FILE` instead of measuring")
-	progress := fs.String("progress", "auto", "progress: auto|on|off (auto: a bar on terminals, lines otherwise)")
+	plots := fs.String("plot", "", "also draw Fig. 3 to `FILE`.png or FILE.svg (several: comma-separated)")
+	fs.StringVar(&f.from, "from", "", "format a table saved with -format json from `FILE` instead of measuring")
+	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (auto: a bar on terminals, lines otherwise)")
 	if err := parseCommand(fs, args); err != nil {
-		return err
+		return nil, err
 	}
-	if err := dev.check(); err != nil {
-		return err
+	var err error
+	if err = f.dev.check(); err != nil {
+		return nil, err
 	}
-	var sizes []int
-	for _, s := range strings.Split(*sizesFlag, ",") {
+	for _, s := range strings.Split(*sizes, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || v < 1 {
-			return usagef("table: -sizes: %q is not a size of at least 1", s)
+			return nil, usagef("table: -sizes: %q is not a size of at least 1", s)
 		}
-		sizes = append(sizes, v)
+		f.sizes = append(f.sizes, v)
 	}
-	var kernels []string
-	for _, k := range strings.Split(*kernelsFlag, ",") {
-		k = strings.TrimSpace(k)
-		if _, err := shaders.Lookup(k); err != nil {
-			return usagef("table: -kernels: %v", err)
-		}
-		kernels = append(kernels, k)
+	if f.kernels, err = parseKernels("table: -kernels", *kernels); err != nil {
+		return nil, err
 	}
 	switch {
-	case *reps < 1:
-		return usagef("table: -reps must be at least 1 (got %d)", *reps)
-	case *cpuMax < 0:
-		return usagef("table: -cpu-max must be 0 or more (got %d)", *cpuMax)
+	case f.reps < 1:
+		return nil, usagef("table: -reps must be at least 1 (got %d)", f.reps)
+	case f.cpuMax < 0:
+		return nil, usagef("table: -cpu-max must be 0 or more (got %d)", f.cpuMax)
 	case *compare != "" && *compare != "paper":
-		return usagef("table: -compare: only \"paper\" is known (got %q)", *compare)
+		return nil, usagef("table: -compare: only \"paper\" is known (got %q)", *compare)
 	}
-	switch *format {
-	case table.Text, table.Markdown, table.CSV, table.JSON:
-	default:
-		return usagef("table: -format: unknown format %q: use text, markdown, csv or json", *format)
+	f.compare = *compare == "paper"
+	if f.format, err = report.CheckFormat(*format, table.Formats...); err != nil {
+		return nil, usagef("table: -format: %v", err)
 	}
-	var plots []string
-	if *plotPath != "" {
-		for _, p := range strings.Split(*plotPath, ",") {
-			switch strings.ToLower(filepath.Ext(p)) {
-			case ".png", ".svg":
-				plots = append(plots, p)
-			default:
-				return usagef("table: -plot %s: the file must end in .png or .svg", p)
+	if *plots != "" {
+		for _, p := range strings.Split(*plots, ",") {
+			if ext := strings.ToLower(filepath.Ext(p)); ext != ".png" && ext != ".svg" {
+				return nil, usagef("table: -plot %s: the file must end in .png or .svg", p)
 			}
+			f.plots = append(f.plots, p)
 		}
 	}
-	if err := checkProgress("table: ", *progress); err != nil {
+	return f, checkProgress("table: ", f.progress)
+}
+
+func runTable(args []string, stdout, stderr io.Writer) error {
+	f, err := parseTable(args, stderr)
+	if err != nil {
 		return err
 	}
-
-	if *from != "" {
-		b, err := os.ReadFile(*from)
-		if err != nil {
-			return err
-		}
-		var t table.Table
-		if err := json.Unmarshal(b, &t); err != nil {
-			return fmt.Errorf("table: %s is not a table saved with -format json: %v", *from, err)
-		}
-		if *compare == "paper" {
-			t.ComparePaper = true
-		}
-		return writeTable(&t, stdout, stderr, *format, plots)
+	if f.from != "" {
+		return f.reformat(stdout, stderr)
 	}
-
-	d, err := dev.open()
+	d, err := f.dev.open()
 	if err != nil {
 		return err
 	}
 	defer d.Release()
-	for _, n := range sizes {
+	for _, n := range f.sizes {
 		if err := d.CheckShape(n, n, n); err != nil {
 			return err
 		}
@@ -133,27 +128,15 @@ Flags:
 		CPU:          cpuName(),
 		Command:      strings.TrimSpace("glmul table " + strings.Join(args, " ")),
 		When:         time.Now().UTC(),
-		Reps:         *reps,
-		ComparePaper: *compare == "paper",
+		Reps:         f.reps,
+		ComparePaper: f.compare,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	m := &tableMeasurer{dev: d, ctx: ctx, stderr: stderr, progress: *progress, reps: *reps}
-	var measureErr error
-	for i, n := range sizes {
-		row, err := m.row(n, kernels, *cpuMax, uint64(i))
-		if err != nil {
-			measureErr = err
-			break
-		}
-		t.Rows = append(t.Rows, row)
-	}
-	if errors.Is(measureErr, context.Canceled) {
-		t.Interrupted = true
-		measureErr = errInterrupted
-	}
+	m := &tableMeasurer{dev: d, ctx: ctx, stderr: stderr, progress: f.progress, reps: f.reps}
+	measureErr := m.rows(t, f.sizes, f.kernels, f.cpuMax)
 	if len(t.Rows) > 0 {
-		if err := writeTable(t, stdout, stderr, *format, plots); err != nil {
+		if err := writeTable(t, stdout, stderr, f.format, f.plots); err != nil {
 			return err
 		}
 	}
@@ -171,8 +154,24 @@ Flags:
 	return nil
 }
 
+// reformat prints a table saved with -format json.
+func (f *tableFlags) reformat(stdout, stderr io.Writer) error {
+	b, err := os.ReadFile(f.from)
+	if err != nil {
+		return err
+	}
+	var t table.Table
+	if err := json.Unmarshal(b, &t); err != nil {
+		return fmt.Errorf("table: %s is not a table saved with -format json: %v", f.from, err)
+	}
+	if f.compare {
+		t.ComparePaper = true
+	}
+	return writeTable(&t, stdout, stderr, f.format, f.plots)
+}
+
 // writeTable prints t and draws it to each plot file, atomically.
-func writeTable(t *table.Table, stdout, stderr io.Writer, format string, plots []string) error {
+func writeTable(t *table.Table, stdout, stderr io.Writer, format report.Format, plots []string) error {
 	if err := t.Write(stdout, format); err != nil {
 		return err
 	}
@@ -198,11 +197,27 @@ type tableMeasurer struct {
 	reps     int
 }
 
+// rows measures a row per size into t, stopping at the first error; a
+// Ctrl-C marks t interrupted and returns errInterrupted.
+func (m *tableMeasurer) rows(t *table.Table, sizes []int, kernels []string, cpuMax int) error {
+	for i, n := range sizes {
+		row, err := m.row(n, kernels, cpuMax, uint64(i))
+		if errors.Is(err, context.Canceled) {
+			t.Interrupted = true
+			return errInterrupted
+		}
+		if err != nil {
+			return err
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return nil
+}
+
 func (m *tableMeasurer) row(n int, kernels []string, cpuMax int, seed uint64) (table.Row, error) {
 	r := table.Row{N: n}
-	rng := rand.New(rand.NewPCG(seed, 1))
-	a, b := cpu.Random(n, n, rng), cpu.Random(n, n, rng)
-	c := cpu.New(n, n)
+	in := measure.NewInputs(n, n, n, seed)
+	a, b, c := in.A, in.B, in.C
 
 	if cpuMax > 0 && n > cpuMax {
 		r.CPUSkipped = fmt.Sprintf("above -cpu-max %d", cpuMax)
@@ -220,20 +235,15 @@ func (m *tableMeasurer) row(n int, kernels []string, cpuMax int, seed uint64) (t
 	}
 
 	for _, k := range kernels {
-		t, err := m.dev.Mul(c, a, b, &glcompute.MulOptions{Kernel: k, Warmup: 1, MinWarmup: minWarmup, Reps: m.reps})
+		res, err := measure.Product(m.dev, in, measure.Options{Kernel: k, Warmup: 1, Reps: m.reps})
 		if err != nil {
 			return r, err
 		}
-		times, src := t.Compute, "wall"
-		if t.GPU != nil {
-			times, src = t.GPU, "gl-timer"
-		}
-		mean := report.Mean(times)
-		res := validate.Check(validate.Auto, a, b, c, rand.New(rand.NewPCG(seed, 2)))
+		mean := measure.Mean(res.Times)
 		r.GPU = append(r.GPU, table.GPUResult{
-			Kernel: k, Spec: t.Kernel, MeanMS: table.MS(mean), MedianMS: table.MS(report.Median(times)),
-			GFLOPS: table.GFLOPS(n, table.MS(mean)), EndToEndMS: table.MS(t.Upload + report.Mean(t.Compute) + t.Readback),
-			TimingSource: src, Valid: res.OK, Validation: string(res.Mode),
+			Kernel: k, Spec: res.Kernel, MeanMS: table.MS(mean), MedianMS: table.MS(measure.Median(res.Times)),
+			GFLOPS: table.GFLOPS(n, table.MS(mean)), EndToEndMS: table.MS(res.EndToEnd()),
+			TimingSource: res.Source, Valid: res.Validation.OK, Validation: string(res.Validation.Mode),
 		})
 		if err := m.ctx.Err(); err != nil {
 			return r, err

@@ -1,32 +1,30 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/measure"
 	"github.com/glmul/glmul/internal/report"
 	"github.com/glmul/glmul/internal/tuning"
-	"github.com/glmul/glmul/shaders"
 	"github.com/glmul/glmul/validate"
 )
 
-// tuneResult is one candidate's outcome.
-type tuneResult struct {
-	Kernel string  `json:"kernel"`
-	GFLOPS float64 `json:"gflops"` // median of the timed runs
-	Valid  bool    `json:"valid"`
-	Error  string  `json:"error,omitempty"`
+// tuneFlags are glmul tune's flags, checked.
+type tuneFlags struct {
+	dev      deviceFlags
+	n, reps  int
+	show     bool
+	save     bool
+	specs    []string
+	format   report.Format
+	progress string
 }
 
-func runTune(args []string, stdout, stderr io.Writer) error {
+func parseTune(args []string, stderr io.Writer) (*tuneFlags, error) {
 	fs := newCommand("glmul tune", `glmul tune runs every candidate configuration of the fast kernel on this
 device, validates each product, and caches the fastest for this exact GL
 vendor, renderer and driver version; glmul then uses it by default.
@@ -37,219 +35,164 @@ Usage:
 
 Flags:
 `, stderr)
-	var dev deviceFlags
-	dev.register(fs)
-	n := fs.Int("n", 2048, "tune on `N`×N products (2048 on a GPU; smaller on Mesa llvmpipe)")
-	reps := fs.Int("reps", 5, "timed runs per candidate; the median counts")
-	show := fs.Bool("show", false, "print the tuning cache and the configuration this device uses, and exit")
-	save := fs.Bool("save", true, "store the winner in the tuning cache")
+	f := &tuneFlags{}
+	f.dev.register(fs)
+	fs.IntVar(&f.n, "n", 2048, "tune on `N`×N products (2048 on a GPU; smaller on Mesa llvmpipe)")
+	fs.IntVar(&f.reps, "reps", 5, "timed runs per candidate; the median counts")
+	fs.BoolVar(&f.show, "show", false, "print the tuning cache and the configuration this device uses, and exit")
+	fs.BoolVar(&f.save, "save", true, "store the winner in the tuning cache")
 	only := fs.String("candidates", "all", "`all`, or a comma-separated list of fast:... specs to try")
 	format := fs.String("format", "text", "output: text|json")
-	progress := fs.String("progress", "auto", "progress: auto|on|off (auto: a bar on terminals, a line per candidate otherwise)")
+	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (auto: a bar on terminals, a line per candidate otherwise)")
 	if err := parseCommand(fs, args); err != nil {
-		return err
+		return nil, err
 	}
-	if err := dev.check(); err != nil {
-		return err
+	if err := f.dev.check(); err != nil {
+		return nil, err
 	}
-	if *n < 1 {
-		return usagef("tune: -n must be at least 1 (got %d)", *n)
+	if err := positive("tune: ", "-n", f.n, "-reps", f.reps); err != nil {
+		return nil, err
 	}
-	if *reps < 1 {
-		return usagef("tune: -reps must be at least 1 (got %d)", *reps)
+	var err error
+	if f.format, err = report.CheckFormat(*format, report.Text, report.JSON); err != nil {
+		return nil, usagef("tune: -format: %v", err)
 	}
-	if *format != "text" && *format != "json" {
-		return usagef("tune: -format: unknown format %q: use text or json", *format)
+	if err := checkProgress("tune: ", f.progress); err != nil {
+		return nil, err
 	}
-	if err := checkProgress("tune: ", *progress); err != nil {
-		return err
-	}
-	var specs []string
 	if *only == "all" {
-		for _, c := range shaders.FastCandidates() {
-			specs = append(specs, "fast:"+c.String())
-		}
-	} else {
-		for _, s := range strings.Split(*only, ",") {
-			k, err := shaders.Lookup(strings.TrimSpace(s))
-			if err != nil || k.Name != "fast" {
-				return usagef("tune: -candidates: %q is not a fast kernel configuration (e.g. fast:128x128x8_8x8)", s)
-			}
-			specs = append(specs, k.Spec())
-		}
+		f.specs = glcompute.FastCandidates()
+		return f, nil
 	}
+	for _, s := range strings.Split(*only, ",") {
+		s = strings.TrimSpace(s)
+		if !strings.HasPrefix(s, "fast:") || glcompute.CheckKernel(s) != nil {
+			return nil, usagef("tune: -candidates: %q is not a fast kernel configuration (e.g. fast:128x128x8_8x8)", s)
+		}
+		f.specs = append(f.specs, s)
+	}
+	return f, nil
+}
 
+func runTune(args []string, stdout, stderr io.Writer) error {
+	f, err := parseTune(args, stderr)
+	if err != nil {
+		return err
+	}
 	path, err := tuning.Path()
 	if err != nil {
 		return err
 	}
-	if *show {
-		return showTuning(&dev, path, stdout)
+	if f.show {
+		return showTuning(&f.dev, path, stdout)
 	}
-
-	dev.ignoreTuned = true
-	d, err := dev.open()
+	f.dev.ignoreTuned = true
+	d, err := f.dev.open()
 	if err != nil {
 		return err
 	}
 	defer d.Release()
-	if err := d.CheckShape(*n, *n, *n); err != nil {
+	if err := d.CheckShape(f.n, f.n, f.n); err != nil {
 		return err
 	}
-	info := d.Info()
-	rng := rand.New(rand.NewPCG(1, 1))
-	a, b := cpu.Random(*n, *n, rng), cpu.Random(*n, *n, rng)
-	c := cpu.New(*n, *n)
-	flop := 2 * float64(*n) * float64(*n) * float64(*n)
-
-	bar := newBar(*progress, stderr, "tuning")
-	lines := bar == nil && *progress != "off"
-	if bar != nil {
-		bar.ChangeMax(len(specs) + 1)
-	}
-	measure := func(spec string) tuneResult {
-		r := tuneResult{Kernel: spec}
-		t, err := d.Mul(c, a, b, &glcompute.MulOptions{Kernel: spec, Warmup: 1, MinWarmup: minWarmup, Reps: *reps})
-		if err != nil {
-			r.Error = err.Error()
-			return r
-		}
-		kernel := t.Compute
-		if t.GPU != nil {
-			kernel = t.GPU
-		}
-		r.GFLOPS = report.GFLOPS(flop, report.Median(kernel))
-		res := validate.Check(validate.Auto, a, b, c, rand.New(rand.NewPCG(2, 2)))
-		r.Valid = res.OK
-		if !res.OK {
-			r.Error = res.Err().Error()
-		}
-		return r
-	}
-	var results []tuneResult
 	started := time.Now()
-	for i, spec := range append([]string{"tiled32"}, specs...) {
-		k, _ := shaders.Lookup(spec)
-		var r tuneResult
-		if k.SharedBytes > info.MaxSharedMemory {
-			r = tuneResult{Kernel: spec, Error: fmt.Sprintf("needs %d bytes of shared memory, the device has %d", k.SharedBytes, info.MaxSharedMemory)}
-		} else {
-			r = measure(spec)
-		}
-		results = append(results, r)
-		if bar != nil {
-			bar.Set(i + 1)
-		}
-		if lines {
-			status := fmt.Sprintf("%.1f GFLOPS", r.GFLOPS)
-			if r.Error != "" {
-				status = "skipped: " + firstLine(r.Error)
-			} else if !r.Valid {
-				status += " INVALID"
-			}
-			fmt.Fprintf(stderr, "tune %d/%d %s: %s\n", i+1, len(specs)+1, spec, status)
-		}
-	}
-	if bar != nil {
-		bar.Finish()
-	}
-
-	baseline := results[0]
-	cands := results[1:]
-	sortResults(cands)
-	// Phase 2: one short pass ranks noisily (GPU clocks drift over a sweep
-	// of minutes), so the leaders are measured in four more rounds,
-	// round-robin so that drift hits them alike; each keeps its best median.
-	top := min(finalists, len(cands))
-	for round := 0; round < 4; round++ {
-		for i := 0; i < top; i++ {
-			if !cands[i].Valid {
-				continue
-			}
-			if r := measure(cands[i].Kernel); r.Valid && r.GFLOPS > cands[i].GFLOPS {
-				cands[i].GFLOPS = r.GFLOPS
-			} else if !r.Valid {
-				cands[i] = r
-			}
-		}
-	}
-	sortResults(cands)
+	baseline, cands := f.sweep(d, stderr)
 	if len(cands) == 0 || !cands[0].Valid {
-		return fmt.Errorf("tune: no candidate ran and validated on %s", info.Renderer)
+		return fmt.Errorf("tune: no candidate ran and validated on %s", d.Info().Renderer)
 	}
-	best := cands[0]
-	builtin, _ := tuning.Builtin(tuning.Device{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version})
 	saved := ""
-	if *save {
-		cache, err := tuning.Load(path)
-		if err != nil {
-			return err
-		}
-		cache.Put(tuning.Entry{Device: tuning.Device{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version},
-			Kernel: best.Kernel, GFLOPS: best.GFLOPS, N: *n, When: time.Now().UTC()})
-		if err := cache.Save(path); err != nil {
+	if f.save {
+		if err := saveTuned(path, d.Info(), cands[0], f.n); err != nil {
 			return err
 		}
 		saved = path
 	}
+	return f.write(stdout, d.Info(), baseline, cands, saved, time.Since(started))
+}
 
-	if *format == "json" {
-		e := json.NewEncoder(stdout)
-		e.SetIndent("", "  ")
-		return e.Encode(map[string]any{"device": info, "n": *n, "reps": *reps, "best": best, "builtin": builtin,
-			"tiled32": baseline, "candidates": cands, "saved_to": saved, "seconds": time.Since(started).Seconds()})
+// sweep measures tiled32 as the baseline and every candidate with
+// tuning.Sweep, showing progress on stderr.
+func (f *tuneFlags) sweep(d *glcompute.Device, stderr io.Writer) (baseline tuning.Candidate, cands []tuning.Candidate) {
+	in := measure.NewInputs(f.n, f.n, f.n, 1)
+	measureOne := func(spec string) tuning.Candidate {
+		c := tuning.Candidate{Kernel: spec}
+		if err := d.Fits(spec); err != nil {
+			c.Error = err.Error()
+			return c
+		}
+		r, err := measure.Product(d, in, measure.Options{Kernel: spec, Warmup: 1, Reps: f.reps, Validate: validate.Auto})
+		if err != nil {
+			c.Error = err.Error()
+			return c
+		}
+		c.GFLOPS, c.Valid = r.GFLOPS(measure.Median(r.Times)), r.Validation.OK
+		if !c.Valid {
+			c.Error = r.Validation.Err().Error()
+		}
+		return c
 	}
-	fmt.Fprintf(stdout, "device   %s | %s | OpenGL %s\n", info.Vendor, info.Renderer, info.Version)
-	fmt.Fprintf(stdout, "tuned    %d×%d×%d, median of %d runs, %d candidates in %.0f s, every product validated\n",
-		*n, *n, *n, *reps, len(cands), time.Since(started).Seconds())
-	fmt.Fprintf(stdout, "best     %s: %.1f GFLOPS (tiled32: %.1f; %.1f×)\n", best.Kernel, best.GFLOPS, baseline.GFLOPS, best.GFLOPS/baseline.GFLOPS)
+	p := newProgress(f.progress, stderr, "tuning", len(f.specs)+1)
+	baseline = measureOne("tiled32")
+	p.step(fmt.Sprintf("tune 1/%d tiled32: %s", len(f.specs)+1, candidateStatus(baseline)))
+	cands = tuning.Sweep(f.specs, measureOne, tuning.Finalists, tuning.Rounds, func(i int, c tuning.Candidate) {
+		p.step(fmt.Sprintf("tune %d/%d %s: %s", i+2, len(f.specs)+1, c.Kernel, candidateStatus(c)))
+	})
+	p.done()
+	return baseline, cands
+}
+
+func candidateStatus(c tuning.Candidate) string {
+	switch {
+	case c.Error != "" && c.GFLOPS == 0:
+		return "skipped: " + firstLine(c.Error)
+	case !c.Valid:
+		return fmt.Sprintf("%.1f GFLOPS INVALID", c.GFLOPS)
+	}
+	return fmt.Sprintf("%.1f GFLOPS", c.GFLOPS)
+}
+
+// saveTuned stores best in the cache at path for the driver of info.
+func saveTuned(path string, info glcompute.Info, best tuning.Candidate, n int) error {
+	cache, err := tuning.Load(path)
+	if err != nil {
+		return err
+	}
+	cache.Put(tuning.Entry{Driver: tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version},
+		Kernel: best.Kernel, GFLOPS: best.GFLOPS, N: n, When: time.Now().UTC()})
+	return cache.Save(path)
+}
+
+// write prints the sweep's outcome.
+func (f *tuneFlags) write(w io.Writer, info glcompute.Info, baseline tuning.Candidate, cands []tuning.Candidate, saved string, took time.Duration) error {
+	best := cands[0]
+	builtin, _ := tuning.Builtin(tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version})
+	t := report.Table{Header: []string{"rank", "kernel", "GFLOPS", "vs best", "valid"},
+		JSON: map[string]any{"device": info, "n": f.n, "reps": f.reps, "best": best, "builtin": builtin,
+			"tiled32": baseline, "candidates": cands, "saved_to": saved, "seconds": took.Seconds()},
+		Preamble: [][2]string{
+			{"device", fmt.Sprintf("%s | %s | OpenGL %s", info.Vendor, info.Renderer, info.Version)},
+			{"tuned", fmt.Sprintf("%d×%d×%d, median of %d runs, %d candidates in %.0f s, every product validated", f.n, f.n, f.n, f.reps, len(cands), took.Seconds())},
+			{"best", fmt.Sprintf("%s: %.1f GFLOPS (tiled32: %.1f; %.1f×)", best.Kernel, best.GFLOPS, baseline.GFLOPS, best.GFLOPS/baseline.GFLOPS)}}}
 	if saved != "" {
-		fmt.Fprintf(stdout, "saved    to %s; glmul now uses it on this driver\n", saved)
+		t.Preamble = append(t.Preamble, [2]string{"saved", "to " + saved + "; glmul now uses it on this driver"})
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "rank\tkernel\tGFLOPS\tvs best\tvalid\t")
-	for i, r := range cands {
-		if r.Error != "" && !r.Valid && r.GFLOPS == 0 {
+	skipped := 0
+	for i, c := range cands {
+		if c.Error != "" && c.GFLOPS == 0 {
+			skipped++
 			continue
 		}
 		mark := ""
-		if r.Kernel == builtin {
+		if c.Kernel == builtin {
 			mark = " (built-in)"
 		}
-		fmt.Fprintf(tw, "%d\t%s%s\t%.1f\t%.0f%%\t%v\t\n", i+1, r.Kernel, mark, r.GFLOPS, 100*r.GFLOPS/best.GFLOPS, r.Valid)
-	}
-	tw.Flush()
-	skipped := 0
-	for _, r := range cands {
-		if r.Error != "" && r.GFLOPS == 0 {
-			skipped++
-		}
+		t.Rows = append(t.Rows, []string{fmt.Sprint(i + 1), c.Kernel + mark, fmt.Sprintf("%.1f", c.GFLOPS),
+			fmt.Sprintf("%.0f%%", 100*c.GFLOPS/best.GFLOPS), fmt.Sprint(c.Valid)})
 	}
 	if skipped > 0 {
-		fmt.Fprintf(stdout, "skipped  %d candidates that do not fit this device or failed to compile (-format json lists why)\n", skipped)
+		t.Notes = []string{fmt.Sprintf("skipped  %d candidates that do not fit this device or failed to compile (-format json lists why)", skipped)}
 	}
-	return nil
-}
-
-// finalists is how many leaders tune measures again.
-const finalists = 8
-
-// sortResults orders valid results first, fastest first.
-func sortResults(rs []tuneResult) {
-	slices.SortStableFunc(rs, func(x, y tuneResult) int {
-		switch {
-		case x.Valid != y.Valid:
-			if x.Valid {
-				return -1
-			}
-			return 1
-		case x.GFLOPS > y.GFLOPS:
-			return -1
-		case x.GFLOPS < y.GFLOPS:
-			return 1
-		}
-		return 0
-	})
+	return t.Write(w, f.format)
 }
 
 func firstLine(s string) string {

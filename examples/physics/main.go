@@ -42,54 +42,20 @@ func main() {
 	}
 }
 
+// run runs the example with the command line args, reporting on stdout: it
+// opens the engine's context, steps the bodies on the GPU through glmul,
+// and checks the final transforms against float64 on the CPU.
 func run(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("physics", flag.ContinueOnError)
-	bodies := fs.Int("bodies", 20000, "number of rigid bodies")
-	steps := fs.Int("steps", 0, "steps to run (0: until the window closes; 200 headless)")
-	headless := fs.Bool("headless", os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "", "no window: a headless EGL context")
-	if err := fs.Parse(args); err != nil {
+	opts, err := parseOptions(args)
+	if err != nil {
 		return err
 	}
-	if *bodies < 1 {
-		return errors.New("-bodies must be at least 1")
+	window, releaseContext, err := openContext(opts.headless)
+	if err != nil {
+		return err
 	}
-	if *steps == 0 && *headless {
-		*steps = 200
-	}
-
-	// The engine's context.
-	var window *glfw.Window
-	if *headless {
-		h, err := glcompute.NewHeadlessContext(0)
-		if err != nil {
-			return err
-		}
-		defer h.Release()
-		if err := gl.InitWithProcAddrFunc(h.GetProcAddress); err != nil {
-			return err
-		}
-	} else {
-		if err := glfw.Init(); err != nil {
-			return err
-		}
-		defer glfw.Terminate()
-		glfw.WindowHint(glfw.ContextVersionMajor, 4)
-		glfw.WindowHint(glfw.ContextVersionMinor, 3)
-		glfw.WindowHint(glfw.OpenGLProfile, glfw.OpenGLCoreProfile)
-		glfw.WindowHint(glfw.OpenGLForwardCompatible, glfw.True)
-		w, err := glfw.CreateWindow(800, 800, "glmul physics: batched 4×4 transforms", nil, nil)
-		if err != nil {
-			return err
-		}
-		window = w
-		w.MakeContextCurrent()
-		glfw.SwapInterval(1)
-		if err := gl.InitWithProcAddrFunc(glfw.GetProcAddress); err != nil {
-			return err
-		}
-	}
-
-	e, err := newEngine(*bodies)
+	defer releaseContext()
+	e, err := newEngine(opts.bodies)
 	if err != nil {
 		return err
 	}
@@ -98,53 +64,175 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer dev.Release()
-	fmt.Fprintf(stdout, "physics: %d bodies on %s (%s)\n", *bodies, dev.Info().Renderer, dev.Info().BackendNote)
-
-	// glmul's views of the engine's buffers, in place.
-	motion, err := dev.WrapBuffer(e.motion, 0, *bodies, 16, 16)
+	fmt.Fprintf(stdout, "physics: %d bodies on %s (%s)\n", opts.bodies, dev.Info().Renderer, dev.Info().BackendNote)
+	sim, err := newSimulation(dev, e)
 	if err != nil {
 		return err
 	}
-	world := [2]*glcompute.Matrix{}
-	for i := range world {
-		if world[i], err = dev.WrapBuffer(e.world[i], 0, *bodies, 16, 16); err != nil {
-			return err
+	steps, gpuTotal, err := sim.runSteps(opts.steps, window, stdout)
+	if err != nil {
+		return err
+	}
+	reportMeanGPUTime(stdout, steps, gpuTotal)
+	return e.verify(sim.world[steps%2], steps)
+}
+
+// options are the example's command-line settings.
+type options struct {
+	bodies   int  // rigid bodies, at least 1
+	steps    int  // steps to run; 0 runs until the window closes
+	headless bool // a headless EGL context instead of a window
+}
+
+// parseOptions parses the command line args. Headless is the default
+// where there is no display, and a headless run defaults to 200 steps.
+func parseOptions(args []string) (options, error) {
+	fs := flag.NewFlagSet("physics", flag.ContinueOnError)
+	bodies := fs.Int("bodies", 20000, "number of rigid bodies")
+	steps := fs.Int("steps", 0, "steps to run (0: until the window closes; 200 headless)")
+	headless := fs.Bool("headless", os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "", "no window: a headless EGL context")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if *bodies < 1 {
+		return options{}, errors.New("-bodies must be at least 1")
+	}
+	if *steps == 0 && *headless {
+		*steps = 200
+	}
+	return options{bodies: *bodies, steps: *steps, headless: *headless}, nil
+}
+
+// openContext makes the engine's GL context current and loads the GL
+// functions: a headless EGL context, or else a window, which it returns
+// (nil when headless). release frees the context; on error nothing is
+// left to free.
+func openContext(headless bool) (window *glfw.Window, release func(), err error) {
+	if headless {
+		release, err := openHeadlessContext()
+		return nil, release, err
+	}
+	return openWindow()
+}
+
+// openHeadlessContext makes a headless EGL context current and loads the
+// GL functions from it; release frees the context.
+func openHeadlessContext() (release func(), err error) {
+	h, err := glcompute.NewHeadlessContext(0)
+	if err != nil {
+		return nil, err
+	}
+	if err := gl.InitWithProcAddrFunc(h.GetProcAddress); err != nil {
+		h.Release()
+		return nil, err
+	}
+	return h.Release, nil
+}
+
+// openWindow opens an 800×800 GLFW window with an OpenGL 4.3 core context,
+// makes it current with vsync on and loads the GL functions from it;
+// release terminates GLFW.
+func openWindow() (window *glfw.Window, release func(), err error) {
+	if err := glfw.Init(); err != nil {
+		return nil, nil, err
+	}
+	glfw.WindowHint(glfw.ContextVersionMajor, 4)
+	glfw.WindowHint(glfw.ContextVersionMinor, 3)
+	glfw.WindowHint(glfw.OpenGLProfile, glfw.OpenGLCoreProfile)
+	glfw.WindowHint(glfw.OpenGLForwardCompatible, glfw.True)
+	w, err := glfw.CreateWindow(800, 800, "glmul physics: batched 4×4 transforms", nil, nil)
+	if err != nil {
+		glfw.Terminate()
+		return nil, nil, err
+	}
+	w.MakeContextCurrent()
+	glfw.SwapInterval(1)
+	if err := gl.InitWithProcAddrFunc(glfw.GetProcAddress); err != nil {
+		glfw.Terminate()
+		return nil, nil, err
+	}
+	return w, glfw.Terminate, nil
+}
+
+// simulation is glmul's side of the engine: views, in place, of the
+// engine's per-step motions and of its two world-transform buffers, which
+// the steps use in turn as source and destination.
+type simulation struct {
+	engine *engine
+	dev    *glcompute.Device
+	motion *glcompute.Matrix
+	world  [2]*glcompute.Matrix
+	batch  glcompute.Batch // one 4×4 product per body
+}
+
+// newSimulation wraps e's buffers as glmul matrices on dev.
+func newSimulation(dev *glcompute.Device, e *engine) (*simulation, error) {
+	s := &simulation{engine: e, dev: dev, batch: glcompute.Batch{Count: e.bodies, M: 4, K: 4, N: 4}}
+	var err error
+	if s.motion, err = dev.WrapBuffer(e.motion, 0, e.bodies, 16, 16); err != nil {
+		return nil, err
+	}
+	for i := range s.world {
+		if s.world[i], err = dev.WrapBuffer(e.world[i], 0, e.bodies, 16, 16); err != nil {
+			return nil, err
 		}
 	}
-	batch := glcompute.Batch{Count: *bodies, M: 4, K: 4, N: 4}
+	return s, nil
+}
 
+// runSteps runs steps steps, or with steps 0 until the window closes,
+// printing the GPU time of every 50th step and of the last; in a window it
+// draws the bodies after each step. It returns the number of steps done
+// and their total GPU time.
+func (s *simulation) runSteps(steps int, window *glfw.Window, stdout io.Writer) (int, time.Duration, error) {
 	var gpuTotal time.Duration
 	step := 0
-	for ; *steps == 0 || step < *steps; step++ {
+	for ; steps == 0 || step < steps; step++ {
 		if window != nil && window.ShouldClose() {
 			break
 		}
-		before := e.state()
-		src, dst := world[step%2], world[(step+1)%2]
-		gl.BeginQuery(gl.TIME_ELAPSED, e.query) // the engine's own timer
-		if err := dev.MulBatched(dst, motion, src, batch); err != nil {
-			return err
+		gpu, err := s.step(step)
+		if err != nil {
+			return step, gpuTotal, err
 		}
-		gl.EndQuery(gl.TIME_ELAPSED)
-		if after := e.state(); after != before {
-			return fmt.Errorf("step %d: glmul changed the engine's GL state: %+v → %+v", step, before, after)
-		}
-		var ns uint64
-		gl.GetQueryObjectui64v(e.query, gl.QUERY_RESULT, &ns)
-		gpuTotal += time.Duration(ns)
-		if step%50 == 0 || (*steps > 0 && step == *steps-1) {
-			fmt.Fprintf(stdout, "step %4d: GPU time of the batched product %v (GL timer; ≈0 on llvmpipe)\n", step, time.Duration(ns))
+		gpuTotal += gpu
+		if step%50 == 0 || (steps > 0 && step == steps-1) {
+			fmt.Fprintf(stdout, "step %4d: GPU time of the batched product %v (GL timer; ≈0 on llvmpipe)\n", step, gpu)
 		}
 		if window != nil {
-			e.draw(e.world[(step+1)%2], *bodies)
+			s.engine.draw(s.engine.world[(step+1)%2], s.engine.bodies)
 			window.SwapBuffers()
 			glfw.PollEvents()
 		}
 	}
-	if step > 0 {
-		fmt.Fprintf(stdout, "physics: %d steps, mean GPU time per step %v\n", step, gpuTotal/time.Duration(step))
+	return step, gpuTotal, nil
+}
+
+// step runs step number i: W ← M·W for every body as one batched product,
+// timed by the engine's own GL timer query. It returns the GPU time, or an
+// error if glmul left the engine's GL state changed.
+func (s *simulation) step(i int) (time.Duration, error) {
+	e := s.engine
+	before := e.state()
+	src, dst := s.world[i%2], s.world[(i+1)%2]
+	gl.BeginQuery(gl.TIME_ELAPSED, e.query) // the engine's own timer
+	if err := s.dev.MulBatched(dst, s.motion, src, s.batch); err != nil {
+		return 0, err
 	}
-	return e.verify(world[step%2], step)
+	gl.EndQuery(gl.TIME_ELAPSED)
+	if after := e.state(); after != before {
+		return 0, fmt.Errorf("step %d: glmul changed the engine's GL state: %+v → %+v", i, before, after)
+	}
+	var ns uint64
+	gl.GetQueryObjectui64v(e.query, gl.QUERY_RESULT, &ns)
+	return time.Duration(ns), nil
+}
+
+// reportMeanGPUTime prints the mean GPU time per step, if any step ran.
+func reportMeanGPUTime(stdout io.Writer, steps int, gpuTotal time.Duration) {
+	if steps > 0 {
+		fmt.Fprintf(stdout, "physics: %d steps, mean GPU time per step %v\n", steps, gpuTotal/time.Duration(steps))
+	}
 }
 
 // engine is the host's side: its buffers, its program, its state.

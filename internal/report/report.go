@@ -1,5 +1,7 @@
-// Package report formats glmul's results as aligned text, JSON or CSV. It is
-// pure Go.
+// Package report formats glmul's results: the main command's product
+// (Run) and the tables of bench, tune and table (Table), as aligned text,
+// Markdown, JSON or CSV. It is pure Go: it never touches GL; what it prints
+// is measured elsewhere (internal/measure).
 package report
 
 import (
@@ -7,11 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"time"
 
-	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/validate"
 )
 
@@ -33,19 +33,44 @@ func ParseFormat(s string) (Format, error) {
 	return "", fmt.Errorf("unknown format %q: use text, json or csv", s)
 }
 
+// Device is the GPU and driver as a report shows them. Its JSON is Full,
+// the complete description (glcompute.Info: limits, kernels, ...).
+type Device struct {
+	Vendor, Renderer, Version, GLSLVersion string
+	Backend, BackendNote                   string
+	Full                                   any
+}
+
+// MarshalJSON writes Full.
+func (d Device) MarshalJSON() ([]byte, error) { return json.Marshal(d.Full) }
+
+// Timings are what a report shows of one product's timings. Their JSON is
+// Full, the complete record (glcompute.Timings: every run).
+type Timings struct {
+	Dispatches                 int
+	Groups                     [2]int
+	Runs                       int
+	Upload, Readback           time.Duration
+	UploadBytes, ReadbackBytes int64
+	Full                       any
+}
+
+// MarshalJSON writes Full.
+func (t Timings) MarshalJSON() ([]byte, error) { return json.Marshal(t.Full) }
+
 // Run is the result of one glmul product.
 type Run struct {
-	Device     glcompute.Info    `json:"device"`
-	Kernel     string            `json:"kernel"`
-	M          int               `json:"m"`
-	K          int               `json:"k"`
-	N          int               `json:"n"`
-	Seed       uint64            `json:"seed"`
-	Warmup     int               `json:"warmup"`
-	MaxGroups  int               `json:"max_groups"`
-	Timings    glcompute.Timings `json:"timings"`
-	Validation validate.Result   `json:"validation"`
-	Summary    Summary           `json:"summary"`
+	Device     Device          `json:"device"`
+	Kernel     string          `json:"kernel"`
+	M          int             `json:"m"`
+	K          int             `json:"k"`
+	N          int             `json:"n"`
+	Seed       uint64          `json:"seed"`
+	Warmup     int             `json:"warmup"`
+	MaxGroups  int             `json:"max_groups"`
+	Timings    Timings         `json:"timings"`
+	Validation validate.Result `json:"validation"`
+	Summary    Summary         `json:"summary"`
 }
 
 // Summary holds the figures derived from the timings.
@@ -64,51 +89,6 @@ type Summary struct {
 	GFLOPSMedian float64 `json:"gflops_median"`
 	// GFLOPSEndToEnd counts upload, one mean run and readback.
 	GFLOPSEndToEnd float64 `json:"gflops_end_to_end"`
-}
-
-// Summarize fills r.Summary from r.Timings.
-func (r *Run) Summarize() {
-	t := r.Timings
-	kernel, src := t.Compute, "wall"
-	if t.GPU != nil {
-		kernel, src = t.GPU, "gl-timer"
-	}
-	flop := 2 * float64(r.M) * float64(r.N) * float64(r.K)
-	s := Summary{TimingSource: src,
-		KernelMeanMS: ms(Mean(kernel)), KernelMedMS: ms(Median(kernel)), KernelMinMS: ms(slices.Min(kernel)),
-		WallMeanMS: ms(Mean(t.Compute)), UploadMS: ms(t.Upload), ReadbackMS: ms(t.Readback)}
-	s.GFLOPSMean = GFLOPS(flop, Mean(kernel))
-	s.GFLOPSMedian = GFLOPS(flop, Median(kernel))
-	s.GFLOPSEndToEnd = GFLOPS(flop, t.Upload+Mean(t.Compute)+t.Readback)
-	r.Summary = s
-}
-
-// GFLOPS returns flop / d in units of 10⁹ per second.
-func GFLOPS(flop float64, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return flop / d.Seconds() / 1e9
-}
-
-// Mean of ds.
-func Mean(ds []time.Duration) time.Duration {
-	var s time.Duration
-	for _, d := range ds {
-		s += d
-	}
-	return s / time.Duration(len(ds))
-}
-
-// Median of ds.
-func Median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // FormatGFLOPS prints a rate with three significant digits at least, so
@@ -157,7 +137,7 @@ func (r *Run) writeText(w io.Writer) error {
 		src = "wall clock after glFinish; the driver's GL timer reads ≈0"
 	}
 	p("compute", "%8.2f ms mean, %.2f median, %.2f min over %d run(s) after %d+ warm-up run(s) of at least 0.3 s (%s)",
-		s.KernelMeanMS, s.KernelMedMS, s.KernelMinMS, len(t.Compute), r.Warmup, src)
+		s.KernelMeanMS, s.KernelMedMS, s.KernelMinMS, t.Runs, r.Warmup, src)
 	if s.TimingSource != "wall" {
 		p("", "%8.2f ms mean wall clock after glFinish", s.WallMeanMS)
 	}
@@ -182,8 +162,8 @@ func (r *Run) writeCSV(w io.Writer) error {
 	f := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
 	cw := csv.NewWriter(w)
 	cw.Write(CSVHeader)
-	cw.Write([]string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, string(r.Device.Backend),
-		r.Device.Renderer, r.Device.Version, strconv.Itoa(r.Timings.Dispatches), strconv.Itoa(len(r.Timings.Compute)),
+	cw.Write([]string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, r.Device.Backend,
+		r.Device.Renderer, r.Device.Version, strconv.Itoa(r.Timings.Dispatches), strconv.Itoa(r.Timings.Runs),
 		s.TimingSource, f(s.UploadMS), f(s.KernelMeanMS), f(s.KernelMedMS), f(s.KernelMinMS), f(s.ReadbackMS),
 		f(s.GFLOPSMean), f(s.GFLOPSMedian), f(s.GFLOPSEndToEnd), string(r.Validation.Mode),
 		strconv.FormatBool(r.Validation.OK), f(r.Validation.WorstRatio)})

@@ -8,14 +8,13 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/glmul/glmul/internal/report"
 )
 
 // Row is one matrix size. Times are in milliseconds; a zero time means the
@@ -138,13 +137,8 @@ type Table struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// Formats.
-const (
-	Text     = "text"
-	Markdown = "markdown"
-	CSV      = "csv"
-	JSON     = "json"
-)
+// Formats: text, markdown, csv and json (report's).
+var Formats = []report.Format{report.Text, report.Markdown, report.CSV, report.JSON}
 
 // columns returns the header and the cells of every row.
 func (t *Table) columns() (header []string, cells [][]string) {
@@ -237,42 +231,17 @@ func num(x float64) string {
 	return strconv.FormatFloat(x, 'g', 3, 64)
 }
 
-// Write formats the table.
-func (t *Table) Write(w io.Writer, format string) error {
+// Write formats the table in one of Formats.
+func (t *Table) Write(w io.Writer, format report.Format) error {
 	header, cells := t.columns()
-	switch format {
-	case JSON:
-		e := json.NewEncoder(w)
-		e.SetIndent("", "  ")
-		return e.Encode(t)
-	case CSV:
-		cw := csv.NewWriter(w)
-		cw.Write(header)
-		cw.WriteAll(cells)
-		return cw.Error()
-	case Markdown:
-		fmt.Fprintf(w, "Device: %s  \nCPU: %s  \nCommand: `%s`  \nDate: %s; GPU times: mean of %d runs after at least 0.3 s of warm-up.\n\n",
-			t.Device, t.CPU, t.Command, t.When.Format("2006-01-02"), t.Reps)
-		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
-		for _, row := range cells {
-			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
-		}
-		if t.Interrupted {
-			fmt.Fprintln(w, "\nInterrupted: sizes after the last row were not measured.")
-		}
-		return nil
-	}
-	fmt.Fprintf(w, "device  %s\ncpu     %s\n", t.Device, t.CPU)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
-	for _, row := range cells {
-		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+	out := report.Table{Header: header, Rows: cells, JSON: t,
+		Preamble: [][2]string{{"device", t.Device}, {"CPU", t.CPU}}}
+	if format == report.Markdown {
+		out.Preamble = append(out.Preamble, [2]string{"command", "`" + t.Command + "`"},
+			[2]string{"date", fmt.Sprintf("%s; GPU times: mean of %d runs after at least 0.3 s of warm-up.", t.When.Format("2006-01-02"), t.Reps)})
 	}
 	if t.Interrupted {
-		fmt.Fprintln(w, "interrupted: sizes after the last row were not measured")
+		out.Notes = []string{"interrupted: sizes after the last row were not measured"}
 	}
-	return nil
+	return out.Write(w, format)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/glmul/glmul/internal/report"
 )
 
 // example is a table with made-up but consistent figures: formatting tests
@@ -54,7 +56,7 @@ func TestPaperTranscription(t *testing.T) {
 func TestFormats(t *testing.T) {
 	tb := example()
 	var b bytes.Buffer
-	if err := tb.Write(&b, CSV); err != nil {
+	if err := tb.Write(&b, report.CSV); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := csv.NewReader(&b).ReadAll()
@@ -71,19 +73,19 @@ func TestFormats(t *testing.T) {
 		t.Errorf("rows: %v / %v", recs[1], recs[4])
 	}
 	b.Reset()
-	tb.Write(&b, JSON)
+	tb.Write(&b, report.JSON)
 	var back Table
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil || len(back.Rows) != 4 || back.Rows[3].CPUSkipped == "" {
 		t.Fatalf("JSON: %v %+v", err, back)
 	}
 	b.Reset()
-	tb.Write(&b, Markdown)
+	tb.Write(&b, report.Markdown)
 	md := b.String()
 	if !strings.Contains(md, "| N | CPU naive ms") || strings.Count(md, "\n| ") != 5 || !strings.Contains(md, "Command: `glmul table`") {
 		t.Errorf("Markdown:\n%s", md)
 	}
 	b.Reset()
-	tb.Write(&b, Text)
+	tb.Write(&b, report.Text)
 	if !strings.Contains(b.String(), "device  Test") || !strings.Contains(b.String(), "skipped") {
 		t.Errorf("text:\n%s", b.String())
 	}

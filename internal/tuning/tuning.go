@@ -18,9 +18,9 @@ import (
 	"github.com/google/renameio/v2"
 )
 
-// Device identifies a driver: a tuned configuration is valid for exactly
+// Driver identifies a GL driver: a tuned configuration is valid for exactly
 // this triple, since a driver update can change what is fastest.
-type Device struct {
+type Driver struct {
 	Vendor   string `json:"vendor"`
 	Renderer string `json:"renderer"`
 	Version  string `json:"version"`
@@ -28,7 +28,7 @@ type Device struct {
 
 // Entry is one tuned result.
 type Entry struct {
-	Device
+	Driver
 	Kernel string    `json:"kernel"` // a shaders.Lookup spec, "fast:128x128x16_8x4_db"
 	GFLOPS float64   `json:"gflops"` // its rate in the tuning run
 	N      int       `json:"n"`      // the square size tuned at
@@ -71,9 +71,9 @@ func Load(path string) (Cache, error) {
 }
 
 // Lookup returns the entry for d, if any.
-func (c Cache) Lookup(d Device) (Entry, bool) {
+func (c Cache) Lookup(d Driver) (Entry, bool) {
 	for _, e := range c.Entries {
-		if e.Device == d {
+		if e.Driver == d {
 			return e, true
 		}
 	}
@@ -83,7 +83,7 @@ func (c Cache) Lookup(d Device) (Entry, bool) {
 // Put replaces d's entry (or adds it).
 func (c *Cache) Put(e Entry) {
 	for i := range c.Entries {
-		if c.Entries[i].Device == e.Device {
+		if c.Entries[i].Driver == e.Driver {
 			c.Entries[i] = e
 			return
 		}
@@ -109,7 +109,7 @@ func (c Cache) Save(path string) error {
 // Builtin returns the fast kernel's configuration for a device that was
 // never tuned, and where the choice comes from. Only the vendors named here
 // were measured (docs/PERFORMANCE.md); others get the generic default.
-func Builtin(d Device) (kernel, source string) {
+func Builtin(d Driver) (kernel, source string) {
 	switch {
 	case strings.Contains(d.Vendor, "NVIDIA"):
 		return NVIDIADefault, "built-in default for NVIDIA (tuned on an H100)"
@@ -121,7 +121,7 @@ func Builtin(d Device) (kernel, source string) {
 
 // SmallGrid returns the configuration for products the default handles
 // badly (see UseSmallGrid); "" where the default serves every size.
-func SmallGrid(d Device) string {
+func SmallGrid(d Driver) string {
 	if strings.Contains(d.Vendor, "NVIDIA") {
 		return NVIDIASmallGrid
 	}
@@ -143,7 +143,7 @@ func UseSmallGrid(groups, k int) bool { return groups < 128 || k < 512 }
 // math.MaxInt (never) where the GPU path never won or was never measured:
 // on Mesa llvmpipe the "GPU" is the same CPU cores gonum uses, and gonum is
 // faster there (docs/PERFORMANCE.md).
-func SgemmThreshold(d Device) int {
+func SgemmThreshold(d Driver) int {
 	if strings.Contains(d.Vendor, "NVIDIA") {
 		// H100 against gonum on its 16-thread Xeon host: the GPU path lost
 		// at 128³ (11.3 vs 14.7 GFLOPS) and won from 256³ (65.5 vs 37.1).

@@ -16,11 +16,11 @@ func TestSaveLoadPutLookup(t *testing.T) {
 	if err != nil || len(c.Entries) != 0 {
 		t.Fatalf("missing file: %v, %v", c, err)
 	}
-	d1 := Device{"NVIDIA Corporation", "H100", "4.3.0 NVIDIA 580"}
-	d2 := Device{"Mesa", "llvmpipe", "4.5 Mesa 22.3.6"}
-	c.Put(Entry{Device: d1, Kernel: "fast:128x128x8_8x8", GFLOPS: 1, N: 2048, When: time.Unix(1, 0).UTC()})
-	c.Put(Entry{Device: d2, Kernel: "fast:64x64x8_4x4", GFLOPS: 2, N: 512})
-	c.Put(Entry{Device: d1, Kernel: "fast:128x128x16_8x4", GFLOPS: 3, N: 2048})
+	d1 := Driver{"NVIDIA Corporation", "H100", "4.3.0 NVIDIA 580"}
+	d2 := Driver{"Mesa", "llvmpipe", "4.5 Mesa 22.3.6"}
+	c.Put(Entry{Driver: d1, Kernel: "fast:128x128x8_8x8", GFLOPS: 1, N: 2048, When: time.Unix(1, 0).UTC()})
+	c.Put(Entry{Driver: d2, Kernel: "fast:64x64x8_4x4", GFLOPS: 2, N: 512})
+	c.Put(Entry{Driver: d1, Kernel: "fast:128x128x16_8x4", GFLOPS: 3, N: 2048})
 	if err := c.Save(path); err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestSaveLoadPutLookup(t *testing.T) {
 	if e, ok := back.Lookup(d1); !ok || e.Kernel != "fast:128x128x16_8x4" || e.GFLOPS != 3 || len(back.Entries) != 2 {
 		t.Fatalf("after Put twice: %+v", back)
 	}
-	if _, ok := back.Lookup(Device{"NVIDIA Corporation", "H100", "4.3.0 NVIDIA 590"}); ok {
+	if _, ok := back.Lookup(Driver{"NVIDIA Corporation", "H100", "4.3.0 NVIDIA 590"}); ok {
 		t.Fatal("entry matched another driver version")
 	}
 }
@@ -61,22 +61,22 @@ func TestBuiltinsAreCandidates(t *testing.T) {
 			t.Errorf("built-in %s is not one of the tuned candidates (so not conformance-tested): %v", k, err)
 		}
 	}
-	if k, _ := Builtin(Device{Vendor: "NVIDIA Corporation"}); k != NVIDIADefault {
+	if k, _ := Builtin(Driver{Vendor: "NVIDIA Corporation"}); k != NVIDIADefault {
 		t.Errorf("NVIDIA gets %s", k)
 	}
-	if k, _ := Builtin(Device{Vendor: "Mesa", Renderer: "llvmpipe (LLVM 15)"}); k != LlvmpipeDefault {
+	if k, _ := Builtin(Driver{Vendor: "Mesa", Renderer: "llvmpipe (LLVM 15)"}); k != LlvmpipeDefault {
 		t.Errorf("llvmpipe gets %s", k)
 	}
-	if k, src := Builtin(Device{Vendor: "AMD"}); k != GenericDefault || src == "" {
+	if k, src := Builtin(Driver{Vendor: "AMD"}); k != GenericDefault || src == "" {
 		t.Errorf("AMD gets %s", k)
 	}
 }
 
 func TestSgemmThreshold(t *testing.T) {
-	if got := SgemmThreshold(Device{Vendor: "NVIDIA Corporation"}); got != 1<<24 {
+	if got := SgemmThreshold(Driver{Vendor: "NVIDIA Corporation"}); got != 1<<24 {
 		t.Errorf("NVIDIA threshold %d, want 256³", got)
 	}
-	if got := SgemmThreshold(Device{Vendor: "Mesa", Renderer: "llvmpipe"}); got != math.MaxInt {
+	if got := SgemmThreshold(Driver{Vendor: "Mesa", Renderer: "llvmpipe"}); got != math.MaxInt {
 		t.Errorf("llvmpipe threshold %d, want never", got)
 	}
 }

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/glmul/glmul/internal/tuning"
+)
+
+func TestBenchAndTuneUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "-shapes", "0"}, "sizes must be at least 1"},
+		{[]string{"bench", "-shapes", "3x4"}, "want MxKxN"},
+		{[]string{"bench", "-kernels", "fastest"}, "unknown kernel"},
+		{[]string{"bench", "-reps", "0"}, "-reps must be at least 1"},
+		{[]string{"bench", "-format", "xml"}, "use text, csv, json, bench"},
+		{[]string{"bench", "-validate", "most"}, "unknown validation mode"},
+		{[]string{"tune", "-n", "0"}, "-n must be at least 1"},
+		{[]string{"tune", "-reps", "0"}, "-reps must be at least 1"},
+		{[]string{"tune", "-format", "csv"}, "use text, json"},
+		{[]string{"tune", "-candidates", "tiled32"}, "not a fast kernel configuration"},
+		{[]string{"table", "-format", "xml"}, "use text, markdown, csv, json"},
+		{[]string{"table", "-kernels", "fastest"}, "unknown kernel"},
+	} {
+		code, stdout, stderr := glmul(c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) || stdout != "" {
+			t.Errorf("glmul %v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+func TestBenchFormats(t *testing.T) {
+	needGL(t)
+	args := []string{"bench", "-backend", "egl", "-shapes", "33,20x7x9", "-kernels", "tiled32,fast", "-reps", "2", "-progress", "off"}
+	code, stdout, stderr := glmul(append(args, "-format", "csv")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	recs, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
+	if err != nil || len(recs) != 5 || recs[0][0] != "m" || recs[4][0] != "20" || recs[4][3] != "fast" || recs[4][10] != "true" {
+		t.Fatalf("CSV %v: %q", err, recs)
+	}
+	code, stdout, _ = glmul(append(args, "-format", "json")...)
+	var j struct {
+		Results []benchRow `json:"results"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &j) != nil || len(j.Results) != 4 || len(j.Results[0].Times) != 2 {
+		t.Fatalf("JSON exit %d: %s", code, stdout)
+	}
+	code, stdout, _ = glmul(append(args, "-format", "bench")...)
+	if code != 0 || strings.Count(stdout, "BenchmarkGEMM/kernel=fast/shape=33x33x33 \t1\t") != 2 || !strings.Contains(stdout, "flop/s") {
+		t.Fatalf("bench format, exit %d:\n%s", code, stdout)
+	}
+	code, stdout, _ = glmul(append(args, "-format", "text")...)
+	if code != 0 || !strings.HasPrefix(stdout, "device ") || !strings.Contains(stdout, "20x7x9") || strings.Count(stdout, "true") != 4 {
+		t.Fatalf("text, exit %d:\n%s", code, stdout)
+	}
+}
+
+// TestTune runs a small sweep without and with saving, and -show.
+func TestTune(t *testing.T) {
+	needGL(t)
+	cache := filepath.Join(t.TempDir(), "tuned.json")
+	t.Setenv("GLMUL_TUNE_CACHE", cache)
+	specs := "fast:64x64x8_8x4,fast:32x32x8_4x4"
+	args := []string{"tune", "-backend", "egl", "-n", "40", "-reps", "2", "-candidates", specs, "-progress", "on"}
+	code, stdout, stderr := glmul(append(args, "-save=false", "-format", "json")...)
+	var j struct {
+		Best       tuning.Candidate   `json:"best"`
+		Candidates []tuning.Candidate `json:"candidates"`
+		SavedTo    string             `json:"saved_to"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &j) != nil {
+		t.Fatalf("exit %d, %s\n%s", code, stderr, stdout)
+	}
+	if len(j.Candidates) != 2 || !j.Best.Valid || j.SavedTo != "" || !strings.Contains(specs, j.Best.Kernel) {
+		t.Fatalf("%+v", j)
+	}
+	if _, err := os.Stat(cache); err == nil {
+		t.Fatal("-save=false wrote the cache")
+	}
+	code, stdout, stderr = glmul(args...)
+	if code != 0 || !strings.Contains(stdout, "best ") || !strings.Contains(stdout, "saved ") {
+		t.Fatalf("exit %d, %s\n%s", code, stderr, stdout)
+	}
+	c, err := tuning.Load(cache)
+	if err != nil || len(c.Entries) != 1 || !strings.Contains(specs, c.Entries[0].Kernel) {
+		t.Fatalf("cache %v %+v", err, c)
+	}
+	code, stdout, _ = glmul("tune", "-show", "-backend", "egl")
+	if code != 0 || !strings.Contains(stdout, "uses     "+c.Entries[0].Kernel) || !strings.Contains(stdout, "tuned by glmul tune") {
+		t.Fatalf("-show: exit %d\n%s", code, stdout)
+	}
+}

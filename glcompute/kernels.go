@@ -1,0 +1,268 @@
+package glcompute
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/internal/tuning"
+	"github.com/glmul/glmul/shaders"
+)
+
+// This file is the one place that knows kernels: parsing a spec, the
+// compiled programs and their uniforms, what fits the device, and which
+// configuration runs by default (tuned, built-in, or the small-grid one).
+
+// program is a compiled kernel and its uniform locations.
+type program struct {
+	kernel shaders.Kernel
+	prog   glw.Program
+	locs   map[string]int32 // uniform locations, looked up once
+	set    map[int32]uint32 // the last value set per uniform (a float's bits)
+}
+
+// setUint sets the uint uniform name of p, the current program, unless it
+// already holds v (a resident product re-sets the same values every call).
+// Every uniform of glmul's programs is set through setUint, setUints or
+// setFloat, so the cache stays true; a uniform the kernel lacks (location
+// −1) is ignored.
+func (p *program) setUint(name string, v uint32) {
+	if l, ok := p.changed(name, v); ok {
+		glw.SetUint(l, v)
+	}
+}
+
+// setFloat sets the float uniform name of p, as setUint does.
+func (p *program) setFloat(name string, v float32) {
+	if l, ok := p.changed(name, math.Float32bits(v)); ok {
+		glw.SetFloat(l, v)
+	}
+}
+
+// uniform is a uint uniform's name and value, for setUints.
+type uniform struct {
+	name string
+	v    int
+}
+
+// setUints sets several uint uniforms with setUint.
+func (p *program) setUints(us ...uniform) {
+	for _, u := range us {
+		p.setUint(u.name, uint32(u.v))
+	}
+}
+
+// changed returns the location of uniform name and whether its cached
+// value differs from bits, recording bits as its value.
+func (p *program) changed(name string, bits uint32) (int32, bool) {
+	l := p.loc(name)
+	if old, ok := p.set[l]; ok && old == bits {
+		return l, false
+	}
+	if p.set == nil {
+		p.set = map[int32]uint32{}
+	}
+	p.set[l] = bits
+	return l, true
+}
+
+func (p *program) release() { p.prog.Release() }
+
+// loc returns the location of a uniform, looked up once. It panics on a
+// name the kernel's source does not declare: a misspelt uniform would
+// otherwise be set nowhere, silently (location −1 is also what a declared
+// uniform that the compiler removed gets, which is harmless).
+func (p *program) loc(name string) int32 {
+	if l, ok := p.locs[name]; ok {
+		return l
+	}
+	if p.locs == nil {
+		p.locs = map[string]int32{}
+	}
+	l := p.prog.Uniform(name)
+	if l < 0 && !declaresUniform(p.kernel.Source, name) {
+		panic("glcompute: kernel " + p.kernel.File + " has no uniform " + name)
+	}
+	p.locs[name] = l
+	return l
+}
+
+// declaresUniform reports whether GLSL source declares a uniform name.
+func declaresUniform(source, name string) bool {
+	for _, line := range strings.Split(source, "\n") {
+		f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(line), ";"))
+		if len(f) >= 3 && f[0] == "uniform" && strings.TrimSuffix(f[2], ";") == name {
+			return true
+		}
+	}
+	return false
+}
+
+// program returns the compiled kernel that spec names; on the device thread.
+func (d *Device) program(spec string) (*program, error) {
+	if p, ok := d.programs[spec]; ok {
+		return p, nil
+	}
+	k, err := shaders.Lookup(spec)
+	if err != nil {
+		return nil, fmt.Errorf("glcompute: %v", err)
+	}
+	return d.programOf(k)
+}
+
+// programOf returns kernel k compiled, from the cache when it was before;
+// on the device thread.
+func (d *Device) programOf(k shaders.Kernel) (*program, error) {
+	spec := k.Spec()
+	if p, ok := d.programs[spec]; ok {
+		return p, nil
+	}
+	if err := d.fits(k); err != nil {
+		return nil, err
+	}
+	prog, err := glw.NewComputeProgram(k.File, k.Source)
+	if err != nil {
+		var ce *glw.CompileError
+		if errors.As(err, &ce) && d.opts.Verbose {
+			return nil, fmt.Errorf("%w: %v\n%s", ErrDriver, err, ce.NumberedSource())
+		}
+		return nil, fmt.Errorf("%w: %v", ErrDriver, err)
+	}
+	p := &program{kernel: k, prog: prog}
+	d.programs[spec] = p
+	return p, nil
+}
+
+// fits reports whether the device can run kernel k at all.
+func (d *Device) fits(k shaders.Kernel) error {
+	switch {
+	case k.SharedBytes > d.info.MaxSharedMemory:
+		return fmt.Errorf("%w: kernel %s needs %d bytes of shared memory, the driver offers %d (GL_MAX_COMPUTE_SHARED_MEMORY_SIZE)",
+			ErrUnsupported, k.Spec(), k.SharedBytes, d.info.MaxSharedMemory)
+	case k.Threads > d.info.MaxWorkGroupInvocations:
+		return fmt.Errorf("%w: kernel %s needs %d invocations per work group, the driver offers %d",
+			ErrUnsupported, k.Spec(), k.Threads, d.info.MaxWorkGroupInvocations)
+	}
+	return nil
+}
+
+// ProgramBinary compiles the kernel that spec names (see MulOptions.Kernel)
+// and returns the driver's program binary, for reading what the compiler
+// made of it (NVIDIA's contains the assembly as text). Safe from any
+// goroutine.
+func (d *Device) ProgramBinary(spec string) ([]byte, error) {
+	if spec == "" || spec == "fast" {
+		spec = d.DefaultKernel()
+	}
+	var data []byte
+	var err error
+	d.call(func() {
+		var p *program
+		if p, err = d.program(spec); err != nil {
+			return
+		}
+		_, data = p.prog.Binary()
+		if data == nil {
+			err = fmt.Errorf("%w: the driver returns no program binary for %s", ErrUnsupported, spec)
+		}
+	})
+	return data, err
+}
+
+// DefaultKernel is the kernel spec Mul uses when MulOptions.Kernel is ""
+// or "fast", for products large enough: see Info.DefaultKernel.
+func (d *Device) DefaultKernel() string { return d.info.DefaultKernel }
+
+// kernelFor returns the fast configuration for an m×k by k×n product: the
+// default, or Info.SmallGridKernel where tuning.UseSmallGrid says the
+// default's large tiles fit the product badly.
+func (d *Device) kernelFor(m, kDim, n int) string {
+	spec := d.info.DefaultKernel
+	if d.info.SmallGridKernel == "" {
+		return spec
+	}
+	k, err := shaders.Lookup(spec)
+	if err != nil {
+		return spec
+	}
+	groups := ((m + k.TileM - 1) / k.TileM) * ((n + k.TileN - 1) / k.TileN)
+	if tuning.UseSmallGrid(groups, kDim) {
+		return d.info.SmallGridKernel
+	}
+	return spec
+}
+
+// chooseKernels sets Info's kernel choice: DefaultKernel and its source
+// (chooseDefaultKernel) and the SmallGridKernel where the vendor has one
+// that fits.
+func (d *Device) chooseKernels() {
+	i := &d.info
+	i.DefaultKernel, i.DefaultKernelSource = d.chooseDefaultKernel()
+	if k, err := shaders.Lookup(tuning.SmallGrid(d.tuningDriver())); err == nil && d.fits(k) == nil {
+		i.SmallGridKernel = k.Spec()
+	}
+}
+
+// chooseDefaultKernel returns the tuned fast configuration for this driver
+// if glmul tune cached one that still parses and fits, else the built-in
+// one for the vendor.
+func (d *Device) chooseDefaultKernel() (spec, source string) {
+	dev := d.tuningDriver()
+	builtin, builtinSource := tuning.Builtin(dev)
+	if d.opts.IgnoreTuned {
+		return builtin, builtinSource
+	}
+	path, err := tuning.Path()
+	if err != nil {
+		return builtin, builtinSource
+	}
+	cache, err := tuning.Load(path)
+	if err != nil {
+		return builtin, builtinSource + "; " + err.Error()
+	}
+	e, ok := cache.Lookup(dev)
+	if !ok {
+		return builtin, builtinSource
+	}
+	k, err := shaders.Lookup(e.Kernel)
+	if err != nil || d.fits(k) != nil {
+		return builtin, builtinSource + fmt.Sprintf("; the tuned %q in %s does not fit this build or device", e.Kernel, path)
+	}
+	return e.Kernel, fmt.Sprintf("tuned by glmul tune on %s (%s)", e.When.Format("2006-01-02"), path)
+}
+
+// CheckKernel reports whether spec names a kernel (see MulOptions.Kernel),
+// without a device: for checking a command line before opening one.
+func CheckKernel(spec string) error {
+	if _, err := shaders.Lookup(spec); err != nil {
+		return fmt.Errorf("glcompute: %w", err)
+	}
+	return nil
+}
+
+// FastCandidates returns the specs of every configuration of the fast
+// kernel that glmul tune tries ("fast:128x128x8_8x8", ...).
+func FastCandidates() []string {
+	var out []string
+	for _, c := range shaders.FastCandidates() {
+		out = append(out, "fast:"+c.String())
+	}
+	return out
+}
+
+// Fits reports whether the kernel spec names can run on d: an error
+// matching ErrUnsupported says why not (shared memory, invocations). Safe
+// from any goroutine.
+func (d *Device) Fits(spec string) error {
+	k, err := shaders.Lookup(spec)
+	if err != nil {
+		return fmt.Errorf("glcompute: %w", err)
+	}
+	return d.fits(k)
+}
+
+func (d *Device) tuningDriver() tuning.Driver {
+	return tuning.Driver{Vendor: d.info.Vendor, Renderer: d.info.Renderer, Version: d.info.Version}
+}

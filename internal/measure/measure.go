@@ -1,0 +1,165 @@
+// Package measure runs one matrix product on a glcompute.Device the way
+// every glmul command measures it: seeded random inputs, warm-up until the
+// GPU's clocks are up, timed runs, the timing source (the GL timer where
+// the driver's is real, else the wall clock after glFinish), validation on
+// the CPU, and flop rates. run, bench, tune and table all measure here.
+package measure
+
+import (
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/report"
+	"github.com/glmul/glmul/validate"
+)
+
+// MinWarmup is the least warm-up before timed runs: a GPU that was idle
+// runs at idle clocks for a while (an H100 left idle during a minutes-long
+// CPU loop measured 5× slow over one 0.3 ms warm-up run).
+const MinWarmup = 300 * time.Millisecond
+
+// Inputs are the matrices of an m×k by k×n product: A and B uniform on
+// [-1, 1) from a seeded generator, C the result. One Inputs serves every
+// kernel measured on that shape.
+type Inputs struct {
+	A, B, C blas32.General
+	Seed    uint64
+}
+
+// NewInputs makes the inputs of an m×k by k×n product from seed.
+func NewInputs(m, k, n int, seed uint64) *Inputs {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	return &Inputs{A: cpu.Random(m, k, rng), B: cpu.Random(k, n, rng), C: cpu.New(m, n), Seed: seed}
+}
+
+// Options of one measurement. The zero value runs the device's default
+// kernel once, without warm-up, and validates automatically.
+type Options struct {
+	// Kernel as glcompute.MulOptions.Kernel reads it. Zero value: "fast".
+	Kernel string
+	// Reps timed runs. Zero value: 1.
+	Reps int
+	// Warmup untimed runs, continued until they have lasted MinWarmup.
+	// Zero value: none.
+	Warmup int
+	// MaxGroups and SplitK as in glcompute.MulOptions.
+	MaxGroups, SplitK int
+	// Validate is how C is checked. Zero value "": validate.Auto.
+	Validate validate.Mode
+	// Progress, if set, is called as dispatches complete (see
+	// glcompute.MulOptions.Progress).
+	Progress func(done, total int)
+	// Validating, if set, is called before a validation that will run,
+	// with its mode (Auto resolved), for a message on slow checks.
+	Validating func(validate.Mode)
+}
+
+// Result is one measured product.
+type Result struct {
+	M, K, N int
+	// Kernel is the spec that ran ("fast:128x256x8_8x8_db").
+	Kernel  string
+	Timings glcompute.Timings
+	// Times are the kernel times of the timed runs, from Source: "gl-timer"
+	// (GL_TIME_ELAPSED) or "wall" (the CPU clock after glFinish, where the
+	// driver's timer is not real, as on llvmpipe).
+	Times      []time.Duration
+	Source     string
+	Validation validate.Result
+}
+
+// Product measures C = A·B of in on dev as o says and validates C.
+func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
+	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, Warmup: o.Warmup, Reps: o.Reps,
+		SplitK: o.SplitK, Progress: o.Progress}
+	if o.Warmup > 0 {
+		mo.MinWarmup = MinWarmup
+	}
+	r := Result{M: in.A.Rows, K: in.A.Cols, N: in.B.Cols}
+	t, err := dev.Mul(in.C, in.A, in.B, mo)
+	if err != nil {
+		return r, err
+	}
+	r.Kernel, r.Timings, r.Times, r.Source = t.Kernel, t, t.Compute, "wall"
+	if t.GPU != nil {
+		r.Times, r.Source = t.GPU, "gl-timer"
+	}
+	mode := o.Validate
+	if mode == "" || mode == validate.Auto {
+		mode = validate.Choose(r.M, r.K, r.N)
+	}
+	if o.Validating != nil && mode != validate.None {
+		o.Validating(mode)
+	}
+	r.Validation = validate.Check(mode, in.A, in.B, in.C, rand.New(rand.NewPCG(in.Seed, 2)))
+	return r, nil
+}
+
+// Flop is the product's floating-point operations, 2·M·N·K (the paper's
+// count: a multiply and an add per term).
+func (r Result) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * float64(r.K) }
+
+// GFLOPS is the rate of the product done in d.
+func (r Result) GFLOPS(d time.Duration) float64 { return GFLOPS(r.Flop(), d) }
+
+// EndToEnd is the upload, one mean wall-clock run and the readback.
+func (r Result) EndToEnd() time.Duration {
+	return r.Timings.Upload + Mean(r.Timings.Compute) + r.Timings.Readback
+}
+
+// Summary returns the figures a report prints.
+func (r Result) Summary() report.Summary {
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	return report.Summary{TimingSource: r.Source,
+		KernelMeanMS: ms(Mean(r.Times)), KernelMedMS: ms(Median(r.Times)), KernelMinMS: ms(slices.Min(r.Times)),
+		WallMeanMS: ms(Mean(r.Timings.Compute)), UploadMS: ms(r.Timings.Upload), ReadbackMS: ms(r.Timings.Readback),
+		GFLOPSMean: r.GFLOPS(Mean(r.Times)), GFLOPSMedian: r.GFLOPS(Median(r.Times)), GFLOPSEndToEnd: r.GFLOPS(r.EndToEnd())}
+}
+
+// GFLOPS returns flop / d in units of 10⁹ per second; 0 for d ≤ 0.
+func GFLOPS(flop float64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return flop / d.Seconds() / 1e9
+}
+
+// Mean of ds.
+func Mean(ds []time.Duration) time.Duration {
+	var s time.Duration
+	for _, d := range ds {
+		s += d
+	}
+	return s / time.Duration(len(ds))
+}
+
+// Median of ds, which it leaves in their order.
+func Median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Device describes dev for a report.
+func Device(info glcompute.Info) report.Device {
+	return report.Device{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version, GLSLVersion: info.GLSLVersion,
+		Backend: string(info.Backend), BackendNote: info.BackendNote, Full: info}
+}
+
+// Report returns the report of the main command's product.
+func (r Result) Report(info glcompute.Info, seed uint64, warmup, maxGroups int) report.Run {
+	t := r.Timings
+	return report.Run{Device: Device(info), Kernel: r.Kernel, M: r.M, K: r.K, N: r.N, Seed: seed, Warmup: warmup,
+		MaxGroups: maxGroups, Validation: r.Validation, Summary: r.Summary(),
+		Timings: report.Timings{Dispatches: t.Dispatches, Groups: t.Groups, Runs: len(t.Compute), Upload: t.Upload,
+			Readback: t.Readback, UploadBytes: t.UploadBytes, ReadbackBytes: t.ReadbackBytes, Full: t}}
+}

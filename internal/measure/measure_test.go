@@ -1,0 +1,38 @@
+package measure
+
+import (
+	"testing"
+	"time"
+
+	"github.com/glmul/glmul/glcompute"
+)
+
+func TestMeanMedian(t *testing.T) {
+	ds := []time.Duration{5, 1, 3, 100}
+	if Mean(ds) != 27 || Median(ds) != 4 || Median(ds[:3]) != 3 {
+		t.Fatalf("mean %v, median %v / %v", Mean(ds), Median(ds), Median(ds[:3]))
+	}
+	if ds[0] != 5 {
+		t.Fatal("Median reordered its input")
+	}
+}
+
+// TestSummary checks the figures a report prints, from the GL timer's
+// times and from the wall clock's.
+func TestSummary(t *testing.T) {
+	tm := glcompute.Timings{Upload: time.Second, Readback: time.Second,
+		Compute: []time.Duration{2 * time.Second, 2 * time.Second}, GPU: []time.Duration{time.Second, time.Second}}
+	r := Result{M: 1000, K: 1000, N: 1000, Timings: tm, Times: tm.GPU, Source: "gl-timer"}
+	s := r.Summary()
+	// 2·10⁹ flop in 1 s of GPU time; end to end 1 + 2 + 1 s (wall compute).
+	if s.TimingSource != "gl-timer" || s.GFLOPSMean != 2 || s.GFLOPSEndToEnd != 0.5 || s.WallMeanMS != 2000 {
+		t.Fatalf("%+v", s)
+	}
+	r.Times, r.Source = tm.Compute, "wall"
+	if s := r.Summary(); s.TimingSource != "wall" || s.GFLOPSMean != 1 || s.KernelMinMS != 2000 {
+		t.Fatalf("%+v", s)
+	}
+	if GFLOPS(1e9, 0) != 0 {
+		t.Error("GFLOPS of a zero time is not 0")
+	}
+}
