@@ -1,7 +1,6 @@
 package glcompute
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
@@ -77,8 +76,10 @@ func (d *Device) MulBatched(c, a, b *Matrix, bt Batch) error {
 // does not read A or B. Like Gemm it returns at once, with a memory
 // barrier after.
 //
-// It panics on a bad Batch (see its doc), a NaN α or β, or a C batch that
-// shares floats with the A or B batch.
+// It panics on a bad Batch (see its doc), a NaN α or β, a batch that runs
+// past the end of its buffer, or a C batch that shares floats with the A
+// or B batch; it returns an error matching ErrTooLarge if a batch spans
+// more than one shader storage block.
 func (d *Device) GemmBatched(c *Matrix, alpha float32, a, b *Matrix, beta float32, bt Batch) error {
 	c.check(d)
 	a.check(d)
@@ -93,8 +94,8 @@ func (d *Device) GemmBatched(c *Matrix, alpha float32, a, b *Matrix, beta float3
 	}
 	for i, x := range []*Matrix{a, b, c} {
 		name := string("ABC"[i])
-		if need := 4 * int64(x.Offset+ext[i]); x.size < need {
-			return fmt.Errorf("glcompute: GemmBatched: the batch of %s needs %d bytes of its buffer, which holds %d", name, need, x.size)
+		if 4*int64(x.Offset+ext[i]) > x.size {
+			panic("glcompute: GemmBatched: a batch runs past the end of its buffer")
 		}
 		if err := d.checkExtent("the batch of "+name, x.Offset, ext[i]); err != nil {
 			return err

@@ -147,7 +147,7 @@ func Open(opts *Options) (*Device, error) {
 	}
 	if _, err := ParseBackend(string(d.opts.Backend)); err != nil {
 		d.thread.Stop()
-		return nil, fmt.Errorf("glcompute: %v", err)
+		return nil, fmt.Errorf("glcompute: %w", err)
 	}
 	var err error
 	d.thread.Call(func() { err = d.open() })
@@ -197,7 +197,7 @@ func (d *Device) openGLFW(major, minor int) error {
 	c, err := glfwctx.NewContext(major, minor)
 	if err != nil {
 		if errors.Is(err, glfwctx.ErrNoDisplay) {
-			return fmt.Errorf("%w: %v", ErrNoContext, err)
+			return fmt.Errorf("%w: %w", ErrNoContext, err)
 		}
 		// The display works but refused a 4.3 core context: find out what
 		// it offers, for an error that says so.
@@ -208,7 +208,7 @@ func (d *Device) openGLFW(major, minor int) error {
 				return fmt.Errorf("%w: OpenGL %d.%d core with compute shaders is needed; the GLFW (GLX) driver offers %s", ErrUnsupported, major, minor, found)
 			}
 		}
-		return fmt.Errorf("%w: %v", ErrNoContext, err)
+		return fmt.Errorf("%w: %w", ErrNoContext, err)
 	}
 	d.ctx = c
 	return d.loadGL(glfwctx.GetProcAddress)
@@ -226,11 +226,11 @@ func (d *Device) openEGL(major, minor int) error {
 			probe.Release()
 			return fmt.Errorf("%w: OpenGL %d.%d core with compute shaders is needed; the EGL driver offers %s", ErrUnsupported, major, minor, found)
 		}
-		return fmt.Errorf("%w: %v", ErrNoContext, err)
+		return fmt.Errorf("%w: %w", ErrNoContext, err)
 	}
 	d.ctx = c
 	if err := c.MakeCurrent(); err != nil {
-		return fmt.Errorf("%w: %v", ErrNoContext, err)
+		return fmt.Errorf("%w: %w", ErrNoContext, err)
 	}
 	switch c.Platform {
 	case "device":
@@ -243,7 +243,7 @@ func (d *Device) openEGL(major, minor int) error {
 
 func (d *Device) loadGL(getProc func(string) unsafe.Pointer) error {
 	if err := glw.Init(getProc); err != nil {
-		return fmt.Errorf("%w: loading OpenGL functions: %v", ErrUnsupported, err)
+		return fmt.Errorf("%w: loading OpenGL functions: %w", ErrUnsupported, err)
 	}
 	return nil
 }
@@ -264,7 +264,7 @@ func (d *Device) initGL() error {
 		return err
 	}
 	if err := glw.CheckError("reading device limits"); err != nil {
-		return fmt.Errorf("%w: %v", ErrDriver, err)
+		return fmt.Errorf("%w: %w", ErrDriver, err)
 	}
 	return nil
 }
@@ -476,7 +476,7 @@ func NewDeviceFromCurrent(opts *Options) (*Device, error) {
 	}
 	if !d.opts.GLLoaded {
 		if err := load(); err != nil {
-			return nil, fmt.Errorf("%w: loading OpenGL functions from the current context: %v", ErrNoContext, err)
+			return nil, fmt.Errorf("%w: loading OpenGL functions from the current context: %w", ErrNoContext, err)
 		}
 	}
 	d.info.Backend = BackendBorrowed

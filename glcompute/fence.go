@@ -40,10 +40,8 @@ func (f *Fence) Wait(timeout time.Duration) bool {
 // Release (an owned Device's fences went with its context; a borrowed
 // Device's are deleted here, on the host's thread).
 func (f *Fence) Release() {
-	d := f.d
-	if d == nil {
-		return
+	if f.d != nil {
+		f.d.releaseObject(f.f.Release)
 	}
 	f.d = nil
-	d.releaseObject(f.f.Release)
 }

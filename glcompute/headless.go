@@ -24,11 +24,11 @@ type HeadlessContext struct {
 func NewHeadlessContext(device int) (*HeadlessContext, error) {
 	c, err := egl.NewContext(device, RequiredMajor, RequiredMinor)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoContext, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoContext, err)
 	}
 	if err := c.MakeCurrent(); err != nil {
 		c.Release()
-		return nil, fmt.Errorf("%w: %v", ErrNoContext, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoContext, err)
 	}
 	return &HeadlessContext{c: c}, nil
 }

@@ -107,7 +107,7 @@ func (d *Device) program(spec string) (*program, error) {
 	}
 	k, err := shaders.Lookup(spec)
 	if err != nil {
-		return nil, fmt.Errorf("glcompute: %v", err)
+		return nil, fmt.Errorf("glcompute: %w", err)
 	}
 	return d.programOf(k)
 }
@@ -126,9 +126,9 @@ func (d *Device) programOf(k shaders.Kernel) (*program, error) {
 	if err != nil {
 		var ce *glw.CompileError
 		if errors.As(err, &ce) && d.opts.Verbose {
-			return nil, fmt.Errorf("%w: %v\n%s", ErrDriver, err, ce.NumberedSource())
+			return nil, fmt.Errorf("%w: %w\n%s", ErrDriver, err, ce.NumberedSource())
 		}
-		return nil, fmt.Errorf("%w: %v", ErrDriver, err)
+		return nil, fmt.Errorf("%w: %w", ErrDriver, err)
 	}
 	p := &program{kernel: k, prog: prog}
 	d.programs[spec] = p

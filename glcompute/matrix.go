@@ -42,12 +42,11 @@ func (d *Device) NewMatrix(rows, cols int) (*Matrix, error) {
 	if rows < 1 || cols < 1 {
 		panic("glcompute: matrix dimension below 1")
 	}
-	bytes := 4 * float64(rows) * float64(cols)
-	if bytes > float64(d.info.MaxSSBOBlockSize) {
-		return nil, fmt.Errorf("%w: a %d×%d float32 matrix is %s, over the driver's largest shader storage block (%s)",
-			ErrTooLarge, rows, cols, formatBytes(bytes), formatBytes(float64(d.info.MaxSSBOBlockSize)))
+	bytes := 4 * int64(rows) * int64(cols)
+	if err := d.checkBlock(fmt.Sprintf("a %d×%d float32 matrix is", rows, cols), bytes); err != nil {
+		return nil, err
 	}
-	m := &Matrix{Rows: rows, Cols: cols, Stride: cols, d: d, owned: true, size: int64(bytes)}
+	m := &Matrix{Rows: rows, Cols: cols, Stride: cols, d: d, owned: true, size: bytes}
 	var err error
 	d.call(func() {
 		m.buf, err = d.newBuffer(int(bytes), nil, glw.StaticDraw, "creating a matrix buffer")
@@ -80,30 +79,29 @@ func (d *Device) newBuffer(size int, data unsafe.Pointer, usage uint32, what str
 // the matrix must fit one shader storage block. Release forgets the Matrix
 // but leaves the buffer to the host.
 //
-// It panics on a negative offset or a stride below cols.
+// It panics on a negative offset, a stride below cols, a name that is not a
+// buffer of the context, or a matrix that runs past the buffer's end
+// (programmer errors, as gonum's are); it returns an error matching
+// ErrTooLarge if the matrix spans more than one shader storage block.
 func (d *Device) WrapBuffer(buffer uint32, offset, rows, cols, stride int) (*Matrix, error) {
 	if rows < 1 || cols < 1 || stride < cols || offset < 0 {
 		panic("glcompute: bad shape for WrapBuffer")
 	}
 	m := &Matrix{Rows: rows, Cols: cols, Stride: stride, Offset: offset, d: d, buf: glw.Buffer(buffer)}
-	if bytes := 4 * int64(m.span()); bytes > d.info.MaxSSBOBlockSize {
-		return nil, fmt.Errorf("%w: WrapBuffer: the %d×%d matrix with stride %d spans %s, over the driver's largest shader storage block (%s)",
-			ErrTooLarge, rows, cols, stride, formatBytes(float64(bytes)), formatBytes(float64(d.info.MaxSSBOBlockSize)))
+	if err := d.checkExtent(fmt.Sprintf("WrapBuffer: the %d×%d matrix with stride %d", rows, cols, stride), offset, m.span()); err != nil {
+		return nil, err
 	}
-	var err error
+	var isBuffer bool
 	d.call(func() {
-		if !glw.IsBuffer(buffer) {
-			err = fmt.Errorf("glcompute: WrapBuffer: %d is not a buffer object of this context", buffer)
-			return
-		}
-		m.size = m.buf.Size()
-		if need := 4 * int64(offset+m.span()); m.size < need {
-			err = fmt.Errorf("glcompute: WrapBuffer: buffer %d holds %d bytes; the %d×%d matrix at offset %d with stride %d needs %d",
-				buffer, m.size, rows, cols, offset, stride, need)
+		if isBuffer = glw.IsBuffer(buffer); isBuffer {
+			m.size = m.buf.Size()
 		}
 	})
-	if err != nil {
-		return nil, err
+	switch {
+	case !isBuffer:
+		panic("glcompute: WrapBuffer: not a buffer object of this context")
+	case m.size < 4*int64(offset+m.span()):
+		panic("glcompute: WrapBuffer: the matrix runs past the end of the buffer")
 	}
 	return m, nil
 }
@@ -137,31 +135,44 @@ func (d *Device) bind(index uint32, m *Matrix, first, count int) (elemOffset int
 }
 
 // checkExtent returns ErrTooLarge if count floats from first, bound as
-// bind would, exceed one shader storage block.
+// bind binds them (from the alignment boundary below first), do not fit
+// one block.
 func (d *Device) checkExtent(what string, first, count int) error {
 	align := int64(d.bindAlign)
 	bytes := 4*int64(first+count) - 4*int64(first)/align*align
-	if bytes > d.info.MaxSSBOBlockSize {
-		return fmt.Errorf("%w: %s spans %s of its buffer, over the driver's largest shader storage block (%s)",
-			ErrTooLarge, what, formatBytes(float64(bytes)), formatBytes(float64(d.info.MaxSSBOBlockSize)))
-	}
-	return nil
+	return d.checkBlock(what+" spans", bytes)
 }
 
 // Upload copies src, which must have m's shape, into m (glBufferSubData).
 // Only m's elements are written: the gaps of a stride wider than Cols and
 // the rest of the buffer keep their contents.
 func (m *Matrix) Upload(src blas32.General) error {
+	return m.transfer(src, "uploading a matrix", nil, m.buf.WriteAt)
+}
+
+// Download copies m into dst, which must have m's shape; dst's stride gaps
+// are left alone. It waits for the GPU work that writes m: a stall, meant
+// for tests and final results.
+func (m *Matrix) Download(dst blas32.General) error {
+	return m.transfer(dst, "downloading a matrix", glw.BarrierBufferRead, m.buf.Read)
+}
+
+// transfer checks host, then on the device thread runs before (if set)
+// and copy over the blocks of eachBlock, and reports GL errors as what.
+func (m *Matrix) transfer(host blas32.General, what string, before func(), copy func(offset, size int, host unsafe.Pointer)) error {
 	m.check(m.d)
-	if src.Rows != m.Rows || src.Cols != m.Cols {
-		panic("glcompute: Upload: shapes differ")
+	if host.Rows != m.Rows || host.Cols != m.Cols {
+		panic("glcompute: Upload or Download: shapes differ")
 	}
-	checkGeneral(src)
+	checkGeneral(host)
 	var err error
 	m.d.call(func() {
 		m.d.clearErrors()
-		m.eachBlock(src, m.buf.WriteAt)
-		err = m.d.checkError("uploading a matrix")
+		if before != nil {
+			before()
+		}
+		m.eachBlock(host, copy)
+		err = m.d.checkError(what)
 	})
 	return err
 }
@@ -180,36 +191,13 @@ func (m *Matrix) eachBlock(g blas32.General, copy func(offset, size int, host un
 	}
 }
 
-// Download copies m into dst, which must have m's shape; dst's stride gaps
-// are left alone. It waits for the GPU work that writes m: a stall, meant
-// for tests and final results.
-func (m *Matrix) Download(dst blas32.General) error {
-	m.check(m.d)
-	if dst.Rows != m.Rows || dst.Cols != m.Cols {
-		panic("glcompute: Download: shapes differ")
-	}
-	checkGeneral(dst)
-	var err error
-	m.d.call(func() {
-		m.d.clearErrors()
-		glw.BarrierBufferRead()
-		m.eachBlock(dst, m.buf.Read)
-		err = m.d.checkError("downloading a matrix")
-	})
-	return err
-}
-
 // Release deletes a buffer made by NewMatrix (a wrapped one stays the
 // host's). Idempotent, and safe after the Device's Release: an owned
 // Device's buffers went with its context; a borrowed Device's are deleted
 // here, on the host's thread.
 func (m *Matrix) Release() {
-	d := m.d
-	if d == nil {
-		return
+	if m.d != nil && m.owned {
+		m.d.releaseObject(m.buf.Release)
 	}
 	m.d = nil
-	if m.owned {
-		d.releaseObject(m.buf.Release)
-	}
 }

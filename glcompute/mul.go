@@ -82,34 +82,39 @@ type Timings struct {
 const maxIndex = math.MaxUint32
 
 // CheckShape reports whether an m×k by k×n product fits this device: each
-// matrix within one shader storage block and 32-bit indices. It returns an
-// error matching ErrTooLarge that names the limit and the largest square
-// size that fits. It panics if a dimension is below 1. Safe from any
-// goroutine.
+// matrix, its rows padded to 4 floats as the kernels hold them, within one
+// shader storage block (checkBlock). It returns an error matching
+// ErrTooLarge that names the limit and the largest square size that fits.
+// It panics if a dimension is below 1. Safe from any goroutine.
 func (d *Device) CheckShape(m, k, n int) error {
 	if m < 1 || k < 1 || n < 1 {
 		panic("glcompute: matrix dimension below 1")
 	}
-	limit := d.info.MaxSSBOBlockSize
-	// Rows as the GPU holds them: padded to a multiple of 4 floats.
-	fits := func(rows, cols int) bool {
-		elems := float64(rows) * float64(roundUp(cols, 4))
-		return elems*4 <= float64(limit) && elems <= maxIndex
-	}
-	// The largest square n that fits.
-	largest := int(math.Sqrt(float64(min(limit/4, maxIndex))))
-	for largest > 1 && !fits(largest, largest) {
-		largest--
-	}
+	padded := func(rows, cols int) int64 { return 4 * int64(rows) * int64(roundUp(cols, 4)) }
 	for _, mat := range []struct {
 		name       string
 		rows, cols int
 	}{{"A", m, k}, {"B", k, n}, {"C", m, n}} {
-		if !fits(mat.rows, mat.cols) {
-			bytes := 4 * float64(mat.rows) * float64(roundUp(mat.cols, 4))
-			return fmt.Errorf("%w: %s is %d×%d float32 = %s, over this driver's largest shader storage block (GL_MAX_SHADER_STORAGE_BLOCK_SIZE = %s); the largest square size that fits is n = %d",
-				ErrTooLarge, mat.name, mat.rows, mat.cols, formatBytes(bytes), formatBytes(float64(limit)), largest)
+		err := d.checkBlock(fmt.Sprintf("%s is %d×%d float32 =", mat.name, mat.rows, mat.cols), padded(mat.rows, mat.cols))
+		if err == nil {
+			continue
 		}
+		largest := int(math.Sqrt(float64(d.info.MaxSSBOBlockSize / 4)))
+		for largest > 1 && d.checkBlock("", padded(largest, largest)) != nil {
+			largest--
+		}
+		return fmt.Errorf("%w; the largest square size that fits is n = %d", err, largest)
+	}
+	return nil
+}
+
+// checkBlock is the one rule for what fits one shader storage binding: at
+// most GL_MAX_SHADER_STORAGE_BLOCK_SIZE bytes, and floats that 32-bit
+// indices reach. what names the data ("the split-K workspace is").
+func (d *Device) checkBlock(what string, bytes int64) error {
+	if limit := d.info.MaxSSBOBlockSize; bytes > limit || bytes/4 > maxIndex {
+		return fmt.Errorf("%w: %s %s, over this driver's largest shader storage block (GL_MAX_SHADER_STORAGE_BLOCK_SIZE = %s)",
+			ErrTooLarge, what, formatBytes(float64(bytes)), formatBytes(float64(limit)))
 	}
 	return nil
 }
@@ -230,154 +235,197 @@ func (d *Device) checkError(what string) error {
 // driverError classifies a GL error.
 func driverError(err error) error {
 	if errors.Is(err, glw.ErrOutOfMemory) {
-		return fmt.Errorf("%w: %v", ErrOutOfMemory, err)
+		return fmt.Errorf("%w: %w", ErrOutOfMemory, err)
 	}
-	return fmt.Errorf("%w: %v", ErrDriver, err)
+	return fmt.Errorf("%w: %w", ErrDriver, err)
 }
 
-// mul runs on the device thread.
+// mul runs on the device thread: a hostProduct, step by step.
 func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err error) {
 	d.clearErrors()
-	p, err := d.program(o.Kernel)
-	if err != nil {
+	h := &hostProduct{d: d, o: o, m: a.Rows, k: a.Cols, n: b.Cols}
+	defer h.release()
+	if err := h.plan(); err != nil {
 		return t, err
 	}
-	m, k, n := a.Rows, a.Cols, b.Cols
-	plan, err := dispatch.New(m, n, p.kernel.TileM, p.kernel.TileN, o.MaxGroups)
-	if err != nil {
-		return t, fmt.Errorf("glcompute: %v", err)
+	t.Kernel = h.p.kernel.Spec()
+	t.Dispatches, t.Groups = len(h.chunks.Chunks), [2]int{h.chunks.GroupsX, h.chunks.GroupsY}
+	if err := h.upload(a, b, &t); err != nil {
+		return t, err
 	}
-	t.Kernel = p.kernel.Spec()
-	t.Dispatches, t.Groups = len(plan.Chunks), [2]int{plan.GroupsX, plan.GroupsY}
+	h.bind()
+	defer h.unbind()
+	if err := h.warmUp(); err != nil {
+		return t, err
+	}
+	if err := h.timeRuns(&t); err != nil {
+		return t, err
+	}
+	return t, h.readBack(c, &t)
+}
 
-	// Row strides on the GPU, rounded up as the kernel needs.
-	lda, ldb, ldc := roundUp(k, p.kernel.Align), roundUp(n, p.kernel.Align), roundUp(n, p.kernel.Align)
-	ad, bd := packed(a, lda), packed(b, ldb)
+// hostProduct is one Mul of host matrices: its kernel and plan, its GPU
+// buffers (rows padded as the kernel needs), the split-K workspace, and the
+// progress of its dispatches. Every method runs on the device thread.
+type hostProduct struct {
+	d             *Device
+	o             *MulOptions
+	m, k, n       int
+	p, red        *program // the kernel; reduce.comp for split-K
+	chunks        dispatch.Plan
+	lda, ldb, ldc int
+	bufA, bufB    glw.Buffer
+	bufC, work    glw.Buffer
+	splits        int // K slices: 1 without split-K
+	reduce        []dispatch.LinearChunk
+	progress      progress
+}
+
+// plan compiles the kernel and plans the dispatches and the K split.
+func (h *hostProduct) plan() error {
+	var err error
+	if h.p, err = h.d.program(h.o.Kernel); err != nil {
+		return err
+	}
+	if h.chunks, err = dispatch.New(h.m, h.n, h.p.kernel.TileM, h.p.kernel.TileN, h.o.MaxGroups); err != nil {
+		return fmt.Errorf("glcompute: %w", err)
+	}
+	al := h.p.kernel.Align
+	h.lda, h.ldb, h.ldc = roundUp(h.k, al), roundUp(h.n, al), roundUp(h.n, al)
+	h.splits = 1
+	ksplit := h.k
+	if h.o.SplitK > 1 && h.p.kernel.StepK > 0 {
+		ksplit = roundUp((h.k+h.o.SplitK-1)/h.o.SplitK, h.p.kernel.StepK)
+		h.splits = (h.k + ksplit - 1) / ksplit
+	}
+	h.p.prog.Use()
+	h.p.setUints(uniform{"M", h.m}, uniform{"K", h.k}, uniform{"N", h.n})
+	if h.p.kernel.Strided {
+		h.p.setUints(uniform{"lda", h.lda}, uniform{"ldb", h.ldb}, uniform{"ldc", h.ldc},
+			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0}, uniform{"ksplit", ksplit})
+	}
+	h.progress = progress{report: h.o.Progress, total: len(h.chunks.Chunks) * (h.o.Warmup + h.o.Reps)}
+	if h.splits == 1 {
+		return nil
+	}
+	count := h.m * h.ldc / 4 // vec4s of C
+	if err := h.d.checkBlock(fmt.Sprintf("the split-K workspace of %d partial results is", h.splits), 4*int64(h.splits)*int64(count)*4); err != nil {
+		return err
+	}
+	if h.red, err = h.d.programOf(shaders.Reduce()); err != nil {
+		return err
+	}
+	h.reduce = dispatch.Linear(count, h.red.kernel.Threads)
+	h.red.prog.Use()
+	h.red.setUints(uniform{"count", count}, uniform{"splits", h.splits}, uniform{"offC4", 0})
+	h.work, err = h.d.newBuffer(4*h.splits*h.m*h.ldc, nil, glw.StaticRead, "creating the split-K workspace")
+	return err
+}
+
+// upload copies A and B into new buffers and poisons C with NaN (an
+// element the kernel fails to write then fails validation).
+func (h *hostProduct) upload(a, b blas32.General, t *Timings) error {
+	ad, bd := packed(a, h.lda), packed(b, h.ldb)
 	start := time.Now()
-	bufA, err := d.newBuffer(4*m*lda, unsafe.Pointer(&ad[0]), glw.StaticDraw, "uploading A")
-	if err != nil {
-		return t, err
+	var err error
+	if h.bufA, err = h.d.newBuffer(4*h.m*h.lda, unsafe.Pointer(&ad[0]), glw.StaticDraw, "uploading A"); err != nil {
+		return err
 	}
-	defer bufA.Release()
-	bufB, err := d.newBuffer(4*k*ldb, unsafe.Pointer(&bd[0]), glw.StaticDraw, "uploading B")
-	if err != nil {
-		return t, err
+	if h.bufB, err = h.d.newBuffer(4*h.k*h.ldb, unsafe.Pointer(&bd[0]), glw.StaticDraw, "uploading B"); err != nil {
+		return err
 	}
-	defer bufB.Release()
-	bufC, err := d.newBuffer(4*m*ldc, nil, glw.StaticRead, "creating C")
-	if err != nil {
-		return t, err
+	if h.bufC, err = h.d.newBuffer(4*h.m*h.ldc, nil, glw.StaticRead, "creating C"); err != nil {
+		return err
 	}
-	defer bufC.Release()
-	// Poison C: an element the kernel fails to write reads back as NaN and
-	// fails validation.
-	bufC.FillFloat32(float32(math.NaN()))
+	h.bufC.FillFloat32(float32(math.NaN()))
 	glw.Finish()
 	t.Upload = time.Since(start)
-	t.UploadBytes = int64(4 * (m*lda + k*ldb))
-	if err := d.checkError("uploading A and B"); err != nil {
-		return t, err
-	}
+	t.UploadBytes = int64(4 * (h.m*h.lda + h.k*h.ldb))
+	return h.d.checkError("uploading A and B")
+}
 
-	p.prog.Use()
-	defer glw.Program(0).Use()
-	p.setUints(uniform{"M", m}, uniform{"K", k}, uniform{"N", n})
-	if p.kernel.Strided {
-		p.setUints(uniform{"lda", lda}, uniform{"ldb", ldb}, uniform{"ldc", ldc},
-			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0})
+// bind binds A, B and C (or the split-K workspace) for the kernel.
+func (h *hostProduct) bind() {
+	h.bufA.BindStorage(0)
+	h.bufB.BindStorage(1)
+	if h.splits > 1 {
+		h.work.BindStorage(2)
+	} else {
+		h.bufC.BindStorage(2)
 	}
-	bufA.BindStorage(0)
-	bufB.BindStorage(1)
-	bufC.BindStorage(2)
-	defer func() {
-		for i := uint32(0); i < 3; i++ {
-			glw.Buffer(0).BindStorage(i)
-		}
-	}()
+}
 
-	// Split-K: slices of K, each a multiple of the kernel's K step, write
-	// partial results to a workspace that reduce.comp adds into C.
-	splits, ksplit := 1, k
-	if o.SplitK > 1 && p.kernel.StepK > 0 {
-		ksplit = roundUp((k+o.SplitK-1)/o.SplitK, p.kernel.StepK)
-		splits = (k + ksplit - 1) / ksplit
+// unbind leaves bindings 0–2 and the program empty (an owned context's
+// resting state).
+func (h *hostProduct) unbind() {
+	for i := uint32(0); i < 3; i++ {
+		glw.Buffer(0).BindStorage(i)
 	}
-	if p.kernel.Strided {
-		p.setUint("ksplit", uint32(ksplit))
+	glw.Program(0).Use()
+}
+
+// run queues one whole product: the kernel's dispatches and, with
+// split-K, the reduction into C.
+func (h *hostProduct) run() {
+	h.p.prog.Use()
+	if h.splits > 1 {
+		h.bind()
 	}
-	var work glw.Buffer
-	var red *program
-	if splits > 1 {
-		if bytes := 4 * int64(splits) * int64(m) * int64(ldc); bytes > d.info.MaxSSBOBlockSize {
-			return t, fmt.Errorf("%w: split-K workspace of %d partial results is %s, over the largest shader storage block (%s); split less",
-				ErrTooLarge, splits, formatBytes(float64(bytes)), formatBytes(float64(d.info.MaxSSBOBlockSize)))
-		}
-		if red, err = d.programOf(shaders.Reduce()); err != nil {
-			return t, err
-		}
-		if work, err = d.newBuffer(4*splits*m*ldc, nil, glw.StaticRead, "creating the split-K workspace"); err != nil {
-			return t, err
-		}
-		defer work.Release()
+	for _, ch := range h.chunks.Chunks {
+		h.p.setUint("x0", uint32(ch.X0))
+		h.p.setUint("y0", uint32(ch.Y0))
+		glw.Dispatch3(ch.GroupsX, ch.GroupsY, h.splits)
+		h.progress.dispatched()
 	}
-	prog := progress{report: o.Progress, total: len(plan.Chunks) * (o.Warmup + o.Reps)}
-	run := func() {
-		if splits > 1 {
-			p.prog.Use()
-			bufA.BindStorage(0)
-			bufB.BindStorage(1)
-			work.BindStorage(2)
+	if h.splits > 1 {
+		glw.BarrierStorage()
+		h.red.prog.Use()
+		h.work.BindStorage(0)
+		h.bufC.BindStorage(2)
+		for _, ch := range h.reduce {
+			h.red.setUint("first", uint32(ch.First))
+			glw.Dispatch(ch.GroupsX, ch.GroupsY)
 		}
-		for _, ch := range plan.Chunks {
-			p.setUint("x0", uint32(ch.X0))
-			p.setUint("y0", uint32(ch.Y0))
-			glw.Dispatch3(ch.GroupsX, ch.GroupsY, splits)
-			prog.dispatched()
-		}
-		if splits > 1 {
-			glw.BarrierStorage()
-			red.prog.Use()
-			count := m * ldc / 4
-			red.setUint("count", uint32(count))
-			red.setUint("splits", uint32(splits))
-			red.setUint("offC4", 0)
-			work.BindStorage(0)
-			bufC.BindStorage(2)
-			groups := (count + 255) / 256
-			gx := min(groups, 65535)
-			glw.Dispatch(gx, (groups+gx-1)/gx)
-		}
-		prog.drain()
 	}
-	warmStart := time.Now()
-	for i := 0; i < o.Warmup; i++ {
-		run()
+	h.progress.drain()
+}
+
+// warmUp runs the Warmup products, then more until MinWarmup has passed
+// (those extra runs are not in the progress total).
+func (h *hostProduct) warmUp() error {
+	start := time.Now()
+	for i := 0; i < h.o.Warmup; i++ {
+		h.run()
 		glw.Finish()
 	}
-	if time.Since(warmStart) < o.MinWarmup {
-		report := prog.report
-		prog.report = nil // these extra runs are not in the progress total
-		for time.Since(warmStart) < o.MinWarmup {
-			run()
-			glw.Finish()
-		}
-		prog.report = report
+	report := h.progress.report
+	h.progress.report = nil
+	for time.Since(start) < h.o.MinWarmup {
+		h.run()
+		glw.Finish()
 	}
+	h.progress.report = report
+	return h.d.checkError("warming up " + h.p.kernel.File)
+}
+
+// timeRuns times the Reps products by the wall clock after glFinish and,
+// where the driver has a real one, the GL timer.
+func (h *hostProduct) timeRuns(t *Timings) error {
 	// A host's running GL_TIME_ELAPSED query (borrowed mode) forbids ours.
-	timed := d.info.TimerBits > 0 && !glw.TimerBusy()
+	timed := h.d.info.TimerBits > 0 && !glw.TimerBusy()
 	var query glw.Query
 	if timed {
 		query = glw.NewQuery()
 		defer query.Release()
 	}
-	gpu := make([]time.Duration, 0, o.Reps)
-	for i := 0; i < o.Reps; i++ {
+	gpu := make([]time.Duration, 0, h.o.Reps)
+	for i := 0; i < h.o.Reps; i++ {
 		glw.Finish()
 		start := time.Now()
 		if timed {
 			query.BeginTimeElapsed()
 		}
-		run()
+		h.run()
 		if timed {
 			glw.EndTimeElapsed()
 		}
@@ -387,30 +435,35 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 			gpu = append(gpu, time.Duration(query.Nanoseconds()))
 		}
 	}
-	if err := d.checkError("dispatching " + p.kernel.File); err != nil {
-		return t, err
-	}
 	if timed && timerPlausible(gpu, t.Compute) {
 		t.GPU = gpu
 	}
+	return h.d.checkError("dispatching " + h.p.kernel.File)
+}
 
-	start = time.Now()
+// readBack copies C into c.
+func (h *hostProduct) readBack(c blas32.General, t *Timings) error {
+	start := time.Now()
 	glw.BarrierBufferRead()
-	if c.Stride == ldc && ldc == n {
-		bufC.Read(0, 4*m*n, unsafe.Pointer(&c.Data[0]))
+	if c.Stride == h.ldc && h.ldc == h.n {
+		h.bufC.Read(0, 4*h.m*h.n, unsafe.Pointer(&c.Data[0]))
 	} else {
-		tmp := make([]float32, m*ldc)
-		bufC.Read(0, 4*m*ldc, unsafe.Pointer(&tmp[0]))
-		for i := 0; i < m; i++ {
-			copy(c.Data[i*c.Stride:i*c.Stride+n], tmp[i*ldc:i*ldc+n])
+		tmp := make([]float32, h.m*h.ldc)
+		h.bufC.Read(0, 4*h.m*h.ldc, unsafe.Pointer(&tmp[0]))
+		for i := 0; i < h.m; i++ {
+			copy(c.Data[i*c.Stride:i*c.Stride+h.n], tmp[i*h.ldc:i*h.ldc+h.n])
 		}
 	}
 	t.Readback = time.Since(start)
-	t.ReadbackBytes = int64(4 * m * ldc)
-	if err := d.checkError("reading C back"); err != nil {
-		return t, err
+	t.ReadbackBytes = int64(4 * h.m * h.ldc)
+	return h.d.checkError("reading C back")
+}
+
+// release deletes the buffers (zero ones are ignored).
+func (h *hostProduct) release() {
+	for _, b := range []*glw.Buffer{&h.bufA, &h.bufB, &h.bufC, &h.work} {
+		b.Release()
 	}
-	return t, nil
 }
 
 // timerPlausible reports whether GL_TIME_ELAPSED results look real. Mesa's

@@ -356,17 +356,9 @@ func TestResidentMulFastPath(t *testing.T) {
 
 func TestWrapBufferChecks(t *testing.T) {
 	d := openDevice(t, BackendEGL)
-	m, err := d.NewMatrix(4, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Release()
-	if _, err := d.WrapBuffer(m.Buffer(), 1, 4, 4, 4); err == nil {
-		t.Error("a view past the end of the buffer was accepted")
-	}
-	if _, err := d.WrapBuffer(987654, 0, 1, 1, 1); err == nil {
-		t.Error("a name that is no buffer was accepted")
-	}
+	m := newMatrix(t, d, 4, 4)
+	mustPanic(t, "past the end of the buffer", func() { d.WrapBuffer(m.Buffer(), 1, 4, 4, 4) })
+	mustPanic(t, "not a buffer object", func() { d.WrapBuffer(987654, 0, 1, 1, 1) })
 	if _, err := d.WrapBuffer(m.Buffer(), 0, 2, 4, 8); err != nil {
 		t.Errorf("a view inside the buffer was refused: %v", err)
 	}

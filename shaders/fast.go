@@ -111,7 +111,7 @@ func (c FastConfig) Check() error {
 // Fast returns fast.comp configured by c.
 func Fast(c FastConfig) (Kernel, error) {
 	if err := c.Check(); err != nil {
-		return Kernel{}, fmt.Errorf("shaders: %v", err)
+		return Kernel{}, fmt.Errorf("shaders: %w", err)
 	}
 	body := source("fast.comp")
 	db := 0

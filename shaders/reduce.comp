@@ -9,13 +9,14 @@ layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
 uniform uint count;
 uniform uint splits;
 uniform uint offC4;
+uniform uint first; // index of this dispatch's first vec4 (dispatch chunks)
 
 layout(std430, binding = 0) readonly buffer ssbo_W { vec4 W[]; };
 layout(std430, binding = 2) writeonly buffer ssbo_R { vec4 R[]; };
 
 void main()
 {
-    uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 256u + gl_LocalInvocationIndex;
+    uint i = first + (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 256u + gl_LocalInvocationIndex;
     if (i >= count) return;
     vec4 s = W[i];
     for (uint z = 1u; z < splits; z++) {

@@ -127,7 +127,7 @@ func lookup(spec string) (Kernel, error) {
 		if hasConfig {
 			var err error
 			if c, err = ParseFastConfig(config); err != nil {
-				return Kernel{}, fmt.Errorf("shaders: %v", err)
+				return Kernel{}, fmt.Errorf("shaders: %w", err)
 			}
 		}
 		return Fast(c)

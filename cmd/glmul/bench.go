@@ -48,13 +48,7 @@ type benchFlags struct {
 
 func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs := newCommand("glmul bench", `glmul bench measures each kernel on a list of shapes, validating every product.
-On Mesa llvmpipe choose small -shapes: the defaults run for hours there.
-
-Usage:
-  glmul bench [flags]
-
-Flags:
-`, stderr)
+On Mesa llvmpipe choose small -shapes: the defaults run for hours there.`, []string{"[flags]"}, stderr)
 	f := &benchFlags{}
 	f.dev.register(fs)
 	shapes := fs.String("shapes", defaultBenchShapes, "comma-separated `list` of N (square) or MxKxN")
@@ -63,13 +57,10 @@ Flags:
 	mode := fs.String("validate", "auto", "auto|full|freivalds|none")
 	format := fs.String("format", "text", "output: text|csv|json|bench (Go benchmark lines for benchstat)")
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (a line per product when not a terminal)")
-	if err := parseCommand(fs, args); err != nil {
+	if err := f.dev.parse(fs, args); err != nil {
 		return nil, err
 	}
 	var err error
-	if err = f.dev.check(); err != nil {
-		return nil, err
-	}
 	if f.shapes, err = parseShapes("bench: -shapes", *shapes); err != nil {
 		return nil, err
 	}

@@ -11,31 +11,6 @@ import (
 	"github.com/glmul/glmul/internal/tuning"
 )
 
-func TestBenchAndTuneUsageErrors(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"bench", "-shapes", "0"}, "sizes must be at least 1"},
-		{[]string{"bench", "-shapes", "3x4"}, "want MxKxN"},
-		{[]string{"bench", "-kernels", "fastest"}, "unknown kernel"},
-		{[]string{"bench", "-reps", "0"}, "-reps must be at least 1"},
-		{[]string{"bench", "-format", "xml"}, "use text, csv, json, bench"},
-		{[]string{"bench", "-validate", "most"}, "unknown validation mode"},
-		{[]string{"tune", "-n", "0"}, "-n must be at least 1"},
-		{[]string{"tune", "-reps", "0"}, "-reps must be at least 1"},
-		{[]string{"tune", "-format", "csv"}, "use text, json"},
-		{[]string{"tune", "-candidates", "tiled32"}, "not a fast kernel configuration"},
-		{[]string{"table", "-format", "xml"}, "use text, markdown, csv, json"},
-		{[]string{"table", "-kernels", "fastest"}, "unknown kernel"},
-	} {
-		code, stdout, stderr := glmul(c.args...)
-		if code != 2 || !strings.Contains(stderr, c.want) || stdout != "" {
-			t.Errorf("glmul %v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
-		}
-	}
-}
-
 func TestBenchFormats(t *testing.T) {
 	needGL(t)
 	args := []string{"bench", "-backend", "egl", "-shapes", "33,20x7x9", "-kernels", "tiled32,fast", "-reps", "2", "-progress", "off"}

@@ -40,19 +40,48 @@ func (d *deviceFlags) open() (*glcompute.Device, error) {
 		Verbose: d.verbose, IgnoreTuned: d.ignoreTuned})
 }
 
-// newCommand returns the flag set of a glmul command: parse errors are
-// reported once by exitCode (with a pointer to -h), and -h prints intro
-// and then the flags.
-func newCommand(name, intro string, stderr io.Writer) *flag.FlagSet {
+// newCommand returns the flag set of a glmul subcommand: parse errors are
+// reported once by exitCode (with a pointer to -h), and -h prints what the
+// command does (about), its usage lines and then the flags.
+func newCommand(name, about string, usage []string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, intro)
+		fmt.Fprintf(stderr, "%s\n\nUsage:\n", about)
+		for _, u := range usage {
+			fmt.Fprintf(stderr, "  %s %s\n", name, u)
+		}
+		fmt.Fprint(stderr, "\nFlags:\n")
 		fs.SetOutput(stderr)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
 	}
 	return fs
+}
+
+// open opens the device and checks that each shape (m, k, n) fits it,
+// before anything is allocated.
+func (d *deviceFlags) openFor(shapes ...[3]int) (*glcompute.Device, error) {
+	dev, err := d.open()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range shapes {
+		if err := dev.CheckShape(s[0], s[1], s[2]); err != nil {
+			dev.Release()
+			return nil, err
+		}
+	}
+	return dev, nil
+}
+
+// parse parses a subcommand's args into fs (parseCommand) and checks the
+// device flags.
+func (d *deviceFlags) parse(fs *flag.FlagSet, args []string) error {
+	if err := parseCommand(fs, args); err != nil {
+		return err
+	}
+	return d.check()
 }
 
 // parseCommand parses args into fs: -h prints the usage and returns

@@ -221,7 +221,7 @@ func (o *options) check() error {
 	if _, err := validate.ParseMode(o.validate); err != nil {
 		return usagef("-validate: %v", err)
 	}
-	if _, err := report.ParseFormat(o.format); err != nil {
+	if _, err := report.CheckFormat(o.format, report.Text, report.JSON, report.CSV); err != nil {
 		return usagef("-format: %v", err)
 	}
 	if err := glcompute.CheckKernel(o.kernel); err != nil {
@@ -268,15 +268,11 @@ func versionString() string {
 
 // multiply runs the main command.
 func multiply(o *options, stdout, stderr io.Writer) error {
-	dev, err := o.dev.open()
+	dev, err := o.dev.openFor([3]int{o.m, o.k, o.nCols})
 	if err != nil {
 		return err
 	}
 	defer dev.Release()
-	// Refuse sizes the device cannot hold before allocating anything.
-	if err := dev.CheckShape(o.m, o.k, o.nCols); err != nil {
-		return err
-	}
 
 	in := measure.NewInputs(o.m, o.k, o.nCols, o.seed)
 	mode, _ := validate.ParseMode(o.validate)
@@ -297,7 +293,7 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	rep := r.Report(dev.Info(), o.seed, o.warmup, o.maxGroups)
-	format, _ := report.ParseFormat(o.format)
+	format := report.Format(o.format)
 	if err := rep.Write(stdout, format); err != nil {
 		return err
 	}

@@ -46,13 +46,7 @@ type tableFlags struct {
 func parseTable(args []string, stderr io.Writer) (*tableFlags, error) {
 	fs := newCommand("glmul table", `glmul table reproduces Table 1 of the paper: for each size, the naive CPU loop
 (Algorithm 3, one thread), gonum's Sgemm on all cores, and each GPU kernel
-(mean of -reps runs), with speed-ups. Every GPU product is validated.
-
-Usage:
-  glmul table [flags]
-
-Flags:
-`, stderr)
+(mean of -reps runs), with speed-ups. Every GPU product is validated.`, []string{"[flags]"}, stderr)
 	f := &tableFlags{}
 	f.dev.register(fs)
 	sizes := fs.String("sizes", "128,256,512,1024,2048,4096", "comma-separated square `sizes`")
@@ -64,13 +58,10 @@ Flags:
 	plots := fs.String("plot", "", "also draw Fig. 3 to `FILE`.png or FILE.svg (several: comma-separated)")
 	fs.StringVar(&f.from, "from", "", "format a table saved with -format json from `FILE` instead of measuring")
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (auto: a bar on terminals, lines otherwise)")
-	if err := parseCommand(fs, args); err != nil {
+	if err := f.dev.parse(fs, args); err != nil {
 		return nil, err
 	}
 	var err error
-	if err = f.dev.check(); err != nil {
-		return nil, err
-	}
 	for _, s := range strings.Split(*sizes, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || v < 1 {
@@ -112,16 +103,15 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	if f.from != "" {
 		return f.reformat(stdout, stderr)
 	}
-	d, err := f.dev.open()
+	var squares [][3]int
+	for _, n := range f.sizes {
+		squares = append(squares, [3]int{n, n, n})
+	}
+	d, err := f.dev.openFor(squares...)
 	if err != nil {
 		return err
 	}
 	defer d.Release()
-	for _, n := range f.sizes {
-		if err := d.CheckShape(n, n, n); err != nil {
-			return err
-		}
-	}
 	info := d.Info()
 	t := &table.Table{
 		Device:       fmt.Sprintf("%s | %s | OpenGL %s", info.Vendor, info.Renderer, info.Version),
@@ -162,7 +152,7 @@ func (f *tableFlags) reformat(stdout, stderr io.Writer) error {
 	}
 	var t table.Table
 	if err := json.Unmarshal(b, &t); err != nil {
-		return fmt.Errorf("table: %s is not a table saved with -format json: %v", f.from, err)
+		return fmt.Errorf("table: %s is not a table saved with -format json: %w", f.from, err)
 	}
 	if f.compare {
 		t.ComparePaper = true

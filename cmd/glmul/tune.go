@@ -27,14 +27,7 @@ type tuneFlags struct {
 func parseTune(args []string, stderr io.Writer) (*tuneFlags, error) {
 	fs := newCommand("glmul tune", `glmul tune runs every candidate configuration of the fast kernel on this
 device, validates each product, and caches the fastest for this exact GL
-vendor, renderer and driver version; glmul then uses it by default.
-
-Usage:
-  glmul tune [flags]
-  glmul tune -show
-
-Flags:
-`, stderr)
+vendor, renderer and driver version; glmul then uses it by default.`, []string{"[flags]", "-show"}, stderr)
 	f := &tuneFlags{}
 	f.dev.register(fs)
 	fs.IntVar(&f.n, "n", 2048, "tune on `N`×N products (2048 on a GPU; smaller on Mesa llvmpipe)")
@@ -44,10 +37,7 @@ Flags:
 	only := fs.String("candidates", "all", "`all`, or a comma-separated list of fast:... specs to try")
 	format := fs.String("format", "text", "output: text|json")
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (auto: a bar on terminals, a line per candidate otherwise)")
-	if err := parseCommand(fs, args); err != nil {
-		return nil, err
-	}
-	if err := f.dev.check(); err != nil {
+	if err := f.dev.parse(fs, args); err != nil {
 		return nil, err
 	}
 	if err := positive("tune: ", "-n", f.n, "-reps", f.reps); err != nil {
@@ -87,14 +77,11 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return showTuning(&f.dev, path, stdout)
 	}
 	f.dev.ignoreTuned = true
-	d, err := f.dev.open()
+	d, err := f.dev.openFor([3]int{f.n, f.n, f.n})
 	if err != nil {
 		return err
 	}
 	defer d.Release()
-	if err := d.CheckShape(f.n, f.n, f.n); err != nil {
-		return err
-	}
 	started := time.Now()
 	baseline, cands := f.sweep(d, stderr)
 	if len(cands) == 0 || !cands[0].Valid {

@@ -85,7 +85,7 @@ func Check(s Shape, pad int, mul Mul) error {
 		}
 	}
 	if err := validate.CheckFull(compact(a), compact(b), compact(c)).Err(); err != nil {
-		return fmt.Errorf("%v: %v", s, err)
+		return fmt.Errorf("%v: %w", s, err)
 	}
 	return nil
 }

@@ -24,15 +24,6 @@ const (
 	CSV  Format = "csv"
 )
 
-// ParseFormat returns the format named s.
-func ParseFormat(s string) (Format, error) {
-	switch f := Format(s); f {
-	case Text, JSON, CSV:
-		return f, nil
-	}
-	return "", fmt.Errorf("unknown format %q: use text, json or csv", s)
-}
-
 // Device is the GPU and driver as a report shows them. Its JSON is Full,
 // the complete description (glcompute.Info: limits, kernels, ...).
 type Device struct {

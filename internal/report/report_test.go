@@ -31,7 +31,10 @@ func TestFormats(t *testing.T) {
 	if FormatGFLOPS(0.4849) != "0.485" || FormatGFLOPS(11) != "11.00" || FormatGFLOPS(39616.54) != "39616.5" {
 		t.Fatal(FormatGFLOPS(0.4849), FormatGFLOPS(11), FormatGFLOPS(39616.54))
 	}
-	if _, err := ParseFormat("xml"); err == nil {
-		t.Fatal("ParseFormat(xml): no error")
+	if _, err := CheckFormat("xml", Text, JSON); err == nil || !strings.Contains(err.Error(), "use text, json") {
+		t.Fatalf("CheckFormat(xml) = %v", err)
+	}
+	if f, err := CheckFormat("json", Text, JSON); err != nil || f != JSON {
+		t.Fatal(f, err)
 	}
 }

@@ -238,7 +238,7 @@ func (f *fig3) addCurve(s series, mapY func(float64) float64) error {
 func (f *fig3) encode(w io.Writer, format string) error {
 	c, err := draw.NewFormattedCanvas(PlotWidth, PlotHeight, format)
 	if err != nil {
-		return fmt.Errorf("table: plot format %q: %v", format, err)
+		return fmt.Errorf("table: plot format %q: %w", format, err)
 	}
 	dc := draw.New(c)
 	right := vg.Centimeter * 1.6

@@ -49,7 +49,7 @@ func Path() (string, error) {
 	}
 	dir, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("tuning: no cache directory: %v", err)
+		return "", fmt.Errorf("tuning: no cache directory: %w", err)
 	}
 	return filepath.Join(dir, "glmul", "tuned.json"), nil
 }
@@ -62,10 +62,10 @@ func Load(path string) (Cache, error) {
 		return c, nil
 	}
 	if err != nil {
-		return c, fmt.Errorf("tuning: %v", err)
+		return c, fmt.Errorf("tuning: %w", err)
 	}
 	if err := json.Unmarshal(b, &c); err != nil {
-		return c, fmt.Errorf("tuning: %s is not a glmul tuning cache (%v); delete it or run glmul tune again", path, err)
+		return c, fmt.Errorf("tuning: %s is not a glmul tuning cache (%w); delete it or run glmul tune again", path, err)
 	}
 	return c, nil
 }
@@ -94,14 +94,14 @@ func (c *Cache) Put(e Entry) {
 // Save writes the cache to path atomically, creating its directory.
 func (c Cache) Save(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("tuning: %v", err)
+		return fmt.Errorf("tuning: %w", err)
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := renameio.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("tuning: %v", err)
+		return fmt.Errorf("tuning: %w", err)
 	}
 	return nil
 }

@@ -55,11 +55,7 @@ const (
 func eglGetError() int { return int(C.eglGetError()) }
 
 func eglQueryClientString(name C.EGLint) string {
-	s := C.eglQueryString(C.EGLDisplay(C.EGL_NO_DISPLAY), name)
-	if s == nil {
-		return ""
-	}
-	return C.GoString(s)
+	return goString(C.eglQueryString(C.EGLDisplay(C.EGL_NO_DISPLAY), name))
 }
 
 func eglClientExtensions() string { return eglQueryClientString(C.EGL_EXTENSIONS) }
@@ -85,7 +81,11 @@ func eglQueryDevices() ([]eglDevice, bool) {
 }
 
 func eglQueryDeviceString(d eglDevice, name C.EGLint) string {
-	s := C.glmulQueryDeviceString(d, name)
+	return goString(C.glmulQueryDeviceString(d, name))
+}
+
+// goString is C.GoString that reads NULL as "".
+func goString(s *C.char) string {
 	if s == nil {
 		return ""
 	}
@@ -110,11 +110,7 @@ func eglInitialize(d eglDisplay) (major, minor int, ok bool) {
 func eglTerminate(d eglDisplay) bool { return C.eglTerminate(d) == C.EGL_TRUE }
 
 func eglQueryDisplayString(d eglDisplay, name C.EGLint) string {
-	s := C.eglQueryString(d, name)
-	if s == nil {
-		return ""
-	}
-	return C.GoString(s)
+	return goString(C.eglQueryString(d, name))
 }
 
 func displayExtensions(d eglDisplay) string { return eglQueryDisplayString(d, C.EGL_EXTENSIONS) }

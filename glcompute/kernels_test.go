@@ -1,0 +1,52 @@
+package glcompute
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/glmul/glmul/shaders"
+)
+
+// TestMisspeltUniformPanics: a uniform name the kernel does not declare
+// panics (it would otherwise be set nowhere), while a declared one that
+// the compiler may drop is accepted.
+func TestMisspeltUniformPanics(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	d.call(func() {
+		p, err := d.programOf(shaders.GEMM())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.prog.Use()
+		mustPanic(t, "has no uniform lda2", func() { p.setUint("lda2", 1) })
+		mustPanic(t, "has no uniform Alpha", func() { p.setFloat("Alpha", 1) })
+		p.setUint("lda", 3)
+	})
+	if !declaresUniform("uniform uint first; // a comment\n", "first") || declaresUniform("uniform uint firsts;", "first") {
+		t.Error("declaresUniform misreads a declaration")
+	}
+}
+
+func TestKernelChoiceAPI(t *testing.T) {
+	if err := CheckKernel("fast:128x128x8_8x8"); err != nil {
+		t.Error(err)
+	}
+	if err := CheckKernel("fastest"); err == nil {
+		t.Error("CheckKernel(fastest): no error")
+	}
+	if len(FastCandidates()) < 10 {
+		t.Errorf("%d fast candidates", len(FastCandidates()))
+	}
+	d := openDevice(t, BackendEGL)
+	if err := d.Fits(d.DefaultKernel()); err != nil {
+		t.Errorf("the default kernel does not fit: %v", err)
+	}
+	huge := "fast:256x256x32_16x16" // 2·256·32·4 bytes of shared memory at least
+	k, err := shaders.Lookup(huge)
+	if err != nil || k.SharedBytes <= d.Info().MaxSharedMemory {
+		t.Fatalf("%s should parse and need more shared memory than %d bytes: %v, %d", huge, d.Info().MaxSharedMemory, err, k.SharedBytes)
+	}
+	if err := d.Fits(huge); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Fits(%s) = %v, want ErrUnsupported", huge, err)
+	}
+}
