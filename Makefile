@@ -14,7 +14,8 @@ APT_PACKAGES := gcc pkg-config \
 	xvfb xauth
 
 # Packages whose code never touches GL: tested with the race detector.
-PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/... ./glcompute/internal/thread/...
+PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/conformance/... ./internal/dispatch/... \
+	./internal/report/... ./internal/table/... ./internal/tuning/... ./glcompute/internal/thread/...
 
 .PHONY: all deps build run test vet clean
 
