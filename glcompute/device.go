@@ -56,6 +56,15 @@ type Options struct {
 	// ignoring glmul tune's cache. Zero value: a tuned configuration for
 	// this exact driver is used when the cache has one.
 	IgnoreTuned bool
+	// NoPersistentMapping makes host products stage their matrices
+	// through glMapBufferRange per chunk, as on a driver without
+	// glBufferStorage (GL 4.4). Zero value false: persistent, coherent
+	// mappings where the driver offers them.
+	NoPersistentMapping bool
+	// StagingBytes is the size of each of the four staging buffers that
+	// carry host matrices to and from the GPU in chunks of rows; a row
+	// must fit one. Zero value: DefaultStagingBytes (32 MiB).
+	StagingBytes int
 	// GetProcAddress, for NewDeviceFromCurrent only, is the host's own GL
 	// loader (SDL_GL_GetProcAddress, glfw.GetProcAddress, ...). go-gl keeps
 	// its function pointers in process-wide variables, shared with a host
@@ -121,6 +130,7 @@ type Device struct {
 	borrowed bool // the host's context: no thread, state saved and restored
 	ctx      context
 	programs map[string]*program
+	stager   *stager // created on the first host product
 	// bindAlign is the byte alignment of bound buffer ranges:
 	// GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT rounded up to a multiple
 	// of 16, so that offsets in vec4s stay whole.
@@ -313,10 +323,7 @@ func (d *Device) Release() {
 	d.released = true
 	if d.borrowed {
 		s := glw.SaveState(stateBindings)
-		for name, p := range d.programs {
-			p.release()
-			delete(d.programs, name)
-		}
+		d.releaseObjects()
 		s.Restore()
 		return
 	}
@@ -324,15 +331,25 @@ func (d *Device) Release() {
 	d.thread.Stop()
 }
 
+// releaseObjects deletes the programs and staging buffers; on the device
+// thread.
+func (d *Device) releaseObjects() {
+	for name, p := range d.programs {
+		p.release()
+		delete(d.programs, name)
+	}
+	if d.stager != nil {
+		d.stager.release()
+		d.stager = nil
+	}
+}
+
 // releaseContext runs on the device thread.
 func (d *Device) releaseContext() {
 	if d.ctx == nil {
 		return
 	}
-	for name, p := range d.programs {
-		p.release()
-		delete(d.programs, name)
-	}
+	d.releaseObjects()
 	d.ctx.ReleaseCurrent()
 	d.ctx.Release()
 	d.ctx = nil

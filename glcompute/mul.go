@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-	"unsafe"
 
 	"gonum.org/v1/gonum/blas/blas32"
 
@@ -182,33 +181,6 @@ func checkGeneral(m blas32.General) {
 	}
 }
 
-// packed returns m's rows laid out with stride ld ≥ m.Cols, the padding
-// zero-filled, without copying when m already has that layout.
-func packed(m blas32.General, ld int) []float32 {
-	if m.Stride == ld && (ld == m.Cols || paddingIsZero(m)) {
-		return m.Data[:m.Rows*ld]
-	}
-	out := make([]float32, m.Rows*ld)
-	for i := 0; i < m.Rows; i++ {
-		copy(out[i*ld:], m.Data[i*m.Stride:i*m.Stride+m.Cols])
-	}
-	return out
-}
-
-func paddingIsZero(m blas32.General) bool {
-	if len(m.Data) < m.Rows*m.Stride {
-		return false
-	}
-	for i := 0; i < m.Rows; i++ {
-		for _, v := range m.Data[i*m.Stride+m.Cols : (i+1)*m.Stride] {
-			if v != 0 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // roundUp rounds x up to a multiple of align.
 func roundUp(x, align int) int { return (x + align - 1) / align * align }
 
@@ -322,19 +294,33 @@ func (h *hostProduct) plan() error {
 	return err
 }
 
-// upload copies A and B into new buffers and poisons C with NaN (an
-// element the kernel fails to write then fails validation).
+// upload copies A and B into new buffers through the staging buffers and
+// poisons C with NaN (an element the kernel fails to write then fails
+// validation).
 func (h *hostProduct) upload(a, b blas32.General, t *Timings) error {
-	ad, bd := packed(a, h.lda), packed(b, h.ldb)
 	start := time.Now()
+	st := h.d.stage()
 	var err error
-	if h.bufA, err = h.d.newBuffer(4*h.m*h.lda, unsafe.Pointer(&ad[0]), glw.StaticDraw, "uploading A"); err != nil {
+	newBuffer := func(bytes int, what string) glw.Buffer {
+		if err != nil {
+			return 0
+		}
+		buf, ok := glw.NewDeviceBuffer(bytes, st.persistent)
+		if !ok {
+			err = fmt.Errorf("%w: %s: the driver could not allocate %s", ErrOutOfMemory, what, formatBytes(float64(bytes)))
+		}
+		return buf
+	}
+	h.bufA = newBuffer(4*h.m*h.lda, "A")
+	h.bufB = newBuffer(4*h.k*h.ldb, "B")
+	h.bufC = newBuffer(4*h.m*h.ldc, "C")
+	if err != nil {
 		return err
 	}
-	if h.bufB, err = h.d.newBuffer(4*h.k*h.ldb, unsafe.Pointer(&bd[0]), glw.StaticDraw, "uploading B"); err != nil {
+	if err := st.upload(h.bufA, h.lda, a); err != nil {
 		return err
 	}
-	if h.bufC, err = h.d.newBuffer(4*h.m*h.ldc, nil, glw.StaticRead, "creating C"); err != nil {
+	if err := st.upload(h.bufB, h.ldb, b); err != nil {
 		return err
 	}
 	h.bufC.FillFloat32(float32(math.NaN()))
@@ -441,18 +427,11 @@ func (h *hostProduct) timeRuns(t *Timings) error {
 	return h.d.checkError("dispatching " + h.p.kernel.File)
 }
 
-// readBack copies C into c.
+// readBack copies C into c through the staging buffers.
 func (h *hostProduct) readBack(c blas32.General, t *Timings) error {
 	start := time.Now()
-	glw.BarrierBufferRead()
-	if c.Stride == h.ldc && h.ldc == h.n {
-		h.bufC.Read(0, 4*h.m*h.n, unsafe.Pointer(&c.Data[0]))
-	} else {
-		tmp := make([]float32, h.m*h.ldc)
-		h.bufC.Read(0, 4*h.m*h.ldc, unsafe.Pointer(&tmp[0]))
-		for i := 0; i < h.m; i++ {
-			copy(c.Data[i*c.Stride:i*c.Stride+h.n], tmp[i*h.ldc:i*h.ldc+h.n])
-		}
+	if err := h.d.stage().download(c, h.bufC, h.ldc); err != nil {
+		return err
 	}
 	t.Readback = time.Since(start)
 	t.ReadbackBytes = int64(4 * h.m * h.ldc)

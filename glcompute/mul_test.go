@@ -268,3 +268,34 @@ func TestSplitK(t *testing.T) {
 		}
 	}
 }
+
+// TestStagingPaths runs the harness with staging buffers of 4 KiB (many
+// chunks of a few rows, the last one partial), through persistent mappings
+// and through glMapBufferRange per chunk (a 4.3 driver's path), and checks
+// that a row larger than a staging buffer is refused.
+func TestStagingPaths(t *testing.T) {
+	for _, mapOnce := range []bool{false, true} {
+		t.Run(fmt.Sprintf("persistent=%v", !mapOnce), func(t *testing.T) {
+			t.Setenv("DISPLAY", "")
+			d, err := Open(&Options{Backend: BackendEGL, StagingBytes: 4096, NoPersistentMapping: mapOnce})
+			if err != nil {
+				noGL(t, err.Error())
+			}
+			defer d.Release()
+			d.PrepareStaging()
+			if got := d.Staging(); strings.Contains(got, "persistent") == mapOnce {
+				t.Fatalf("Staging() = %q with NoPersistentMapping %v", got, mapOnce)
+			}
+			conformance.Run(t, nil, func(c, a, b blas32.General) error {
+				_, err := d.Mul(c, a, b, nil)
+				return err
+			})
+			rng := rand.New(rand.NewPCG(5, 5))
+			wide := cpu.Random(2, 1025, rng) // 4100 bytes a row
+			_, err = d.Mul(cpu.New(2, 2), wide, cpu.Random(1025, 2, rng), nil)
+			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "StagingBytes") {
+				t.Errorf("a row over the staging size: %v", err)
+			}
+		})
+	}
+}

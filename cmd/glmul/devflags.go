@@ -16,6 +16,7 @@ type deviceFlags struct {
 	device      int
 	verbose     bool
 	ignoreTuned bool
+	mapPerChunk bool
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
@@ -23,6 +24,7 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.device, "device", 0, "EGL device `index` from -list-devices (0: a hardware GPU first, else Mesa's software device)")
 	fs.BoolVar(&d.verbose, "v", false, "verbose: line-numbered shader source on compile errors")
 	fs.BoolVar(&d.ignoreTuned, "ignore-tuned", false, "use the built-in fast kernel configuration, not the one glmul tune cached")
+	fs.BoolVar(&d.mapPerChunk, "map-per-chunk", false, "stage matrices with glMapBufferRange per chunk, as on a GL 4.3 driver, not persistent mappings")
 }
 
 func (d *deviceFlags) check() error {
@@ -37,7 +39,7 @@ func (d *deviceFlags) check() error {
 
 func (d *deviceFlags) open() (*glcompute.Device, error) {
 	return glcompute.Open(&glcompute.Options{Backend: glcompute.Backend(d.backend), Device: d.device,
-		Verbose: d.verbose, IgnoreTuned: d.ignoreTuned})
+		Verbose: d.verbose, IgnoreTuned: d.ignoreTuned, NoPersistentMapping: d.mapPerChunk})
 }
 
 // newCommand returns the flag set of a glmul subcommand: parse errors are

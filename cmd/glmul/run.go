@@ -273,6 +273,9 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer dev.Release()
+	if 4*(o.m*o.k+o.k*o.nCols) >= glcompute.DefaultStagingBytes {
+		dev.PrepareStaging() // while the inputs are made
+	}
 
 	in := measure.NewInputs(o.m, o.k, o.nCols, o.seed)
 	mode, _ := validate.ParseMode(o.validate)

@@ -6,6 +6,7 @@
 package measure
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -73,8 +74,15 @@ type Result struct {
 	Validation validate.Result
 }
 
-// Product measures C = A·B of in on dev as o says and validates C.
+// Product measures C = A·B of in on dev as o says and validates C. C is
+// filled with NaN first, so that an element the GPU path fails to write
+// back (or a kernel that writes nothing, when Inputs serve several) fails
+// validation.
 func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
+	nan := float32(math.NaN())
+	for i := range in.C.Data {
+		in.C.Data[i] = nan
+	}
 	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, Warmup: o.Warmup, Reps: o.Reps,
 		SplitK: o.SplitK, Progress: o.Progress}
 	if o.Warmup > 0 {

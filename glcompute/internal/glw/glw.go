@@ -188,6 +188,8 @@ func NewStorageBuffer(size int, data unsafe.Pointer, usage uint32) (b Buffer, ok
 const (
 	StaticDraw = gl.STATIC_DRAW
 	StaticRead = gl.STATIC_READ
+	StreamDraw = gl.STREAM_DRAW
+	StreamRead = gl.STREAM_READ
 )
 
 // FillFloat32 sets every float of b to v (glClearBufferData).
@@ -382,4 +384,103 @@ func (f *Fence) Release() {
 		gl.DeleteSync(uintptr(*f))
 		*f = 0
 	}
+}
+
+// HasExtension reports whether the current context lists extension name
+// (glGetStringi over GL_NUM_EXTENSIONS).
+func HasExtension(name string) bool {
+	n := Integer(gl.NUM_EXTENSIONS)
+	for i := 0; i < n; i++ {
+		if p := gl.GetStringi(gl.EXTENSIONS, uint32(i)); p != nil && gl.GoStr(p) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// NewMappedBuffer creates an immutable buffer of size bytes
+// (glBufferStorage, GL 4.4 or ARB_buffer_storage) mapped persistently and
+// coherently for writing (write) or reading, and returns it with its
+// mapping; ok is false if the driver refused either.
+func NewMappedBuffer(size int, write bool) (b Buffer, p unsafe.Pointer, ok bool) {
+	flags := uint32(gl.MAP_PERSISTENT_BIT | gl.MAP_COHERENT_BIT)
+	if write {
+		flags |= gl.MAP_WRITE_BIT
+	} else {
+		flags |= gl.MAP_READ_BIT
+	}
+	var name uint32
+	gl.GenBuffers(1, &name)
+	b = Buffer(name)
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, name)
+	// GL_CLIENT_STORAGE_BIT: host memory. On NVIDIA 580 it cut the first
+	// product's staging cost at n = 4096 from 114 to 32 ms (upload) and
+	// from 41 to 24 ms (readback); later products ran as fast either way.
+	gl.BufferStorage(gl.COPY_WRITE_BUFFER, size, nil, flags|gl.CLIENT_STORAGE_BIT)
+	p = gl.MapBufferRange(gl.COPY_WRITE_BUFFER, 0, size, flags)
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, 0)
+	if p == nil {
+		b.Release()
+		return 0, nil, false
+	}
+	return b, p, true
+}
+
+// Map maps size bytes of b from offset for writing (the range's old
+// contents discarded) or reading, until Unmap; nil if the driver refused.
+func (b Buffer) Map(offset, size int, write bool) unsafe.Pointer {
+	access := uint32(gl.MAP_READ_BIT)
+	if write {
+		access = gl.MAP_WRITE_BIT | gl.MAP_INVALIDATE_RANGE_BIT
+	}
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, uint32(b))
+	p := gl.MapBufferRange(gl.COPY_WRITE_BUFFER, offset, size, access)
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, 0)
+	return p
+}
+
+// Unmap ends b's mapping; false if its contents were lost (the driver may
+// say so after a display mode change) and must be written again.
+func (b Buffer) Unmap() bool {
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, uint32(b))
+	ok := gl.UnmapBuffer(gl.COPY_WRITE_BUFFER)
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, 0)
+	return ok
+}
+
+// CopyTo queues a GPU copy of size bytes from b at srcOffset to dst at
+// dstOffset (glCopyBufferSubData).
+func (b Buffer) CopyTo(dst Buffer, srcOffset, dstOffset, size int) {
+	gl.BindBuffer(gl.COPY_READ_BUFFER, uint32(b))
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, uint32(dst))
+	gl.CopyBufferSubData(gl.COPY_READ_BUFFER, gl.COPY_WRITE_BUFFER, srcOffset, dstOffset, size)
+	gl.BindBuffer(gl.COPY_READ_BUFFER, 0)
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, 0)
+}
+
+// BarrierClientMapped makes shader writes visible through persistent
+// mappings once a later fence has passed.
+func BarrierClientMapped() { gl.MemoryBarrier(gl.CLIENT_MAPPED_BUFFER_BARRIER_BIT) }
+
+// NewDeviceBuffer creates a buffer of size bytes for the GPU's own use
+// (no host access: glBufferStorage with no flags where the driver has it,
+// which keeps it in device memory; else glBufferData). ok as for
+// NewStorageBuffer.
+func NewDeviceBuffer(size int, immutable bool) (b Buffer, ok bool) {
+	if !immutable {
+		return NewStorageBuffer(size, nil, gl.DYNAMIC_COPY)
+	}
+	var name uint32
+	gl.GenBuffers(1, &name)
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, name)
+	gl.BufferStorage(gl.COPY_WRITE_BUFFER, size, nil, 0)
+	var got int64
+	gl.GetBufferParameteri64v(gl.COPY_WRITE_BUFFER, gl.BUFFER_SIZE, &got)
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, 0)
+	b = Buffer(name)
+	if got != int64(size) {
+		b.Release()
+		return 0, false
+	}
+	return b, true
 }

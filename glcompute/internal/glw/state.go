@@ -7,13 +7,15 @@ import (
 )
 
 // State is the GL state glmul's calls touch: the current program, the
-// generic shader storage buffer binding, and the indexed shader storage
+// generic shader storage and copy buffer bindings, and the indexed shader storage
 // bindings 0…len(Indexed)-1 (buffer, start, size). A borrowed context gets
 // it back exactly (Gio's Shared mode).
 type State struct {
-	Program int32
-	SSBO    int32
-	Indexed []IndexedBinding
+	Program   int32
+	SSBO      int32
+	CopyRead  int32 // GL_COPY_READ_BUFFER and GL_COPY_WRITE_BUFFER: staging
+	CopyWrite int32 // copies bind buffers there
+	Indexed   []IndexedBinding
 }
 
 // IndexedBinding is one indexed buffer binding.
@@ -27,6 +29,8 @@ func SaveState(n int) State {
 	var s State
 	gl.GetIntegerv(gl.CURRENT_PROGRAM, &s.Program)
 	gl.GetIntegerv(gl.SHADER_STORAGE_BUFFER_BINDING, &s.SSBO)
+	gl.GetIntegerv(gl.COPY_READ_BUFFER_BINDING, &s.CopyRead)
+	gl.GetIntegerv(gl.COPY_WRITE_BUFFER_BINDING, &s.CopyWrite)
 	s.Indexed = make([]IndexedBinding, n)
 	for i := range s.Indexed {
 		b := &s.Indexed[i]
@@ -49,6 +53,8 @@ func (s State) Restore() {
 	}
 	// glBindBufferBase/Range also set the generic binding: restore it last.
 	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, uint32(s.SSBO))
+	gl.BindBuffer(gl.COPY_READ_BUFFER, uint32(s.CopyRead))
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, uint32(s.CopyWrite))
 	gl.UseProgram(uint32(s.Program))
 }
 

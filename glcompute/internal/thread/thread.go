@@ -51,3 +51,13 @@ func (t *OSThread) Stop() {
 	close(t.calls)
 	<-t.done
 }
+
+// Go queues f to run on the thread and returns without waiting: calls
+// made after it run after it. A panic in f is dropped; f must report its
+// failures itself.
+func (t *OSThread) Go(f func()) {
+	t.calls <- func() {
+		defer func() { recover() }()
+		f()
+	}
+}

@@ -44,3 +44,15 @@ func TestPanicReachesCaller(t *testing.T) {
 	}()
 	th.Call(func() { panic("boom") })
 }
+
+func TestGoRunsBeforeLaterCalls(t *testing.T) {
+	th := New()
+	defer th.Stop()
+	var order []int
+	th.Go(func() { order = append(order, 1) })
+	th.Go(func() { panic("dropped") })
+	th.Call(func() { order = append(order, 2) })
+	if len(order) != 2 || order[0] != 1 || order[1] != 2 {
+		t.Fatalf("order %v", order)
+	}
+}

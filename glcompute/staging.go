@@ -1,0 +1,261 @@
+package glcompute
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/glcompute/internal/glw"
+)
+
+// DefaultStagingBytes is the size of each staging buffer: large enough
+// that a chunk's fixed costs (a fence, a copy command, waking the copy
+// goroutines) are small against its transfer, small enough that two up
+// and two down stay modest in host-visible memory.
+const DefaultStagingBytes = 32 << 20
+
+// stager moves matrices between Go memory and GPU buffers through staging
+// buffers in host-visible memory, a chunk of whole rows at a time, two
+// buffers each way, so that the host copies one chunk (on several
+// goroutines) while the GPU copies the other. Where the driver has
+// glBufferStorage (GL 4.4, ARB_buffer_storage) and Options.NoPersistentMapping
+// is unset, the staging buffers are mapped once, persistently and
+// coherently; otherwise each chunk is mapped with glMapBufferRange and
+// unmapped (a 4.3 driver). Every method runs on the device thread.
+type stager struct {
+	persistent bool
+	bytes      int // of each staging buffer
+	workers    int // host copy goroutines
+	up, down   [2]stageSlot
+}
+
+// stageSlot is one staging buffer.
+type stageSlot struct {
+	buf   glw.Buffer
+	size  int            // bytes
+	ptr   unsafe.Pointer // the persistent mapping; nil if mapped per use
+	fence glw.Fence      // the GPU's last copy from or to buf; 0 if none
+}
+
+// stage returns the Device's stager, creating it on first use; on the
+// device thread.
+func (d *Device) stage() *stager {
+	if d.stager == nil {
+		s := &stager{bytes: d.opts.StagingBytes, workers: min(runtime.GOMAXPROCS(0), 8)}
+		if s.bytes <= 0 {
+			s.bytes = DefaultStagingBytes
+		}
+		s.persistent = !d.opts.NoPersistentMapping &&
+			(d.info.Major > 4 || d.info.Major == 4 && d.info.Minor >= 4 || glw.HasExtension("GL_ARB_buffer_storage"))
+		d.stager = s
+	}
+	return d.stager
+}
+
+// Staging reports how host matrices reach the GPU: "persistent mapping"
+// or "glMapBufferRange per chunk", and the staging buffer size. Safe from
+// any goroutine.
+func (d *Device) Staging() string {
+	var s *stager
+	d.call(func() { s = d.stage() })
+	how := "glMapBufferRange per chunk"
+	if s.persistent {
+		how = "persistent mapping"
+	}
+	return fmt.Sprintf("%s, 2×2 staging buffers of %s, %d copy goroutines", how, formatBytes(float64(s.bytes)), s.workers)
+}
+
+// slot returns staging buffer i of one direction holding at least need
+// bytes, after waiting for the GPU's last copy through it. Buffers are
+// made on first use as large as the transfer needs (up to the stager's
+// size, so small products pin little memory) and grown when a larger one
+// comes.
+func (s *stager) slot(slots *[2]stageSlot, i int, write bool, need int) (*stageSlot, error) {
+	sl := &slots[i]
+	if sl.fence != 0 {
+		sl.fence.Signaled(^uint64(0))
+		sl.fence.Release()
+	}
+	if sl.buf != 0 && sl.size >= need {
+		return sl, nil
+	}
+	sl.buf.Release()
+	size := min(s.bytes, roundUp(need, 1<<20))
+	var ok bool
+	if s.persistent {
+		sl.buf, sl.ptr, ok = glw.NewMappedBuffer(size, write)
+	} else {
+		usage := uint32(glw.StreamDraw)
+		if !write {
+			usage = glw.StreamRead
+		}
+		sl.buf, ok = glw.NewStorageBuffer(size, nil, usage)
+	}
+	if !ok {
+		sl.size = 0
+		return nil, fmt.Errorf("%w: the driver could not allocate a %s staging buffer", ErrOutOfMemory, formatBytes(float64(size)))
+	}
+	sl.size = size
+	return sl, nil
+}
+
+// prepare makes the four staging buffers at full size.
+func (s *stager) prepare() {
+	for i := 0; i < 2; i++ {
+		s.slot(&s.up, i, true, s.bytes)
+		s.slot(&s.down, i, false, s.bytes)
+	}
+}
+
+// PrepareStaging makes the staging buffers that carry host matrices to
+// and from the GPU (allocating and pinning host-visible memory costs tens
+// of milliseconds on NVIDIA) without waiting: on an owned Device it runs
+// on the device thread while the caller goes on, say, making the inputs;
+// Mul then finds them ready. Without it the first host product makes them,
+// sized to its matrices. Borrowed: it runs at once, on the host's thread.
+func (d *Device) PrepareStaging() {
+	if d.borrowed {
+		d.call(func() { d.stage().prepare() })
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.released {
+		panic("glcompute: use of a released Device")
+	}
+	d.thread.Go(func() { d.stage().prepare() }) // the thread is idle: no call holds d.mu
+}
+
+// rowsPerChunk is how many rows of stride floats fill one staging buffer.
+func (s *stager) rowsPerChunk(stride int) (int, error) {
+	if 4*stride > s.bytes {
+		return 0, fmt.Errorf("%w: a row of %d floats is larger than a staging buffer (%s); raise Options.StagingBytes",
+			ErrTooLarge, stride, formatBytes(float64(s.bytes)))
+	}
+	return s.bytes / (4 * stride), nil
+}
+
+// upload copies src into dst from its start, rows stride floats apart,
+// the floats after each row's Cols up to stride set to zero.
+func (s *stager) upload(dst glw.Buffer, stride int, src blas32.General) error {
+	per, err := s.rowsPerChunk(stride)
+	if err != nil {
+		return err
+	}
+	for c, r0 := 0, 0; r0 < src.Rows; c, r0 = c+1, r0+per {
+		r1 := min(r0+per, src.Rows)
+		n := (r1 - r0) * stride
+		sl, err := s.slot(&s.up, c%2, true, 4*n)
+		if err != nil {
+			return err
+		}
+		ptr := sl.ptr
+		if ptr == nil {
+			if ptr = sl.buf.Map(0, 4*n, true); ptr == nil {
+				return fmt.Errorf("%w: glMapBufferRange refused a staging buffer", ErrDriver)
+			}
+		}
+		out := unsafe.Slice((*float32)(ptr), n)
+		s.parallel(r1-r0, func(i0, i1 int) {
+			for i := i0; i < i1; i++ {
+				row := out[i*stride : (i+1)*stride]
+				copy(row, src.Data[(r0+i)*src.Stride:(r0+i)*src.Stride+src.Cols])
+				clear(row[src.Cols:])
+			}
+		})
+		if sl.ptr == nil && !sl.buf.Unmap() {
+			return fmt.Errorf("%w: a staging buffer's contents were lost while mapped", ErrDriver)
+		}
+		sl.buf.CopyTo(dst, 0, 4*r0*stride, 4*n)
+		sl.fence = glw.NewFence()
+		glw.Flush()
+	}
+	return nil
+}
+
+// download copies the rows of src, stride floats apart from its start,
+// into dst (dst.Cols floats a row). The GPU copies the next chunk while
+// the host copies out the last.
+func (s *stager) download(dst blas32.General, src glw.Buffer, stride int) error {
+	per, err := s.rowsPerChunk(stride)
+	if err != nil {
+		return err
+	}
+	glw.BarrierBufferRead() // shader writes to src before the copies
+	chunks := (dst.Rows + per - 1) / per
+	issue := func(c int) error {
+		r0, r1 := c*per, min((c+1)*per, dst.Rows)
+		sl, err := s.slot(&s.down, c%2, false, 4*(r1-r0)*stride)
+		if err != nil {
+			return err
+		}
+		src.CopyTo(sl.buf, 4*r0*stride, 0, 4*(r1-r0)*stride)
+		sl.fence = glw.NewFence()
+		glw.Flush()
+		return nil
+	}
+	if err := issue(0); err != nil {
+		return err
+	}
+	for c := 0; c < chunks; c++ {
+		if c+1 < chunks {
+			if err := issue(c + 1); err != nil {
+				return err
+			}
+		}
+		sl := &s.down[c%2]
+		sl.fence.Signaled(^uint64(0))
+		sl.fence.Release()
+		r0, r1 := c*per, min((c+1)*per, dst.Rows)
+		ptr := sl.ptr
+		if ptr == nil {
+			if ptr = sl.buf.Map(0, 4*(r1-r0)*stride, false); ptr == nil {
+				return fmt.Errorf("%w: glMapBufferRange refused a staging buffer", ErrDriver)
+			}
+		}
+		in := unsafe.Slice((*float32)(ptr), (r1-r0)*stride)
+		s.parallel(r1-r0, func(i0, i1 int) {
+			for i := i0; i < i1; i++ {
+				copy(dst.Data[(r0+i)*dst.Stride:(r0+i)*dst.Stride+dst.Cols], in[i*stride:i*stride+dst.Cols])
+			}
+		})
+		if sl.ptr == nil && !sl.buf.Unmap() {
+			return fmt.Errorf("%w: a staging buffer's contents were lost while mapped", ErrDriver)
+		}
+	}
+	return nil
+}
+
+// parallel runs f over rows [0, n) split among the stager's goroutines;
+// small jobs run on the calling thread.
+func (s *stager) parallel(n int, f func(i0, i1 int)) {
+	w := min(s.workers, n)
+	if w <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < w; g++ {
+		i0, i1 := g*n/w, (g+1)*n/w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(i0, i1)
+		}()
+	}
+	wg.Wait()
+}
+
+// release deletes the staging buffers (a persistent mapping goes with its
+// buffer).
+func (s *stager) release() {
+	for _, slots := range []*[2]stageSlot{&s.up, &s.down} {
+		for i := range slots {
+			slots[i].fence.Release()
+			slots[i].buf.Release()
+		}
+	}
+}
