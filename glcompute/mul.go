@@ -61,16 +61,24 @@ type Timings struct {
 	Dispatches int `json:"dispatches"`
 	// Groups is the number of work groups along x (columns) and y (rows).
 	Groups [2]int `json:"groups"`
-	// Upload is the time to create and fill the buffers of A and B (and
-	// allocate and poison C's).
-	Upload time.Duration `json:"upload_ns"`
+	// Upload is the time to fill the GPU buffers of A and B from host
+	// memory (and poison C's with NaN), until the GPU has finished. With
+	// MulOptions.Warmup > 0 it is the second of two uploads: the first use
+	// of new device memory costs the driver tens of milliseconds (NVIDIA
+	// 580: about 50 ms for a 64 MiB buffer) that later uses do not, and a
+	// warm transfer is what a stream of products sees, as warm compute is.
+	// FirstUpload is then that first, cold upload; zero without warm-up.
+	Upload      time.Duration `json:"upload_ns"`
+	FirstUpload time.Duration `json:"first_upload_ns,omitempty"`
 	// Compute holds the wall-clock time of each timed run.
 	Compute []time.Duration `json:"compute_ns"`
 	// GPU holds the GL_TIME_ELAPSED time of each timed run, or is nil where
 	// the driver's timer is unusable (Mesa llvmpipe reports ≈0 for compute).
 	GPU []time.Duration `json:"gpu_ns,omitempty"`
-	// Readback is the time to copy C back to the CPU.
-	Readback time.Duration `json:"readback_ns"`
+	// Readback is the time to copy C back into host memory; with warm-up
+	// the second of two, FirstReadback the first (as for Upload).
+	Readback      time.Duration `json:"readback_ns"`
+	FirstReadback time.Duration `json:"first_readback_ns,omitempty"`
 	// UploadBytes and ReadbackBytes are the bytes moved each way.
 	UploadBytes   int64 `json:"upload_bytes"`
 	ReadbackBytes int64 `json:"readback_bytes"`
@@ -222,7 +230,10 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 	}
 	t.Kernel = h.p.kernel.Spec()
 	t.Dispatches, t.Groups = len(h.chunks.Chunks), [2]int{h.chunks.GroupsX, h.chunks.GroupsY}
-	if err := h.upload(a, b, &t); err != nil {
+	if err := h.alloc(); err != nil {
+		return t, err
+	}
+	if err := h.transfers(a, b, &t); err != nil {
 		return t, err
 	}
 	h.bind()
@@ -232,6 +243,12 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 	}
 	if err := h.timeRuns(&t); err != nil {
 		return t, err
+	}
+	if h.o.Warmup > 0 { // untimed, as the first upload is
+		if err := h.readBack(c, &t); err != nil {
+			return t, err
+		}
+		t.FirstReadback = t.Readback
 	}
 	return t, h.readBack(c, &t)
 }
@@ -294,40 +311,53 @@ func (h *hostProduct) plan() error {
 	return err
 }
 
-// upload copies A and B into new buffers through the staging buffers and
-// poisons C with NaN (an element the kernel fails to write then fails
-// validation).
-func (h *hostProduct) upload(a, b blas32.General, t *Timings) error {
+// alloc creates the GPU buffers of A, B and C (device memory, never
+// mapped, where the driver has glBufferStorage).
+func (h *hostProduct) alloc() error {
+	immutable := h.d.stage().persistent
+	for _, x := range []struct {
+		buf   *glw.Buffer
+		bytes int
+		name  string
+	}{{&h.bufA, 4 * h.m * h.lda, "A"}, {&h.bufB, 4 * h.k * h.ldb, "B"}, {&h.bufC, 4 * h.m * h.ldc, "C"}} {
+		var ok bool
+		if *x.buf, ok = glw.NewDeviceBuffer(x.bytes, immutable); !ok {
+			return fmt.Errorf("%w: %s: the driver could not allocate %s", ErrOutOfMemory, x.name, formatBytes(float64(x.bytes)))
+		}
+	}
+	return nil
+}
+
+// upload copies A and B into their buffers through the staging buffers
+// and poisons C with NaN (an element the kernel fails to write then fails
+// validation), and returns how long that took, to the GPU's finish.
+func (h *hostProduct) upload(a, b blas32.General) (time.Duration, error) {
 	start := time.Now()
 	st := h.d.stage()
-	var err error
-	newBuffer := func(bytes int, what string) glw.Buffer {
-		if err != nil {
-			return 0
-		}
-		buf, ok := glw.NewDeviceBuffer(bytes, st.persistent)
-		if !ok {
-			err = fmt.Errorf("%w: %s: the driver could not allocate %s", ErrOutOfMemory, what, formatBytes(float64(bytes)))
-		}
-		return buf
-	}
-	h.bufA = newBuffer(4*h.m*h.lda, "A")
-	h.bufB = newBuffer(4*h.k*h.ldb, "B")
-	h.bufC = newBuffer(4*h.m*h.ldc, "C")
-	if err != nil {
-		return err
-	}
 	if err := st.upload(h.bufA, h.lda, a); err != nil {
-		return err
+		return 0, err
 	}
 	if err := st.upload(h.bufB, h.ldb, b); err != nil {
-		return err
+		return 0, err
 	}
 	h.bufC.FillFloat32(float32(math.NaN()))
 	glw.Finish()
-	t.Upload = time.Since(start)
+	return time.Since(start), h.d.checkError("uploading A and B")
+}
+
+// transfers uploads A and B, once untimed first when warming up (the
+// first use of new device memory costs the driver tens of milliseconds
+// that the second does not: a warm transfer is what a steady stream of
+// products sees, as warm compute is), and records both.
+func (h *hostProduct) transfers(a, b blas32.General, t *Timings) error {
 	t.UploadBytes = int64(4 * (h.m*h.lda + h.k*h.ldb))
-	return h.d.checkError("uploading A and B")
+	var err error
+	if t.Upload, err = h.upload(a, b); err != nil || h.o.Warmup == 0 {
+		return err
+	}
+	t.FirstUpload = t.Upload
+	t.Upload, err = h.upload(a, b)
+	return err
 }
 
 // bind binds A, B and C (or the split-K workspace) for the kernel.

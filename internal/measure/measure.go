@@ -126,6 +126,7 @@ func (r Result) Summary() report.Summary {
 	return report.Summary{TimingSource: r.Source,
 		KernelMeanMS: ms(Mean(r.Times)), KernelMedMS: ms(Median(r.Times)), KernelMinMS: ms(slices.Min(r.Times)),
 		WallMeanMS: ms(Mean(r.Timings.Compute)), UploadMS: ms(r.Timings.Upload), ReadbackMS: ms(r.Timings.Readback),
+		FirstUploadMS: ms(r.Timings.FirstUpload), FirstReadbackMS: ms(r.Timings.FirstReadback),
 		GFLOPSMean: r.GFLOPS(Mean(r.Times)), GFLOPSMedian: r.GFLOPS(Median(r.Times)), GFLOPSEndToEnd: r.GFLOPS(r.EndToEnd())}
 }
 

@@ -75,6 +75,10 @@ type Summary struct {
 	WallMeanMS   float64 `json:"wall_mean_ms"`
 	UploadMS     float64 `json:"upload_ms"`
 	ReadbackMS   float64 `json:"readback_ms"`
+	// FirstUploadMS and FirstReadbackMS are the cold transfers before the
+	// warm ones above (0 without warm-up): see glcompute.Timings.
+	FirstUploadMS   float64 `json:"first_upload_ms,omitempty"`
+	FirstReadbackMS float64 `json:"first_readback_ms,omitempty"`
 	// GFLOPS = 2·M·N·K / time, as the paper defines it (its eq. 1).
 	GFLOPSMean   float64 `json:"gflops_mean"`
 	GFLOPSMedian float64 `json:"gflops_median"`
@@ -122,7 +126,7 @@ func (r *Run) writeText(w io.Writer) error {
 		p("backend", "%s", i.Backend)
 	}
 	p("kernel", "%s: %d×%d work groups in %d dispatch(es) of at most %d×%d", r.Kernel, t.Groups[0], t.Groups[1], t.Dispatches, r.MaxGroups, r.MaxGroups)
-	p("upload", "%8.2f ms  %s", s.UploadMS, rate(t.UploadBytes, t.Upload))
+	p("upload", "%8.2f ms  %s%s", s.UploadMS, rate(t.UploadBytes, t.Upload), cold(s.FirstUploadMS))
 	src := "GL timer"
 	if s.TimingSource == "wall" {
 		src = "wall clock after glFinish; the driver's GL timer reads ≈0"
@@ -132,11 +136,19 @@ func (r *Run) writeText(w io.Writer) error {
 	if s.TimingSource != "wall" {
 		p("", "%8.2f ms mean wall clock after glFinish", s.WallMeanMS)
 	}
-	p("readback", "%8.2f ms  %s", s.ReadbackMS, rate(t.ReadbackBytes, t.Readback))
+	p("readback", "%8.2f ms  %s%s", s.ReadbackMS, rate(t.ReadbackBytes, t.Readback), cold(s.FirstReadbackMS))
 	p("GFLOPS", "%s kernel (mean), %s (median); %s end to end (upload + mean run + readback)",
 		FormatGFLOPS(s.GFLOPSMean), FormatGFLOPS(s.GFLOPSMedian), FormatGFLOPS(s.GFLOPSEndToEnd))
 	p("validate", "%s", r.Validation)
 	return nil
+}
+
+// cold describes the first, cold transfer before a warm one.
+func cold(ms float64) string {
+	if ms == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the first (cold): %.2f ms", ms)
 }
 
 func rate(bytes int64, d time.Duration) string {

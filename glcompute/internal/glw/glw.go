@@ -199,6 +199,14 @@ func (b Buffer) FillFloat32(v float32) {
 	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
 }
 
+// FillUint32 sets every 32-bit word of b to v (glClearBufferData with
+// GL_R32UI: no format conversion).
+func (b Buffer) FillUint32(v uint32) {
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, uint32(b))
+	gl.ClearBufferData(gl.SHADER_STORAGE_BUFFER, gl.R32UI, gl.RED_INTEGER, gl.UNSIGNED_INT, unsafe.Pointer(&v))
+	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
+}
+
 // Read copies size bytes from offset into dst (glGetBufferSubData).
 func (b Buffer) Read(offset, size int, dst unsafe.Pointer) {
 	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, uint32(b))
