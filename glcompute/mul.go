@@ -50,6 +50,14 @@ type MulOptions struct {
 	// device's thread and must not call the Device. Tracking progress puts
 	// a fence and a flush after every dispatch. Zero value: no calls.
 	Progress func(done, total int)
+	// MaxBinding lowers the bytes one matrix may take in one shader
+	// storage binding below the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE,
+	// and MaxGPUMemory caps the bytes of GPU buffers a product may use.
+	// A product over either runs in panels (Timings.Panels), streaming
+	// A again for every column panel of B when all of A does not fit:
+	// lowering them makes small products exercise those paths. Zero
+	// values: the driver's limit, and no memory cap.
+	MaxBinding, MaxGPUMemory int64
 }
 
 // Timings of one Mul. Wall-clock times are measured on the CPU after
@@ -82,6 +90,12 @@ type Timings struct {
 	// UploadBytes and ReadbackBytes are the bytes moved each way.
 	UploadBytes   int64 `json:"upload_bytes"`
 	ReadbackBytes int64 `json:"readback_bytes"`
+	// Panels describes the panel plan of a product run in panels (see
+	// MulOptions.MaxBinding), "" for one run in one piece. A paneled
+	// product runs once, without warm-up or timed repetitions: Upload and
+	// Readback sum its transfers, Compute holds the rest of its wall time,
+	// so that the three add up to the whole product.
+	Panels string `json:"panels,omitempty"`
 }
 
 // maxIndex is the largest element index the kernels' 32-bit uint arithmetic
@@ -165,15 +179,21 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 	if o.MaxGroups <= 0 {
 		o.MaxGroups = DefaultMaxGroups
 	}
-	if err := d.CheckShape(a.Rows, a.Cols, b.Cols); err != nil {
-		return Timings{}, err
-	}
 	if lim := min(d.info.MaxWorkGroupCount[0], d.info.MaxWorkGroupCount[1]); o.MaxGroups > lim {
 		return Timings{}, fmt.Errorf("%w: %d work groups per dispatch requested, the driver allows %d (GL_MAX_COMPUTE_WORK_GROUP_COUNT)", ErrUnsupported, o.MaxGroups, lim)
 	}
+	plan, paneled, err := d.planPanels(a.Rows, a.Cols, b.Cols, &o)
+	if err != nil {
+		return Timings{}, err
+	}
 	var t Timings
-	var err error
-	d.call(func() { t, err = d.mul(c, a, b, &o) })
+	d.call(func() {
+		if paneled {
+			t, err = d.mulPanels(c, a, b, &o, plan)
+		} else {
+			t, err = d.mul(c, a, b, &o)
+		}
+	})
 	return t, err
 }
 

@@ -299,3 +299,36 @@ func TestStagingPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestPanels runs the harness, and shapes several panels wide and tall,
+// with bindings and GPU memory lowered so that products run in panels: A
+// kept on the GPU, A streamed per column panel, and memory alone short.
+func TestPanels(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	const kern = "fast:64x64x8_8x4"
+	shapes := append([]conformance.Shape{{M: 300, K: 77, N: 310}, {M: 257, K: 33, N: 700}, {M: 129, K: 130, N: 65}}, conformance.Shapes...)
+	for _, lim := range []struct {
+		name            string
+		binding, memory int64
+		wantA           string
+	}{
+		{"binding", 64 << 10, 0, "A kept"},
+		{"binding+memory", 64 << 10, 200 << 10, "A streamed"},
+		{"memory", 0, 160 << 10, "streamed"},
+	} {
+		t.Run(lim.name, func(t *testing.T) {
+			o := &MulOptions{Kernel: kern, MaxBinding: lim.binding, MaxGPUMemory: lim.memory}
+			conformance.Run(t, shapes, func(c, a, b blas32.General) error {
+				tm, err := d.Mul(c, a, b, o)
+				if err == nil && a.Rows == 300 && !strings.Contains(tm.Panels, lim.wantA) {
+					t.Errorf("300×77×310: panels %q, want %q", tm.Panels, lim.wantA)
+				}
+				return err
+			})
+		})
+	}
+	if _, err := d.Mul(cpu.New(64, 64), cpu.Random(64, 4000, rand.New(rand.NewPCG(1, 1))), cpu.Random(4000, 64, rand.New(rand.NewPCG(2, 2))),
+		&MulOptions{Kernel: kern, MaxBinding: 16 << 10}); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "too long") {
+		t.Errorf("K too long for any panel: %v", err)
+	}
+}

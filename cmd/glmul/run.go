@@ -68,7 +68,7 @@ func hintFor(err error) string {
 	case errors.Is(err, glcompute.ErrUnsupported):
 		return "glmul needs OpenGL 4.3 compute shaders: a GPU driver from 2012 or later, or Mesa 20+ (llvmpipe) on the CPU"
 	case errors.Is(err, glcompute.ErrTooLarge):
-		return "a later glmul streams larger matrices; for now choose a smaller size"
+		return "products over one binding run in panels with the fast kernel; a K too long for one tile's panel needs a larger -max-binding (or a smaller size)"
 	}
 	return ""
 }
@@ -90,6 +90,10 @@ type options struct {
 	listDevices bool
 	progress    string
 	dumpProgram string
+	maxBinding  string
+	maxGPUMem   string
+	binding     int64 // parsed -max-binding
+	gpuMem      int64 // parsed -max-gpu-mem
 
 	nSet        bool // -n was on the command line
 	m, k, nCols int  // the parsed shape
@@ -109,6 +113,8 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.splitK, "split-k", 0, "split the inner dimension `S` ways (fast kernel), for results too small to fill the GPU; 0: no split")
 	fs.IntVar(&o.maxGroups, "max-groups", glcompute.DefaultMaxGroups, "at most this many work groups per dispatch along each axis (the paper's TDR cap)")
 	fs.StringVar(&o.kernel, "kernel", "fast", "compute shader: fast (tuned for the device), tiled32 (the paper's), or fast:BMxBNxBK_TMxTN")
+	fs.StringVar(&o.maxBinding, "max-binding", "", "run in panels whose matrices take at most `SIZE` bytes a binding (e.g. 1MiB; default: the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE)")
+	fs.StringVar(&o.maxGPUMem, "max-gpu-mem", "", "use at most `SIZE` bytes of GPU buffers (e.g. 8MiB, 2GiB), streaming panels when the product needs more (default: no cap)")
 	fs.StringVar(&o.dumpProgram, "dump-program", "", "write the driver's program binary of the kernel to `FILE` (NVIDIA's holds the assembly) and exit")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs (uniform on [-1, 1))")
 	fs.StringVar(&o.format, "format", "text", "output: text|json|csv")
@@ -230,7 +236,36 @@ func (o *options) check() error {
 	if err := checkProgress("", o.progress); err != nil {
 		return err
 	}
+	var err error
+	if o.binding, err = parseBytes("-max-binding", o.maxBinding); err != nil {
+		return err
+	}
+	if o.gpuMem, err = parseBytes("-max-gpu-mem", o.maxGPUMem); err != nil {
+		return err
+	}
 	return nil
+}
+
+// parseBytes reads a size: a whole number of bytes, or one followed by
+// KiB, MiB or GiB; "" is 0 (no limit).
+func parseBytes(flag, s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	num, mult := s, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
+		}
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || v < 1 || v > (1<<50)/mult {
+		return 0, usagef("%s %s: want a size such as 65536, 64KiB, 8MiB or 2GiB", flag, s)
+	}
+	return v * mult, nil
 }
 
 // parseShape reads "MxKxN" (also with X or ×).
@@ -268,18 +303,23 @@ func versionString() string {
 
 // multiply runs the main command.
 func multiply(o *options, stdout, stderr io.Writer) error {
-	dev, err := o.dev.openFor([3]int{o.m, o.k, o.nCols})
+	dev, err := o.dev.open()
 	if err != nil {
 		return err
 	}
 	defer dev.Release()
+	// Refuse what cannot run before the inputs are made.
+	if _, err := dev.Plan(o.m, o.k, o.nCols, &glcompute.MulOptions{Kernel: o.kernel, MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, SplitK: o.splitK}); err != nil {
+		return err
+	}
 	if 4*(o.m*o.k+o.k*o.nCols) >= glcompute.DefaultStagingBytes {
 		dev.PrepareStaging() // while the inputs are made
 	}
 
 	in := measure.NewInputs(o.m, o.k, o.nCols, o.seed)
 	mode, _ := validate.ParseMode(o.validate)
-	mo := measure.Options{Kernel: o.kernel, MaxGroups: o.maxGroups, Warmup: o.warmup, Reps: o.reps, SplitK: o.splitK, Validate: mode}
+	mo := measure.Options{Kernel: o.kernel, MaxGroups: o.maxGroups, Warmup: o.warmup, Reps: o.reps, SplitK: o.splitK, Validate: mode,
+		MaxBinding: o.binding, MaxGPUMemory: o.gpuMem}
 	bar := newBar(o.progress, stderr, "GPU runs")
 	if bar != nil {
 		mo.Progress = func(done, total int) {

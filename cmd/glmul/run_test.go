@@ -181,18 +181,28 @@ func TestMultiplyCSV(t *testing.T) {
 	}
 }
 
+// TestBeyondSSBOLimit: a product over one binding runs in panels with the
+// fast kernel, and is refused early, with the reason, with tiled32.
 func TestBeyondSSBOLimit(t *testing.T) {
 	info := needGL(t)
-	// The largest n whose rows, padded to 4 floats, fit one block.
-	largest := int(math.Sqrt(float64(info.MaxSSBOBlockSize / 4)))
-	for int64(largest)*int64((largest+3)/4*4)*4 > info.MaxSSBOBlockSize {
-		largest--
+	n := int(math.Sqrt(float64(info.MaxSSBOBlockSize/4))) + 1
+	code, stdout, stderr := glmul("-n", fmt.Sprint(n), "-kernel", "tiled32", "-backend", "egl")
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "does not fit one shader storage binding") || !strings.Contains(stderr, "use fast") {
+		t.Fatalf("-n %d -kernel tiled32: exit %d, stderr %q", n, code, stderr)
 	}
-	n := largest + 1
-	code, stdout, stderr := glmul("-n", fmt.Sprint(n), "-backend", "egl")
-	if code != 1 || stdout != "" || !strings.Contains(stderr, "GL_MAX_SHADER_STORAGE_BLOCK_SIZE") ||
-		!strings.Contains(stderr, fmt.Sprintf("n = %d", largest)) {
-		t.Fatalf("-n %d: exit %d, stderr %q", n, code, stderr)
+	code, stdout, stderr = glmul("-shape", "300x70x310", "-kernel", "fast:64x64x8_8x4", "-max-binding", "24KiB", "-max-gpu-mem", "120KiB",
+		"-validate", "full", "-format", "json", "-backend", "egl")
+	var r struct {
+		Timings struct {
+			Panels string `json:"panels"`
+		} `json:"timings"`
+		Validation struct{ OK bool } `json:"validation"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || !strings.Contains(r.Timings.Panels, "A streamed") || !r.Validation.OK {
+		t.Fatalf("paneled product: exit %d, %s\n%s", code, stderr, stdout)
+	}
+	if code, _, stderr := glmul("-n", "3", "-max-gpu-mem", "lots"); code != 2 || !strings.Contains(stderr, "want a size") {
+		t.Errorf("-max-gpu-mem lots: exit %d, %q", code, stderr)
 	}
 }
 

@@ -48,8 +48,10 @@ type Options struct {
 	// Warmup untimed runs, continued until they have lasted MinWarmup.
 	// Zero value: none.
 	Warmup int
-	// MaxGroups and SplitK as in glcompute.MulOptions.
-	MaxGroups, SplitK int
+	// MaxGroups, SplitK, MaxBinding and MaxGPUMemory as in
+	// glcompute.MulOptions.
+	MaxGroups, SplitK        int
+	MaxBinding, MaxGPUMemory int64
 	// Validate is how C is checked. Zero value "": validate.Auto.
 	Validate validate.Mode
 	// Progress, if set, is called as dispatches complete (see
@@ -84,7 +86,7 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 		in.C.Data[i] = nan
 	}
 	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, Warmup: o.Warmup, Reps: o.Reps,
-		SplitK: o.SplitK, Progress: o.Progress}
+		SplitK: o.SplitK, Progress: o.Progress, MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory}
 	if o.Warmup > 0 {
 		mo.MinWarmup = MinWarmup
 	}
@@ -170,5 +172,5 @@ func (r Result) Report(info glcompute.Info, seed uint64, warmup, maxGroups int) 
 	return report.Run{Device: Device(info), Kernel: r.Kernel, M: r.M, K: r.K, N: r.N, Seed: seed, Warmup: warmup,
 		MaxGroups: maxGroups, Validation: r.Validation, Summary: r.Summary(),
 		Timings: report.Timings{Dispatches: t.Dispatches, Groups: t.Groups, Runs: len(t.Compute), Upload: t.Upload,
-			Readback: t.Readback, UploadBytes: t.UploadBytes, ReadbackBytes: t.ReadbackBytes, Full: t}}
+			Readback: t.Readback, UploadBytes: t.UploadBytes, ReadbackBytes: t.ReadbackBytes, Panels: t.Panels, Full: t}}
 }

@@ -169,14 +169,21 @@ func errorName(e uint32) string {
 // not size, which is read back instead of calling glGetError, so that a
 // host's error flags stay the host's. A failed buffer is deleted.
 func NewStorageBuffer(size int, data unsafe.Pointer, usage uint32) (b Buffer, ok bool) {
+	return newBuffer(size, func(target uint32) { gl.BufferData(target, size, data, usage) })
+}
+
+// newBuffer generates a buffer, lets alloc give it storage while it is
+// bound to GL_COPY_WRITE_BUFFER, and checks that it got size bytes (a
+// refused allocation leaves it empty); a failed buffer is deleted.
+func newBuffer(size int, alloc func(target uint32)) (Buffer, bool) {
 	var name uint32
 	gl.GenBuffers(1, &name)
-	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, name)
-	gl.BufferData(gl.SHADER_STORAGE_BUFFER, size, data, usage)
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, name)
+	alloc(gl.COPY_WRITE_BUFFER)
 	var got int64
-	gl.GetBufferParameteri64v(gl.SHADER_STORAGE_BUFFER, gl.BUFFER_SIZE, &got)
-	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
-	b = Buffer(name)
+	gl.GetBufferParameteri64v(gl.COPY_WRITE_BUFFER, gl.BUFFER_SIZE, &got)
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, 0)
+	b := Buffer(name)
 	if got != int64(size) {
 		b.Release()
 		return 0, false
@@ -478,17 +485,5 @@ func NewDeviceBuffer(size int, immutable bool) (b Buffer, ok bool) {
 	if !immutable {
 		return NewStorageBuffer(size, nil, gl.DYNAMIC_COPY)
 	}
-	var name uint32
-	gl.GenBuffers(1, &name)
-	gl.BindBuffer(gl.COPY_WRITE_BUFFER, name)
-	gl.BufferStorage(gl.COPY_WRITE_BUFFER, size, nil, 0)
-	var got int64
-	gl.GetBufferParameteri64v(gl.COPY_WRITE_BUFFER, gl.BUFFER_SIZE, &got)
-	gl.BindBuffer(gl.COPY_WRITE_BUFFER, 0)
-	b = Buffer(name)
-	if got != int64(size) {
-		b.Release()
-		return 0, false
-	}
-	return b, true
+	return newBuffer(size, func(target uint32) { gl.BufferStorage(target, size, nil, 0) })
 }
