@@ -128,7 +128,7 @@ func (r *Run) writeText(w io.Writer) error {
 	}
 	p("kernel", "%s: %d×%d work groups in %d dispatch(es) of at most %d×%d", r.Kernel, t.Groups[0], t.Groups[1], t.Dispatches, r.MaxGroups, r.MaxGroups)
 	if t.Panels != "" {
-		p("panels", "%s: one pass, transfers and compute summed over the panels", t.Panels)
+		p("panels", "%s; transfers and compute summed over the panels", t.Panels)
 	}
 	p("upload", "%8.2f ms  %s%s", s.UploadMS, rate(t.UploadBytes, t.Upload), cold(s.FirstUploadMS))
 	src := "GL timer"
@@ -136,7 +136,7 @@ func (r *Run) writeText(w io.Writer) error {
 		src = "wall clock after glFinish; the driver's GL timer reads ≈0"
 	}
 	if t.Panels != "" {
-		p("compute", "%8.2f ms: the pass's dispatches and waits besides the transfers (no warm-up or repetition in panels)", s.KernelMeanMS)
+		p("compute", "%8.2f ms: the panels' products, queued to finished, summed (one pass: no warm-up or repetition in panels)", s.KernelMeanMS)
 	} else {
 		p("compute", "%8.2f ms mean, %.2f median, %.2f min over %d run(s) after %d+ warm-up run(s) of at least 0.3 s (%s)",
 			s.KernelMeanMS, s.KernelMedMS, s.KernelMinMS, t.Runs, r.Warmup, src)
