@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/internal/dispatch"
 	"github.com/glmul/glmul/internal/tuning"
 	"github.com/glmul/glmul/shaders"
 )
@@ -265,4 +266,24 @@ func (d *Device) Fits(spec string) error {
 
 func (d *Device) tuningDriver() tuning.Driver {
 	return tuning.Driver{Vendor: d.info.Vendor, Renderer: d.info.Renderer, Version: d.info.Version}
+}
+
+// poison sets the first bytes/4 floats of buf to NaN with fill.comp,
+// leaving the program and binding 2 changed; on the device thread.
+func (d *Device) poison(buf glw.Buffer, bytes int) error {
+	p, err := d.programOf(shaders.Fill())
+	if err != nil {
+		return err
+	}
+	words := bytes / 4
+	p.prog.Use()
+	p.setUint("count", uint32(words))
+	p.setUint("value", math.Float32bits(float32(math.NaN())))
+	buf.BindStorage(2)
+	for _, ch := range dispatch.Linear(words, p.kernel.Threads) {
+		p.setUint("first", uint32(ch.First))
+		glw.Dispatch(ch.GroupsX, ch.GroupsY)
+	}
+	glw.BarrierStorage()
+	return nil
 }

@@ -2,9 +2,12 @@ package glcompute
 
 import (
 	"errors"
+	"math"
 	"testing"
 
+	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/shaders"
+	"gonum.org/v1/gonum/blas/blas32"
 )
 
 // TestMisspeltUniformPanics: a uniform name the kernel does not declare
@@ -48,5 +51,25 @@ func TestKernelChoiceAPI(t *testing.T) {
 	}
 	if err := d.Fits(huge); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("Fits(%s) = %v, want ErrUnsupported", huge, err)
+	}
+}
+
+// TestPoison checks fill.comp's NaN poison: every word of the range, and
+// nothing after it.
+func TestPoison(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	m := newMatrix(t, d, 1, 1000)
+	m.Upload(blas32.General{Rows: 1, Cols: 1000, Stride: 1000, Data: make([]float32, 1000)})
+	d.call(func() {
+		if err := d.poison(m.buf, 4*999); err != nil {
+			t.Fatal(err)
+		}
+	})
+	got := cpu.New(1, 1000)
+	m.Download(got)
+	for i, v := range got.Data {
+		if (i < 999) != math.IsNaN(float64(v)) {
+			t.Fatalf("word %d = %v after poisoning 999 words", i, v)
+		}
 	}
 }

@@ -360,7 +360,9 @@ func (h *hostProduct) upload(a, b blas32.General) (time.Duration, error) {
 	if err := st.upload(h.bufB, h.ldb, b); err != nil {
 		return 0, err
 	}
-	h.bufC.FillFloat32(float32(math.NaN()))
+	if err := h.d.poison(h.bufC, 4*h.m*h.ldc); err != nil {
+		return 0, err
+	}
 	glw.Finish()
 	return time.Since(start), h.d.checkError("uploading A and B")
 }

@@ -2,7 +2,6 @@ package glcompute
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -175,12 +174,14 @@ func (pp *panelProduct) columnPanel(a, b, c blas32.General, j int) error {
 		// NaN. The first clear of each buffer is also where the driver
 		// first touches its memory (tens of ms a GiB on NVIDIA): counted
 		// with the transfers, as in a product in one piece.
-		timed(&pp.t.Upload, func() error {
-			bufC.FillFloat32(float32(math.NaN()))
-			glw.Finish()
-			return nil
+		err := timed(&pp.t.Upload, func() error {
+			defer glw.Finish()
+			return pp.d.poison(bufC, 4*rows*ldn)
 		})
-		err := timed(&pp.compute, func() error {
+		if err != nil {
+			return err
+		}
+		err = timed(&pp.compute, func() error {
 			if err := pp.dispatch(bufA, bufC, rows, cols, ldn); err != nil {
 				return err
 			}

@@ -89,6 +89,13 @@ func Reduce() Kernel {
 		Threads: 256, Source: string(source("reduce.comp"))}
 }
 
+// Fill sets the words of a buffer to one value (fill.comp): glmul's NaN
+// poison of results.
+func Fill() Kernel {
+	return Kernel{Name: "fill", File: "fill.comp", TileM: 1, TileN: 256, Align: 1,
+		Threads: 256, Source: string(source("fill.comp"))}
+}
+
 // Batched is the kernel for many small products (batched.comp): one
 // invocation per element of C, 256 per work group.
 func Batched() Kernel {
