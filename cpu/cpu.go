@@ -18,10 +18,20 @@ func New(rows, cols int) blas32.General {
 // that drops or repeats a term cannot hide behind all-positive inputs.
 func Random(rows, cols int, rng *rand.Rand) blas32.General {
 	m := New(rows, cols)
-	for i := range m.Data {
-		m.Data[i] = float32(2*rng.Float64() - 1)
-	}
+	Fill(m, rng)
 	return m
+}
+
+// Fill sets the elements of m (not its stride gaps) to values uniform on
+// [-1, 1) from rng, row by row: the same values Random gives for a compact
+// matrix of m's shape.
+func Fill(m blas32.General, rng *rand.Rand) {
+	for i := 0; i < m.Rows; i++ {
+		row := m.Data[i*m.Stride : i*m.Stride+m.Cols]
+		for j := range row {
+			row[j] = float32(2*rng.Float64() - 1)
+		}
+	}
 }
 
 // Naive computes C = A·B with the paper's Algorithm 3: the i-j-k triple loop

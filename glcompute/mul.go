@@ -354,11 +354,16 @@ func (h *hostProduct) alloc() error {
 func (h *hostProduct) upload(a, b blas32.General) (time.Duration, error) {
 	start := time.Now()
 	st := h.d.stage()
-	if err := st.upload(h.bufA, h.lda, a); err != nil {
-		return 0, err
-	}
-	if err := st.upload(h.bufB, h.ldb, b); err != nil {
-		return 0, err
+	for _, x := range []struct {
+		g   blas32.General
+		buf glw.Buffer
+		ld  int
+	}{{a, h.bufA, h.lda}, {b, h.bufB, h.ldb}} {
+		if hm := h.d.hostMatrix(x.g, x.ld); hm != nil {
+			hm.copyIn(x.buf)
+		} else if err := st.upload(x.buf, x.ld, x.g); err != nil {
+			return 0, err
+		}
 	}
 	if err := h.d.poison(h.bufC, 4*h.m*h.ldc); err != nil {
 		return 0, err
@@ -482,7 +487,9 @@ func (h *hostProduct) timeRuns(t *Timings) error {
 // readBack copies C into c through the staging buffers.
 func (h *hostProduct) readBack(c blas32.General, t *Timings) error {
 	start := time.Now()
-	if err := h.d.stage().download(c, h.bufC, h.ldc); err != nil {
+	if hm := h.d.hostMatrix(c, h.ldc); hm != nil {
+		hm.copyOut(h.bufC)
+	} else if err := h.d.stage().download(c, h.bufC, h.ldc); err != nil {
 		return err
 	}
 	t.Readback = time.Since(start)

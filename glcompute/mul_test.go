@@ -332,3 +332,65 @@ func TestPanels(t *testing.T) {
 		t.Errorf("K too long for any panel: %v", err)
 	}
 }
+
+// TestHostMatrix multiplies mapped host matrices (the GPU copies them, no
+// staging), alone and mixed with ordinary slices, with garbage in an
+// operand's padding, and checks the refusal without persistent mapping.
+func TestHostMatrix(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(71, 72))
+	m, k, n := 67, 45, 90
+	ha, err := d.NewHostMatrix(m, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ha.Release()
+	hb, _ := d.NewHostMatrix(k, n)
+	defer hb.Release()
+	hc, _ := d.NewHostMatrix(m, n)
+	defer hc.Release()
+	if ha.Stride != 48 || hc.Stride != 92 {
+		t.Fatalf("strides %d, %d: want rows padded to 4 floats", ha.Stride, hc.Stride)
+	}
+	a, b := cpu.Random(m, k, rng), cpu.Random(k, n, rng)
+	for i := 0; i < m; i++ {
+		copy(ha.Data[i*ha.Stride:], a.Data[i*k:(i+1)*k])
+		ha.Data[i*ha.Stride+k] = float32(math.NaN()) // padding glmul must zero
+	}
+	for i := 0; i < k; i++ {
+		copy(hb.Data[i*hb.Stride:], b.Data[i*n:(i+1)*n])
+	}
+	want := cpu.New(m, n)
+	cpu.Sgemm(want, a, b)
+	check := func(what string, c blas32.General) {
+		t.Helper()
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				if g, w := c.Data[i*c.Stride+j], want.Data[i*n+j]; math.Abs(float64(g-w)) > 1e-4 {
+					t.Fatalf("%s: C[%d][%d] = %v, want %v", what, i, j, g, w)
+				}
+			}
+		}
+	}
+	for _, kern := range []string{"fast", "tiled32"} {
+		clear(hc.Data)
+		if _, err := d.Mul(hc.General, ha.General, hb.General, &MulOptions{Kernel: kern, Warmup: 1}); err != nil {
+			t.Fatal(err)
+		}
+		check(kern+", all mapped", hc.General)
+		plain := cpu.New(m, n)
+		if _, err := d.Mul(plain, ha.General, b, &MulOptions{Kernel: kern}); err != nil {
+			t.Fatal(err)
+		}
+		check(kern+", mapped A only", plain)
+	}
+	t.Setenv("DISPLAY", "")
+	d2, err := Open(&Options{Backend: BackendEGL, NoPersistentMapping: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Release()
+	if _, err := d2.NewHostMatrix(2, 2); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("NewHostMatrix without persistent mapping: %v", err)
+	}
+}

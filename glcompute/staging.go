@@ -86,7 +86,11 @@ func (s *stager) slot(slots *[2]stageSlot, i int, write bool, need int) (*stageS
 	size := min(s.bytes, roundUp(need, 1<<20))
 	var ok bool
 	if s.persistent {
-		sl.buf, sl.ptr, ok = glw.NewMappedBuffer(size, write)
+		access := uint32(glw.MapRead)
+		if write {
+			access = glw.MapWrite
+		}
+		sl.buf, sl.ptr, ok = glw.NewMappedBuffer(size, access)
 	} else {
 		usage := uint32(glw.StreamDraw)
 		if !write {

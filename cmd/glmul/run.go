@@ -92,6 +92,7 @@ type options struct {
 	dumpProgram string
 	maxBinding  string
 	maxGPUMem   string
+	mapped      bool
 	binding     int64 // parsed -max-binding
 	gpuMem      int64 // parsed -max-gpu-mem
 
@@ -115,6 +116,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.kernel, "kernel", "fast", "compute shader: fast (tuned for the device), tiled32 (the paper's), or fast:BMxBNxBK_TMxTN")
 	fs.StringVar(&o.maxBinding, "max-binding", "", "run in panels whose matrices take at most `SIZE` bytes a binding (e.g. 1MiB; default: the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE)")
 	fs.StringVar(&o.maxGPUMem, "max-gpu-mem", "", "use at most `SIZE` bytes of GPU buffers (e.g. 8MiB, 2GiB), streaming panels when the product needs more (default: no cap)")
+	fs.BoolVar(&o.mapped, "mapped", false, "make A, B and C in mapped host memory that the GPU copies directly (glcompute.HostMatrix, like pinned memory) instead of ordinary Go slices")
 	fs.StringVar(&o.dumpProgram, "dump-program", "", "write the driver's program binary of the kernel to `FILE` (NVIDIA's holds the assembly) and exit")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs (uniform on [-1, 1))")
 	fs.StringVar(&o.format, "format", "text", "output: text|json|csv")
@@ -316,7 +318,16 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 		dev.PrepareStaging() // while the inputs are made
 	}
 
-	in := measure.NewInputs(o.m, o.k, o.nCols, o.seed)
+	var in *measure.Inputs
+	if o.mapped {
+		var release func()
+		if in, release, err = measure.NewMappedInputs(dev, o.m, o.k, o.nCols, o.seed); err != nil {
+			return err
+		}
+		defer release()
+	} else {
+		in = measure.NewInputs(o.m, o.k, o.nCols, o.seed)
+	}
 	mode, _ := validate.ParseMode(o.validate)
 	mo := measure.Options{Kernel: o.kernel, MaxGroups: o.maxGroups, Warmup: o.warmup, Reps: o.reps, SplitK: o.splitK, Validate: mode,
 		MaxBinding: o.binding, MaxGPUMemory: o.gpuMem}

@@ -201,6 +201,10 @@ func TestBeyondSSBOLimit(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || !strings.Contains(r.Timings.Panels, "A streamed") || !r.Validation.OK {
 		t.Fatalf("paneled product: exit %d, %s\n%s", code, stderr, stdout)
 	}
+	code, stdout, stderr = glmul("-n", "70", "-mapped", "-validate", "full", "-backend", "egl")
+	if code != 0 || !strings.Contains(stdout, "validate   full: ok") {
+		t.Fatalf("-mapped: exit %d, %s\n%s", code, stderr, stdout)
+	}
 	if code, _, stderr := glmul("-n", "3", "-max-gpu-mem", "lots"); code != 2 || !strings.Contains(stderr, "want a size") {
 		t.Errorf("-max-gpu-mem lots: exit %d, %q", code, stderr)
 	}

@@ -38,6 +38,30 @@ func NewInputs(m, k, n int, seed uint64) *Inputs {
 	return &Inputs{A: cpu.Random(m, k, rng), B: cpu.Random(k, n, rng), C: cpu.New(m, n), Seed: seed}
 }
 
+// NewMappedInputs makes the same inputs as NewInputs, in host matrices the
+// GPU reads and writes directly (glcompute.HostMatrix: the analogue of
+// pinned memory); release frees them.
+func NewMappedInputs(dev *glcompute.Device, m, k, n int, seed uint64) (in *Inputs, release func(), err error) {
+	var mats []*glcompute.HostMatrix
+	release = func() {
+		for _, h := range mats {
+			h.Release()
+		}
+	}
+	for _, s := range [][2]int{{m, k}, {k, n}, {m, n}} {
+		h, err := dev.NewHostMatrix(s[0], s[1])
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		mats = append(mats, h)
+	}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	cpu.Fill(mats[0].General, rng)
+	cpu.Fill(mats[1].General, rng)
+	return &Inputs{A: mats[0].General, B: mats[1].General, C: mats[2].General, Seed: seed}, release, nil
+}
+
 // Options of one measurement. The zero value runs the device's default
 // kernel once, without warm-up, and validates automatically.
 type Options struct {
@@ -82,8 +106,10 @@ type Result struct {
 // validation.
 func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	nan := float32(math.NaN())
-	for i := range in.C.Data {
-		in.C.Data[i] = nan
+	for i := 0; i < in.C.Rows; i++ {
+		for j := 0; j < in.C.Cols; j++ {
+			in.C.Data[i*in.C.Stride+j] = nan
+		}
 	}
 	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, Warmup: o.Warmup, Reps: o.Reps,
 		SplitK: o.SplitK, Progress: o.Progress, MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory}

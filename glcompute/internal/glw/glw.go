@@ -413,17 +413,20 @@ func HasExtension(name string) bool {
 	return false
 }
 
+// Mapping access for NewMappedBuffer.
+const (
+	MapRead      = gl.MAP_READ_BIT
+	MapWrite     = gl.MAP_WRITE_BIT
+	MapReadWrite = gl.MAP_READ_BIT | gl.MAP_WRITE_BIT
+)
+
 // NewMappedBuffer creates an immutable buffer of size bytes
-// (glBufferStorage, GL 4.4 or ARB_buffer_storage) mapped persistently and
-// coherently for writing (write) or reading, and returns it with its
-// mapping; ok is false if the driver refused either.
-func NewMappedBuffer(size int, write bool) (b Buffer, p unsafe.Pointer, ok bool) {
-	flags := uint32(gl.MAP_PERSISTENT_BIT | gl.MAP_COHERENT_BIT)
-	if write {
-		flags |= gl.MAP_WRITE_BIT
-	} else {
-		flags |= gl.MAP_READ_BIT
-	}
+// (glBufferStorage, GL 4.4 or ARB_buffer_storage) in host memory, mapped
+// persistently and coherently with access (MapRead, MapWrite or
+// MapReadWrite), and returns it with its mapping; ok is false if the
+// driver refused either.
+func NewMappedBuffer(size int, access uint32) (b Buffer, p unsafe.Pointer, ok bool) {
+	flags := uint32(gl.MAP_PERSISTENT_BIT|gl.MAP_COHERENT_BIT) | access
 	var name uint32
 	gl.GenBuffers(1, &name)
 	b = Buffer(name)

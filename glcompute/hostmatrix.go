@@ -1,0 +1,109 @@
+package glcompute
+
+import (
+	"fmt"
+	"unsafe"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/glcompute/internal/glw"
+)
+
+// HostMatrix is a float32 matrix in host memory that the GPU reads and
+// writes directly, the analogue of CUDA's pinned memory: its Data is a
+// persistent, coherent mapping of a GL buffer. Fill it, and read results
+// from it, as any blas32.General; Mul then moves it with one GPU copy
+// instead of host copies through the staging buffers.
+//
+// Rows are padded to a multiple of 4 floats (Stride = Cols rounded up).
+// The padding belongs to glmul: Mul zeroes it in an operand and may write
+// it in a result. Data is valid until Release; using it afterwards is a
+// use of unmapped memory. Needs glBufferStorage (GL 4.4 or
+// ARB_buffer_storage) and persistent mapping (not Options.NoPersistentMapping).
+//
+// Thread rule: Data may be read and written from any goroutine while no
+// Mul that uses the matrix runs; NewHostMatrix and Release as the Device's
+// methods.
+type HostMatrix struct {
+	blas32.General
+	d   *Device
+	buf glw.Buffer
+}
+
+// NewHostMatrix allocates a rows×cols HostMatrix, zero-filled. It returns an
+// error matching ErrUnsupported where the driver cannot map buffers
+// persistently, and ErrOutOfMemory where it refuses the memory.
+func (d *Device) NewHostMatrix(rows, cols int) (*HostMatrix, error) {
+	if rows < 1 || cols < 1 {
+		panic("glcompute: matrix dimension below 1")
+	}
+	stride := roundUp(cols, 4)
+	h := &HostMatrix{General: blas32.General{Rows: rows, Cols: cols, Stride: stride}, d: d}
+	var err error
+	d.call(func() {
+		if !d.stage().persistent {
+			err = fmt.Errorf("%w: a HostMatrix needs persistent buffer mappings (glBufferStorage, GL 4.4), which this driver or Options.NoPersistentMapping rules out", ErrUnsupported)
+			return
+		}
+		bytes := 4 * rows * stride
+		buf, ptr, ok := glw.NewMappedBuffer(bytes, glw.MapReadWrite)
+		if !ok {
+			err = fmt.Errorf("%w: a %d×%d host matrix (%s of mapped memory)", ErrOutOfMemory, rows, cols, formatBytes(float64(bytes)))
+			return
+		}
+		h.buf, h.Data = buf, unsafe.Slice((*float32)(ptr), rows*stride)
+		clear(h.Data)
+		if d.hostMats == nil {
+			d.hostMats = map[*float32]*HostMatrix{}
+		}
+		d.hostMats[&h.Data[0]] = h
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Release unmaps and deletes the matrix; Data must not be used afterwards.
+// Idempotent, and safe after the Device's Release.
+func (h *HostMatrix) Release() {
+	d := h.d
+	if d == nil {
+		return
+	}
+	h.d = nil
+	d.releaseObject(func() {
+		delete(d.hostMats, &h.Data[0])
+		h.buf.Release()
+	})
+	h.Data = nil
+}
+
+// hostMatrix returns the HostMatrix whose memory g is, laid out with row
+// stride ld, or nil; on the device thread.
+func (d *Device) hostMatrix(g blas32.General, ld int) *HostMatrix {
+	h := d.hostMats[&g.Data[0]]
+	if h == nil || g.Stride != ld || g.Rows != h.Rows || g.Cols != h.Cols {
+		return nil
+	}
+	return h
+}
+
+// copyIn copies h into dst by the GPU, its padding zeroed first (the
+// kernels read it); on the device thread.
+func (h *HostMatrix) copyIn(dst glw.Buffer) {
+	for i := 0; i < h.Rows; i++ {
+		clear(h.Data[i*h.Stride+h.Cols : (i+1)*h.Stride])
+	}
+	h.buf.CopyTo(dst, 0, 0, 4*h.Rows*h.Stride)
+}
+
+// copyOut copies src into h by the GPU and waits for it; on the device
+// thread.
+func (h *HostMatrix) copyOut(src glw.Buffer) {
+	glw.BarrierBufferRead()
+	src.CopyTo(h.buf, 0, 0, 4*h.Rows*h.Stride)
+	f := glw.NewFence()
+	f.Signaled(^uint64(0))
+	f.Release()
+}
