@@ -374,7 +374,20 @@ func TestBatchRefusesBadStrides(t *testing.T) {
 // view writes its elements and nothing else of the buffer, and Download
 // writes dst's elements and leaves dst's stride gaps alone.
 func TestUploadDownloadTouchOnlyElements(t *testing.T) {
-	d := openDevice(t, BackendEGL)
+	openDevice(t, BackendEGL) // skips or fails here without GL
+	for _, staging := range []int{0, 16} { // 16 bytes: rows over it go direct
+		t.Run(fmt.Sprintf("staging=%d", staging), func(t *testing.T) {
+			d, err := Open(&Options{Backend: BackendEGL, StagingBytes: staging})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Release()
+			uploadDownloadTouchOnlyElements(t, d)
+		})
+	}
+}
+
+func uploadDownloadTouchOnlyElements(t *testing.T, d *Device) {
 	rng := rand.New(rand.NewPCG(81, 82))
 	for _, s := range []struct{ rows, cols, stride, off, srcStride int }{
 		{5, 3, 7, 2, 7}, {5, 3, 7, 2, 3}, {4, 4, 4, 9, 6}, {1, 6, 6, 3, 6}, {6, 1, 5, 0, 5},

@@ -143,23 +143,31 @@ func (d *Device) checkExtent(what string, first, count int) error {
 	return d.checkBlock(what+" spans", bytes)
 }
 
-// Upload copies src, which must have m's shape, into m (glBufferSubData).
-// Only m's elements are written: the gaps of a stride wider than Cols and
-// the rest of the buffer keep their contents.
+// Upload copies src, which must have m's shape, into m, through the
+// staging buffers (glBufferSubData for a row larger than one). Only m's
+// elements are written: the gaps of a stride wider than Cols and the rest
+// of the buffer keep their contents.
 func (m *Matrix) Upload(src blas32.General) error {
-	return m.transfer(src, "uploading a matrix", nil, m.buf.WriteAt)
+	return m.transfer(src, "uploading a matrix", func(st *stager, v view) error { return st.upload(v, src) }, m.buf.WriteAt)
 }
 
-// Download copies m into dst, which must have m's shape; dst's stride gaps
-// are left alone. It waits for the GPU work that writes m: a stall, meant
-// for tests and final results.
+// Download copies m into dst, which must have m's shape, through the
+// staging buffers (glGetBufferSubData for a row larger than one); dst's
+// stride gaps are left alone. It waits for the GPU work that writes m: a
+// stall, meant for tests and final results.
 func (m *Matrix) Download(dst blas32.General) error {
-	return m.transfer(dst, "downloading a matrix", glw.BarrierBufferRead, m.buf.Read)
+	return m.transfer(dst, "downloading a matrix", func(st *stager, v view) error { return st.download(dst, v) },
+		func(offset, size int, host unsafe.Pointer) {
+			glw.BarrierBufferRead()
+			m.buf.Read(offset, size, host)
+		})
 }
 
-// transfer checks host, then on the device thread runs before (if set)
-// and copy over the blocks of eachBlock, and reports GL errors as what.
-func (m *Matrix) transfer(host blas32.General, what string, before func(), copy func(offset, size int, host unsafe.Pointer)) error {
+// transfer checks host and, on the device thread, moves m's elements
+// with staged (through the staging buffers) or, where a row is larger
+// than a staging buffer, with direct over the blocks of eachBlock; GL
+// errors are reported as what.
+func (m *Matrix) transfer(host blas32.General, what string, staged func(*stager, view) error, direct func(offset, size int, host unsafe.Pointer)) error {
 	m.check(m.d)
 	if host.Rows != m.Rows || host.Cols != m.Cols {
 		panic("glcompute: Upload or Download: shapes differ")
@@ -168,11 +176,14 @@ func (m *Matrix) transfer(host blas32.General, what string, before func(), copy 
 	var err error
 	m.d.call(func() {
 		m.d.clearErrors()
-		if before != nil {
-			before()
+		if st := m.d.stage(); 4*m.Stride <= st.bytes {
+			err = staged(st, view{buf: m.buf, off: m.Offset, stride: m.Stride, keepGaps: true})
+		} else {
+			m.eachBlock(host, direct)
 		}
-		m.eachBlock(host, copy)
-		err = m.d.checkError(what)
+		if err == nil {
+			err = m.d.checkError(what)
+		}
 	})
 	return err
 }

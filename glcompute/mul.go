@@ -361,7 +361,7 @@ func (h *hostProduct) upload(a, b blas32.General) (time.Duration, error) {
 	}{{a, h.bufA, h.lda}, {b, h.bufB, h.ldb}} {
 		if hm := h.d.hostMatrix(x.g, x.ld); hm != nil {
 			hm.copyIn(x.buf)
-		} else if err := st.upload(x.buf, x.ld, x.g); err != nil {
+		} else if err := st.upload(view{buf: x.buf, stride: x.ld}, x.g); err != nil {
 			return 0, err
 		}
 	}
@@ -489,7 +489,7 @@ func (h *hostProduct) readBack(c blas32.General, t *Timings) error {
 	start := time.Now()
 	if hm := h.d.hostMatrix(c, h.ldc); hm != nil {
 		hm.copyOut(h.bufC)
-	} else if err := h.d.stage().download(c, h.bufC, h.ldc); err != nil {
+	} else if err := h.d.stage().download(c, view{buf: h.bufC, stride: h.ldc}); err != nil {
 		return err
 	}
 	t.Readback = time.Since(start)

@@ -150,7 +150,7 @@ func (pp *panelProduct) columnPanel(a, b, c blas32.General, j int) error {
 	cols := min(pl.ColsPer, pl.N-c0)
 	ldn := pl.Ld(cols)
 	err := timed(&pp.t.Upload, func() error {
-		return st.upload(pp.bufB, ldn, blas32.General{Rows: pl.K, Cols: cols, Stride: b.Stride, Data: b.Data[c0:]})
+		return st.upload(view{buf: pp.bufB, stride: ldn}, blas32.General{Rows: pl.K, Cols: cols, Stride: b.Stride, Data: b.Data[c0:]})
 	})
 	if err != nil {
 		return err
@@ -162,7 +162,7 @@ func (pp *panelProduct) columnPanel(a, b, c blas32.General, j int) error {
 		bufA := pp.bufA[i%len(pp.bufA)]
 		if !pl.KeepA || j == 0 {
 			err := timed(&pp.t.Upload, func() error {
-				return st.upload(bufA, pl.Ld(pl.K), blas32.General{Rows: rows, Cols: pl.K, Stride: a.Stride, Data: a.Data[r0*a.Stride:]})
+				return st.upload(view{buf: bufA, stride: pl.Ld(pl.K)}, blas32.General{Rows: rows, Cols: pl.K, Stride: a.Stride, Data: a.Data[r0*a.Stride:]})
 			})
 			if err != nil {
 				return err
@@ -197,7 +197,7 @@ func (pp *panelProduct) columnPanel(a, b, c blas32.General, j int) error {
 			return err
 		}
 		err = timed(&pp.t.Readback, func() error {
-			return st.download(blas32.General{Rows: rows, Cols: cols, Stride: c.Stride, Data: c.Data[r0*c.Stride+c0:]}, bufC, ldn)
+			return st.download(blas32.General{Rows: rows, Cols: cols, Stride: c.Stride, Data: c.Data[r0*c.Stride+c0:]}, view{buf: bufC, stride: ldn})
 		})
 		if err != nil {
 			return err

@@ -142,9 +142,21 @@ func (s *stager) rowsPerChunk(stride int) (int, error) {
 	return s.bytes / (4 * stride), nil
 }
 
-// upload copies src into dst from its start, rows stride floats apart,
-// the floats after each row's Cols up to stride set to zero.
-func (s *stager) upload(dst glw.Buffer, stride int, src blas32.General) error {
+// view is where a matrix lies in a GPU buffer: from float off, rows
+// stride floats apart. keepGaps: the floats between rows are someone
+// else's and must not be written (a host's buffer); otherwise they are
+// padding that upload zeroes.
+type view struct {
+	buf      glw.Buffer
+	off      int
+	stride   int
+	keepGaps bool
+}
+
+// upload copies src into dst's rows: a chunk of rows a GPU copy, or one
+// copy a row where the gaps must be kept.
+func (s *stager) upload(dst view, src blas32.General) error {
+	stride := dst.stride
 	per, err := s.rowsPerChunk(stride)
 	if err != nil {
 		return err
@@ -173,17 +185,23 @@ func (s *stager) upload(dst glw.Buffer, stride int, src blas32.General) error {
 		if sl.ptr == nil && !sl.buf.Unmap() {
 			return fmt.Errorf("%w: a staging buffer's contents were lost while mapped", ErrDriver)
 		}
-		sl.buf.CopyTo(dst, 0, 4*r0*stride, 4*n)
+		if dst.keepGaps && stride > src.Cols {
+			for i := 0; i < r1-r0; i++ {
+				sl.buf.CopyTo(dst.buf, 4*i*stride, 4*(dst.off+(r0+i)*stride), 4*src.Cols)
+			}
+		} else {
+			sl.buf.CopyTo(dst.buf, 0, 4*(dst.off+r0*stride), 4*((r1-r0-1)*stride+src.Cols))
+		}
 		sl.fence = glw.NewFence()
 		glw.Flush()
 	}
 	return nil
 }
 
-// download copies the rows of src, stride floats apart from its start,
-// into dst (dst.Cols floats a row). The GPU copies the next chunk while
-// the host copies out the last.
-func (s *stager) download(dst blas32.General, src glw.Buffer, stride int) error {
+// download copies the rows of src into dst (dst.Cols floats a row). The
+// GPU copies the next chunk while the host copies out the last.
+func (s *stager) download(dst blas32.General, src view) error {
+	stride := src.stride
 	per, err := s.rowsPerChunk(stride)
 	if err != nil {
 		return err
@@ -196,7 +214,7 @@ func (s *stager) download(dst blas32.General, src glw.Buffer, stride int) error 
 		if err != nil {
 			return err
 		}
-		src.CopyTo(sl.buf, 4*r0*stride, 0, 4*(r1-r0)*stride)
+		src.buf.CopyTo(sl.buf, 4*(src.off+r0*stride), 0, 4*((r1-r0-1)*stride+dst.Cols))
 		sl.fence = glw.NewFence()
 		glw.Flush()
 		return nil
