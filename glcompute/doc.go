@@ -29,6 +29,17 @@
 // groups calls under one state save/restore and one full barrier. BLAS
 // puts Sgemm on the GPU for gonum's blas32.
 //
+// # Host matrices and transfers
+//
+// Mul, Upload and Download move host matrices through staging buffers in
+// host-visible memory (persistent mappings where the driver has
+// glBufferStorage, else glMapBufferRange per chunk), copied by several
+// goroutines; PrepareStaging makes them ahead of the first product. A
+// HostMatrix lives in such memory from the start, so that Mul moves it
+// with one GPU copy, as pinned memory does for CUDA. Products larger than
+// one shader storage binding, or than MulOptions.MaxGPUMemory, run in
+// panels (Plan tells how).
+//
 // # What a host may rely on
 //
 // On a borrowed context (NewDeviceFromCurrent):
