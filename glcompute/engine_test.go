@@ -374,7 +374,7 @@ func TestBatchRefusesBadStrides(t *testing.T) {
 // view writes its elements and nothing else of the buffer, and Download
 // writes dst's elements and leaves dst's stride gaps alone.
 func TestUploadDownloadTouchOnlyElements(t *testing.T) {
-	openDevice(t, BackendEGL) // skips or fails here without GL
+	openDevice(t, BackendEGL)              // skips or fails here without GL
 	for _, staging := range []int{0, 16} { // 16 bytes: rows over it go direct
 		t.Run(fmt.Sprintf("staging=%d", staging), func(t *testing.T) {
 			d, err := Open(&Options{Backend: BackendEGL, StagingBytes: staging})
