@@ -414,7 +414,7 @@ func (d *Device) isReleased() bool {
 // frame pays for these once. Inside, each product is followed only by a
 // shader storage barrier, so later products see the earlier ones' results;
 // the host's own draws and compute passes see them after Scope returns.
-// Scope returns f's error. Scopes do not nest.
+// Scope returns f's error. Scopes do not nest: a Scope inside f panics.
 //
 // Thread rule: a borrowed Device's Scope runs on the host's GL thread, and
 // f must make its glmul calls on that thread; the host must not change the

@@ -55,14 +55,17 @@
 //     sit anywhere in a buffer of any size; what must fit one shader
 //     storage block is the matrix (or a batch) itself.
 //   - Each call, or each Scope, saves and restores the state glmul
-//     touches: the current program, the generic shader storage binding
-//     and indexed bindings 0–2 (buffer, offset and size). Other state
+//     touches: the current program, the generic shader storage binding,
+//     indexed bindings 0–2 (buffer, offset and size) and the copy-read
+//     and copy-write bindings. Other state
 //     (VAOs, array buffers, textures, framebuffers) is never touched.
 //   - glmul never calls glGetError, installs no debug callback and never
 //     starts or ends a query the host has running. Out of memory is
 //     detected from the new buffer's size, where the driver refuses at all.
-//   - Calls only queue work: no glFinish, no readback (except Download,
-//     which waits for the results it reads). The barrier after a call
+//   - Resident calls (Gemm, GemmBatched, Fence, Upload) only queue work:
+//     no glFinish, no readback. Download waits for the results it reads;
+//     Mul and BLAS.Sgemm, which take host matrices, wait for their
+//     product. The barrier after a call
 //     covers every later use (draws, compute, buffer reads); inside a
 //     Scope, glmul's own later calls, the Scope's end adding the rest.
 //   - go-gl's function pointers are process-wide: glmul loads them
@@ -83,8 +86,9 @@
 // # Layout
 //
 // Matrices are gonum's blas32.General: row-major float32, element (i, j) at
-// Data[i*Stride+j]. C = A·B with A m×k and B k×n; each matrix must fit one
-// shader storage block (Info.MaxSSBOBlockSize) or Mul returns ErrTooLarge.
+// Data[i*Stride+j]. C = A·B with A m×k and B k×n. A product whose
+// matrices do not fit one shader storage block (Info.MaxSSBOBlockSize)
+// runs in panels with the fast kernel (tiled32 returns ErrTooLarge).
 //
 // # Errors
 //

@@ -48,7 +48,8 @@ type MulOptions struct {
 	// Progress, if set, is called as dispatches complete, with the number
 	// done and the total over all warm-up and timed runs. It runs on the
 	// device's thread and must not call the Device. Tracking progress puts
-	// a fence and a flush after every dispatch. Zero value: no calls.
+	// a fence and a flush after every dispatch. A product run in panels
+	// does not call it. Zero value: no calls.
 	Progress func(done, total int)
 	// MaxBinding lowers the bytes one matrix may take in one shader
 	// storage binding below the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE,
@@ -67,10 +68,12 @@ type Timings struct {
 	Kernel string `json:"kernel"`
 	// Dispatches is the number of compute dispatches per run.
 	Dispatches int `json:"dispatches"`
-	// Groups is the number of work groups along x (columns) and y (rows).
+	// Groups is the number of work groups along x (columns) and y (rows)
+	// (over all panels of a product run in panels).
 	Groups [2]int `json:"groups"`
 	// Upload is the time to fill the GPU buffers of A and B from host
-	// memory (and poison C's with NaN), until the GPU has finished. With
+	// memory (and poison C's with NaN), until the GPU has finished (a
+	// glFinish; in panels, fences). With
 	// MulOptions.Warmup > 0 it is the second of two uploads: the first use
 	// of new device memory costs the driver tens of milliseconds (NVIDIA
 	// 580: about 50 ms for a 64 MiB buffer) that later uses do not, and a
@@ -102,9 +105,10 @@ type Timings struct {
 // can address.
 const maxIndex = math.MaxUint32
 
-// CheckShape reports whether an m×k by k×n product fits this device: each
+// CheckShape reports whether an m×k by k×n product fits one binding: each
 // matrix, its rows padded to 4 floats as the kernels hold them, within one
-// shader storage block (checkBlock). It returns an error matching
+// shader storage block (checkBlock). Mul runs larger products in panels
+// (see Plan, which says whether a product can run at all). It returns an error matching
 // ErrTooLarge that names the limit and the largest square size that fits.
 // It panics if a dimension is below 1. Safe from any goroutine.
 func (d *Device) CheckShape(m, k, n int) error {
@@ -151,8 +155,11 @@ func formatBytes(b float64) string {
 }
 
 // Mul computes C = A·B on the GPU: it uploads A and B, runs the product
-// opts.Warmup + opts.Reps times, and reads C back once. C is overwritten
-// entirely; A and B are not modified. Safe from any goroutine.
+// opts.Warmup + opts.Reps times, and reads C back (with warm-up, the upload
+// and readback run twice, the first untimed: see Timings). A product over
+// one binding or MaxGPUMemory runs once, in panels (see Plan). C is
+// overwritten entirely; A and B are not modified (a HostMatrix operand's
+// row padding is zeroed). Safe from any goroutine.
 //
 // It panics if the shapes disagree or a slice is too short for its shape and
 // stride.
@@ -334,7 +341,7 @@ func (h *hostProduct) plan() error {
 // alloc creates the GPU buffers of A, B and C (device memory, never
 // mapped, where the driver has glBufferStorage).
 func (h *hostProduct) alloc() error {
-	immutable := h.d.stage().persistent
+	immutable := h.d.stage().bufferStorage
 	for _, x := range []struct {
 		buf   *glw.Buffer
 		bytes int

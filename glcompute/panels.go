@@ -13,11 +13,16 @@ import (
 
 // Plan says how Mul would run an m×k by k×n product with opts: "" for
 // one piece, else the panel plan; an error (matching ErrTooLarge or
-// ErrUnsupported) where it cannot run at all. It lets a caller refuse a
+// ErrUnsupported) where it cannot run at all: an unknown kernel or one the
+// device cannot run, too many groups a dispatch, a product beyond
+// bindings or memory that this kernel cannot split. It lets a caller refuse a
 // product before making its inputs. Safe from any goroutine.
 func (d *Device) Plan(m, k, n int, opts *MulOptions) (string, error) {
 	if m < 1 || k < 1 || n < 1 {
 		panic("glcompute: matrix dimension below 1")
+	}
+	if d.isReleased() {
+		panic("glcompute: use of a released Device")
 	}
 	var o MulOptions
 	if opts != nil {
@@ -25,6 +30,16 @@ func (d *Device) Plan(m, k, n int, opts *MulOptions) (string, error) {
 	}
 	if o.Kernel == "" || o.Kernel == "fast" {
 		o.Kernel = d.kernelFor(m, k, n)
+	}
+	kern, err := shaders.Lookup(o.Kernel)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	if err := d.fits(kern); err != nil {
+		return "", err
+	}
+	if lim := min(d.info.MaxWorkGroupCount[0], d.info.MaxWorkGroupCount[1]); o.MaxGroups > lim {
+		return "", fmt.Errorf("%w: %d work groups per dispatch requested, the driver allows %d (GL_MAX_COMPUTE_WORK_GROUP_COUNT)", ErrUnsupported, o.MaxGroups, lim)
 	}
 	plan, paneled, err := d.planPanels(m, k, n, &o)
 	if err != nil || !paneled {
@@ -56,7 +71,7 @@ func (d *Device) planPanels(m, k, n int, o *MulOptions) (plan dispatch.PanelPlan
 			ErrTooLarge, m, k, k, n, formatBytes(float64(binding)), kern.Spec())
 	}
 	if o.SplitK > 1 {
-		return plan, false, fmt.Errorf("%w: split-K does not run in panels; the %d×%d by %d×%d product needs them", ErrUnsupported, m, k, k, n)
+		return plan, false, fmt.Errorf("%w: the %d×%d by %d×%d product needs panels, and split-K does not run in panels; drop the split", ErrTooLarge, m, k, k, n)
 	}
 	plan, err = dispatch.Panels(m, k, n, al, kern.TileM, kern.TileN, binding, o.MaxGPUMemory)
 	if err != nil {
@@ -94,6 +109,8 @@ func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.
 		return t, err
 	}
 	t.Kernel, t.Panels = pp.p.kernel.Spec(), plan.String()
+	k := pp.p.kernel
+	t.Groups = [2]int{(plan.N + k.TileN - 1) / k.TileN, (plan.M + k.TileM - 1) / k.TileM} // over all panels
 	if err := pp.alloc(); err != nil {
 		return t, err
 	}
@@ -113,7 +130,7 @@ func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.
 // alloc creates the panel buffers.
 func (pp *panelProduct) alloc() error {
 	pl := pp.plan
-	immutable := pp.d.stage().persistent
+	immutable := pp.d.stage().bufferStorage
 	nA := 2
 	if pl.KeepA {
 		nA = pl.RowPanels()

@@ -26,7 +26,11 @@ const DefaultStagingBytes = 32 << 20
 // coherently; otherwise each chunk is mapped with glMapBufferRange and
 // unmapped (a 4.3 driver). Every method runs on the device thread.
 type stager struct {
-	persistent bool
+	// bufferStorage: the driver has glBufferStorage, used for the GPU's
+	// own buffers (device memory) whatever the staging; persistent: the
+	// staging buffers are mapped persistently.
+	bufferStorage bool
+	persistent    bool
 	bytes      int // of each staging buffer
 	workers    int // host copy goroutines
 	up, down   [2]stageSlot
@@ -48,8 +52,8 @@ func (d *Device) stage() *stager {
 		if s.bytes <= 0 {
 			s.bytes = DefaultStagingBytes
 		}
-		s.persistent = !d.opts.NoPersistentMapping &&
-			(d.info.Major > 4 || d.info.Major == 4 && d.info.Minor >= 4 || glw.HasExtension("GL_ARB_buffer_storage"))
+		s.bufferStorage = d.info.Major > 4 || d.info.Major == 4 && d.info.Minor >= 4 || glw.HasExtension("GL_ARB_buffer_storage")
+		s.persistent = s.bufferStorage && !d.opts.NoPersistentMapping
 		d.stager = s
 	}
 	return d.stager
@@ -65,7 +69,7 @@ func (d *Device) Staging() string {
 	if s.persistent {
 		how = "persistent mapping"
 	}
-	return fmt.Sprintf("%s, 2×2 staging buffers of %s, %d copy goroutines", how, formatBytes(float64(s.bytes)), s.workers)
+	return fmt.Sprintf("%s, 2×2 staging buffers of up to %s, %d copy goroutines", how, formatBytes(float64(s.bytes)), s.workers)
 }
 
 // slot returns staging buffer i of one direction holding at least need

@@ -145,15 +145,17 @@ func (f *benchFlags) shape(d *glcompute.Device, s [3]int, seed uint64, p *progre
 	m, k, n := s[0], s[1], s[2]
 	shape := fmt.Sprintf("%dx%dx%d", m, k, n)
 	var rows []benchRow
-	if err := d.CheckShape(m, k, n); err != nil {
-		for _, kern := range f.kernels {
-			rows = append(rows, benchRow{M: m, K: k, N: n, Shape: shape, Kernel: kern, Skipped: err.Error()})
-		}
-		return rows
-	}
-	in := measure.NewInputs(m, k, n, seed)
+	var in *measure.Inputs
 	for _, kern := range f.kernels {
 		row := benchRow{M: m, K: k, N: n, Shape: shape, Kernel: kern}
+		if _, err := d.Plan(m, k, n, &glcompute.MulOptions{Kernel: kern}); err != nil {
+			row.Skipped = err.Error()
+			rows = append(rows, row)
+			continue
+		}
+		if in == nil {
+			in = measure.NewInputs(m, k, n, seed)
+		}
 		r, err := measure.Product(d, in, measure.Options{Kernel: kern, Warmup: 1, Reps: f.reps, Validate: f.mode})
 		if err != nil {
 			row.Skipped = err.Error()
@@ -182,7 +184,7 @@ func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []b
 		t.Header = []string{"m", "k", "n", "kernel", "spec", "timing_source", "runs", "median_ms", "gflops", "validation", "valid", "skipped"}
 		for _, r := range rows {
 			t.Rows = append(t.Rows, []string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, r.Spec, r.Source,
-				strconv.Itoa(len(r.Times)), strconv.FormatFloat(r.MedianMS, 'g', 6, 64), strconv.FormatFloat(r.GFLOPS, 'f', 1, 64),
+				strconv.Itoa(len(r.Times)), strconv.FormatFloat(r.MedianMS, 'g', 6, 64), strconv.FormatFloat(r.GFLOPS, 'g', 6, 64),
 				r.Validation, strconv.FormatBool(r.Valid), r.Skipped})
 		}
 		return t.Write(w, format)

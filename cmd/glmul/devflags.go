@@ -61,17 +61,19 @@ func newCommand(name, about string, usage []string, stderr io.Writer) *flag.Flag
 	return fs
 }
 
-// open opens the device and checks that each shape (m, k, n) fits it,
-// before anything is allocated.
-func (d *deviceFlags) openFor(shapes ...[3]int) (*glcompute.Device, error) {
+// openFor opens the device and checks that each shape (m, k, n) can run
+// with each kernel (Device.Plan), before anything is allocated.
+func (d *deviceFlags) openFor(kernels []string, shapes ...[3]int) (*glcompute.Device, error) {
 	dev, err := d.open()
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range shapes {
-		if err := dev.CheckShape(s[0], s[1], s[2]); err != nil {
-			dev.Release()
-			return nil, err
+		for _, k := range kernels {
+			if _, err := dev.Plan(s[0], s[1], s[2], &glcompute.MulOptions{Kernel: k}); err != nil {
+				dev.Release()
+				return nil, err
+			}
 		}
 	}
 	return dev, nil
@@ -86,15 +88,29 @@ func (d *deviceFlags) parse(fs *flag.FlagSet, args []string) error {
 	return d.check()
 }
 
+// parseQuietly parses args into fs with its Usage silenced (the flag
+// package calls it on -h and on every parse error), then prints the usage
+// once for -h; a parse error is a usage error, reported by exitCode.
+func parseQuietly(fs *flag.FlagSet, args []string) error {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return err
+	case err != nil:
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
 // parseCommand parses args into fs: -h prints the usage and returns
 // flag.ErrHelp (exit 0); a bad flag or a stray argument is a usage error.
 func parseCommand(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
-			return err
-		}
-		return usageError{err.Error()}
+	if err := parseQuietly(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))

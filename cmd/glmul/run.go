@@ -9,7 +9,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/google/renameio/v2"
 
@@ -21,11 +20,6 @@ import (
 
 // version is the release; a build from a git checkout adds its revision.
 const version = "0.1.0"
-
-// minWarmup is the least warm-up before timed runs: a GPU that was idle
-// runs at idle clocks for a while (an H100 left idle during a minutes-long
-// CPU loop measured 5× slow over one 0.3 ms warm-up run).
-const minWarmup = 300 * time.Millisecond
 
 // usageError is a command-line mistake: exit status 2.
 type usageError struct{ msg string }
@@ -62,13 +56,20 @@ func exitCode(err error, stderr io.Writer) int {
 }
 
 func hintFor(err error) string {
+	msg := err.Error()
 	switch {
 	case errors.Is(err, glcompute.ErrNoContext):
 		return "install an OpenGL 4.3 driver (on Debian/Ubuntu 'make deps' installs Mesa, which runs on the CPU), or choose a backend with -backend egl|glfw"
-	case errors.Is(err, glcompute.ErrUnsupported):
+	case errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "is needed"):
 		return "glmul needs OpenGL 4.3 compute shaders: a GPU driver from 2012 or later, or Mesa 20+ (llvmpipe) on the CPU"
-	case errors.Is(err, glcompute.ErrTooLarge):
-		return "products over one binding run in panels with the fast kernel; a K too long for one tile's panel needs a larger -max-binding (or a smaller size)"
+	case errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "the driver offers"):
+		return "choose a smaller fast configuration (glmul tune -show names the one this device uses)"
+	case errors.Is(err, glcompute.ErrTooLarge) && strings.Contains(msg, "cannot run in panels"):
+		return "use -kernel fast: it runs products of any size in panels"
+	case errors.Is(err, glcompute.ErrTooLarge) && strings.Contains(msg, "too long"):
+		return "a K this long needs a larger -max-binding"
+	case errors.Is(err, glcompute.ErrTooLarge) && strings.Contains(msg, "GPU memory allowed"):
+		return "raise -max-gpu-mem"
 	}
 	return ""
 }
@@ -159,12 +160,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	var o options
 	fs := newFlagSet(&o, stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
-			return err
-		}
-		return usageError{err.Error()}
+	if err := parseQuietly(fs, args); err != nil {
+		return err
 	}
 	fs.Visit(func(f *flag.Flag) { o.nSet = o.nSet || f.Name == "n" })
 	if fs.NArg() > 0 {
@@ -346,7 +343,11 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep := r.Report(dev.Info(), o.seed, o.warmup, o.maxGroups)
+	staging := dev.Staging()
+	if o.mapped {
+		staging = "A, B and C in mapped host memory (glcompute.HostMatrix), copied by the GPU"
+	}
+	rep := r.Report(dev.Info(), staging, o.seed, o.warmup, o.maxGroups)
 	format := report.Format(o.format)
 	if err := rep.Write(stdout, format); err != nil {
 		return err

@@ -68,7 +68,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestHelpAndVersion(t *testing.T) {
 	code, _, stderr := glmul("-h")
-	if code != 0 || !strings.Contains(stderr, "-shape MxKxN") || !strings.Contains(stderr, "Exit status") {
+	if code != 0 || !strings.Contains(stderr, "-shape MxKxN") || !strings.Contains(stderr, "Exit status") || strings.Count(stderr, "Usage:") != 1 {
 		t.Errorf("-h: exit %d, %q", code, stderr)
 	}
 	code, stdout, _ := glmul("-version")

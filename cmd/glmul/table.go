@@ -107,7 +107,7 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	for _, n := range f.sizes {
 		squares = append(squares, [3]int{n, n, n})
 	}
-	d, err := f.dev.openFor(squares...)
+	d, err := f.dev.openFor(f.kernels, squares...)
 	if err != nil {
 		return err
 	}

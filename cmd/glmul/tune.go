@@ -77,7 +77,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return showTuning(&f.dev, path, stdout)
 	}
 	f.dev.ignoreTuned = true
-	d, err := f.dev.openFor([3]int{f.n, f.n, f.n})
+	d, err := f.dev.openFor([]string{"fast"}, [3]int{f.n, f.n, f.n})
 	if err != nil {
 		return err
 	}
@@ -133,9 +133,9 @@ func candidateStatus(c tuning.Candidate) string {
 	case c.Error != "" && c.GFLOPS == 0:
 		return "skipped: " + firstLine(c.Error)
 	case !c.Valid:
-		return fmt.Sprintf("%.1f GFLOPS INVALID", c.GFLOPS)
+		return report.FormatGFLOPS(c.GFLOPS) + " GFLOPS INVALID"
 	}
-	return fmt.Sprintf("%.1f GFLOPS", c.GFLOPS)
+	return report.FormatGFLOPS(c.GFLOPS) + " GFLOPS"
 }
 
 // saveTuned stores best in the cache at path for the driver of info.
@@ -159,7 +159,7 @@ func (f *tuneFlags) write(w io.Writer, info glcompute.Info, baseline tuning.Cand
 		Preamble: [][2]string{
 			{"device", fmt.Sprintf("%s | %s | OpenGL %s", info.Vendor, info.Renderer, info.Version)},
 			{"tuned", fmt.Sprintf("%d×%d×%d, median of %d runs, %d candidates in %.0f s, every product validated", f.n, f.n, f.n, f.reps, len(cands), took.Seconds())},
-			{"best", fmt.Sprintf("%s: %.1f GFLOPS (tiled32: %.1f; %.1f×)", best.Kernel, best.GFLOPS, baseline.GFLOPS, best.GFLOPS/baseline.GFLOPS)}}}
+			{"best", fmt.Sprintf("%s: %s GFLOPS (tiled32: %s; %.1f×)", best.Kernel, report.FormatGFLOPS(best.GFLOPS), report.FormatGFLOPS(baseline.GFLOPS), best.GFLOPS/baseline.GFLOPS)}}}
 	if saved != "" {
 		t.Preamble = append(t.Preamble, [2]string{"saved", "to " + saved + "; glmul now uses it on this driver"})
 	}
@@ -173,7 +173,7 @@ func (f *tuneFlags) write(w io.Writer, info glcompute.Info, baseline tuning.Cand
 		if c.Kernel == builtin {
 			mark = " (built-in)"
 		}
-		t.Rows = append(t.Rows, []string{fmt.Sprint(i + 1), c.Kernel + mark, fmt.Sprintf("%.1f", c.GFLOPS),
+		t.Rows = append(t.Rows, []string{fmt.Sprint(i + 1), c.Kernel + mark, report.FormatGFLOPS(c.GFLOPS),
 			fmt.Sprintf("%.0f%%", 100*c.GFLOPS/best.GFLOPS), fmt.Sprint(c.Valid)})
 	}
 	if skipped > 0 {

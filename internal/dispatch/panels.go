@@ -25,13 +25,14 @@ func (p PanelPlan) ColPanels() int { return ceilDiv(p.N, p.ColsPer) }
 func (p PanelPlan) Ld(cols int) int { return ceilDiv(cols, p.Align) * p.Align }
 
 // Bytes of the GPU buffers the plan keeps at once: B's column panel, A
-// (all of it when KeepA, else two row panels, one being filled while the
-// other computes) and two C panels.
+// (all its row panels when KeepA, else two, one being filled while the
+// other computes) and two C panels. The staging buffers in host memory
+// are not counted.
 func (p PanelPlan) Bytes() int64 {
 	b := 4 * int64(p.K) * int64(p.Ld(p.ColsPer))
 	a := 2 * 4 * int64(p.RowsPer) * int64(p.Ld(p.K))
-	if p.KeepA {
-		a = 4 * int64(p.M) * int64(p.Ld(p.K))
+	if p.KeepA { // one buffer a row panel, each RowsPer rows
+		a = 4 * int64(p.RowPanels()*p.RowsPer) * int64(p.Ld(p.K))
 	}
 	c := 2 * 4 * int64(p.RowsPer) * int64(p.Ld(p.ColsPer))
 	return a + b + c

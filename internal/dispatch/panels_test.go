@@ -42,6 +42,10 @@ func TestPanelsFitAndCover(t *testing.T) {
 			}
 		}
 	}
+	// The reviewer's case: A kept, its last row panel partial.
+	if p, err := Panels(257, 33, 700, 4, 64, 64, 64<<10, 200<<10); err != nil || p.Bytes() > 200<<10 {
+		t.Errorf("257x33x700 under 200 KiB: %v, %v (%d bytes)", p, err, p.Bytes())
+	}
 	if _, err := Panels(10, 1<<20, 10, 4, 64, 64, 64<<10, 0); err == nil {
 		t.Error("a K too long for one tile's panel was planned")
 	}

@@ -61,6 +61,7 @@ type Run struct {
 	Warmup     int             `json:"warmup"`
 	MaxGroups  int             `json:"max_groups"`
 	Timings    Timings         `json:"timings"`
+	Staging    string          `json:"staging"` // how host matrices reach the GPU
 	Validation validate.Result `json:"validation"`
 	Summary    Summary         `json:"summary"`
 }
@@ -127,6 +128,9 @@ func (r *Run) writeText(w io.Writer) error {
 		p("backend", "%s", i.Backend)
 	}
 	p("kernel", "%s: %d×%d work groups in %d dispatch(es) of at most %d×%d", r.Kernel, t.Groups[0], t.Groups[1], t.Dispatches, r.MaxGroups, r.MaxGroups)
+	if r.Staging != "" {
+		p("staging", "%s", r.Staging)
+	}
 	if t.Panels != "" {
 		p("panels", "%s; transfers and compute summed over the panels", t.Panels)
 	}
