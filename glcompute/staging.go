@@ -31,9 +31,9 @@ type stager struct {
 	// staging buffers are mapped persistently.
 	bufferStorage bool
 	persistent    bool
-	bytes      int // of each staging buffer
-	workers    int // host copy goroutines
-	up, down   [2]stageSlot
+	bytes         int // of each staging buffer
+	workers       int // host copy goroutines
+	up, down      [2]stageSlot
 }
 
 // stageSlot is one staging buffer.
