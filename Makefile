@@ -1,14 +1,16 @@
 # glmul: build, run and test on Debian/Ubuntu.
 #   make run    install what is missing, build, multiply two 1024×1024 matrices
 #   make test   install what is missing, run every test (GL ones on Mesa if no GPU)
+# ./make.sh ARGS does the same where make itself is not installed yet.
 
 GO ?= go
 BIN := bin/glmul
 
-# Debian/Ubuntu packages: cgo toolchain, EGL and GL headers and loaders
+# Debian/Ubuntu packages: make, the cgo toolchain (gcc recommends libc6-dev,
+# which --no-install-recommends would skip), EGL and GL headers and loaders
 # (glvnd), Mesa's drivers (llvmpipe: OpenGL 4.5 on the CPU), the X11 headers
 # that GLFW compiles against, and Xvfb for the GLFW tests.
-APT_PACKAGES := gcc pkg-config \
+APT_PACKAGES := make gcc libc6-dev pkg-config \
 	libegl-dev libgl-dev libegl1 libgl1 libegl-mesa0 libglx-mesa0 libgl1-mesa-dri \
 	libx11-dev libxrandr-dev libxinerama-dev libxcursor-dev libxi-dev libxxf86vm-dev \
 	xvfb xauth
