@@ -468,7 +468,7 @@ func (h *hostProduct) timeRuns(t *Timings) error {
 		query = glw.NewQuery()
 		defer query.Release()
 	}
-	gpu := make([]time.Duration, 0, h.o.Reps)
+	gpu := make([]time.Duration, 0, min(h.o.Reps, 1024))
 	for i := 0; i < h.o.Reps; i++ {
 		glw.Finish()
 		start := time.Now()

@@ -21,6 +21,10 @@ import (
 // version is the release; a build from a git checkout adds its revision.
 const version = "0.1.0"
 
+// maxReps caps -reps: each run's times are kept, and a billion runs would
+// not end anyway.
+const maxReps = 1_000_000
+
 // usageError is a command-line mistake: exit status 2.
 type usageError struct{ msg string }
 
@@ -208,14 +212,17 @@ func (o *options) check() error {
 	default:
 		return usagef("give a size: -n N for N×N matrices, or -shape MxKxN")
 	}
-	if o.reps < 1 {
-		return usagef("-reps must be at least 1 (got %d)", o.reps)
+	if o.reps < 1 || o.reps > maxReps {
+		return usagef("-reps must be 1 to %d (got %d)", maxReps, o.reps)
 	}
 	if o.warmup < 0 {
 		return usagef("-warmup must be 0 or more (got %d)", o.warmup)
 	}
 	if o.splitK < 0 {
 		return usagef("-split-k must be 0 or more (got %d)", o.splitK)
+	}
+	if o.splitK > 1 && o.kernel == "tiled32" {
+		return usagef("-split-k needs a fast kernel; tiled32 cannot split K")
 	}
 	if o.maxGroups < 1 {
 		return usagef("-max-groups must be at least 1 (got %d)", o.maxGroups)
@@ -277,6 +284,9 @@ func parseShape(s string) (m, k, n int, err error) {
 	var dims [3]int
 	for i, p := range parts {
 		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, 0, 0, usagef("-shape %s: %s is too large for a dimension", s, p)
+		}
 		if err != nil {
 			return 0, 0, 0, usagef("-shape %s: %q is not a whole number", s, p)
 		}

@@ -44,7 +44,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"tune", "-n", "0"}, "-n must be at least 1"},
 		{[]string{"-n", "4", "-shape", "2x2x2"}, "not both"},
 		{[]string{"tune", "-reps", "0"}, "-reps must be at least 1"},
-		{[]string{"-n", "4", "-reps", "0"}, "-reps must be at least 1"},
+		{[]string{"-n", "4", "-reps", "0"}, "-reps must be 1 to"},
 		{[]string{"tune", "-format", "csv"}, "use text, json"},
 		{[]string{"-n", "4", "-max-groups", "0"}, "-max-groups must be at least 1"},
 		{[]string{"tune", "-candidates", "tiled32"}, "not a fast kernel configuration"},
@@ -58,6 +58,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-n", "4", "-kernel", "fast:128x128x6_8x8"}, "multiples of 4"},
 		{[]string{"-n", "4", "extra"}, `unexpected argument "extra"`},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"-n", "8", "-reps", "2000000000000"}, "-reps must be 1 to 1000000"},
+		{[]string{"-shape", "9999999999999999999x1x1"}, "too large for a dimension"},
+		{[]string{"-n", "8", "-kernel", "tiled32", "-split-k", "4"}, "-split-k needs a fast kernel"},
 	} {
 		code, stdout, stderr := glmul(c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "glmul -h") || stdout != "" {

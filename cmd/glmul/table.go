@@ -154,6 +154,9 @@ func (f *tableFlags) reformat(stdout, stderr io.Writer) error {
 	if err := json.Unmarshal(b, &t); err != nil {
 		return fmt.Errorf("table: %s is not a table saved with -format json: %w", f.from, err)
 	}
+	if len(t.Rows) == 0 {
+		return fmt.Errorf("table: %s holds no rows: it is not a table saved with glmul table -format json", f.from)
+	}
 	if f.compare {
 		t.ComparePaper = true
 	}

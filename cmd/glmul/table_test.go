@@ -170,3 +170,12 @@ func TestTableCtrlC(t *testing.T) {
 		t.Fatalf("stdout should hold N=64 and not N=3000:\n%s", out)
 	}
 }
+
+func TestTableFromEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty.json")
+	os.WriteFile(path, []byte("{}"), 0o644)
+	code, stdout, stderr := glmul("table", "-from", path)
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "holds no rows") {
+		t.Fatalf("table -from {}: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

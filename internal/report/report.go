@@ -115,7 +115,8 @@ func (r *Run) Write(w io.Writer, f Format) error {
 	return r.writeText(w)
 }
 
-func (r *Run) writeText(w io.Writer) error {
+func (r *Run) writeText(out io.Writer) error {
+	w := &errWriter{w: out}
 	i, t, s := r.Device, r.Timings, r.Summary
 	p := func(label, format string, args ...any) {
 		fmt.Fprintf(w, "%-10s %s\n", label, fmt.Sprintf(format, args...))
@@ -152,7 +153,23 @@ func (r *Run) writeText(w io.Writer) error {
 	p("GFLOPS", "%s kernel (mean), %s (median); %s end to end (upload + mean run + readback)",
 		FormatGFLOPS(s.GFLOPSMean), FormatGFLOPS(s.GFLOPSMedian), FormatGFLOPS(s.GFLOPSEndToEnd))
 	p("validate", "%s", r.Validation)
-	return nil
+	return w.err
+}
+
+// errWriter keeps the first write error (a full disk, a closed pipe), so
+// that a report made of many small writes can return it.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
 }
 
 // cold describes the first, cold transfer before a warm one.

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"bytes"
 	"encoding/csv"
 	"strings"
@@ -36,5 +37,26 @@ func TestFormats(t *testing.T) {
 	}
 	if f, err := CheckFormat("json", Text, JSON); err != nil || f != JSON {
 		t.Fatal(f, err)
+	}
+}
+
+// failingWriter fails every write, as /dev/full does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+func TestWriteErrorsAreReturned(t *testing.T) {
+	r := Run{Timings: Timings{Runs: 1}, Summary: Summary{TimingSource: "wall"}}
+	tb := Table{Preamble: [][2]string{{"device", "x"}}, Header: []string{"a"}, Rows: [][]string{{"1"}}, JSON: 1}
+	for _, f := range []Format{Text, CSV, JSON} {
+		if err := r.Write(failingWriter{}, f); err == nil {
+			t.Errorf("Run.Write %s to a failing writer: no error", f)
+		}
+		if err := tb.Write(failingWriter{}, f); err == nil {
+			t.Errorf("Table.Write %s to a failing writer: no error", f)
+		}
+	}
+	if err := tb.Write(failingWriter{}, Markdown); err == nil {
+		t.Error("Table.Write markdown to a failing writer: no error")
 	}
 }

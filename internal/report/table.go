@@ -40,7 +40,15 @@ func CheckFormat(f string, allowed ...Format) (Format, error) {
 
 // Write formats t: Text (labelled lines, then the rows aligned right),
 // Markdown, CSV (the header and rows only) or JSON (t.JSON).
-func (t *Table) Write(w io.Writer, f Format) error {
+func (t *Table) Write(out io.Writer, f Format) error {
+	w := &errWriter{w: out}
+	if err := t.write(w, f); err != nil {
+		return err
+	}
+	return w.err
+}
+
+func (t *Table) write(w io.Writer, f Format) error {
 	switch f {
 	case JSON:
 		e := json.NewEncoder(w)
