@@ -1,9 +1,9 @@
 package report
 
 import (
-	"errors"
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"strings"
 	"testing"
 	"time"
