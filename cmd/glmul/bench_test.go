@@ -74,3 +74,29 @@ func TestTune(t *testing.T) {
 		t.Fatalf("-show: exit %d\n%s", code, stdout)
 	}
 }
+
+// TestOutputsCheckedBeforeWork: output paths that cannot be written fail
+// at once, before any measuring, naming the path and not a temporary file.
+func TestOutputsCheckedBeforeWork(t *testing.T) {
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "corrupt.json")
+	os.WriteFile(corrupt, []byte("garbage"), 0o644)
+	for _, c := range []struct {
+		env, args []string
+		code      int
+		want      string
+	}{
+		{nil, []string{"table", "-plot", "/no/such/dir/f.png", "-sizes", "8"}, 2, "there is no directory /no/such/dir"},
+		{nil, []string{"-n", "8", "-dump-program", "/no/such/x.bin"}, 2, "there is no directory /no/such"},
+		{[]string{"GLMUL_TUNE_CACHE", dir}, []string{"tune", "-n", "16"}, 1, "is a directory"},
+		{[]string{"GLMUL_TUNE_CACHE", corrupt}, []string{"tune", "-n", "16"}, 1, "is not a glmul tuning cache"},
+	} {
+		if c.env != nil {
+			t.Setenv(c.env[0], c.env[1])
+		}
+		code, stdout, stderr := glmul(c.args...)
+		if code != c.code || stdout != "" || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "write-check") {
+			t.Errorf("glmul %v: exit %d, stderr %q; want exit %d and %q", c.args, code, stderr, c.code, c.want)
+		}
+	}
+}

@@ -377,6 +377,9 @@ func dumpProgram(o *options, stdout io.Writer) error {
 	if err := o.dev.check(); err != nil {
 		return err
 	}
+	if err := checkWritable("-dump-program", o.dumpProgram, false); err != nil {
+		return usagef("%v", err)
+	}
 	dev, err := o.dev.open()
 	if err != nil {
 		return err

@@ -92,6 +92,11 @@ func parseTable(args []string, stderr io.Writer) (*tableFlags, error) {
 			f.plots = append(f.plots, p)
 		}
 	}
+	for _, p := range f.plots {
+		if err := checkWritable("table: -plot", p, false); err != nil {
+			return nil, usagef("%v", err)
+		}
+	}
 	return f, checkProgress("table: ", f.progress)
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -13,10 +14,15 @@ import (
 	"github.com/glmul/glmul/validate"
 )
 
+// llvmpipeTuneN is tune's default size on Mesa llvmpipe, where a 2048³
+// product takes seconds and a sweep of dozens of candidates many minutes.
+const llvmpipeTuneN = 256
+
 // tuneFlags are glmul tune's flags, checked.
 type tuneFlags struct {
 	dev      deviceFlags
 	n, reps  int
+	nSet     bool // -n was given
 	show     bool
 	save     bool
 	specs    []string
@@ -30,7 +36,7 @@ device, validates each product, and caches the fastest for this exact GL
 vendor, renderer and driver version; glmul then uses it by default.`, []string{"[flags]", "-show"}, stderr)
 	f := &tuneFlags{}
 	f.dev.register(fs)
-	fs.IntVar(&f.n, "n", 2048, "tune on `N`×N products (2048 on a GPU; smaller on Mesa llvmpipe)")
+	fs.IntVar(&f.n, "n", 2048, "tune on `N`×N products (default 2048; 256 on Mesa llvmpipe)")
 	fs.IntVar(&f.reps, "reps", 5, "timed runs per candidate; the median counts")
 	fs.BoolVar(&f.show, "show", false, "print the tuning cache and the configuration this device uses, and exit")
 	fs.BoolVar(&f.save, "save", true, "store the winner in the tuning cache")
@@ -40,6 +46,7 @@ vendor, renderer and driver version; glmul then uses it by default.`, []string{"
 	if err := f.dev.parse(fs, args); err != nil {
 		return nil, err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.nSet = f.nSet || fl.Name == "n" })
 	if err := positive("tune: ", "-n", f.n, "-reps", f.reps); err != nil {
 		return nil, err
 	}
@@ -76,12 +83,27 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	if f.show {
 		return showTuning(&f.dev, path, stdout)
 	}
+	if f.save { // before minutes of measuring, not after
+		if err := checkWritable("tune: the cache", path, true); err != nil {
+			return err
+		}
+		if _, err := tuning.Load(path); err != nil {
+			return err
+		}
+	}
 	f.dev.ignoreTuned = true
-	d, err := f.dev.openFor([]string{"fast"}, [3]int{f.n, f.n, f.n})
+	d, err := f.dev.open()
 	if err != nil {
 		return err
 	}
 	defer d.Release()
+	if !f.nSet && strings.Contains(d.Info().Renderer, "llvmpipe") {
+		f.n = llvmpipeTuneN
+		fmt.Fprintf(stderr, "tune: on llvmpipe (the CPU) -n defaults to %d: 2048 would take many minutes\n", f.n)
+	}
+	if _, err := d.Plan(f.n, f.n, f.n, nil); err != nil {
+		return err
+	}
 	started := time.Now()
 	baseline, cands := f.sweep(d, stderr)
 	if len(cands) == 0 || !cands[0].Valid {

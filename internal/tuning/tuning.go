@@ -65,7 +65,7 @@ func Load(path string) (Cache, error) {
 		return c, fmt.Errorf("tuning: %w", err)
 	}
 	if err := json.Unmarshal(b, &c); err != nil {
-		return c, fmt.Errorf("tuning: %s is not a glmul tuning cache (%w); delete it or run glmul tune again", path, err)
+		return c, fmt.Errorf("tuning: %s is not a glmul tuning cache (%w); delete it (glmul tune then writes a new one)", path, err)
 	}
 	return c, nil
 }
