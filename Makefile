@@ -17,7 +17,7 @@ APT_PACKAGES := make gcc libc6-dev pkg-config \
 
 # Packages whose code never touches GL: tested with the race detector.
 PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/conformance/... ./internal/dispatch/... \
-	./internal/report/... ./internal/table/... ./internal/tuning/... ./glcompute/internal/thread/...
+	./internal/report/... ./internal/table/... ./internal/tuning/... ./internal/matfile/... ./glcompute/internal/thread/...
 
 .PHONY: all deps build run test vet clean
 

@@ -131,3 +131,21 @@ func TestJSONOfAFailedCheck(t *testing.T) {
 		t.Fatalf("JSON %s", out)
 	}
 }
+
+// TestFullAcceptsPropagatedNaNAndInf: a NaN or Inf input gives NaN or Inf
+// where the float64 reference has them, or where IEEE arithmetic makes
+// them (0·NaN) though gonum's reference skips the zero term; a NaN far
+// from any non-finite input is still wrong.
+func TestFullAcceptsPropagatedNaNAndInf(t *testing.T) {
+	a := blas32.General{Rows: 2, Cols: 2, Stride: 2, Data: []float32{float32(math.NaN()), 1, float32(math.Inf(1)), 2}}
+	b := blas32.General{Rows: 2, Cols: 2, Stride: 2, Data: []float32{1, 0, 0, 1}}
+	// A·I: row 0 = [NaN, 1] (NaN·0 = NaN too), row 1 = [+Inf, NaN (Inf·0)].
+	c := blas32.General{Rows: 2, Cols: 2, Stride: 2, Data: []float32{float32(math.NaN()), float32(math.NaN()), float32(math.Inf(1)), float32(math.NaN())}}
+	if r := CheckFull(a, b, c); !r.OK {
+		t.Fatalf("propagated NaN and Inf refused: %v", r)
+	}
+	a.Data[0] = 1
+	if r := CheckFull(a, b, c); r.OK {
+		t.Fatal("NaN where the reference is finite accepted")
+	}
+}

@@ -135,6 +135,7 @@ validates the product on the CPU and reports GFLOPS.
 Usage:
   glmul -n N [flags]            C = A·B with A and B N×N
   glmul -shape MxKxN [flags]    A is M×K, B is K×N
+  glmul mul -a A.npy -b B.mtx -o C.npy    multiply matrices from files
   glmul tune [flags]            find the fastest kernel configuration for this device
   glmul bench [flags]           GFLOPS of each kernel over a list of shapes
   glmul table [flags]           the paper's Table 1 and Fig. 3: naive CPU vs GPU
@@ -160,6 +161,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return runBench(args[1:], stdout, stderr)
 		case "table":
 			return runTable(args[1:], stdout, stderr)
+		case "mul":
+			return runMul(args[1:], stdout, stderr)
 		}
 	}
 	var o options

@@ -143,8 +143,12 @@ func (r *Run) writeText(out io.Writer) error {
 	if t.Panels != "" {
 		p("compute", "%8.2f ms: the panels' products, queued to finished, summed (one pass: no warm-up or repetition in panels)", s.KernelMeanMS)
 	} else {
-		p("compute", "%8.2f ms mean, %.2f median, %.2f min over %d run(s) after %d+ warm-up run(s) of at least 0.3 s (%s)",
-			s.KernelMeanMS, s.KernelMedMS, s.KernelMinMS, t.Runs, r.Warmup, src)
+		warm := "without warm-up"
+		if r.Warmup > 0 {
+			warm = fmt.Sprintf("after %d+ warm-up run(s) of at least 0.3 s", r.Warmup)
+		}
+		p("compute", "%8.2f ms mean, %.2f median, %.2f min over %d run(s) %s (%s)",
+			s.KernelMeanMS, s.KernelMedMS, s.KernelMinMS, t.Runs, warm, src)
 	}
 	if s.TimingSource != "wall" {
 		p("", "%8.2f ms mean wall clock after glFinish", s.WallMeanMS)
