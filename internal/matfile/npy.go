@@ -3,10 +3,10 @@ package matfile
 import (
 	"bufio"
 	"encoding/binary"
-	"math"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/sbinet/npyio/npy"
