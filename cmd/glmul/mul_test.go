@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"gonum.org/v1/gonum/blas/blas32"
-
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/internal/matfile"
 )
@@ -54,20 +52,19 @@ func TestMulFiles(t *testing.T) {
 func TestMulBadInput(t *testing.T) {
 	needGL(t)
 	dir := t.TempDir()
-	write := func(name string, m blas32.General) string {
-		p := filepath.Join(dir, name)
+	write := func(name string, rows, cols int, first float32) string {
+		p, m := filepath.Join(dir, name), cpu.New(rows, cols)
+		m.Data[0] = first
 		if err := matfile.Write(p, m); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	a := write("a.npy", cpu.New(3, 4))
-	b5 := write("b5.mtx", cpu.New(5, 2))
+	a := write("a.npy", 3, 4, 0)
+	b5 := write("b5.mtx", 5, 2, 0)
 	corrupt := filepath.Join(dir, "corrupt.npy")
 	os.WriteFile(corrupt, []byte("\x93NUMPY garbage"), 0o644)
-	nan := cpu.New(2, 2)
-	nan.Data[0] = float32(math.NaN())
-	nanFile := write("nan.npy", nan)
+	nanFile := write("nan.npy", 2, 2, float32(math.NaN()))
 	out := filepath.Join(dir, "out", "c.npy")
 	os.Mkdir(filepath.Dir(out), 0o755)
 	for _, c := range []struct {

@@ -13,120 +13,159 @@ import (
 // mtxHeader is a MatrixMarket banner: format, field and symmetry.
 type mtxHeader struct{ format, field, symmetry string }
 
+// mtxReader reads a MatrixMarket file line by line, counting lines for
+// messages.
+type mtxReader struct {
+	sc   *bufio.Scanner
+	name string
+	line int
+	h    mtxHeader
+}
+
+func (r *mtxReader) errf(format string, args ...any) error {
+	return fmt.Errorf("%s:%d: %s", r.name, r.line, fmt.Sprintf(format, args...))
+}
+
+// next returns the next line that is not blank or a comment.
+func (r *mtxReader) next() (string, bool) {
+	for r.sc.Scan() {
+		r.line++
+		t := strings.TrimSpace(r.sc.Text())
+		if t != "" && !strings.HasPrefix(t, "%") {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// value parses one entry of the file's field.
+func (r *mtxReader) value(f string) (float32, error) {
+	if r.h.field == "integer" {
+		v, err := strconv.ParseInt(f, 10, 64)
+		return float32(v), err
+	}
+	v, err := strconv.ParseFloat(f, 64)
+	return float32(v), err
+}
+
 // readMTX reads a MatrixMarket matrix from r into a dense matrix; name is
 // for messages.
-func readMTX(r io.Reader, name string) (blas32.General, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	line := 0
-	errf := func(format string, args ...any) error {
-		return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, args...))
-	}
-	next := func() (string, bool) { // the next line that is not a comment
-		for sc.Scan() {
-			line++
-			t := strings.TrimSpace(sc.Text())
-			if t != "" && !strings.HasPrefix(t, "%") {
-				return t, true
-			}
-		}
-		return "", false
-	}
-	if !sc.Scan() {
-		return blas32.General{}, fmt.Errorf("%s: empty file, not a MatrixMarket file", name)
-	}
-	line++
-	h, err := parseBanner(sc.Text())
+func readMTX(in io.Reader, name string) (blas32.General, error) {
+	r := &mtxReader{sc: bufio.NewScanner(in), name: name}
+	r.sc.Buffer(make([]byte, 64<<10), 1<<20)
+	dims, err := r.header()
 	if err != nil {
-		return blas32.General{}, errf("%v", err)
-	}
-	size, ok := next()
-	if !ok {
-		return blas32.General{}, errf("the size line is missing")
-	}
-	dims, err := ints(size)
-	want := 2
-	if h.format == "coordinate" {
-		want = 3
-	}
-	if err != nil || len(dims) != want {
-		return blas32.General{}, errf("the size line %q should hold %d whole numbers", size, want)
+		return blas32.General{}, err
 	}
 	rows, cols := dims[0], dims[1]
-	if rows < 1 || cols < 1 {
-		return blas32.General{}, errf("an empty %d×%d matrix", rows, cols)
-	}
-	if h.symmetry == "symmetric" && rows != cols {
-		return blas32.General{}, errf("a symmetric matrix must be square, not %d×%d", rows, cols)
-	}
-	if int64(rows)*int64(cols) > 1<<31 {
-		return blas32.General{}, errf("%d×%d is too large to hold dense", rows, cols)
-	}
 	m := blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: make([]float32, rows*cols)}
 	set := func(i, j int, v float32) {
 		m.Data[i*cols+j] = v
-		if h.symmetry == "symmetric" {
+		if r.h.symmetry == "symmetric" {
 			m.Data[j*cols+i] = v
 		}
 	}
-	value := func(f string) (float32, error) {
-		if h.field == "integer" {
-			v, err := strconv.ParseInt(f, 10, 64)
-			return float32(v), err
-		}
-		v, err := strconv.ParseFloat(f, 64)
-		return float32(v), err
-	}
-	if h.format == "array" {
-		// Column-major; a symmetric one lists the lower triangle only.
-		for j := 0; j < cols; j++ {
-			i0 := 0
-			if h.symmetry == "symmetric" {
-				i0 = j
-			}
-			for i := i0; i < rows; i++ {
-				t, ok := next()
-				if !ok {
-					return m, errf("the file ends before entry (%d, %d) of the %d×%d array", i+1, j+1, rows, cols)
-				}
-				v, err := value(t)
-				if err != nil {
-					return m, errf("%q is not a %s value", t, h.field)
-				}
-				set(i, j, v)
-			}
-		}
+	if r.h.format == "array" {
+		err = r.array(rows, cols, set)
 	} else {
-		nnz := dims[2]
-		for e := 0; e < nnz; e++ {
-			t, ok := next()
-			if !ok {
-				return m, errf("the file ends after %d of its %d entries", e, nnz)
-			}
-			f := strings.Fields(t)
-			if wantF := map[bool]int{true: 2, false: 3}[h.field == "pattern"]; len(f) != wantF {
-				return m, errf("entry %q should hold %d fields", t, wantF)
-			}
-			ij, err := ints(f[0] + " " + f[1])
-			if err != nil || ij[0] < 1 || ij[0] > rows || ij[1] < 1 || ij[1] > cols {
-				return m, errf("entry %q: indices must be whole numbers within 1…%d and 1…%d", t, rows, cols)
-			}
-			v := float32(1)
-			if h.field != "pattern" {
-				if v, err = value(f[2]); err != nil {
-					return m, errf("entry %q: %q is not a %s value", t, f[2], h.field)
-				}
-			}
-			set(ij[0]-1, ij[1]-1, v)
-		}
+		err = r.coordinate(rows, cols, dims[2], set)
 	}
-	if t, ok := next(); ok {
-		return m, errf("data after the last entry the header announces: %q", t)
+	if err != nil {
+		return m, err
 	}
-	if err := sc.Err(); err != nil {
+	if t, ok := r.next(); ok {
+		return m, r.errf("data after the last entry the header announces: %q", t)
+	}
+	if err := r.sc.Err(); err != nil {
 		return m, fmt.Errorf("%s: %w", name, err)
 	}
 	return m, nil
+}
+
+// header reads the banner and the size line: rows, cols (and entries,
+// for coordinate format).
+func (r *mtxReader) header() ([]int, error) {
+	if !r.sc.Scan() {
+		return nil, fmt.Errorf("%s: empty file, not a MatrixMarket file", r.name)
+	}
+	r.line++
+	var err error
+	if r.h, err = parseBanner(r.sc.Text()); err != nil {
+		return nil, r.errf("%v", err)
+	}
+	size, ok := r.next()
+	if !ok {
+		return nil, r.errf("the size line is missing")
+	}
+	dims, err := ints(size)
+	want := 2
+	if r.h.format == "coordinate" {
+		want = 3
+	}
+	switch {
+	case err != nil || len(dims) != want:
+		return nil, r.errf("the size line %q should hold %d whole numbers", size, want)
+	case dims[0] < 1 || dims[1] < 1:
+		return nil, r.errf("an empty %d×%d matrix", dims[0], dims[1])
+	case r.h.symmetry == "symmetric" && dims[0] != dims[1]:
+		return nil, r.errf("a symmetric matrix must be square, not %d×%d", dims[0], dims[1])
+	case int64(dims[0])*int64(dims[1]) > 1<<31:
+		return nil, r.errf("%d×%d is too large to hold dense", dims[0], dims[1])
+	}
+	return dims, nil
+}
+
+// array reads a column-major array; a symmetric one lists the lower
+// triangle only.
+func (r *mtxReader) array(rows, cols int, set func(i, j int, v float32)) error {
+	for j := 0; j < cols; j++ {
+		i0 := 0
+		if r.h.symmetry == "symmetric" {
+			i0 = j
+		}
+		for i := i0; i < rows; i++ {
+			t, ok := r.next()
+			if !ok {
+				return r.errf("the file ends before entry (%d, %d) of the %d×%d array", i+1, j+1, rows, cols)
+			}
+			v, err := r.value(t)
+			if err != nil {
+				return r.errf("%q is not a %s value", t, r.h.field)
+			}
+			set(i, j, v)
+		}
+	}
+	return nil
+}
+
+// coordinate reads nnz "i j [value]" entries, 1-based.
+func (r *mtxReader) coordinate(rows, cols, nnz int, set func(i, j int, v float32)) error {
+	fields := 3
+	if r.h.field == "pattern" {
+		fields = 2
+	}
+	for e := 0; e < nnz; e++ {
+		t, ok := r.next()
+		if !ok {
+			return r.errf("the file ends after %d of its %d entries", e, nnz)
+		}
+		f := strings.Fields(t)
+		if len(f) != fields {
+			return r.errf("entry %q should hold %d fields", t, fields)
+		}
+		ij, err := ints(f[0] + " " + f[1])
+		if err != nil || ij[0] < 1 || ij[0] > rows || ij[1] < 1 || ij[1] > cols {
+			return r.errf("entry %q: indices must be whole numbers within 1…%d and 1…%d", t, rows, cols)
+		}
+		v := float32(1)
+		if fields == 3 {
+			if v, err = r.value(f[2]); err != nil {
+				return r.errf("entry %q: %q is not a %s value", t, f[2], r.h.field)
+			}
+		}
+		set(ij[0]-1, ij[1]-1, v)
+	}
+	return nil
 }
 
 // parseBanner reads "%%MatrixMarket matrix FORMAT FIELD SYMMETRY".
