@@ -19,7 +19,11 @@ APT_PACKAGES := make gcc libc6-dev pkg-config \
 PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/conformance/... ./internal/dispatch/... \
 	./internal/report/... ./internal/table/... ./internal/tuning/... ./internal/matfile/... ./glcompute/internal/thread/...
 
-.PHONY: all deps build run test vet clean
+# Fuzz targets of the parsers, FUZZTIME each (CI runs them briefly).
+FUZZTIME ?= 10s
+FUZZ_TARGETS := FuzzRead:./internal/matfile FuzzParseShape:./cmd/glmul FuzzLookup:./shaders FuzzLoad:./internal/tuning
+
+.PHONY: all deps build run test vet fuzz clean
 
 all: build
 
@@ -38,6 +42,12 @@ vet: deps
 test: vet
 	$(GO) test -race $(PURE_PKGS)
 	$(GO) test -count=1 ./...
+
+fuzz: deps
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t%%:*} $${t#*:} ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t#*:} || exit 1; \
+	done
 
 clean:
 	rm -rf bin

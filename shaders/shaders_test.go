@@ -60,3 +60,23 @@ func TestLookupUnknown(t *testing.T) {
 		t.Fatalf("Lookup(nope) error = %v, want one listing the known kernels", err)
 	}
 }
+
+// FuzzLookup: no kernel spec panics, and an accepted one reads back as
+// itself (Spec) and makes source text.
+func FuzzLookup(f *testing.F) {
+	for _, s := range []string{"tiled32", "fast", "fast:128x128x8_8x8", "fast:128x256x8_8x8_db", "fast:0x0x0_0x0", "fast:", "tiled32:1", "fast:99999999999x4x4_4x4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		k, err := Lookup(spec)
+		if err != nil {
+			return
+		}
+		if k.Source == "" || k.TileM < 1 || k.TileN < 1 {
+			t.Fatalf("Lookup(%q) = %+v", spec, k)
+		}
+		if back, err := Lookup(k.Spec()); err != nil || back.Spec() != k.Spec() {
+			t.Fatalf("Lookup(%q).Spec() = %q does not read back: %v", spec, k.Spec(), err)
+		}
+	})
+}

@@ -236,3 +236,17 @@ func TestMissingGL43(t *testing.T) {
 		t.Fatalf("child output:\n%s", s)
 	}
 }
+
+// FuzzParseShape: no -shape value panics, and an accepted one has three
+// dimensions of at least 1.
+func FuzzParseShape(f *testing.F) {
+	for _, s := range []string{"100x77x130", "3×4×5", "1X1X1", "9999999999999999999x1x1", "x", "0x1x1", " 2 x3x 4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, k, n, err := parseShape(s)
+		if err == nil && (m < 1 || k < 1 || n < 1) {
+			t.Fatalf("parseShape(%q) = %d, %d, %d", s, m, k, n)
+		}
+	})
+}

@@ -13,6 +13,11 @@ import (
 // mtxHeader is a MatrixMarket banner: format, field and symmetry.
 type mtxHeader struct{ format, field, symmetry string }
 
+// maxMTXElements bounds the dense matrix a .mtx file may ask for (1 GiB
+// of float32) before its entries are read: a coordinate file's few lines
+// can announce any size.
+const maxMTXElements = 1 << 28
+
 // mtxReader reads a MatrixMarket file line by line, counting lines for
 // messages.
 type mtxReader struct {
@@ -109,8 +114,8 @@ func (r *mtxReader) header() ([]int, error) {
 		return nil, r.errf("an empty %d×%d matrix", dims[0], dims[1])
 	case r.h.symmetry == "symmetric" && dims[0] != dims[1]:
 		return nil, r.errf("a symmetric matrix must be square, not %d×%d", dims[0], dims[1])
-	case int64(dims[0])*int64(dims[1]) > 1<<31:
-		return nil, r.errf("%d×%d is too large to hold dense", dims[0], dims[1])
+	case int64(dims[0])*int64(dims[1]) > maxMTXElements:
+		return nil, r.errf("%d×%d is too large to hold dense (at most %d elements from a .mtx file; use .npy)", dims[0], dims[1], maxMTXElements)
 	}
 	return dims, nil
 }

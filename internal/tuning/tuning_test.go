@@ -80,3 +80,25 @@ func TestSgemmThreshold(t *testing.T) {
 		t.Errorf("llvmpipe threshold %d, want never", got)
 	}
 }
+
+// FuzzLoad: no cache file content panics Load; what it accepts saves and
+// loads back the same.
+func FuzzLoad(f *testing.F) {
+	f.Add([]byte(`{"entries":[{"vendor":"NVIDIA Corporation","renderer":"H100","version":"4.3.0","kernel":"fast:128x128x8_8x8","gflops":1,"n":2048,"when":"2026-11-22T00:00:00Z"}]}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`garbage`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(t.TempDir(), "tuned.json")
+		os.WriteFile(path, b, 0o644)
+		c, err := Load(path)
+		if err != nil {
+			return
+		}
+		if err := c.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		if back, err := Load(path); err != nil || len(back.Entries) != len(c.Entries) {
+			t.Fatalf("round trip: %v, %d entries, want %d", err, len(back.Entries), len(c.Entries))
+		}
+	})
+}
