@@ -112,8 +112,8 @@ type Info struct {
 	SmallGridKernel string `json:"small_grid_kernel,omitempty"`
 }
 
-// context is what the two backends provide.
-type context interface {
+// glContext is what the two backends provide.
+type glContext interface {
 	MakeCurrent() error
 	ReleaseCurrent()
 	Release()
@@ -128,7 +128,7 @@ type Device struct {
 	mu       sync.Mutex
 	released bool
 	borrowed bool // the host's context: no thread, state saved and restored
-	ctx      context
+	ctx      glContext
 	programs map[string]*program
 	stager   *stager                  // created on the first host product
 	hostMats map[*float32]*HostMatrix // by the address of Data[0]

@@ -1,6 +1,7 @@
 package glcompute
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -51,6 +52,11 @@ type MulOptions struct {
 	// a fence and a flush after every dispatch. A product run in panels
 	// does not call it. Zero value: no calls.
 	Progress func(done, total int)
+	// Context, if set, is checked between runs (and between panels): once
+	// it is done, Mul stops after the run in progress and returns its
+	// error. A single dispatch cannot be stopped. Zero value: nil, never
+	// stopped.
+	Context context.Context
 	// MaxBinding lowers the bytes one matrix may take in one shader
 	// storage binding below the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE,
 	// and MaxGPUMemory caps the bytes of GPU buffers a product may use.
@@ -445,12 +451,15 @@ func (h *hostProduct) run() {
 func (h *hostProduct) warmUp() error {
 	start := time.Now()
 	for i := 0; i < h.o.Warmup; i++ {
+		if err := h.o.stopped(); err != nil {
+			return err
+		}
 		h.run()
 		glw.Finish()
 	}
 	report := h.progress.report
 	h.progress.report = nil
-	for time.Since(start) < h.o.MinWarmup {
+	for time.Since(start) < h.o.MinWarmup && h.o.stopped() == nil {
 		h.run()
 		glw.Finish()
 	}
@@ -470,6 +479,9 @@ func (h *hostProduct) timeRuns(t *Timings) error {
 	}
 	gpu := make([]time.Duration, 0, min(h.o.Reps, 1024))
 	for i := 0; i < h.o.Reps; i++ {
+		if err := h.o.stopped(); err != nil {
+			return err
+		}
 		glw.Finish()
 		start := time.Now()
 		if timed {
@@ -509,6 +521,14 @@ func (h *hostProduct) release() {
 	for _, b := range []*glw.Buffer{&h.bufA, &h.bufB, &h.bufC, &h.work} {
 		b.Release()
 	}
+}
+
+// stopped returns the error of o.Context once it is done, else nil.
+func (o *MulOptions) stopped() error {
+	if o.Context == nil {
+		return nil
+	}
+	return o.Context.Err()
 }
 
 // timerPlausible reports whether GL_TIME_ELAPSED results look real. Mesa's

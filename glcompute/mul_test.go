@@ -1,6 +1,7 @@
 package glcompute
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
 
@@ -392,5 +394,45 @@ func TestHostMatrix(t *testing.T) {
 	defer d2.Release()
 	if _, err := d2.NewHostMatrix(2, 2); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("NewHostMatrix without persistent mapping: %v", err)
+	}
+}
+
+// TestTimerPlausible: a GL timer that reads about zero against the wall
+// clock (llvmpipe) is not used; a real one is. Trusting llvmpipe's would
+// report millions of GFLOPS.
+func TestTimerPlausible(t *testing.T) {
+	s, ms := time.Second, time.Millisecond
+	for _, c := range []struct {
+		gpu, wall []time.Duration
+		want      bool
+	}{
+		{[]time.Duration{1, 1}, []time.Duration{s, s}, false},
+		{[]time.Duration{0, 900 * ms}, []time.Duration{s, s}, false},
+		{[]time.Duration{900 * ms, 950 * ms}, []time.Duration{s, s}, true},
+		{[]time.Duration{60 * ms}, []time.Duration{s}, true},
+		{[]time.Duration{40 * ms}, []time.Duration{s}, false},
+	} {
+		if got := timerPlausible(c.gpu, c.wall); got != c.want {
+			t.Errorf("timerPlausible(%v, %v) = %v, want %v", c.gpu, c.wall, got, c.want)
+		}
+	}
+}
+
+// TestMulStopsWhenCancelled: a cancelled Context stops Mul between runs,
+// with the context's error, in one piece and in panels.
+func TestMulStopsWhenCancelled(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rng := rand.New(rand.NewPCG(9, 9))
+	a, b := cpu.Random(70, 70, rng), cpu.Random(70, 70, rng)
+	for _, o := range []*MulOptions{{Reps: 1000, Context: ctx}, {Kernel: "fast:64x64x8_8x4", MaxBinding: 24 << 10, Context: ctx}} {
+		start := time.Now()
+		if _, err := d.Mul(cpu.New(70, 70), a, b, o); !errors.Is(err, context.Canceled) {
+			t.Errorf("%+v: err = %v, want context.Canceled", o, err)
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Errorf("a cancelled Mul took %v", time.Since(start))
+		}
 	}
 }

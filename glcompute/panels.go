@@ -174,6 +174,9 @@ func (pp *panelProduct) columnPanel(a, b, c blas32.General, j int) error {
 	}
 	pp.t.UploadBytes += 4 * int64(pl.K) * int64(ldn)
 	for i := 0; i < pl.RowPanels(); i++ {
+		if err := pp.o.stopped(); err != nil {
+			return err
+		}
 		r0 := i * pl.RowsPer
 		rows := min(pl.RowsPer, pl.M-r0)
 		bufA := pp.bufA[i%len(pp.bufA)]

@@ -250,3 +250,14 @@ func FuzzParseShape(f *testing.F) {
 		}
 	})
 }
+
+func TestNoSuchDevice(t *testing.T) {
+	needGL(t)
+	if len(glcompute.EGLDevices()) == 0 {
+		t.Skip("EGL lists no devices here")
+	}
+	code, stdout, stderr := glmul("-n", "4", "-device", "99")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "-device 99: EGL lists") {
+		t.Fatalf("-device 99: exit %d, %q", code, stderr)
+	}
+}

@@ -128,6 +128,10 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C ends the process at once
+	}()
 	m := &tableMeasurer{dev: d, ctx: ctx, stderr: stderr, progress: f.progress, reps: f.reps}
 	measureErr := m.rows(t, f.sizes, f.kernels, f.cpuMax)
 	if len(t.Rows) > 0 {
@@ -202,6 +206,9 @@ func (m *tableMeasurer) rows(t *table.Table, sizes []int, kernels []string, cpuM
 		row, err := m.row(n, kernels, cpuMax, uint64(i))
 		if errors.Is(err, context.Canceled) {
 			t.Interrupted = true
+			if len(t.Rows) == 0 {
+				return errors.New("interrupted by Ctrl-C before the first size was measured")
+			}
 			return errInterrupted
 		}
 		if err != nil {
@@ -233,7 +240,7 @@ func (m *tableMeasurer) row(n int, kernels []string, cpuMax int, seed uint64) (t
 	}
 
 	for _, k := range kernels {
-		res, err := measure.Product(m.dev, in, measure.Options{Kernel: k, Warmup: 1, Reps: m.reps})
+		res, err := measure.Product(m.dev, in, measure.Options{Kernel: k, Warmup: 1, Reps: m.reps, Context: m.ctx})
 		if err != nil {
 			return r, err
 		}

@@ -230,8 +230,14 @@ func (s *simulation) step(i int) (time.Duration, error) {
 
 // reportMeanGPUTime prints the mean GPU time per step, if any step ran.
 func reportMeanGPUTime(stdout io.Writer, steps int, gpuTotal time.Duration) {
-	if steps > 0 {
-		fmt.Fprintf(stdout, "physics: %d steps, mean GPU time per step %v\n", steps, gpuTotal/time.Duration(steps))
+	switch mean := gpuTotal / time.Duration(max(steps, 1)); {
+	case steps == 0:
+	case mean < time.Microsecond:
+		// Mesa llvmpipe runs compute outside its GL timer, which then
+		// reads about zero: no time is better than a false one.
+		fmt.Fprintf(stdout, "physics: %d steps; the GL timer reads ≈0 on this driver (%v a step), so there is no GPU time to report\n", steps, mean)
+	default:
+		fmt.Fprintf(stdout, "physics: %d steps, mean GPU time per step %v\n", steps, mean)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHeadlessSteps runs the example headless for a few steps: the engine's
@@ -26,5 +27,12 @@ func TestHeadlessSteps(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "20 steps") {
 		t.Fatalf("output:\n%s", out.String())
+	}
+	// A mean "GPU time" under a microsecond is llvmpipe's ≈0 timer, which
+	// must be called that, not reported as a time.
+	if i := strings.Index(out.String(), "mean GPU time per step "); i >= 0 {
+		if v, err := time.ParseDuration(strings.Fields(out.String()[i+len("mean GPU time per step "):])[0]); err == nil && v < time.Microsecond {
+			t.Fatalf("an implausible GPU time was reported:\n%s", out.String())
+		}
 	}
 }

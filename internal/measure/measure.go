@@ -6,6 +6,7 @@
 package measure
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -81,6 +82,9 @@ type Options struct {
 	// Progress, if set, is called as dispatches complete (see
 	// glcompute.MulOptions.Progress).
 	Progress func(done, total int)
+	// Context, if set, stops the product between runs once it is done
+	// (see glcompute.MulOptions.Context).
+	Context context.Context
 	// Validating, if set, is called before a validation that will run,
 	// with its mode (Auto resolved), for a message on slow checks.
 	Validating func(validate.Mode)
@@ -112,7 +116,7 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 		}
 	}
 	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, Warmup: o.Warmup, Reps: o.Reps,
-		SplitK: o.SplitK, Progress: o.Progress, MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory}
+		SplitK: o.SplitK, Progress: o.Progress, MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory, Context: o.Context}
 	if o.Warmup > 0 {
 		mo.MinWarmup = MinWarmup
 	}
