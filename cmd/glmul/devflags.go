@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/glmul/glmul/glcompute"
 )
@@ -107,6 +108,9 @@ func parseQuietly(fs *flag.FlagSet, args []string) error {
 		fs.Usage()
 		return err
 	case err != nil:
+		if sub, ok := strings.CutPrefix(fs.Name(), "glmul "); ok {
+			return usagef("%s: %v", sub, err) // "bench: flag provided but not defined: -x"
+		}
 		return usageError{err.Error()}
 	}
 	return nil

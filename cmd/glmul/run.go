@@ -49,7 +49,13 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	var u usageError
 	if errors.As(err, &u) {
-		fmt.Fprintf(stderr, "glmul: %v\nRun 'glmul -h' for usage.\n", err)
+		help := "glmul -h"
+		for _, sub := range []string{"bench", "tune", "table", "mul"} {
+			if strings.HasPrefix(u.msg, sub+":") {
+				help = "glmul " + sub + " -h"
+			}
+		}
+		fmt.Fprintf(stderr, "glmul: %v\nRun '%s' for usage.\n", err, help)
 		return 2
 	}
 	fmt.Fprintf(stderr, "glmul: %v\n", err)

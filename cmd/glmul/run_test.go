@@ -63,7 +63,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-n", "8", "-kernel", "tiled32", "-split-k", "4"}, "-split-k needs a fast kernel"},
 	} {
 		code, stdout, stderr := glmul(c.args...)
-		if code != 2 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "glmul -h") || stdout != "" {
+		if code != 2 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, " -h' for usage.") || stdout != "" {
 			t.Errorf("glmul %v: exit %d, stderr %q, stdout %q; want exit 2 and %q", c.args, code, stderr, stdout, c.want)
 		}
 	}
@@ -259,5 +259,16 @@ func TestNoSuchDevice(t *testing.T) {
 	code, stdout, stderr := glmul("-n", "4", "-device", "99")
 	if code != 2 || stdout != "" || !strings.Contains(stderr, "-device 99: EGL lists") {
 		t.Fatalf("-device 99: exit %d, %q", code, stderr)
+	}
+}
+
+// TestSubcommandUsagePointsToItsHelp: a subcommand's usage error names its
+// own -h.
+func TestSubcommandUsagePointsToItsHelp(t *testing.T) {
+	for _, sub := range []string{"bench", "tune", "table", "mul"} {
+		code, _, stderr := glmul(sub, "-no-such-flag")
+		if code != 2 || !strings.Contains(stderr, "Run 'glmul "+sub+" -h' for usage.") {
+			t.Errorf("%s -no-such-flag: exit %d, %q", sub, code, stderr)
+		}
 	}
 }
