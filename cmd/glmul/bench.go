@@ -123,6 +123,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer d.Release()
+	noteKernelChoice(d, stderr)
 	p := newProgress(f.progress, stderr, "bench", len(f.shapes)*len(f.kernels))
 	var rows []benchRow
 	for si, s := range f.shapes {

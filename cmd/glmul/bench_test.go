@@ -100,3 +100,16 @@ func TestOutputsCheckedBeforeWork(t *testing.T) {
 		}
 	}
 }
+
+// TestCorruptCacheIsNoted: the main command says, in one line, that it
+// ignores a corrupt tuning cache.
+func TestCorruptCacheIsNoted(t *testing.T) {
+	needGL(t)
+	bad := filepath.Join(t.TempDir(), "tuned.json")
+	os.WriteFile(bad, []byte("garbage"), 0o644)
+	t.Setenv("GLMUL_TUNE_CACHE", bad)
+	code, _, stderr := glmul("-n", "16", "-backend", "egl")
+	if code != 0 || strings.Count(stderr, "note: the built-in kernel configuration is used") != 1 || !strings.Contains(stderr, "not a glmul tuning cache") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}

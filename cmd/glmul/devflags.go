@@ -156,3 +156,13 @@ func checkWritable(flag, path string, mkdir bool) error {
 	os.Remove(f.Name())
 	return nil
 }
+
+// noteKernelChoice prints one line on stderr when the device's default
+// kernel is the built-in one because the tuning cache could not be used
+// (unreadable, corrupt, or tuned for what no longer fits): no silent
+// fallback.
+func noteKernelChoice(dev *glcompute.Device, stderr io.Writer) {
+	if _, problem, ok := strings.Cut(dev.Info().DefaultKernelSource, "; "); ok {
+		fmt.Fprintf(stderr, "glmul: note: the built-in kernel configuration is used: %s\n", problem)
+	}
+}

@@ -97,6 +97,7 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer dev.Release()
+	noteKernelChoice(dev, stderr)
 	mode := f.mode
 	if mode != validate.None && !(finite(a) && finite(b)) {
 		mode = validate.Full // Freivalds' sums cannot tell where a NaN belongs

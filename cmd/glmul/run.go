@@ -326,6 +326,7 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer dev.Release()
+	noteKernelChoice(dev, stderr)
 	// Refuse what cannot run before the inputs are made.
 	if _, err := dev.Plan(o.m, o.k, o.nCols, &glcompute.MulOptions{Kernel: o.kernel, MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, SplitK: o.splitK}); err != nil {
 		return err

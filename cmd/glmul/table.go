@@ -117,6 +117,7 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer d.Release()
+	noteKernelChoice(d, stderr)
 	info := d.Info()
 	t := &table.Table{
 		Device:       fmt.Sprintf("%s | %s | OpenGL %s", info.Vendor, info.Renderer, info.Version),
