@@ -149,6 +149,11 @@ func (f *benchFlags) shape(d *glcompute.Device, s [3]int, seed uint64, p *progre
 	var in *measure.Inputs
 	for _, kern := range f.kernels {
 		row := benchRow{M: m, K: k, N: n, Shape: shape, Kernel: kern}
+		if err := checkHostMemory(m, k, n); err != nil {
+			row.Skipped = err.Error()
+			rows = append(rows, row)
+			continue
+		}
 		if _, err := d.Plan(m, k, n, &glcompute.MulOptions{Kernel: kern}); err != nil {
 			row.Skipped = err.Error()
 			rows = append(rows, row)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/glmul/glmul/glcompute"
@@ -165,4 +166,25 @@ func noteKernelChoice(dev *glcompute.Device, stderr io.Writer) {
 	if _, problem, ok := strings.Cut(dev.Info().DefaultKernelSource, "; "); ok {
 		fmt.Fprintf(stderr, "glmul: note: the built-in kernel configuration is used: %s\n", problem)
 	}
+}
+
+// checkHostMemory returns an error if an m×k by k×n product's three
+// float32 matrices would take more than the machine's memory
+// (/proc/meminfo's MemTotal; no check where that cannot be read): Go
+// would otherwise crash allocating them.
+func checkHostMemory(m, k, n int) error {
+	need := 4 * (float64(m)*float64(k) + float64(k)*float64(n) + float64(m)*float64(n))
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return nil
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+			if kib, err := strconv.ParseFloat(f[1], 64); err == nil && need > kib*1024 {
+				return fmt.Errorf("the %d×%d by %d×%d product needs %.1f GiB of host memory for A, B and C; this machine has %.1f GiB",
+					m, k, k, n, need/(1<<30), kib/(1<<20))
+			}
+		}
+	}
+	return nil
 }

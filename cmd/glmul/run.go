@@ -321,6 +321,9 @@ func versionString() string {
 
 // multiply runs the main command.
 func multiply(o *options, stdout, stderr io.Writer) error {
+	if err := checkHostMemory(o.m, o.k, o.nCols); err != nil {
+		return err
+	}
 	dev, err := o.dev.open()
 	if err != nil {
 		return err

@@ -272,3 +272,12 @@ func TestSubcommandUsagePointsToItsHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestHostMemoryBounded: a product whose matrices cannot fit in memory is
+// refused before anything is allocated (it used to crash the runtime).
+func TestHostMemoryBounded(t *testing.T) {
+	code, stdout, stderr := glmul("-n", "10000000")
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "GiB of host memory") {
+		t.Fatalf("-n 10000000: exit %d, %q", code, stderr)
+	}
+}

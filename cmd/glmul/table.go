@@ -110,6 +110,9 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	}
 	var squares [][3]int
 	for _, n := range f.sizes {
+		if err := checkHostMemory(n, n, n); err != nil {
+			return err
+		}
 		squares = append(squares, [3]int{n, n, n})
 	}
 	d, err := f.dev.openFor(f.kernels, squares...)
