@@ -109,14 +109,21 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	if len(cands) == 0 || !cands[0].Valid {
 		return fmt.Errorf("tune: no candidate ran and validated on %s", d.Info().Renderer)
 	}
-	saved := ""
+	saved, saveErr := "", error(nil)
 	if f.save {
-		if err := saveTuned(path, d.Info(), cands[0], f.n); err != nil {
-			return err
+		if saveErr = saveTuned(path, d.Info(), cands[0], f.n); saveErr == nil {
+			saved = path
 		}
-		saved = path
 	}
-	return f.write(stdout, d.Info(), baseline, cands, saved, time.Since(started))
+	// The results are printed even when saving failed: minutes of
+	// measuring are not thrown away.
+	if err := f.write(stdout, d.Info(), baseline, cands, saved, time.Since(started)); err != nil {
+		return err
+	}
+	if saveErr != nil {
+		return fmt.Errorf("tune: the results above could not be saved to %s: %w", path, saveErr)
+	}
+	return nil
 }
 
 // sweep measures tiled32 as the baseline and every candidate with
