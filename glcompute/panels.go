@@ -61,9 +61,14 @@ func (d *Device) planPanels(m, k, n int, o *MulOptions) (plan dispatch.PanelPlan
 		return plan, false, fmt.Errorf("glcompute: %w", err)
 	}
 	al := kern.Align
-	ld := func(cols int) int64 { return int64(roundUp(cols, al)) }
-	a, b, c := 4*int64(m)*ld(k), 4*int64(k)*ld(n), 4*int64(m)*ld(n)
-	if a <= binding && b <= binding && c <= binding && (o.MaxGPUMemory <= 0 || a+b+c <= o.MaxGPUMemory) {
+	if max(m, k, n) > 1<<31 {
+		return plan, false, fmt.Errorf("%w: a dimension of the %d×%d by %d×%d product is over 2³¹", ErrTooLarge, m, k, k, n)
+	}
+	// float64: the products of dimensions up to 2³¹ overflow int64 at 4 bytes.
+	ld := func(cols int) float64 { return float64(roundUp(cols, al)) }
+	a, b, c := 4*float64(m)*ld(k), 4*float64(k)*ld(n), 4*float64(m)*ld(n)
+	lim := float64(binding)
+	if a <= lim && b <= lim && c <= lim && (o.MaxGPUMemory <= 0 || a+b+c <= float64(o.MaxGPUMemory)) {
 		return plan, false, nil
 	}
 	if !kern.Strided {

@@ -194,7 +194,10 @@ func (s *stager) upload(dst view, src blas32.General) error {
 				sl.buf.CopyTo(dst.buf, 4*i*stride, 4*(dst.off+(r0+i)*stride), 4*src.Cols)
 			}
 		} else {
-			sl.buf.CopyTo(dst.buf, 0, 4*(dst.off+r0*stride), 4*((r1-r0-1)*stride+src.Cols))
+			// Whole rows, padding included: the kernels read it, so it
+			// must be the zeros written above, not what new device memory
+			// held.
+			sl.buf.CopyTo(dst.buf, 0, 4*(dst.off+r0*stride), 4*n)
 		}
 		sl.fence = glw.NewFence()
 		glw.Flush()

@@ -92,6 +92,9 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 	if a.Cols != b.Rows {
 		return fmt.Errorf("mul: A (%s) is %d×%d and B (%s) is %d×%d: A's columns must equal B's rows", f.a, a.Rows, a.Cols, f.b, b.Rows, b.Cols)
 	}
+	if err := checkHostMemory(a.Rows, a.Cols, b.Cols); err != nil {
+		return err
+	}
 	dev, err := f.dev.openFor([]string{f.kernel}, [3]int{a.Rows, a.Cols, b.Cols})
 	if err != nil {
 		return err

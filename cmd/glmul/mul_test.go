@@ -62,6 +62,7 @@ func TestMulBadInput(t *testing.T) {
 	}
 	a := write("a.npy", 3, 4, 0)
 	b5 := write("b5.mtx", 5, 2, 0)
+	tall, wide := write("tall.npy", 300000, 1, 1), write("wide.npy", 1, 300000, 1)
 	corrupt := filepath.Join(dir, "corrupt.npy")
 	os.WriteFile(corrupt, []byte("\x93NUMPY garbage"), 0o644)
 	nanFile := write("nan.npy", 2, 2, float32(math.NaN()))
@@ -79,6 +80,7 @@ func TestMulBadInput(t *testing.T) {
 		{[]string{"-a", a, "-b", b5, "-o", out}, 1, "A's columns must equal B's rows"},
 		{[]string{"-a", corrupt, "-b", b5, "-o", out}, 1, "corrupt.npy: not a valid .npy file"},
 		{[]string{"-a", filepath.Join(dir, "missing.npy"), "-b", b5, "-o", out}, 1, "missing.npy: no such file"},
+		{[]string{"-a", tall, "-b", wide, "-o", out}, 1, "GiB of host memory"}, // 1.2 MB files, a 360 GB C
 	} {
 		code, _, stderr := glmul(append([]string{"mul", "-backend", "egl"}, c.args...)...)
 		if code != c.code || !strings.Contains(stderr, c.want) {

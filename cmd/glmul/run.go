@@ -76,8 +76,8 @@ func hintFor(err error) string {
 		return "choose a smaller fast configuration (glmul tune -show names the one this device uses)"
 	case errors.Is(err, glcompute.ErrTooLarge) && strings.Contains(msg, "cannot run in panels"):
 		return "use -kernel fast: it runs products of any size in panels"
-	case errors.Is(err, glcompute.ErrTooLarge) && strings.Contains(msg, "too long"):
-		return "a K this long needs a larger -max-binding"
+	case errors.Is(err, glcompute.ErrTooLarge) && strings.Contains(msg, "smallest panels"):
+		return "raise -max-binding (or choose a smaller tile configuration)"
 	case errors.Is(err, glcompute.ErrTooLarge) && strings.Contains(msg, "GPU memory allowed"):
 		return "raise -max-gpu-mem"
 	}

@@ -66,7 +66,7 @@ func Panels(m, k, n, align, tileM, tileN int, maxBinding, maxMemory int64) (Pane
 		}
 	}
 	if p.ColsPer <= 0 || !fits(min(tileM, m), k) {
-		return p, fmt.Errorf("dispatch: K = %d is too long: one %d-column panel of B or %d-row panel of A is over the %d-byte binding", k, tileN, tileM, maxBinding)
+		return p, fmt.Errorf("dispatch: the smallest panels do not fit the %d-byte binding: a %d-column panel of B (K = %d) or a %d-row panel of A or C is over it", maxBinding, tileN, k, tileM)
 	}
 	// Rows: all of M, else the most tiles whose A and C panels fit.
 	p.RowsPer = m

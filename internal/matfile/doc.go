@@ -9,7 +9,11 @@
 // glmul computes in float32. float64 input is rounded to the nearest
 // float32 (values beyond float32's range become ±Inf, as a float32 BLAS
 // would see them); integer MatrixMarket entries are converted; pattern
-// entries are 1. Output is float32: .npy with dtype '<f4', C order;
+// entries are 1. A coordinate file that lists an entry twice means their
+// sum, as SciPy reads it; a symmetric file's entry (i, j) is also (j, i),
+// whichever triangle it is in. A .mtx file may ask for at most 2^28 dense
+// elements. .npy headers are read as NumPy writes them (format versions
+// 1.0 and 2.0, numpy.save's key order). Output is float32: .npy with dtype '<f4', C order;
 // .mtx as "array real general".
 //
 // # Errors

@@ -86,6 +86,9 @@ func TestReadNPYErrors(t *testing.T) {
 		{"empty", npyBytes("<f4", false, "(0, 3)", nil), "empty 0×3"},
 		{"not-npy", []byte("hello, world"), "not a valid .npy file"},
 		{"no-newline", []byte("\x93NUMPY\x01\x00\x04\x00abcd"), "not a valid .npy file"},
+		{"huge-header", []byte("\x93NUMPY\x02\x00\xf0\xff\xff\xff"), "its header announces"},
+		{"huge-shape", npyBytes("<f4", false, "(8589934592, 2147483648)", nil), "larger than the file"},
+		{"native-order", npyBytes("=f4", false, "(2, 3)", good), "native byte order"},
 	} {
 		_, err := readBytes(t, c.name+".npy", c.file)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.name+".npy") {
@@ -132,6 +135,8 @@ func TestReadMTX(t *testing.T) {
 		{"pattern", "%%MatrixMarket matrix coordinate pattern general\n2 2 2\n1 1\n2 1\n", "[1 0 1 0]"},
 		{"symmetric-array", "%%MatrixMarket matrix array real symmetric\n2 2\n1\n2\n3\n", "[1 2 2 3]"},
 		{"symmetric-coord", "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n2 1 7\n2 2 3\n", "[0 7 7 3]"},
+		{"duplicates-sum", "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n1 1 5\n2 2 2\n", "[6 0 0 2]"},
+		{"symmetric-both-triangles", "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 2 7\n2 1 4\n", "[0 11 11 0]"},
 	} {
 		m, err := readBytes(t, c.name+".mtx", []byte(c.text))
 		if err != nil {
@@ -155,6 +160,9 @@ func TestReadMTXErrors(t *testing.T) {
 		{"empty", "", "empty file"},
 		{"zero", "%%MatrixMarket matrix array real general\n0 2\n", "empty 0×2"},
 		{"size", "%%MatrixMarket matrix coordinate real general\n2 2\n", "should hold 3 whole numbers"},
+		{"overflow", "%%MatrixMarket matrix coordinate real general\n4294967296 4294967296 1\n1 1 2\n", "too large to hold dense"},
+		{"negative-count", "%%MatrixMarket matrix coordinate real general\n2 2 -1\n", "should hold 3 whole numbers"},
+		{"long-line", "%%MatrixMarket matrix coordinate real general\n2 2 1\n% " + strings.Repeat("x", 2<<20) + "\n1 1 1\n", "longer than 1 MiB"},
 	} {
 		_, err := readBytes(t, c.name+".mtx", []byte(c.text))
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.name+".mtx") {

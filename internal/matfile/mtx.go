@@ -2,6 +2,7 @@ package matfile
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -28,6 +29,12 @@ type mtxReader struct {
 }
 
 func (r *mtxReader) errf(format string, args ...any) error {
+	if err := r.sc.Err(); err != nil { // the scanner's own trouble explains it
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("%s:%d: a line is longer than 1 MiB", r.name, r.line+1)
+		}
+		return fmt.Errorf("%s: %w", r.name, err)
+	}
 	return fmt.Errorf("%s:%d: %s", r.name, r.line, fmt.Sprintf(format, args...))
 }
 
@@ -64,10 +71,12 @@ func readMTX(in io.Reader, name string) (blas32.General, error) {
 	}
 	rows, cols := dims[0], dims[1]
 	m := blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: make([]float32, rows*cols)}
+	// Entries add up: a coordinate file that lists (i, j) twice means the
+	// sum (SciPy reads it so); a symmetric one's (i, j) is also (j, i).
 	set := func(i, j int, v float32) {
-		m.Data[i*cols+j] = v
-		if r.h.symmetry == "symmetric" {
-			m.Data[j*cols+i] = v
+		m.Data[i*cols+j] += v
+		if r.h.symmetry == "symmetric" && i != j {
+			m.Data[j*cols+i] += v
 		}
 	}
 	if r.h.format == "array" {
@@ -91,6 +100,9 @@ func readMTX(in io.Reader, name string) (blas32.General, error) {
 // for coordinate format).
 func (r *mtxReader) header() ([]int, error) {
 	if !r.sc.Scan() {
+		if r.sc.Err() != nil {
+			return nil, r.errf("")
+		}
 		return nil, fmt.Errorf("%s: empty file, not a MatrixMarket file", r.name)
 	}
 	r.line++
@@ -108,13 +120,13 @@ func (r *mtxReader) header() ([]int, error) {
 		want = 3
 	}
 	switch {
-	case err != nil || len(dims) != want:
+	case err != nil || len(dims) != want || want == 3 && dims[2] < 0:
 		return nil, r.errf("the size line %q should hold %d whole numbers", size, want)
 	case dims[0] < 1 || dims[1] < 1:
 		return nil, r.errf("an empty %d×%d matrix", dims[0], dims[1])
 	case r.h.symmetry == "symmetric" && dims[0] != dims[1]:
 		return nil, r.errf("a symmetric matrix must be square, not %d×%d", dims[0], dims[1])
-	case int64(dims[0])*int64(dims[1]) > maxMTXElements:
+	case dims[0] > maxMTXElements || dims[1] > maxMTXElements || int64(dims[0])*int64(dims[1]) > maxMTXElements:
 		return nil, r.errf("%d×%d is too large to hold dense (at most %d elements from a .mtx file; use .npy)", dims[0], dims[1], maxMTXElements)
 	}
 	return dims, nil

@@ -22,7 +22,19 @@ func readNPY(r io.Reader, size int64, name string) (m blas32.General, err error)
 			err = fmt.Errorf("%s: not a valid .npy file (corrupt header)", name)
 		}
 	}()
-	cr := &countingReader{r: bufio.NewReader(r)}
+	br := bufio.NewReader(r)
+	// npyio allocates the header's announced length before checking it:
+	// check it against the file first.
+	if pre, err := br.Peek(12); err == nil && string(pre[:6]) == "\x93NUMPY" {
+		hdr, at := int64(binary.LittleEndian.Uint16(pre[8:10])), int64(10)
+		if pre[6] >= 2 {
+			hdr, at = int64(binary.LittleEndian.Uint32(pre[8:12])), 12
+		}
+		if at+hdr > size {
+			return m, fmt.Errorf("%s: not a valid .npy file: its header announces %d bytes, the file holds %d", name, hdr, size)
+		}
+	}
+	cr := &countingReader{r: br}
 	nr, err := npy.NewReader(fullReader{cr})
 	if err != nil {
 		return m, fmt.Errorf("%s: not a valid .npy file: %w", name, err)
@@ -35,8 +47,14 @@ func readNPY(r io.Reader, size int64, name string) (m blas32.General, err error)
 	if rows < 1 || cols < 1 {
 		return m, fmt.Errorf("%s: an empty %d×%d matrix", name, rows, cols)
 	}
+	if rows > 1<<40 || cols > 1<<40 || float64(rows)*float64(cols)*4 > float64(size) {
+		return m, fmt.Errorf("%s: the header's shape %d×%d is larger than the file (%d bytes)", name, rows, cols, size)
+	}
 	item := 0
-	switch strings.TrimLeft(d.Type, "<>=|") {
+	if strings.HasPrefix(d.Type, "=") {
+		return m, fmt.Errorf("%s: dtype %q: native byte order '=' is not supported; save with an explicit '<' or '>'", name, d.Type)
+	}
+	switch strings.TrimLeft(d.Type, "<>|") {
 	case "f4":
 		item = 4
 	case "f8":
