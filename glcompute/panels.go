@@ -119,6 +119,9 @@ func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.
 	if err := pp.alloc(); err != nil {
 		return t, err
 	}
+	if err := pp.warmUp(); err != nil {
+		return t, err
+	}
 	for j := 0; j < plan.ColPanels(); j++ {
 		if err := pp.columnPanel(a, b, c, j); err != nil {
 			return t, err
@@ -130,6 +133,31 @@ func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.
 		glw.Buffer(0).BindStorage(i)
 	}
 	return t, d.checkError("running the product in panels")
+}
+
+// warmUp runs the first panel's product, untimed, Warmup times and then
+// until MinWarmup has passed, as a product in one piece warms up with
+// whole products: the GPU's clocks rise, and the panel buffers it uses
+// are first touched. The inputs are whatever the buffers hold; the
+// results are discarded.
+func (pp *panelProduct) warmUp() error {
+	o, pl := pp.o, pp.plan
+	if o.Warmup == 0 && o.MinWarmup == 0 {
+		return nil
+	}
+	rows, cols := min(pl.RowsPer, pl.M), min(pl.ColsPer, pl.N)
+	start := time.Now()
+	for i := 0; i < o.Warmup || time.Since(start) < o.MinWarmup; i++ {
+		if err := o.stopped(); err != nil {
+			return err
+		}
+		if err := pp.dispatch(pp.bufA[0], pp.bufC[0], rows, cols, pl.Ld(cols)); err != nil {
+			return err
+		}
+		glw.Finish()
+	}
+	pp.t.Dispatches = 0 // the warm-up's are not the product's
+	return nil
 }
 
 // alloc creates the panel buffers.

@@ -200,9 +200,6 @@ func Device(info glcompute.Info) report.Device {
 // how host matrices travelled (Device.Staging, or "mapped host matrices").
 func (r Result) Report(info glcompute.Info, staging string, seed uint64, warmup, maxGroups int) report.Run {
 	t := r.Timings
-	if t.Panels != "" {
-		warmup = 0 // panels run once
-	}
 	return report.Run{Device: Device(info), Kernel: r.Kernel, M: r.M, K: r.K, N: r.N, Seed: seed, Warmup: warmup,
 		MaxGroups: maxGroups, Validation: r.Validation, Summary: r.Summary(), Staging: staging,
 		Timings: report.Timings{Dispatches: t.Dispatches, Groups: t.Groups, Runs: len(t.Compute), Upload: t.Upload,

@@ -141,7 +141,7 @@ func (r *Run) writeText(out io.Writer) error {
 		src = "wall clock after glFinish; the driver's GL timer reads ≈0"
 	}
 	if t.Panels != "" {
-		p("compute", "%8.2f ms: the panels' products, queued to finished, summed (one pass: no warm-up or repetition in panels)", s.KernelMeanMS)
+		p("compute", "%8.2f ms: the panels' products, queued to finished, summed (one pass, after %s)", s.KernelMeanMS, panelWarmup(r.Warmup))
 	} else {
 		warm := "without warm-up"
 		if r.Warmup > 0 {
@@ -174,6 +174,14 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	n, err := e.w.Write(p)
 	e.err = err
 	return n, err
+}
+
+// panelWarmup describes a paneled product's warm-up.
+func panelWarmup(runs int) string {
+	if runs == 0 {
+		return "no warm-up"
+	}
+	return "a warm-up of at least 0.3 s on its first panel"
 }
 
 // cold describes the first, cold transfer before a warm one.
