@@ -270,7 +270,7 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 		return t, err
 	}
 	h.bind()
-	defer h.unbind()
+	defer unbindAll()
 	if err := h.warmUp(); err != nil {
 		return t, err
 	}
@@ -411,9 +411,9 @@ func (h *hostProduct) bind() {
 	}
 }
 
-// unbind leaves bindings 0–2 and the program empty (an owned context's
-// resting state).
-func (h *hostProduct) unbind() {
+// unbindAll empties storage bindings 0–2 and the current program; on the
+// device thread.
+func unbindAll() {
 	for i := uint32(0); i < 3; i++ {
 		glw.Buffer(0).BindStorage(i)
 	}

@@ -128,10 +128,7 @@ func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.
 		}
 	}
 	t.Compute = []time.Duration{pp.compute}
-	glw.Program(0).Use()
-	for i := uint32(0); i < 3; i++ {
-		glw.Buffer(0).BindStorage(i)
-	}
+	unbindAll()
 	return t, d.checkError("running the product in panels")
 }
 

@@ -170,12 +170,6 @@ func GetProcAddress(name string) unsafe.Pointer {
 	return unsafe.Pointer(C.eglGetProcAddress(cname))
 }
 
-// HasCurrentContext reports whether an EGL context is current on the
-// calling thread.
-func HasCurrentContext() bool {
-	return C.eglGetCurrentContext() != C.EGLContext(C.EGL_NO_CONTEXT)
-}
-
 // CurrentContext returns the EGL context current on the calling thread, 0
 // if none.
 func CurrentContext() uintptr { return uintptr(C.eglGetCurrentContext()) }

@@ -199,21 +199,6 @@ const (
 	StreamRead = gl.STREAM_READ
 )
 
-// FillFloat32 sets every float of b to v (glClearBufferData).
-func (b Buffer) FillFloat32(v float32) {
-	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, uint32(b))
-	gl.ClearBufferData(gl.SHADER_STORAGE_BUFFER, gl.R32F, gl.RED, gl.FLOAT, unsafe.Pointer(&v))
-	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
-}
-
-// FillUint32 sets every 32-bit word of b to v (glClearBufferData with
-// GL_R32UI: no format conversion).
-func (b Buffer) FillUint32(v uint32) {
-	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, uint32(b))
-	gl.ClearBufferData(gl.SHADER_STORAGE_BUFFER, gl.R32UI, gl.RED_INTEGER, gl.UNSIGNED_INT, unsafe.Pointer(&v))
-	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
-}
-
 // Read copies size bytes from offset into dst (glGetBufferSubData).
 func (b Buffer) Read(offset, size int, dst unsafe.Pointer) {
 	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, uint32(b))
@@ -475,10 +460,6 @@ func (b Buffer) CopyTo(dst Buffer, srcOffset, dstOffset, size int) {
 	gl.BindBuffer(gl.COPY_READ_BUFFER, 0)
 	gl.BindBuffer(gl.COPY_WRITE_BUFFER, 0)
 }
-
-// BarrierClientMapped makes shader writes visible through persistent
-// mappings once a later fence has passed.
-func BarrierClientMapped() { gl.MemoryBarrier(gl.CLIENT_MAPPED_BUFFER_BARRIER_BIT) }
 
 // NewDeviceBuffer creates a buffer of size bytes for the GPU's own use
 // (no host access: glBufferStorage with no flags where the driver has it,

@@ -92,9 +92,6 @@ func IsBuffer(name uint32) bool { return gl.IsBuffer(name) }
 // SetFloat sets a float uniform of the current program; location −1 is ignored.
 func SetFloat(location int32, v float32) { gl.Uniform1f(location, v) }
 
-// SetInt sets an int uniform of the current program; location −1 is ignored.
-func SetInt(location int32, v int32) { gl.Uniform1i(location, v) }
-
 // BarrierAll makes shader writes visible to every later use of the memory:
 // the host's draws (vertex, index, uniform, indirect), compute passes and
 // buffer reads.
