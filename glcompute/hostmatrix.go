@@ -89,21 +89,21 @@ func (d *Device) hostMatrix(g blas32.General, ld int) *HostMatrix {
 	return h
 }
 
-// copyIn copies h into dst by the GPU, its padding zeroed first (the
-// kernels read it); on the device thread.
-func (h *HostMatrix) copyIn(dst glw.Buffer) {
-	for i := 0; i < h.Rows; i++ {
+// copyIn queues the GPU copy of h's rows [r0, r0+rows) into dst, their
+// padding zeroed first (the kernels read it); on the device thread.
+func (h *HostMatrix) copyIn(dst view, r0, rows int) {
+	for i := r0; i < r0+rows; i++ {
 		clear(h.Data[i*h.Stride+h.Cols : (i+1)*h.Stride])
 	}
-	h.buf.CopyTo(dst, 0, 0, 4*h.Rows*h.Stride)
+	h.buf.CopyTo(dst.buf, 4*r0*h.Stride, 4*dst.off, 4*rows*h.Stride)
 }
 
-// copyOut copies src into h by the GPU and waits for it; on the device
-// thread.
-func (h *HostMatrix) copyOut(src glw.Buffer) {
+// copyOut queues the GPU copy of src's rows into h's rows [r0, r0+rows)
+// and returns a fence that passes when it is done; on the device thread.
+func (h *HostMatrix) copyOut(src view, r0, rows int) glw.Fence {
 	glw.BarrierBufferRead()
-	src.CopyTo(h.buf, 0, 0, 4*h.Rows*h.Stride)
+	src.buf.CopyTo(h.buf, 4*src.off, 4*r0*h.Stride, 4*rows*h.Stride)
 	f := glw.NewFence()
-	f.Signaled(^uint64(0))
-	f.Release()
+	glw.Flush()
+	return f
 }

@@ -271,17 +271,21 @@ func (d *Device) tuningDriver() tuning.Driver {
 // poison sets the first bytes/4 floats of buf to NaN with fill.comp,
 // leaving the program and binding 2 changed; on the device thread.
 func (d *Device) poison(buf glw.Buffer, bytes int) error {
+	return d.poisonRange(buf, 0, bytes/4)
+}
+
+// poisonRange sets floats [off, off+n) of buf to NaN, as poison does.
+func (d *Device) poisonRange(buf glw.Buffer, off, n int) error {
 	p, err := d.programOf(shaders.Fill())
 	if err != nil {
 		return err
 	}
-	words := bytes / 4
 	p.prog.Use()
-	p.setUint("count", uint32(words))
+	p.setUint("count", uint32(off+n))
 	p.setUint("value", math.Float32bits(float32(math.NaN())))
 	buf.BindStorage(2)
-	for _, ch := range dispatch.Linear(words, p.kernel.Threads) {
-		p.setUint("first", uint32(ch.First))
+	for _, ch := range dispatch.Linear(n, p.kernel.Threads) {
+		p.setUint("first", uint32(off+ch.First))
 		glw.Dispatch(ch.GroupsX, ch.GroupsY)
 	}
 	glw.BarrierStorage()

@@ -65,6 +65,13 @@ type MulOptions struct {
 	// lowering them makes small products exercise those paths. Zero
 	// values: the driver's limit, and no memory cap.
 	MaxBinding, MaxGPUMemory int64
+	// Once runs the product once, pipelined (see Timings.EndToEnd), and
+	// nothing else: no warm-up, no stages timed alone, no timed runs (Warmup,
+	// MinWarmup and Reps are ignored); Progress is called as each block of
+	// C arrives. What a caller who wants only C wants. Products in panels
+	// always run once. Zero value: false, the product is also measured
+	// stage by stage as described at Timings.
+	Once bool
 }
 
 // Timings of one Mul. Wall-clock times are measured on the CPU after
@@ -105,6 +112,20 @@ type Timings struct {
 	// Readback sum its transfers, Compute holds the rest of its wall time,
 	// so that the three add up to the whole product.
 	Panels string `json:"panels,omitempty"`
+	// EndToEnd is the wall time of the product pipelined: from A and B in
+	// host memory to C in host memory, in Steps blocks of C (row bands of
+	// C, or panels), uploading the next block's operands and reading back
+	// the last block of C while the GPU computes the current one. The C
+	// that Mul returns is this pass's. Context creation and validation are
+	// not in it.
+	EndToEnd time.Duration `json:"end_to_end_ns"`
+	Steps    int           `json:"pipeline_steps"`
+	// Overlapping: Upload, Compute and Readback were measured within the
+	// pipelined pass (Once, or a product in panels), each stage's busy
+	// time there: the host's copies into and out of the staging buffers,
+	// the GPU's time in the dispatches. Their sum exceeds EndToEnd by what
+	// overlapped. Otherwise each stage was timed alone, before the pass.
+	Overlapping bool `json:"overlapping,omitempty"`
 }
 
 // maxIndex is the largest element index the kernels' 32-bit uint arithmetic
@@ -253,7 +274,8 @@ func driverError(err error) error {
 	return fmt.Errorf("%w: %w", ErrDriver, err)
 }
 
-// mul runs on the device thread: a hostProduct, step by step.
+// mul runs on the device thread: a hostProduct, step by step, then (or,
+// with Once, only) pipelined.
 func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err error) {
 	d.clearErrors()
 	h := &hostProduct{d: d, o: o, m: a.Rows, k: a.Cols, n: b.Cols}
@@ -266,24 +288,105 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 	if err := h.alloc(); err != nil {
 		return t, err
 	}
-	if err := h.transfers(a, b, &t); err != nil {
+	defer unbindAll()
+	if o.Once {
+		return t, h.once(c, a, b, &t)
+	}
+	if err := h.stages(c, a, b, &t); err != nil {
 		return t, err
+	}
+	pt, err := h.pipelined(c, a, b, nil)
+	t.EndToEnd, t.Steps = pt.wall, pt.steps
+	return t, err
+}
+
+// stages times the product stage by stage: the transfers in, the warm-up
+// and timed runs, the readback.
+func (h *hostProduct) stages(c, a, b blas32.General, t *Timings) error {
+	if err := h.transfers(a, b, t); err != nil {
+		return err
 	}
 	h.bind()
-	defer unbindAll()
 	if err := h.warmUp(); err != nil {
-		return t, err
+		return err
 	}
-	if err := h.timeRuns(&t); err != nil {
-		return t, err
+	if err := h.timeRuns(t); err != nil {
+		return err
 	}
 	if h.o.Warmup > 0 { // untimed, as the first upload is
-		if err := h.readBack(c, &t); err != nil {
-			return t, err
+		if err := h.readBack(c, t); err != nil {
+			return err
 		}
 		t.FirstReadback = t.Readback
 	}
-	return t, h.readBack(c, &t)
+	return h.readBack(c, t)
+}
+
+// once runs the product pipelined and nothing else (MulOptions.Once).
+func (h *hostProduct) once(c, a, b blas32.General, t *Timings) error {
+	pt, err := h.pipelined(c, a, b, h.o.Progress)
+	if err != nil {
+		return err
+	}
+	pt.fill(t)
+	return nil
+}
+
+// pipelineBands is how many row bands of C a product in one piece is
+// pipelined in (fewer when M is under that many tiles).
+const pipelineBands = 4
+
+// pipelined runs the product once in row bands of C (bandRows): B and
+// A's first band up, then, while the GPU computes band i, the host uploads
+// band i+1 of A and reads back band i−1 of C. A kernel without row offsets
+// (tiled32) and a split-K product run as one band.
+func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total int)) (passTimes, error) {
+	k := h.p.kernel
+	rowsPer := h.m
+	if k.Strided && h.splits == 1 {
+		rowsPer = bandRows(h.m, k.TileM, pipelineBands, max(h.lda, h.ldc), h.d.stage().bytes)
+	}
+	h.progress.report = nil
+	var steps []pipeStep
+	for r0 := 0; r0 < h.m; r0 += rowsPer {
+		rows := min(rowsPer, h.m-r0)
+		s := pipeStep{
+			up:     []upTransfer{{dst: view{buf: h.bufA, off: r0 * h.lda, stride: h.lda}, src: part{m: a, r0: r0, rows: rows, cols: h.k}}},
+			c:      view{buf: h.bufC, off: r0 * h.ldc, stride: h.ldc},
+			out:    part{m: c, r0: r0, rows: rows, cols: h.n},
+			poison: rows * h.ldc,
+			run:    h.band(r0, rows),
+		}
+		if r0 == 0 {
+			s.up = append([]upTransfer{{dst: view{buf: h.bufB, stride: h.ldb}, src: part{m: b, rows: h.k, cols: h.n}}}, s.up...)
+		}
+		if rows == h.m {
+			s.run = func() error { h.bind(); h.run(); return nil }
+		}
+		steps = append(steps, s)
+	}
+	pl := &pipeline{d: h.d, o: h.o, steps: steps, report: report}
+	return pl.run()
+}
+
+// band returns the step that computes rows [r0, r0+rows) of C: the kernel
+// with its row offsets moved to the band.
+func (h *hostProduct) band(r0, rows int) func() error {
+	return func() error {
+		plan, err := dispatch.New(rows, h.n, h.p.kernel.TileM, h.p.kernel.TileN, h.o.MaxGroups)
+		if err != nil {
+			return fmt.Errorf("glcompute: %w", err)
+		}
+		h.p.prog.Use()
+		h.bind()
+		h.p.setUints(uniform{"M", rows}, uniform{"offA4", r0 * h.lda / 4}, uniform{"offC4", r0 * h.ldc / 4})
+		for _, ch := range plan.Chunks {
+			h.p.setUint("x0", uint32(ch.X0))
+			h.p.setUint("y0", uint32(ch.Y0))
+			glw.Dispatch(ch.GroupsX, ch.GroupsY)
+		}
+		return nil
+	}
 }
 
 // hostProduct is one Mul of host matrices: its kernel and plan, its GPU
@@ -373,7 +476,7 @@ func (h *hostProduct) upload(a, b blas32.General) (time.Duration, error) {
 		ld  int
 	}{{a, h.bufA, h.lda}, {b, h.bufB, h.ldb}} {
 		if hm := h.d.hostMatrix(x.g, x.ld); hm != nil {
-			hm.copyIn(x.buf)
+			hm.copyIn(view{buf: x.buf}, 0, hm.Rows)
 		} else if err := st.upload(view{buf: x.buf, stride: x.ld}, x.g); err != nil {
 			return 0, err
 		}
@@ -507,7 +610,9 @@ func (h *hostProduct) timeRuns(t *Timings) error {
 func (h *hostProduct) readBack(c blas32.General, t *Timings) error {
 	start := time.Now()
 	if hm := h.d.hostMatrix(c, h.ldc); hm != nil {
-		hm.copyOut(h.bufC)
+		f := hm.copyOut(view{buf: h.bufC}, 0, hm.Rows)
+		f.Signaled(^uint64(0))
+		f.Release()
 	} else if err := h.d.stage().download(c, view{buf: h.bufC, stride: h.ldc}); err != nil {
 		return err
 	}

@@ -337,11 +337,26 @@ func TestPanels(t *testing.T) {
 
 // TestHostMatrix multiplies mapped host matrices (the GPU copies them, no
 // staging), alone and mixed with ordinary slices, with garbage in an
-// operand's padding, and checks the refusal without persistent mapping.
+// operand's padding, in one band and in several (the pipelined pass copies
+// a band's rows), and checks the refusal without persistent mapping.
 func TestHostMatrix(t *testing.T) {
 	d := openDevice(t, BackendEGL)
-	rng := rand.New(rand.NewPCG(71, 72))
-	m, k, n := 67, 45, 90
+	for _, s := range []conformance.Shape{{M: 67, K: 45, N: 90}, {M: 300, K: 77, N: 130}} {
+		t.Run(s.String(), func(t *testing.T) { hostMatrices(t, d, s.M, s.K, s.N) })
+	}
+	t.Setenv("DISPLAY", "")
+	d2, err := Open(&Options{Backend: BackendEGL, NoPersistentMapping: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Release()
+	if _, err := d2.NewHostMatrix(2, 2); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("NewHostMatrix without persistent mapping: %v", err)
+	}
+}
+
+func hostMatrices(t *testing.T, d *Device, m, k, n int) {
+	rng := rand.New(rand.NewPCG(uint64(m), 72))
 	ha, err := d.NewHostMatrix(m, k)
 	if err != nil {
 		t.Fatal(err)
@@ -351,7 +366,7 @@ func TestHostMatrix(t *testing.T) {
 	defer hb.Release()
 	hc, _ := d.NewHostMatrix(m, n)
 	defer hc.Release()
-	if ha.Stride != 48 || hc.Stride != 92 {
+	if ha.Stride != roundUp(k, 4) || hc.Stride != roundUp(n, 4) {
 		t.Fatalf("strides %d, %d: want rows padded to 4 floats", ha.Stride, hc.Stride)
 	}
 	a, b := cpu.Random(m, k, rng), cpu.Random(k, n, rng)
@@ -374,26 +389,22 @@ func TestHostMatrix(t *testing.T) {
 			}
 		}
 	}
-	for _, kern := range []string{"fast", "tiled32"} {
-		clear(hc.Data)
-		if _, err := d.Mul(hc.General, ha.General, hb.General, &MulOptions{Kernel: kern, Warmup: 1}); err != nil {
-			t.Fatal(err)
+	for _, kern := range []string{"fast:64x64x8_8x4", "tiled32"} {
+		for _, once := range []bool{false, true} {
+			what := fmt.Sprintf("%s, once %v", kern, once)
+			for i := range hc.Data {
+				hc.Data[i] = float32(math.NaN())
+			}
+			if _, err := d.Mul(hc.General, ha.General, hb.General, &MulOptions{Kernel: kern, Warmup: 1, Once: once}); err != nil {
+				t.Fatal(err)
+			}
+			check(what+", all mapped", hc.General)
+			plain := cpu.New(m, n)
+			if _, err := d.Mul(plain, ha.General, b, &MulOptions{Kernel: kern, Once: once}); err != nil {
+				t.Fatal(err)
+			}
+			check(what+", mapped A only", plain)
 		}
-		check(kern+", all mapped", hc.General)
-		plain := cpu.New(m, n)
-		if _, err := d.Mul(plain, ha.General, b, &MulOptions{Kernel: kern}); err != nil {
-			t.Fatal(err)
-		}
-		check(kern+", mapped A only", plain)
-	}
-	t.Setenv("DISPLAY", "")
-	d2, err := Open(&Options{Backend: BackendEGL, NoPersistentMapping: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d2.Release()
-	if _, err := d2.NewHostMatrix(2, 2); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("NewHostMatrix without persistent mapping: %v", err)
 	}
 }
 

@@ -97,19 +97,17 @@ type panelProduct struct {
 	bufA []glw.Buffer
 	bufC [2]glw.Buffer
 	t    *Timings
-	// compute sums the panels' dispatches, from queueing to the GPU's end.
-	compute time.Duration
 }
 
-// mulPanels runs c = a·b panel by panel: for each column panel of B, each
-// row panel of A (uploaded once when A stays on the GPU), one dispatch
-// plan, a wait for it, and the C panel's readback. Staging overlaps the
-// host's copies with the GPU's within each transfer; transfers and compute
-// do not overlap yet, which keeps their times apart and honest.
+// mulPanels runs c = a·b panel by panel, pipelined: for each column panel
+// of B, each row panel of A (uploaded once when A stays on the GPU), one
+// step that computes the C panel while the next panels go up and the last
+// C panel comes back.
 func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.PanelPlan) (t Timings, err error) {
 	d.clearErrors()
 	pp := &panelProduct{d: d, o: o, plan: plan, t: &t}
 	defer pp.release()
+	defer unbindAll()
 	if pp.p, err = d.program(o.Kernel); err != nil {
 		return t, err
 	}
@@ -119,17 +117,53 @@ func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.
 	if err := pp.alloc(); err != nil {
 		return t, err
 	}
-	if err := pp.warmUp(); err != nil {
-		return t, err
-	}
-	for j := 0; j < plan.ColPanels(); j++ {
-		if err := pp.columnPanel(a, b, c, j); err != nil {
+	if !o.Once {
+		if err := pp.warmUp(); err != nil {
 			return t, err
 		}
 	}
-	t.Compute = []time.Duration{pp.compute}
-	unbindAll()
-	return t, d.checkError("running the product in panels")
+	pl := &pipeline{d: d, o: o, steps: pp.steps(c, a, b), report: o.Progress}
+	pt, err := pl.run()
+	if err != nil {
+		return t, err
+	}
+	pt.fill(&t)
+	return t, nil
+}
+
+// steps lists the panels' steps, column panel by column panel, each C
+// panel in row bands that fit the staging buffers (bandRows).
+func (pp *panelProduct) steps(c, a, b blas32.General) []pipeStep {
+	pl := pp.plan
+	var steps []pipeStep
+	for j := 0; j < pl.ColPanels(); j++ {
+		c0 := j * pl.ColsPer
+		cols := min(pl.ColsPer, pl.N-c0)
+		ldn, lda := pl.Ld(cols), pl.Ld(pl.K)
+		for i := 0; i < pl.RowPanels(); i++ {
+			r0 := i * pl.RowsPer
+			rows := min(pl.RowsPer, pl.M-r0)
+			bufA, bufC := pp.bufA[i%len(pp.bufA)], pp.bufC[(j*pl.RowPanels()+i)%2]
+			per := bandRows(rows, pp.p.kernel.TileM, 1, max(lda, ldn), pp.d.stage().bytes)
+			for rb := 0; rb < rows; rb += per {
+				n := min(per, rows-rb)
+				s := pipeStep{
+					c:      view{buf: bufC, off: rb * ldn, stride: ldn},
+					out:    part{m: c, r0: r0 + rb, c0: c0, rows: n, cols: cols},
+					poison: n * ldn,
+					run:    func() error { return pp.dispatch(bufA, bufC, rb, n, cols, ldn) },
+				}
+				if i == 0 && rb == 0 {
+					s.up = append(s.up, upTransfer{dst: view{buf: pp.bufB, stride: ldn}, src: part{m: b, c0: c0, rows: pl.K, cols: cols}})
+				}
+				if !pl.KeepA || j == 0 {
+					s.up = append(s.up, upTransfer{dst: view{buf: bufA, off: rb * lda, stride: lda}, src: part{m: a, r0: r0 + rb, rows: n, cols: pl.K}})
+				}
+				steps = append(steps, s)
+			}
+		}
+	}
+	return steps
 }
 
 // warmUp runs the first panel's product, untimed, Warmup times and then
@@ -148,13 +182,13 @@ func (pp *panelProduct) warmUp() error {
 		if err := o.stopped(); err != nil {
 			return err
 		}
-		if err := pp.dispatch(pp.bufA[0], pp.bufC[0], rows, cols, pl.Ld(cols)); err != nil {
+		if err := pp.dispatch(pp.bufA[0], pp.bufC[0], 0, rows, cols, pl.Ld(cols)); err != nil {
 			return err
 		}
 		glw.Finish()
 	}
 	pp.t.Dispatches = 0 // the warm-up's are not the product's
-	return nil
+	return pp.d.checkError("warming up the panels")
 }
 
 // alloc creates the panel buffers.
@@ -181,84 +215,9 @@ func (pp *panelProduct) alloc() error {
 	return nil
 }
 
-// timed adds the time f takes to *total.
-func timed(total *time.Duration, f func() error) error {
-	start := time.Now()
-	err := f()
-	*total += time.Since(start)
-	return err
-}
-
-// columnPanel computes C's column panel j: B's panel up, then each row
-// panel of C.
-func (pp *panelProduct) columnPanel(a, b, c blas32.General, j int) error {
-	pl, st := pp.plan, pp.d.stage()
-	c0 := j * pl.ColsPer
-	cols := min(pl.ColsPer, pl.N-c0)
-	ldn := pl.Ld(cols)
-	err := timed(&pp.t.Upload, func() error {
-		return st.upload(view{buf: pp.bufB, stride: ldn}, blas32.General{Rows: pl.K, Cols: cols, Stride: b.Stride, Data: b.Data[c0:]})
-	})
-	if err != nil {
-		return err
-	}
-	pp.t.UploadBytes += 4 * int64(pl.K) * int64(ldn)
-	for i := 0; i < pl.RowPanels(); i++ {
-		if err := pp.o.stopped(); err != nil {
-			return err
-		}
-		r0 := i * pl.RowsPer
-		rows := min(pl.RowsPer, pl.M-r0)
-		bufA := pp.bufA[i%len(pp.bufA)]
-		if !pl.KeepA || j == 0 {
-			err := timed(&pp.t.Upload, func() error {
-				return st.upload(view{buf: bufA, stride: pl.Ld(pl.K)}, blas32.General{Rows: rows, Cols: pl.K, Stride: a.Stride, Data: a.Data[r0*a.Stride:]})
-			})
-			if err != nil {
-				return err
-			}
-			pp.t.UploadBytes += 4 * int64(rows) * int64(pl.Ld(pl.K))
-		}
-		bufC := pp.bufC[i%2]
-		// Poison the C panel: an element the kernel misses reads back as
-		// NaN. The first clear of each buffer is also where the driver
-		// first touches its memory (tens of ms a GiB on NVIDIA): counted
-		// with the transfers, as in a product in one piece.
-		err := timed(&pp.t.Upload, func() error {
-			defer glw.Finish()
-			return pp.d.poison(bufC, 4*rows*ldn)
-		})
-		if err != nil {
-			return err
-		}
-		err = timed(&pp.compute, func() error {
-			if err := pp.dispatch(bufA, bufC, rows, cols, ldn); err != nil {
-				return err
-			}
-			// Wait for the panel's product so that the readback's time is
-			// the transfer's alone (the readback would wait for it anyway).
-			f := glw.NewFence()
-			glw.Flush()
-			f.Signaled(^uint64(0))
-			f.Release()
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		err = timed(&pp.t.Readback, func() error {
-			return st.download(blas32.General{Rows: rows, Cols: cols, Stride: c.Stride, Data: c.Data[r0*c.Stride+c0:]}, view{buf: bufC, stride: ldn})
-		})
-		if err != nil {
-			return err
-		}
-		pp.t.ReadbackBytes += 4 * int64(rows) * int64(ldn)
-	}
-	return nil
-}
-
-// dispatch queues one C panel's product: rows×K of A by K×cols of B.
-func (pp *panelProduct) dispatch(bufA, bufC glw.Buffer, rows, cols, ldn int) error {
+// dispatch queues the product of rows [r0, r0+rows) of a C panel: those
+// rows of A's panel (rows×K) by B's panel (K×cols).
+func (pp *panelProduct) dispatch(bufA, bufC glw.Buffer, r0, rows, cols, ldn int) error {
 	p := pp.p
 	plan, err := dispatch.New(rows, cols, p.kernel.TileM, p.kernel.TileN, pp.o.MaxGroups)
 	if err != nil {
@@ -269,8 +228,8 @@ func (pp *panelProduct) dispatch(bufA, bufC glw.Buffer, rows, cols, ldn int) err
 	pp.bufB.BindStorage(1)
 	bufC.BindStorage(2)
 	p.setUints(uniform{"M", rows}, uniform{"K", pp.plan.K}, uniform{"N", cols}, uniform{"lda", pp.plan.Ld(pp.plan.K)},
-		uniform{"ldb", ldn}, uniform{"ldc", ldn}, uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0},
-		uniform{"ksplit", pp.plan.K})
+		uniform{"ldb", ldn}, uniform{"ldc", ldn}, uniform{"offA4", r0 * pp.plan.Ld(pp.plan.K) / 4}, uniform{"offB4", 0},
+		uniform{"offC4", r0 * ldn / 4}, uniform{"ksplit", pp.plan.K})
 	pp.t.Dispatches += len(plan.Chunks)
 	for _, ch := range plan.Chunks {
 		p.setUint("x0", uint32(ch.X0))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -34,6 +35,9 @@ type stager struct {
 	bytes         int // of each staging buffer
 	workers       int // host copy goroutines
 	up, down      [2]stageSlot
+	// copiedIn and copiedOut sum the wall time of the host's copies into
+	// and out of the staging buffers: the host's busy time in transfers.
+	copiedIn, copiedOut time.Duration
 }
 
 // stageSlot is one staging buffer.
@@ -179,7 +183,7 @@ func (s *stager) upload(dst view, src blas32.General) error {
 			}
 		}
 		out := unsafe.Slice((*float32)(ptr), n)
-		s.parallel(r1-r0, func(i0, i1 int) {
+		s.copying(&s.copiedIn, r1-r0, func(i0, i1 int) {
 			for i := i0; i < i1; i++ {
 				row := out[i*stride : (i+1)*stride]
 				copy(row, src.Data[(r0+i)*src.Stride:(r0+i)*src.Stride+src.Cols])
@@ -208,37 +212,64 @@ func (s *stager) upload(dst view, src blas32.General) error {
 // download copies the rows of src into dst (dst.Cols floats a row). The
 // GPU copies the next chunk while the host copies out the last.
 func (s *stager) download(dst blas32.General, src view) error {
-	stride := src.stride
-	per, err := s.rowsPerChunk(stride)
+	pd, err := s.startDownload(dst, src)
 	if err != nil {
 		return err
 	}
-	glw.BarrierBufferRead() // shader writes to src before the copies
-	chunks := (dst.Rows + per - 1) / per
-	issue := func(c int) error {
-		r0, r1 := c*per, min((c+1)*per, dst.Rows)
-		sl, err := s.slot(&s.down, c%2, false, 4*(r1-r0)*stride)
-		if err != nil {
-			return err
-		}
-		src.buf.CopyTo(sl.buf, 4*(src.off+r0*stride), 0, 4*((r1-r0-1)*stride+dst.Cols))
-		sl.fence = glw.NewFence()
-		glw.Flush()
-		return nil
+	return pd.finish()
+}
+
+// pendingDownload is a download whose first GPU copies are queued; finish
+// waits for them and copies out.
+type pendingDownload struct {
+	s      *stager
+	dst    blas32.General
+	src    view
+	per    int // rows a chunk
+	chunks int
+}
+
+// startDownload queues the GPU copies of src's first two chunks into the
+// staging buffers and returns without waiting: a caller can queue more
+// GPU work (the next product) before finish waits for the copies.
+func (s *stager) startDownload(dst blas32.General, src view) (*pendingDownload, error) {
+	per, err := s.rowsPerChunk(src.stride)
+	if err != nil {
+		return nil, err
 	}
-	if err := issue(0); err != nil {
+	glw.BarrierBufferRead() // shader writes to src before the copies
+	pd := &pendingDownload{s: s, dst: dst, src: src, per: per, chunks: (dst.Rows + per - 1) / per}
+	for c := 0; c < min(2, pd.chunks); c++ {
+		if err := pd.issue(c); err != nil {
+			return nil, err
+		}
+	}
+	return pd, nil
+}
+
+// issue queues the GPU copy of chunk c into staging buffer c%2.
+func (pd *pendingDownload) issue(c int) error {
+	stride := pd.src.stride
+	r0, r1 := c*pd.per, min((c+1)*pd.per, pd.dst.Rows)
+	sl, err := pd.s.slot(&pd.s.down, c%2, false, 4*(r1-r0)*stride)
+	if err != nil {
 		return err
 	}
-	for c := 0; c < chunks; c++ {
-		if c+1 < chunks {
-			if err := issue(c + 1); err != nil {
-				return err
-			}
-		}
+	pd.src.buf.CopyTo(sl.buf, 4*(pd.src.off+r0*stride), 0, 4*((r1-r0-1)*stride+pd.dst.Cols))
+	sl.fence = glw.NewFence()
+	glw.Flush()
+	return nil
+}
+
+// finish copies every chunk out as the GPU delivers it, queueing the
+// chunk after next into each staging buffer it frees.
+func (pd *pendingDownload) finish() error {
+	s, dst, stride := pd.s, pd.dst, pd.src.stride
+	for c := 0; c < pd.chunks; c++ {
 		sl := &s.down[c%2]
 		sl.fence.Signaled(^uint64(0))
 		sl.fence.Release()
-		r0, r1 := c*per, min((c+1)*per, dst.Rows)
+		r0, r1 := c*pd.per, min((c+1)*pd.per, dst.Rows)
 		ptr := sl.ptr
 		if ptr == nil {
 			if ptr = sl.buf.Map(0, 4*(r1-r0)*stride, false); ptr == nil {
@@ -246,7 +277,7 @@ func (s *stager) download(dst blas32.General, src view) error {
 			}
 		}
 		in := unsafe.Slice((*float32)(ptr), (r1-r0)*stride)
-		s.parallel(r1-r0, func(i0, i1 int) {
+		s.copying(&s.copiedOut, r1-r0, func(i0, i1 int) {
 			for i := i0; i < i1; i++ {
 				copy(dst.Data[(r0+i)*dst.Stride:(r0+i)*dst.Stride+dst.Cols], in[i*stride:i*stride+dst.Cols])
 			}
@@ -254,8 +285,20 @@ func (s *stager) download(dst blas32.General, src view) error {
 		if sl.ptr == nil && !sl.buf.Unmap() {
 			return fmt.Errorf("%w: a staging buffer's contents were lost while mapped", ErrDriver)
 		}
+		if c+2 < pd.chunks {
+			if err := pd.issue(c + 2); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// copying runs s.parallel(n, f) and adds its wall time to *busy.
+func (s *stager) copying(busy *time.Duration, n int, f func(i0, i1 int)) {
+	start := time.Now()
+	s.parallel(n, f)
+	*busy += time.Since(start)
 }
 
 // parallel runs f over rows [0, n) split among the stager's goroutines;

@@ -1,5 +1,5 @@
-// fill: sets count 32-bit words of a buffer (binding 2) to value, from
-// word first onward of this dispatch's range. glmul poisons result buffers
+// fill: sets 32-bit words of a buffer (binding 2) to value: this
+// dispatch's range, from word first onward, stopping below word count. glmul poisons result buffers
 // with NaN this way: glClearBufferData ran at about 28 GB/s on NVIDIA 580,
 // a compute pass writes at the GPU's memory bandwidth.
 #version 430 core

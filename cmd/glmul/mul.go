@@ -106,7 +106,7 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 		mode = validate.Full // Freivalds' sums cannot tell where a NaN belongs
 	}
 	in := &measure.Inputs{A: a, B: b, C: cpu.New(a.Rows, b.Cols), Seed: 1}
-	r, err := measure.Product(dev, in, measure.Options{Kernel: f.kernel, Validate: mode})
+	r, err := measure.Product(dev, in, measure.Options{Kernel: f.kernel, Validate: mode, Once: true})
 	if err != nil {
 		return err
 	}

@@ -85,6 +85,9 @@ type Options struct {
 	// Context, if set, stops the product between runs once it is done
 	// (see glcompute.MulOptions.Context).
 	Context context.Context
+	// Once runs the product once, pipelined, without warm-up or timed
+	// runs (see glcompute.MulOptions.Once).
+	Once bool
 	// Validating, if set, is called before a validation that will run,
 	// with its mode (Auto resolved), for a message on slow checks.
 	Validating func(validate.Mode)
@@ -116,7 +119,7 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 		}
 	}
 	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, Warmup: o.Warmup, Reps: o.Reps,
-		SplitK: o.SplitK, Progress: o.Progress, MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory, Context: o.Context}
+		SplitK: o.SplitK, Progress: o.Progress, MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory, Context: o.Context, Once: o.Once}
 	if o.Warmup > 0 {
 		mo.MinWarmup = MinWarmup
 	}
@@ -147,9 +150,14 @@ func (r Result) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * float6
 // GFLOPS is the rate of the product done in d.
 func (r Result) GFLOPS(d time.Duration) float64 { return GFLOPS(r.Flop(), d) }
 
-// EndToEnd is the upload, one mean wall-clock run and the readback.
-func (r Result) EndToEnd() time.Duration {
-	return r.Timings.Upload + Mean(r.Timings.Compute) + r.Timings.Readback
+// EndToEnd is the pipelined product's wall time, from A and B in host
+// memory to C in host memory (glcompute.Timings.EndToEnd).
+func (r Result) EndToEnd() time.Duration { return r.Timings.EndToEnd }
+
+// Overlap is how much shorter the pipelined product was than its stages
+// (upload, one mean run, readback) one after another.
+func (r Result) Overlap() time.Duration {
+	return r.Timings.Upload + Mean(r.Timings.Compute) + r.Timings.Readback - r.Timings.EndToEnd
 }
 
 // Summary returns the figures a report prints.
@@ -159,7 +167,8 @@ func (r Result) Summary() report.Summary {
 		KernelMeanMS: ms(Mean(r.Times)), KernelMedMS: ms(Median(r.Times)), KernelMinMS: ms(slices.Min(r.Times)),
 		WallMeanMS: ms(Mean(r.Timings.Compute)), UploadMS: ms(r.Timings.Upload), ReadbackMS: ms(r.Timings.Readback),
 		FirstUploadMS: ms(r.Timings.FirstUpload), FirstReadbackMS: ms(r.Timings.FirstReadback),
-		GFLOPSMean: r.GFLOPS(Mean(r.Times)), GFLOPSMedian: r.GFLOPS(Median(r.Times)), GFLOPSEndToEnd: r.GFLOPS(r.EndToEnd())}
+		GFLOPSMean: r.GFLOPS(Mean(r.Times)), GFLOPSMedian: r.GFLOPS(Median(r.Times)), GFLOPSEndToEnd: r.GFLOPS(r.EndToEnd()),
+		EndToEndMS: ms(r.EndToEnd()), OverlapMS: ms(r.Overlap())}
 }
 
 // GFLOPS returns flop / d in units of 10⁹ per second; 0 for d ≤ 0.
@@ -203,5 +212,5 @@ func (r Result) Report(info glcompute.Info, staging string, seed uint64, warmup,
 	return report.Run{Device: Device(info), Kernel: r.Kernel, M: r.M, K: r.K, N: r.N, Seed: seed, Warmup: warmup,
 		MaxGroups: maxGroups, Validation: r.Validation, Summary: r.Summary(), Staging: staging,
 		Timings: report.Timings{Dispatches: t.Dispatches, Groups: t.Groups, Runs: len(t.Compute), Upload: t.Upload,
-			Readback: t.Readback, UploadBytes: t.UploadBytes, ReadbackBytes: t.ReadbackBytes, Panels: t.Panels, Full: t}}
+			Readback: t.Readback, UploadBytes: t.UploadBytes, ReadbackBytes: t.ReadbackBytes, Panels: t.Panels, Steps: t.Steps, Overlapping: t.Overlapping, Full: t}}
 }

@@ -1,0 +1,239 @@
+package glcompute
+
+import (
+	"time"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/glcompute/internal/glw"
+)
+
+// A pipelined product runs as steps, one block of C each: while the GPU
+// computes step i, the host copies step i+1's operands into the staging
+// buffers and step i−1's block of C out of them. The GPU's queue keeps the
+// order (copies in, dispatch, copies out) and fences tell the host when
+// a staging buffer is free or full; nothing waits for the whole GPU.
+
+// bandRows is how many rows of C a step computes when a product of m
+// rows, in tiles tile rows high, runs in about bands row bands: a multiple
+// of the tile, and no more than fit one staging buffer of stagingBytes at
+// ld floats a row. A band larger than a staging buffer would stall the
+// pipeline: the host fills both staging buffers, and the GPU frees them
+// only after the dispatch queued before their copies.
+func bandRows(m, tile, bands, ld, stagingBytes int) int {
+	rows := m
+	if bands > 1 && m >= bands*tile {
+		rows = roundUp((m+bands-1)/bands, tile)
+	}
+	if fit := stagingBytes / (4 * ld) / tile * tile; fit >= tile && fit < rows {
+		rows = fit
+	}
+	return rows
+}
+
+// part is a block of a host matrix: rows [r0, r0+rows) and columns
+// [c0, c0+cols) of m.
+type part struct {
+	m                  blas32.General
+	r0, c0, rows, cols int
+}
+
+func (p part) general() blas32.General {
+	return blas32.General{Rows: p.rows, Cols: p.cols, Stride: p.m.Stride, Data: p.m.Data[p.r0*p.m.Stride+p.c0:]}
+}
+
+// upTransfer is one host block bound for the GPU before a step runs.
+type upTransfer struct {
+	dst view
+	src part
+}
+
+// pipeStep is one step: the uploads it needs, the dispatches that compute
+// its block of C (c on the GPU, out in host memory), and how many floats
+// of c, from c.off, to poison with NaN first (0: none).
+type pipeStep struct {
+	up     []upTransfer
+	c      view
+	out    part
+	poison int
+	run    func() error
+}
+
+// pipeline runs steps in order; report, if set, is called as each step's
+// block of C arrives.
+type pipeline struct {
+	d      *Device
+	o      *MulOptions
+	steps  []pipeStep
+	report func(done, total int)
+}
+
+// passTimes are one pipelined pass's figures. wall runs from the first
+// upload to the last block of C in host memory; hostIn and hostOut are
+// the host's busy time copying into and out of staging; compute is the
+// GPU's busy time in the steps' dispatches by the GL timer where it is
+// usable (gpuTimer), else the wall time of the dispatch calls (a driver
+// that computes within the call, as llvmpipe does).
+type passTimes struct {
+	wall, hostIn, hostOut, compute time.Duration
+	gpuTimer                       bool
+	upBytes, downBytes             int64
+	steps                          int
+}
+
+// fill records a pass as a product's only run: its stages' busy times.
+func (pt passTimes) fill(t *Timings) {
+	t.EndToEnd, t.Steps, t.Overlapping = pt.wall, pt.steps, true
+	t.Upload, t.Readback, t.UploadBytes, t.ReadbackBytes = pt.hostIn, pt.hostOut, pt.upBytes, pt.downBytes
+	t.Compute = []time.Duration{pt.compute}
+	if pt.gpuTimer {
+		t.GPU = []time.Duration{pt.compute}
+	}
+}
+
+// run runs the pass; on the device thread.
+func (pl *pipeline) run() (pt passTimes, err error) {
+	d, st := pl.d, pl.d.stage()
+	in0, out0 := st.copiedIn, st.copiedOut
+	timed := d.info.TimerBits > 0 && !glw.TimerBusy()
+	var queries []glw.Query
+	defer func() {
+		for i := range queries {
+			queries[i].Release()
+		}
+	}()
+	calls := make([]time.Duration, 0, len(pl.steps))
+	start := time.Now()
+	if err := pl.upload(&pl.steps[0], &pt); err != nil {
+		return pt, err
+	}
+	for i := range pl.steps {
+		if err := pl.o.stopped(); err != nil {
+			return pt, err
+		}
+		var finish func() error
+		if i > 0 {
+			if finish, err = pl.startDownload(&pl.steps[i-1], &pt); err != nil {
+				return pt, err
+			}
+		}
+		s := &pl.steps[i]
+		if s.poison > 0 {
+			if err := d.poisonRange(s.c.buf, s.c.off, s.poison); err != nil {
+				return pt, err
+			}
+		}
+		call := time.Now()
+		if timed {
+			queries = append(queries, glw.NewQuery())
+			queries[len(queries)-1].BeginTimeElapsed()
+		}
+		err := s.run()
+		if timed {
+			glw.EndTimeElapsed()
+		}
+		glw.Flush()
+		calls = append(calls, time.Since(call))
+		if err != nil {
+			return pt, err
+		}
+		if i+1 < len(pl.steps) {
+			if err := pl.upload(&pl.steps[i+1], &pt); err != nil {
+				return pt, err
+			}
+		}
+		if finish != nil {
+			if err := pl.arrived(finish, i); err != nil {
+				return pt, err
+			}
+		}
+	}
+	finish, err := pl.startDownload(&pl.steps[len(pl.steps)-1], &pt)
+	if err != nil {
+		return pt, err
+	}
+	if err := pl.arrived(finish, len(pl.steps)); err != nil {
+		return pt, err
+	}
+	pt.wall, pt.steps = time.Since(start), len(pl.steps)
+	pt.hostIn, pt.hostOut = st.copiedIn-in0, st.copiedOut-out0
+	pt.compute, pt.gpuTimer = pl.computeTime(queries, calls)
+	return pt, d.checkError("running the pipelined product")
+}
+
+// arrived finishes a download and reports the steps done.
+func (pl *pipeline) arrived(finish func() error, done int) error {
+	if err := finish(); err != nil {
+		return err
+	}
+	if pl.report != nil {
+		pl.report(done, len(pl.steps))
+	}
+	return nil
+}
+
+// computeTime sums the GL timer's queries where they look real, else the
+// dispatch calls' wall time.
+func (pl *pipeline) computeTime(queries []glw.Query, calls []time.Duration) (time.Duration, bool) {
+	var sum time.Duration
+	if len(queries) == len(calls) && len(queries) > 0 {
+		gpu := make([]time.Duration, len(queries))
+		for i := range queries {
+			gpu[i] = time.Duration(queries[i].Nanoseconds())
+			sum += gpu[i]
+		}
+		if timerPlausible(gpu, calls) {
+			return sum, true
+		}
+	}
+	sum = 0
+	for _, c := range calls {
+		sum += c
+	}
+	return sum, false
+}
+
+// hostPart returns the HostMatrix whose whole rows p is, held on the GPU
+// with row stride ld, or nil: such a block needs no host copy, one GPU
+// copy moves it.
+func (pl *pipeline) hostPart(p part, ld int) *HostMatrix {
+	if p.c0 != 0 || p.cols != p.m.Cols {
+		return nil
+	}
+	return pl.d.hostMatrix(p.m, ld)
+}
+
+// upload queues a step's uploads: host copies into staging (or none for a
+// HostMatrix) and the GPU copies from there.
+func (pl *pipeline) upload(s *pipeStep, pt *passTimes) error {
+	for _, u := range s.up {
+		pt.upBytes += 4 * int64(u.src.rows) * int64(u.dst.stride)
+		if hm := pl.hostPart(u.src, u.dst.stride); hm != nil && !u.dst.keepGaps {
+			hm.copyIn(u.dst, u.src.r0, u.src.rows)
+			continue
+		}
+		if err := pl.d.stage().upload(u.dst, u.src.general()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startDownload queues the GPU copies of a step's block of C and returns
+// the function that waits for them and copies the block out.
+func (pl *pipeline) startDownload(s *pipeStep, pt *passTimes) (func() error, error) {
+	pt.downBytes += 4 * int64(s.out.rows) * int64(s.c.stride)
+	if hm := pl.hostPart(s.out, s.c.stride); hm != nil {
+		f := hm.copyOut(s.c, s.out.r0, s.out.rows)
+		return func() error {
+			f.Signaled(^uint64(0))
+			f.Release()
+			return nil
+		}, nil
+	}
+	pd, err := pl.d.stage().startDownload(s.out.general(), s.c)
+	if err != nil {
+		return nil, err
+	}
+	return pd.finish, nil
+}
