@@ -11,8 +11,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -119,7 +121,12 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer d.Release()
+	abandoned := false
+	defer func() {
+		if !abandoned { // else the device thread is stuck in a run; the process exits
+			d.Release()
+		}
+	}()
 	noteKernelChoice(d, stderr)
 	info := d.Info()
 	t := &table.Table{
@@ -137,7 +144,9 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 		stop() // a second Ctrl-C ends the process at once
 	}()
 	m := &tableMeasurer{dev: d, ctx: ctx, stderr: stderr, progress: f.progress, reps: f.reps}
-	measureErr := m.rows(t, f.sizes, f.kernels, f.cpuMax)
+	var measureErr error
+	t.Rows, measureErr, abandoned = m.measure(f.sizes, f.kernels, f.cpuMax)
+	t.Interrupted = errors.Is(measureErr, errInterrupted)
 	if len(t.Rows) > 0 {
 		if err := writeTable(t, stdout, stderr, f.format, f.plots); err != nil {
 			return err
@@ -201,24 +210,52 @@ type tableMeasurer struct {
 	stderr   io.Writer
 	progress string
 	reps     int
+	mu       sync.Mutex
+	done     []table.Row // the rows measured so far
 }
 
-// rows measures a row per size into t, stopping at the first error; a
-// Ctrl-C marks t interrupted and returns errInterrupted.
-func (m *tableMeasurer) rows(t *table.Table, sizes []int, kernels []string, cpuMax int) error {
+// measure measures a row per size, stopping at the first error. It runs
+// them in a goroutine so that Ctrl-C acts within a second even when what
+// runs cannot stop (a GPU dispatch, gonum's product): a second after
+// Ctrl-C, a row still in progress is abandoned (the caller must then not
+// wait for the device, and exits). It returns the rows measured and, on
+// Ctrl-C, errInterrupted.
+func (m *tableMeasurer) measure(sizes []int, kernels []string, cpuMax int) (rows []table.Row, err error, abandoned bool) {
+	result := make(chan error, 1)
+	go func() { result <- m.rows(sizes, kernels, cpuMax) }()
+	select {
+	case err = <-result:
+	case <-m.ctx.Done():
+		select {
+		case err = <-result:
+		case <-time.After(time.Second):
+			err, abandoned = context.Canceled, true
+			fmt.Fprintln(m.stderr, "\ntable: Ctrl-C: the product in progress is abandoned")
+		}
+	}
+	m.mu.Lock()
+	rows = slices.Clone(m.done)
+	m.mu.Unlock()
+	if errors.Is(err, context.Canceled) {
+		err = errInterrupted
+		if len(rows) == 0 {
+			err = errors.New("interrupted by Ctrl-C before the first size was measured")
+		}
+	}
+	return rows, err, abandoned
+}
+
+// rows measures a row per size into m.done, stopping at the first error
+// (a Ctrl-C's context.Canceled).
+func (m *tableMeasurer) rows(sizes []int, kernels []string, cpuMax int) error {
 	for i, n := range sizes {
 		row, err := m.row(n, kernels, cpuMax, uint64(i))
-		if errors.Is(err, context.Canceled) {
-			t.Interrupted = true
-			if len(t.Rows) == 0 {
-				return errors.New("interrupted by Ctrl-C before the first size was measured")
-			}
-			return errInterrupted
-		}
 		if err != nil {
 			return err
 		}
-		t.Rows = append(t.Rows, row)
+		m.mu.Lock()
+		m.done = append(m.done, row)
+		m.mu.Unlock()
 	}
 	return nil
 }

@@ -171,6 +171,62 @@ func TestTableCtrlC(t *testing.T) {
 	}
 }
 
+// TestTableCtrlCDuringGPU interrupts a table while a GPU product that
+// runs for seconds (tiled32 at N=1024 on llvmpipe, one dispatch) cannot be
+// stopped: glmul must still exit within a second or so, with the first
+// size printed and status 1.
+func TestTableCtrlCDuringGPU(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "table-gpu" {
+		os.Exit(exitCode(run([]string{"table", "-sizes", "64,1024", "-kernels", "tiled32", "-cpu-max", "64", "-backend", "egl", "-reps", "1", "-format", "csv"}, os.Stdout, os.Stderr), os.Stderr))
+	}
+	needGL(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTableCtrlCDuringGPU$")
+	cmd.Env = append(os.Environ(), "GLMUL_TEST_CHILD=table-gpu")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	errPipe, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(errPipe)
+	found := make(chan bool, 1)
+	go func() {
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "N=64 done") {
+				found <- true
+				for sc.Scan() {
+				}
+				return
+			}
+		}
+		found <- false
+	}()
+	select {
+	case ok := <-found:
+		if !ok {
+			t.Fatal("child ended before N=64 was done")
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("N=64 not done within 60 s")
+	}
+	time.Sleep(1500 * time.Millisecond) // into N=1024's GPU product (seconds long on llvmpipe)
+	sent := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	took := time.Since(sent)
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want status 1", err)
+	}
+	if took > 2*time.Second {
+		t.Errorf("exited %v after Ctrl-C, want about a second", took.Round(time.Millisecond))
+	}
+	if out := stdout.String(); !strings.Contains(out, "\n64,") || strings.Contains(out, "\n1024,") {
+		t.Fatalf("stdout should hold N=64 and not N=1024:\n%s", out)
+	}
+}
+
 func TestTableFromEmpty(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "empty.json")
 	os.WriteFile(path, []byte("{}"), 0o644)
