@@ -338,13 +338,20 @@ func TestPanels(t *testing.T) {
 // TestHostMatrix multiplies mapped host matrices (the GPU copies them, no
 // staging), alone and mixed with ordinary slices, with garbage in an
 // operand's padding, in one band and in several (the pipelined pass copies
-// a band's rows), and checks the refusal without persistent mapping.
+// a band's rows), with copies on a transfer context and in the device's
+// own, and checks the refusal without persistent mapping.
 func TestHostMatrix(t *testing.T) {
 	d := openDevice(t, BackendEGL)
+	t.Setenv("DISPLAY", "")
+	single, err := Open(&Options{Backend: BackendEGL, NoTransferContext: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Release()
 	for _, s := range []conformance.Shape{{M: 67, K: 45, N: 90}, {M: 300, K: 77, N: 130}} {
 		t.Run(s.String(), func(t *testing.T) { hostMatrices(t, d, s.M, s.K, s.N) })
+		t.Run(s.String()+"/one-context", func(t *testing.T) { hostMatrices(t, single, s.M, s.K, s.N) })
 	}
-	t.Setenv("DISPLAY", "")
 	d2, err := Open(&Options{Backend: BackendEGL, NoPersistentMapping: true})
 	if err != nil {
 		t.Fatal(err)

@@ -131,8 +131,7 @@ func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.
 	return t, nil
 }
 
-// steps lists the panels' steps, column panel by column panel, each C
-// panel in row bands that fit the staging buffers (bandRows).
+// steps lists the panels' steps, column panel by column panel.
 func (pp *panelProduct) steps(c, a, b blas32.General) []pipeStep {
 	pl := pp.plan
 	var steps []pipeStep
@@ -144,7 +143,10 @@ func (pp *panelProduct) steps(c, a, b blas32.General) []pipeStep {
 			r0 := i * pl.RowsPer
 			rows := min(pl.RowsPer, pl.M-r0)
 			bufA, bufC := pp.bufA[i%len(pp.bufA)], pp.bufC[(j*pl.RowPanels()+i)%2]
-			per := bandRows(rows, pp.p.kernel.TileM, 1, max(lda, ldn), pp.d.stage().bytes)
+			// Panels are not cut into bands that fit the staging buffers: on
+			// the H100 at 32768 that made dispatches of 256 rows, and the
+			// product 22% slower (3.13 s against 2.56 s end to end).
+			per := rows
 			for rb := 0; rb < rows; rb += per {
 				n := min(per, rows-rb)
 				s := pipeStep{

@@ -57,15 +57,22 @@ type pipeStep struct {
 	out    part
 	poison int
 	run    func() error
+	// With a transfer queue: ready passes when the step's uploads are
+	// done, computed when its dispatches are.
+	ready, computed glw.Fence
 }
 
 // pipeline runs steps in order; report, if set, is called as each step's
-// block of C arrives.
+// block of C arrives. With a transfer queue q, the copies run on its
+// context, beside the dispatches; the steps must then not reuse a GPU
+// buffer region within the pass (no fence guards a copy's write against
+// an earlier step's dispatch still reading there).
 type pipeline struct {
 	d      *Device
 	o      *MulOptions
 	steps  []pipeStep
 	report func(done, total int)
+	q      *transferQueue
 }
 
 // passTimes are one pipelined pass's figures. wall runs from the first
@@ -104,6 +111,15 @@ func (pl *pipeline) run() (pt passTimes, err error) {
 	}()
 	calls := make([]time.Duration, 0, len(pl.steps))
 	start := time.Now()
+	if pl.q != nil {
+		st.gpu = pl.q.run
+		defer func() { st.gpu = nil }()
+		// The copies must wait for whatever this context queued before.
+		before := glw.NewFence()
+		glw.Flush()
+		pl.q.run(before.WaitOnGPU)
+		before.Release()
+	}
 	if err := pl.upload(&pl.steps[0], &pt); err != nil {
 		return pt, err
 	}
@@ -123,6 +139,10 @@ func (pl *pipeline) run() (pt passTimes, err error) {
 				return pt, err
 			}
 		}
+		if s.ready != 0 {
+			s.ready.WaitOnGPU()
+			s.ready.Release()
+		}
 		call := time.Now()
 		if timed {
 			queries = append(queries, glw.NewQuery())
@@ -131,6 +151,10 @@ func (pl *pipeline) run() (pt passTimes, err error) {
 		err := s.run()
 		if timed {
 			glw.EndTimeElapsed()
+		}
+		if pl.q != nil {
+			glw.BarrierBufferRead() // the results, for the copies
+			s.computed = glw.NewFence()
 		}
 		glw.Flush()
 		calls = append(calls, time.Since(call))
@@ -206,15 +230,19 @@ func (pl *pipeline) hostPart(p part, ld int) *HostMatrix {
 // upload queues a step's uploads: host copies into staging (or none for a
 // HostMatrix) and the GPU copies from there.
 func (pl *pipeline) upload(s *pipeStep, pt *passTimes) error {
+	st := pl.d.stage()
 	for _, u := range s.up {
 		pt.upBytes += 4 * int64(u.src.rows) * int64(u.dst.stride)
 		if hm := pl.hostPart(u.src, u.dst.stride); hm != nil && !u.dst.keepGaps {
-			hm.copyIn(u.dst, u.src.r0, u.src.rows)
+			st.onGPU(func() { hm.copyIn(u.dst, u.src.r0, u.src.rows) })
 			continue
 		}
-		if err := pl.d.stage().upload(u.dst, u.src.general()); err != nil {
+		if err := st.upload(u.dst, u.src.general()); err != nil {
 			return err
 		}
+	}
+	if pl.q != nil {
+		s.ready = pl.q.fence()
 	}
 	return nil
 }
@@ -223,15 +251,21 @@ func (pl *pipeline) upload(s *pipeStep, pt *passTimes) error {
 // the function that waits for them and copies the block out.
 func (pl *pipeline) startDownload(s *pipeStep, pt *passTimes) (func() error, error) {
 	pt.downBytes += 4 * int64(s.out.rows) * int64(s.c.stride)
+	if s.computed != 0 {
+		pl.q.run(s.computed.WaitOnGPU)
+		s.computed.Release()
+	}
+	st := pl.d.stage()
 	if hm := pl.hostPart(s.out, s.c.stride); hm != nil {
-		f := hm.copyOut(s.c, s.out.r0, s.out.rows)
+		var f glw.Fence
+		st.onGPU(func() { f = hm.copyOut(s.c, s.out.r0, s.out.rows) })
 		return func() error {
 			f.Signaled(^uint64(0))
 			f.Release()
 			return nil
 		}, nil
 	}
-	pd, err := pl.d.stage().startDownload(s.out.general(), s.c)
+	pd, err := st.startDownload(s.out.general(), s.c)
 	if err != nil {
 		return nil, err
 	}

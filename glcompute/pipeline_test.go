@@ -15,24 +15,27 @@ import (
 // the others), one band for tiled32, split-K and a product under four
 // tiles high; staging buffers of 8 KiB, so that a band moves in several
 // chunks and a download queues more than two, and so that narrow
-// products' bands shrink to fit them, in one piece and within panels;
-// persistent mapping and glMapBufferRange; Once, and the timings and
-// progress it reports.
+// products' bands shrink to fit them; a step a panel;
+// persistent mapping with and without a transfer context, and
+// glMapBufferRange; Once, and the timings and progress it reports.
 func TestPipelined(t *testing.T) {
 	const kern = "fast:64x64x8_8x4" // 64-row tiles: M ≥ 256 runs in bands
 	// Bands of ⌈M/4⌉ rows rounded up to 64; 128 at most for 1000×16×16,
 	// whose 64-byte rows fill an 8 KiB staging buffer in 128.
 	steps := map[int]int{300: 3, 256: 4, 517: 3, 255: 1, 1000: 8}
 	shapes := []conformance.Shape{{M: 300, K: 77, N: 130}, {M: 256, K: 40, N: 64}, {M: 517, K: 9, N: 33}, {M: 255, K: 77, N: 130}, {M: 1000, K: 16, N: 16}}
-	for _, persistent := range []bool{true, false} {
-		t.Setenv("DISPLAY", "")
-		d, err := Open(&Options{Backend: BackendEGL, StagingBytes: 8 << 10, NoPersistentMapping: !persistent})
+	t.Setenv("DISPLAY", "")
+	for _, cfg := range []struct{ persistent, xfer bool }{{true, true}, {true, false}, {false, false}} {
+		d, err := Open(&Options{Backend: BackendEGL, StagingBytes: 8 << 10, NoPersistentMapping: !cfg.persistent, NoTransferContext: !cfg.xfer})
 		if err != nil {
 			noGL(t, err.Error())
 		}
 		defer d.Release()
+		if got := d.Staging(); strings.Contains(got, "transfer context, beside") != cfg.xfer {
+			t.Fatalf("%+v: Staging() = %q", cfg, got)
+		}
 		for _, o := range []MulOptions{{Kernel: kern}, {Kernel: kern, Once: true, Warmup: 3}, {Kernel: "tiled32", Once: true}, {Kernel: kern, SplitK: 3}} {
-			t.Run(fmt.Sprintf("persistent=%v/%s/once=%v/split=%d", persistent, o.Kernel, o.Once, o.SplitK), func(t *testing.T) {
+			t.Run(fmt.Sprintf("persistent=%v/xfer=%v/%s/once=%v/split=%d", cfg.persistent, cfg.xfer, o.Kernel, o.Once, o.SplitK), func(t *testing.T) {
 				conformance.Run(t, shapes, func(c, a, b blas32.General) error {
 					want := steps[a.Rows]
 					if o.Kernel != kern || o.SplitK > 1 {
@@ -55,11 +58,11 @@ func TestPipelined(t *testing.T) {
 				})
 			})
 		}
-		// Panels of 256 rows (16 KiB bindings), each in two bands of 128.
+		// Panels of 256 rows (16 KiB bindings), a step each.
 		conformance.Run(t, []conformance.Shape{{M: 1000, K: 16, N: 16}}, func(c, a, b blas32.General) error {
 			tm, err := d.Mul(c, a, b, &MulOptions{Kernel: kern, MaxBinding: 16 << 10})
-			if err == nil && (tm.Steps != 8 || !strings.HasPrefix(tm.Panels, "4×1 panels of 256×16")) {
-				return fmt.Errorf("panels %q in %d steps, want 4×1 of 256×16 in 8", tm.Panels, tm.Steps)
+			if err == nil && (tm.Steps != 4 || !strings.HasPrefix(tm.Panels, "4×1 panels of 256×16")) {
+				return fmt.Errorf("panels %q in %d steps, want 4×1 of 256×16 in 4", tm.Panels, tm.Steps)
 			}
 			return err
 		})

@@ -215,6 +215,9 @@ func TestTableCtrlCDuringGPU(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
 	took := time.Since(sent)
+	if err == nil && strings.Contains(stdout.String(), "\n1024,") {
+		t.Skip("the GPU finished N=1024 before Ctrl-C; the abandoned run needs a slow device (llvmpipe in CI)")
+	}
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 1 {
 		t.Fatalf("exit: %v, want status 1", err)

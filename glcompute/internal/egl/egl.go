@@ -99,8 +99,10 @@ type Context struct {
 	// Vendor is the EGL implementation's vendor string.
 	Vendor string
 
-	disp eglDisplay
-	ctx  eglContext
+	disp         eglDisplay
+	ctx          eglContext
+	cfg          eglConfig
+	major, minor int
 }
 
 // displays counts the Contexts on each display: EGL returns one display per
@@ -209,15 +211,36 @@ func newContext(disp eglDisplay, major, minor int) (*Context, error) {
 			return fail("no EGL config for OpenGL: %s", errorName(eglGetError()))
 		}
 	}
-	ctx, ok := eglCreateContext(disp, cfg, major, minor)
+	ctx, ok := eglCreateContext(disp, cfg, major, minor, nil)
 	if !ok {
 		if major > 0 {
 			return fail("eglCreateContext (OpenGL %d.%d core): %s", major, minor, errorName(eglGetError()))
 		}
 		return fail("eglCreateContext: %s", errorName(eglGetError()))
 	}
-	c.ctx = ctx
+	c.ctx, c.cfg, c.major, c.minor = ctx, cfg, major, minor
 	return c, nil
+}
+
+// NewShared creates a second context on c's display that shares c's
+// objects (buffers, programs, sync objects), for another thread: a driver
+// may run its commands on a queue of their own, beside c's.
+func (c *Context) NewShared() (*Context, error) {
+	displays.Lock()
+	displays.refs[c.disp]++
+	displays.Unlock()
+	s := &Context{Platform: c.Platform, Device: c.Device, Vendor: c.Vendor, disp: c.disp, cfg: c.cfg, major: c.major, minor: c.minor}
+	if !eglBindOpenGL() {
+		s.Release()
+		return nil, fmt.Errorf("egl: eglBindAPI(EGL_OPENGL_API): %s", errorName(eglGetError()))
+	}
+	ctx, ok := eglCreateContext(c.disp, c.cfg, c.major, c.minor, c.ctx)
+	if !ok {
+		s.Release()
+		return nil, fmt.Errorf("egl: eglCreateContext (shared): %s", errorName(eglGetError()))
+	}
+	s.ctx = ctx
+	return s, nil
 }
 
 // MakeCurrent binds the context to the calling thread.

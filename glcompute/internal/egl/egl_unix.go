@@ -135,8 +135,9 @@ func eglChoosePbufferConfig(d eglDisplay) (eglConfig, bool) {
 func noConfig() eglConfig { return C.EGLConfig(C.EGL_NO_CONFIG_KHR) }
 
 // eglCreateContext creates an OpenGL context: core profile of the given
-// version, or the driver's default context if major is 0.
-func eglCreateContext(d eglDisplay, cfg eglConfig, major, minor int) (eglContext, bool) {
+// version, or the driver's default context if major is 0; sharing share's
+// objects unless share is nil.
+func eglCreateContext(d eglDisplay, cfg eglConfig, major, minor int, share eglContext) (eglContext, bool) {
 	attribs := []C.EGLint{C.EGL_NONE}
 	if major > 0 {
 		attribs = []C.EGLint{
@@ -146,7 +147,10 @@ func eglCreateContext(d eglDisplay, cfg eglConfig, major, minor int) (eglContext
 			C.EGL_NONE,
 		}
 	}
-	ctx := C.eglCreateContext(d, cfg, C.EGLContext(C.EGL_NO_CONTEXT), &attribs[0])
+	if share == nil {
+		share = C.EGLContext(C.EGL_NO_CONTEXT)
+	}
+	ctx := C.eglCreateContext(d, cfg, share, &attribs[0])
 	return ctx, ctx != C.EGLContext(C.EGL_NO_CONTEXT)
 }
 
