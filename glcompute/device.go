@@ -61,12 +61,13 @@ type Options struct {
 	// glBufferStorage (GL 4.4). Zero value false: persistent, coherent
 	// mappings where the driver offers them.
 	NoPersistentMapping bool
-	// NoTransferContext keeps a pipelined product's copies in the Device's
-	// own context, behind its dispatches, instead of on a second, shared
-	// context of their own (see transferQueue). Zero value false: a
-	// transfer context where the Device owns an EGL context and maps
-	// staging persistently.
-	NoTransferContext bool
+	// TransferContext runs a pipelined product's GPU copies on a second,
+	// shared context of their own instead of behind the dispatches in the
+	// Device's context (see transferQueue), where the Device owns an EGL
+	// context and maps staging persistently. Experimental: on the H100 it
+	// did not make products faster (docs/PERFORMANCE.md). Zero value
+	// false: one context.
+	TransferContext bool
 	// StagingBytes is the size of each of the four staging buffers that
 	// carry host matrices to and from the GPU in chunks of rows; a row
 	// must fit one. Zero value: DefaultStagingBytes (32 MiB).

@@ -343,14 +343,14 @@ func TestPanels(t *testing.T) {
 func TestHostMatrix(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	t.Setenv("DISPLAY", "")
-	single, err := Open(&Options{Backend: BackendEGL, NoTransferContext: true})
+	xfer, err := Open(&Options{Backend: BackendEGL, TransferContext: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer single.Release()
+	defer xfer.Release()
 	for _, s := range []conformance.Shape{{M: 67, K: 45, N: 90}, {M: 300, K: 77, N: 130}} {
 		t.Run(s.String(), func(t *testing.T) { hostMatrices(t, d, s.M, s.K, s.N) })
-		t.Run(s.String()+"/one-context", func(t *testing.T) { hostMatrices(t, single, s.M, s.K, s.N) })
+		t.Run(s.String()+"/transfer-context", func(t *testing.T) { hostMatrices(t, xfer, s.M, s.K, s.N) })
 	}
 	d2, err := Open(&Options{Backend: BackendEGL, NoPersistentMapping: true})
 	if err != nil {

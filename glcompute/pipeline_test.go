@@ -26,7 +26,7 @@ func TestPipelined(t *testing.T) {
 	shapes := []conformance.Shape{{M: 300, K: 77, N: 130}, {M: 256, K: 40, N: 64}, {M: 517, K: 9, N: 33}, {M: 255, K: 77, N: 130}, {M: 1000, K: 16, N: 16}}
 	t.Setenv("DISPLAY", "")
 	for _, cfg := range []struct{ persistent, xfer bool }{{true, true}, {true, false}, {false, false}} {
-		d, err := Open(&Options{Backend: BackendEGL, StagingBytes: 8 << 10, NoPersistentMapping: !cfg.persistent, NoTransferContext: !cfg.xfer})
+		d, err := Open(&Options{Backend: BackendEGL, StagingBytes: 8 << 10, NoPersistentMapping: !cfg.persistent, TransferContext: cfg.xfer})
 		if err != nil {
 			noGL(t, err.Error())
 		}

@@ -22,7 +22,7 @@ type transferQueue struct {
 
 // transfers returns the Device's transfer queue, making it on first use,
 // or nil: a borrowed or GLFW context (the Device cannot make a second one
-// beside it), Options.NoTransferContext, or staging without persistent
+// beside it), Options.TransferContext unset, or staging without persistent
 // mappings (a chunk mapped in one context would be copied in another).
 // If the driver refuses the context, the reason is kept for Staging. On
 // the device thread.
@@ -32,7 +32,7 @@ func (d *Device) transfers() *transferQueue {
 	}
 	d.xferTried = true
 	c, ok := d.ctx.(*egl.Context)
-	if !ok || d.borrowed || d.opts.NoTransferContext || !d.stage().persistent {
+	if !ok || d.borrowed || !d.opts.TransferContext || !d.stage().persistent {
 		return nil
 	}
 	shared, err := c.NewShared()
