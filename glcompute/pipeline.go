@@ -139,25 +139,13 @@ func (pl *pipeline) run() (pt passTimes, err error) {
 				return pt, err
 			}
 		}
-		if s.ready != 0 {
-			s.ready.WaitOnGPU()
-			s.ready.Release()
-		}
-		call := time.Now()
+		var q *glw.Query
 		if timed {
 			queries = append(queries, glw.NewQuery())
-			queries[len(queries)-1].BeginTimeElapsed()
+			q = &queries[len(queries)-1]
 		}
-		err := s.run()
-		if timed {
-			glw.EndTimeElapsed()
-		}
-		if pl.q != nil {
-			glw.BarrierBufferRead() // the results, for the copies
-			s.computed = glw.NewFence()
-		}
-		glw.Flush()
-		calls = append(calls, time.Since(call))
+		call, err := pl.dispatch(s, q)
+		calls = append(calls, call)
 		if err != nil {
 			return pt, err
 		}
@@ -183,6 +171,29 @@ func (pl *pipeline) run() (pt passTimes, err error) {
 	pt.hostIn, pt.hostOut = st.copiedIn-in0, st.copiedOut-out0
 	pt.compute, pt.gpuTimer = pl.computeTime(queries, calls)
 	return pt, d.checkError("running the pipelined product")
+}
+
+// dispatch queues a step's dispatches after its uploads, timed by q if
+// not nil, and returns the wall time of the calls.
+func (pl *pipeline) dispatch(s *pipeStep, q *glw.Query) (time.Duration, error) {
+	if s.ready != 0 {
+		s.ready.WaitOnGPU()
+		s.ready.Release()
+	}
+	start := time.Now()
+	if q != nil {
+		q.BeginTimeElapsed()
+	}
+	err := s.run()
+	if q != nil {
+		glw.EndTimeElapsed()
+	}
+	if pl.q != nil {
+		glw.BarrierBufferRead() // the results, for the copies
+		s.computed = glw.NewFence()
+	}
+	glw.Flush()
+	return time.Since(start), err
 }
 
 // arrived finishes a download and reports the steps done.

@@ -117,31 +117,27 @@ func TestTablePlots(t *testing.T) {
 	}
 }
 
-// TestTableCtrlC interrupts a table during the naive CPU loop of its second
-// size: the first size must still be printed, and the exit status is 1.
-func TestTableCtrlC(t *testing.T) {
-	if os.Getenv("GLMUL_TEST_CHILD") == "table" {
-		os.Exit(exitCode(run([]string{"table", "-sizes", "64,3000", "-backend", "egl", "-reps", "1", "-progress", "on", "-format", "csv"}, os.Stdout, os.Stderr), os.Stderr))
-	}
-	needGL(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestTableCtrlC$")
-	cmd.Env = append(os.Environ(), "GLMUL_TEST_CHILD=table")
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
+// startUntil runs test in a child process with GLMUL_TEST_CHILD=child and
+// returns once its stderr shows marker (failing the test if the child ends
+// first or 60 s pass), with the buffer its stdout goes to.
+func startUntil(t *testing.T, test, child, marker string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), "GLMUL_TEST_CHILD="+child)
+	stdout := new(bytes.Buffer)
+	cmd.Stdout = stdout
 	errPipe, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The bar for N=3000 appears once N=64 is done; interrupt then.
 	sc := bufio.NewScanner(errPipe)
 	sc.Split(bufio.ScanRunes)
 	var seen strings.Builder
-	deadline := time.After(60 * time.Second)
 	found := make(chan bool, 1)
 	go func() {
 		for sc.Scan() {
 			seen.WriteString(sc.Text())
-			if strings.Contains(seen.String(), "N=3000") {
+			if strings.Contains(seen.String(), marker) {
 				found <- true
 				for sc.Scan() {
 				}
@@ -153,12 +149,23 @@ func TestTableCtrlC(t *testing.T) {
 	select {
 	case ok := <-found:
 		if !ok {
-			t.Fatalf("child ended before the N=3000 loop:\n%s", seen.String())
+			t.Fatalf("child ended before %q:\n%s", marker, seen.String())
 		}
-	case <-deadline:
+	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
-		t.Fatal("no progress for N=3000 within 60 s")
+		t.Fatalf("no %q within 60 s", marker)
 	}
+	return cmd, stdout
+}
+
+// TestTableCtrlC interrupts a table during the naive CPU loop of its second
+// size: the first size must still be printed, and the exit status is 1.
+func TestTableCtrlC(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "table" {
+		os.Exit(exitCode(run([]string{"table", "-sizes", "64,3000", "-backend", "egl", "-reps", "1", "-progress", "on", "-format", "csv"}, os.Stdout, os.Stderr), os.Stderr))
+	}
+	needGL(t)
+	cmd, stdout := startUntil(t, "TestTableCtrlC", "table", "N=3000")
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
 	ee, ok := err.(*exec.ExitError)
@@ -180,36 +187,7 @@ func TestTableCtrlCDuringGPU(t *testing.T) {
 		os.Exit(exitCode(run([]string{"table", "-sizes", "64,1024", "-kernels", "tiled32", "-cpu-max", "64", "-backend", "egl", "-reps", "1", "-format", "csv"}, os.Stdout, os.Stderr), os.Stderr))
 	}
 	needGL(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestTableCtrlCDuringGPU$")
-	cmd.Env = append(os.Environ(), "GLMUL_TEST_CHILD=table-gpu")
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	errPipe, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(errPipe)
-	found := make(chan bool, 1)
-	go func() {
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "N=64 done") {
-				found <- true
-				for sc.Scan() {
-				}
-				return
-			}
-		}
-		found <- false
-	}()
-	select {
-	case ok := <-found:
-		if !ok {
-			t.Fatal("child ended before N=64 was done")
-		}
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("N=64 not done within 60 s")
-	}
+	cmd, stdout := startUntil(t, "TestTableCtrlCDuringGPU", "table-gpu", "N=64 done")
 	time.Sleep(1500 * time.Millisecond) // into N=1024's GPU product (seconds long on llvmpipe)
 	sent := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)

@@ -33,10 +33,11 @@ func med(f func() time.Duration) time.Duration {
 	return ts[3]
 }
 
-func main() {
-	t1, t2 := thread.New(), thread.New()
+// contexts makes a context current on t1 and a second, sharing its
+// objects, current on t2.
+func contexts() (t1, t2 *thread.OSThread, err error) {
+	t1, t2 = thread.New(), thread.New()
 	var c1, c2 *egl.Context
-	var err error
 	t1.Call(func() {
 		if c1, err = egl.NewContext(0, 4, 3); err == nil {
 			err = c1.MakeCurrent()
@@ -46,15 +47,18 @@ func main() {
 		}
 	})
 	if err != nil {
-		fmt.Println(err)
-		os.Exit(1)
+		return nil, nil, err
 	}
 	t1.Call(func() { c2, err = c1.NewShared() })
 	if err != nil {
-		fmt.Println(err)
-		os.Exit(1)
+		return nil, nil, err
 	}
 	t2.Call(func() { err = c2.MakeCurrent() })
+	return t1, t2, err
+}
+
+func main() {
+	t1, t2, err := contexts()
 	if err != nil {
 		fmt.Println(err)
 		os.Exit(1)
