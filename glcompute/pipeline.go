@@ -116,8 +116,7 @@ func (pl *pipeline) run() (pt passTimes, err error) {
 		defer func() { st.gpu = nil }()
 		// The copies must wait for whatever this context queued before.
 		before := glw.NewFence()
-		glw.Flush()
-		pl.q.run(before.WaitOnGPU)
+		before.Signaled(^uint64(0))
 		before.Release()
 	}
 	if err := pl.upload(&pl.steps[0], &pt); err != nil {
@@ -127,26 +126,41 @@ func (pl *pipeline) run() (pt passTimes, err error) {
 		if err := pl.o.stopped(); err != nil {
 			return pt, err
 		}
-		var finish func() error
-		if i > 0 {
-			if finish, err = pl.startDownload(&pl.steps[i-1], &pt); err != nil {
-				return pt, err
-			}
-		}
 		s := &pl.steps[i]
-		if s.poison > 0 {
-			if err := d.poisonRange(s.c.buf, s.c.off, s.poison); err != nil {
-				return pt, err
+		var finish func() error
+		download := func() (err error) {
+			if i > 0 {
+				finish, err = pl.startDownload(&pl.steps[i-1], &pt)
 			}
+			return err
 		}
-		var q *glw.Query
-		if timed {
-			queries = append(queries, glw.NewQuery())
-			q = &queries[len(queries)-1]
+		compute := func() error {
+			if s.poison > 0 {
+				if err := d.poisonRange(s.c.buf, s.c.off, s.poison); err != nil {
+					return err
+				}
+			}
+			var q *glw.Query
+			if timed {
+				queries = append(queries, glw.NewQuery())
+				q = &queries[len(queries)-1]
+			}
+			call, err := pl.dispatch(s, q)
+			calls = append(calls, call)
+			return err
 		}
-		call, err := pl.dispatch(s, q)
-		calls = append(calls, call)
-		if err != nil {
+		// One context runs its commands in order: the last step's copies
+		// go first, else they would wait for this step's dispatches. On a
+		// transfer queue they wait, on the host, for the last step's
+		// dispatches: this step's are queued first.
+		first, second := download, compute
+		if pl.q != nil {
+			first, second = compute, download
+		}
+		if err := first(); err != nil {
+			return pt, err
+		}
+		if err := second(); err != nil {
 			return pt, err
 		}
 		if i+1 < len(pl.steps) {
@@ -176,8 +190,8 @@ func (pl *pipeline) run() (pt passTimes, err error) {
 // dispatch queues a step's dispatches after its uploads, timed by q if
 // not nil, and returns the wall time of the calls.
 func (pl *pipeline) dispatch(s *pipeStep, q *glw.Query) (time.Duration, error) {
-	if s.ready != 0 {
-		s.ready.WaitOnGPU()
+	if s.ready != 0 { // waited on the host: see transferQueue
+		s.ready.Signaled(^uint64(0))
 		s.ready.Release()
 	}
 	start := time.Now()
@@ -263,7 +277,7 @@ func (pl *pipeline) upload(s *pipeStep, pt *passTimes) error {
 func (pl *pipeline) startDownload(s *pipeStep, pt *passTimes) (func() error, error) {
 	pt.downBytes += 4 * int64(s.out.rows) * int64(s.c.stride)
 	if s.computed != 0 {
-		pl.q.run(s.computed.WaitOnGPU)
+		s.computed.Signaled(^uint64(0))
 		s.computed.Release()
 	}
 	st := pl.d.stage()

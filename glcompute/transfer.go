@@ -12,9 +12,10 @@ import (
 // a dispatch wait for it; a second context's copies run beside it. On
 // the H100 (NVIDIA 580), a 256 MiB copy from mapped host memory (5.2 ms
 // alone) and a 3.7 ms dispatch took 8.9 ms in one context and 5.5 ms in
-// two. Contexts order their work through fences: the GPU waits
-// (glWaitSync) for a copy before the dispatch that reads it, and for a
-// dispatch before the copy that reads its result.
+// two; a product's pipeline did not get faster (docs/PERFORMANCE.md), so
+// it is opt-in (Options.TransferContext). The host orders the contexts
+// through fences: it waits for a band's copies before queueing its
+// dispatch, and for a dispatch before queueing the copy of its result.
 type transferQueue struct {
 	ctx    *egl.Context
 	thread *thread.OSThread

@@ -378,11 +378,6 @@ func (f Fence) Signaled(timeoutNs uint64) bool {
 	return r == gl.ALREADY_SIGNALED || r == gl.CONDITION_SATISFIED || r == gl.WAIT_FAILED
 }
 
-// WaitOnGPU makes the current context's later commands wait, on the GPU,
-// until f has passed (glWaitSync): f may come from another context that
-// shares this one's objects, and must have been flushed there.
-func (f Fence) WaitOnGPU() { gl.WaitSync(uintptr(f), 0, gl.TIMEOUT_IGNORED) }
-
 // Release deletes the fence; the zero Fence is ignored.
 func (f *Fence) Release() {
 	if *f != 0 {
