@@ -73,6 +73,12 @@ type pipeline struct {
 	steps  []pipeStep
 	report func(done, total int)
 	q      *transferQueue
+	// The pass in progress: its figures, whether the GL timer times the
+	// steps, their queries and the wall time of their dispatch calls.
+	pt      passTimes
+	timed   bool
+	queries []glw.Query
+	calls   []time.Duration
 }
 
 // passTimes are one pipelined pass's figures. wall runs from the first
@@ -99,17 +105,16 @@ func (pt passTimes) fill(t *Timings) {
 }
 
 // run runs the pass; on the device thread.
-func (pl *pipeline) run() (pt passTimes, err error) {
+func (pl *pipeline) run() (passTimes, error) {
 	d, st := pl.d, pl.d.stage()
 	in0, out0 := st.copiedIn, st.copiedOut
-	timed := d.info.TimerBits > 0 && !glw.TimerBusy()
-	var queries []glw.Query
+	pl.pt, pl.timed = passTimes{}, d.info.TimerBits > 0 && !glw.TimerBusy()
+	pl.queries, pl.calls = nil, make([]time.Duration, 0, len(pl.steps))
 	defer func() {
-		for i := range queries {
-			queries[i].Release()
+		for i := range pl.queries {
+			pl.queries[i].Release()
 		}
 	}()
-	calls := make([]time.Duration, 0, len(pl.steps))
 	start := time.Now()
 	if pl.q != nil {
 		st.gpu = pl.q.run
@@ -119,72 +124,82 @@ func (pl *pipeline) run() (pt passTimes, err error) {
 		before.Signaled(^uint64(0))
 		before.Release()
 	}
-	if err := pl.upload(&pl.steps[0], &pt); err != nil {
-		return pt, err
+	if err := pl.upload(&pl.steps[0]); err != nil {
+		return pl.pt, err
 	}
 	for i := range pl.steps {
-		if err := pl.o.stopped(); err != nil {
-			return pt, err
-		}
-		s := &pl.steps[i]
-		var finish func() error
-		download := func() (err error) {
-			if i > 0 {
-				finish, err = pl.startDownload(&pl.steps[i-1], &pt)
-			}
-			return err
-		}
-		compute := func() error {
-			if s.poison > 0 {
-				if err := d.poisonRange(s.c.buf, s.c.off, s.poison); err != nil {
-					return err
-				}
-			}
-			var q *glw.Query
-			if timed {
-				queries = append(queries, glw.NewQuery())
-				q = &queries[len(queries)-1]
-			}
-			call, err := pl.dispatch(s, q)
-			calls = append(calls, call)
-			return err
-		}
-		// One context runs its commands in order: the last step's copies
-		// go first, else they would wait for this step's dispatches. On a
-		// transfer queue they wait, on the host, for the last step's
-		// dispatches: this step's are queued first.
-		first, second := download, compute
-		if pl.q != nil {
-			first, second = compute, download
-		}
-		if err := first(); err != nil {
-			return pt, err
-		}
-		if err := second(); err != nil {
-			return pt, err
-		}
-		if i+1 < len(pl.steps) {
-			if err := pl.upload(&pl.steps[i+1], &pt); err != nil {
-				return pt, err
-			}
-		}
-		if finish != nil {
-			if err := pl.arrived(finish, i); err != nil {
-				return pt, err
-			}
+		if err := pl.step(i); err != nil {
+			return pl.pt, err
 		}
 	}
-	finish, err := pl.startDownload(&pl.steps[len(pl.steps)-1], &pt)
+	finish, err := pl.startDownload(&pl.steps[len(pl.steps)-1])
 	if err != nil {
-		return pt, err
+		return pl.pt, err
 	}
 	if err := pl.arrived(finish, len(pl.steps)); err != nil {
-		return pt, err
+		return pl.pt, err
 	}
+	pt := &pl.pt
 	pt.wall, pt.steps = time.Since(start), len(pl.steps)
 	pt.hostIn, pt.hostOut = st.copiedIn-in0, st.copiedOut-out0
-	pt.compute, pt.gpuTimer = pl.computeTime(queries, calls)
-	return pt, d.checkError("running the pipelined product")
+	pt.compute, pt.gpuTimer = pl.computeTime(pl.queries, pl.calls)
+	return *pt, d.checkError("running the pipelined product")
+}
+
+// step runs step i: its dispatches and the readback of step i−1 queued,
+// step i+1's operands uploaded, step i−1's block of C copied out.
+func (pl *pipeline) step(i int) error {
+	if err := pl.o.stopped(); err != nil {
+		return err
+	}
+	var finish func() error
+	download := func() (err error) {
+		if i > 0 {
+			finish, err = pl.startDownload(&pl.steps[i-1])
+		}
+		return err
+	}
+	compute := func() error { return pl.compute(&pl.steps[i]) }
+	// One context runs its commands in order: the last step's copies go
+	// first, else they would wait for this step's dispatches. On a
+	// transfer queue they wait, on the host, for the last step's
+	// dispatches: this step's are queued first.
+	first, second := download, compute
+	if pl.q != nil {
+		first, second = compute, download
+	}
+	if err := first(); err != nil {
+		return err
+	}
+	if err := second(); err != nil {
+		return err
+	}
+	if i+1 < len(pl.steps) {
+		if err := pl.upload(&pl.steps[i+1]); err != nil {
+			return err
+		}
+	}
+	if finish == nil {
+		return nil
+	}
+	return pl.arrived(finish, i)
+}
+
+// compute poisons a step's block of C and queues its dispatches, timed.
+func (pl *pipeline) compute(s *pipeStep) error {
+	if s.poison > 0 {
+		if err := pl.d.poisonRange(s.c.buf, s.c.off, s.poison); err != nil {
+			return err
+		}
+	}
+	var q *glw.Query
+	if pl.timed {
+		pl.queries = append(pl.queries, glw.NewQuery())
+		q = &pl.queries[len(pl.queries)-1]
+	}
+	call, err := pl.dispatch(s, q)
+	pl.calls = append(pl.calls, call)
+	return err
 }
 
 // dispatch queues a step's dispatches after its uploads, timed by q if
@@ -254,7 +269,8 @@ func (pl *pipeline) hostPart(p part, ld int) *HostMatrix {
 
 // upload queues a step's uploads: host copies into staging (or none for a
 // HostMatrix) and the GPU copies from there.
-func (pl *pipeline) upload(s *pipeStep, pt *passTimes) error {
+func (pl *pipeline) upload(s *pipeStep) error {
+	pt := &pl.pt
 	st := pl.d.stage()
 	for _, u := range s.up {
 		pt.upBytes += 4 * int64(u.src.rows) * int64(u.dst.stride)
@@ -274,7 +290,8 @@ func (pl *pipeline) upload(s *pipeStep, pt *passTimes) error {
 
 // startDownload queues the GPU copies of a step's block of C and returns
 // the function that waits for them and copies the block out.
-func (pl *pipeline) startDownload(s *pipeStep, pt *passTimes) (func() error, error) {
+func (pl *pipeline) startDownload(s *pipeStep) (func() error, error) {
+	pt := &pl.pt
 	pt.downBytes += 4 * int64(s.out.rows) * int64(s.c.stride)
 	if s.computed != 0 {
 		s.computed.Signaled(^uint64(0))
