@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -39,6 +40,12 @@ type MulOptions struct {
 	// of a fast kernel is too short to raise them. Zero value: only the
 	// Warmup runs.
 	MinWarmup time.Duration
+	// SteadyWarmup, if positive, continues the warm-up after the Warmup
+	// runs (and MinWarmup) in batches of runs of at least 5 ms, until
+	// three batches in a row agree within 2% on their fastest run (the
+	// GPU's clocks have settled), for at most this long. Zero value: no
+	// such runs.
+	SteadyWarmup time.Duration
 	// SplitK splits the inner dimension across this many slices of work
 	// groups, each writing a partial C that a second pass adds up: for
 	// products whose result has too few tiles to fill the GPU (64×4096×64
@@ -103,6 +110,8 @@ type Timings struct {
 	// the second of two, FirstReadback the first (as for Upload).
 	Readback      time.Duration `json:"readback_ns"`
 	FirstReadback time.Duration `json:"first_readback_ns,omitempty"`
+	// WarmupTime is how long the warm-up ran (see MulOptions.Warmup).
+	WarmupTime time.Duration `json:"warmup_ns"`
 	// UploadBytes and ReadbackBytes are the bytes moved each way.
 	UploadBytes   int64 `json:"upload_bytes"`
 	ReadbackBytes int64 `json:"readback_bytes"`
@@ -307,7 +316,7 @@ func (h *hostProduct) stages(c, a, b blas32.General, t *Timings) error {
 		return err
 	}
 	h.bind()
-	if err := h.warmUp(); err != nil {
+	if err := h.warmUp(t); err != nil {
 		return err
 	}
 	if err := h.timeRuns(t); err != nil {
@@ -550,8 +559,9 @@ func (h *hostProduct) run() {
 }
 
 // warmUp runs the Warmup products, then more until MinWarmup has passed
-// (those extra runs are not in the progress total).
-func (h *hostProduct) warmUp() error {
+// and, with SteadyWarmup, until they run steadily (those extra runs are
+// not in the progress total).
+func (h *hostProduct) warmUp(t *Timings) error {
 	start := time.Now()
 	for i := 0; i < h.o.Warmup; i++ {
 		if err := h.o.stopped(); err != nil {
@@ -562,12 +572,66 @@ func (h *hostProduct) warmUp() error {
 	}
 	report := h.progress.report
 	h.progress.report = nil
-	for time.Since(start) < h.o.MinWarmup && h.o.stopped() == nil {
+	defer func() { h.progress.report = report }()
+	run := func() error {
 		h.run()
 		glw.Finish()
+		return nil
 	}
-	h.progress.report = report
+	if err := h.o.warmUpMore(start, run); err != nil {
+		return err
+	}
+	t.WarmupTime = time.Since(start)
 	return h.d.checkError("warming up " + h.p.kernel.File)
+}
+
+// Steady warm-up: batches of at least steadyBatch, three in a row within
+// steadyTolerance of one another on their fastest run. The fastest, not
+// the mean: a 30 µs run's mean over a batch moves by more than 2% with the
+// host's scheduling alone (on the H100 n = 128 never settled that way),
+// while clocks that rise make every run faster.
+const (
+	steadyBatch     = 5 * time.Millisecond
+	steadyTolerance = 0.02
+)
+
+// warmUpMore runs run (one untimed product, waited for) until MinWarmup
+// has passed since start, then, with SteadyWarmup, in batches until the
+// batches agree or SteadyWarmup has passed since start.
+func (o *MulOptions) warmUpMore(start time.Time, run func() error) error {
+	for time.Since(start) < o.MinWarmup {
+		if err := o.stopped(); err != nil {
+			return err
+		}
+		if err := run(); err != nil {
+			return err
+		}
+	}
+	var fastest []time.Duration
+	for time.Since(start) < o.SteadyWarmup {
+		if err := o.stopped(); err != nil {
+			return err
+		}
+		b0, best := time.Now(), time.Duration(math.MaxInt64)
+		for time.Since(b0) < steadyBatch {
+			r0 := time.Now()
+			if err := run(); err != nil {
+				return err
+			}
+			best = min(best, time.Since(r0))
+		}
+		fastest = append(fastest, best)
+		if k := len(fastest); k >= 3 && steady(fastest[k-3:]) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// steady reports whether the times agree within steadyTolerance.
+func steady(ts []time.Duration) bool {
+	lo, hi := slices.Min(ts), slices.Max(ts)
+	return float64(hi-lo) <= steadyTolerance*float64(lo)
 }
 
 // timeRuns times the Reps products by the wall clock after glFinish and,

@@ -169,26 +169,36 @@ func (pp *panelProduct) steps(c, a, b blas32.General) []pipeStep {
 }
 
 // warmUp runs the first panel's product, untimed, Warmup times and then
-// until MinWarmup has passed, as a product in one piece warms up with
+// as MinWarmup and SteadyWarmup say, as a product in one piece warms up with
 // whole products: the GPU's clocks rise, and the panel buffers it uses
 // are first touched. The inputs are whatever the buffers hold; the
 // results are discarded.
 func (pp *panelProduct) warmUp() error {
 	o, pl := pp.o, pp.plan
-	if o.Warmup == 0 && o.MinWarmup == 0 {
+	if o.Warmup == 0 && o.MinWarmup == 0 && o.SteadyWarmup == 0 {
 		return nil
 	}
 	rows, cols := min(pl.RowsPer, pl.M), min(pl.ColsPer, pl.N)
-	start := time.Now()
-	for i := 0; i < o.Warmup || time.Since(start) < o.MinWarmup; i++ {
-		if err := o.stopped(); err != nil {
-			return err
-		}
+	run := func() error {
 		if err := pp.dispatch(pp.bufA[0], pp.bufC[0], 0, rows, cols, pl.Ld(cols)); err != nil {
 			return err
 		}
 		glw.Finish()
+		return nil
 	}
+	start := time.Now()
+	for i := 0; i < o.Warmup; i++ {
+		if err := o.stopped(); err != nil {
+			return err
+		}
+		if err := run(); err != nil {
+			return err
+		}
+	}
+	if err := o.warmUpMore(start, run); err != nil {
+		return err
+	}
+	pp.t.WarmupTime = time.Since(start)
 	pp.t.Dispatches = 0 // the warm-up's are not the product's
 	return pp.d.checkError("warming up the panels")
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
 
@@ -66,5 +67,51 @@ func TestPipelined(t *testing.T) {
 			}
 			return err
 		})
+	}
+}
+
+// TestSteadyWarmup: the warm-up stops once batches agree, not while the
+// times still fall, and at SteadyWarmup when they never agree. (A GPU
+// that held idle clocks flat for three batches before rising would stop
+// it early: that is what the rule cannot see.)
+func TestSteadyWarmup(t *testing.T) {
+	if !steady([]time.Duration{100, 101, 102}) || steady([]time.Duration{100, 103, 100}) {
+		t.Fatal("steady: 2% tolerance")
+	}
+	// Runs that speed up from 2 ms to 1 ms over the first 60 ms, as clocks
+	// rise, then hold.
+	start := time.Now()
+	var runs int
+	falling := func() error {
+		runs++
+		el := min(time.Since(start), 60*time.Millisecond)
+		spin(2*time.Millisecond - el/60)
+		return nil
+	}
+	o := &MulOptions{SteadyWarmup: time.Second}
+	if err := o.warmUpMore(start, falling); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el < 70*time.Millisecond || el > 500*time.Millisecond {
+		t.Errorf("steady after %v (%d runs): want the 60 ms ramp and three 5 ms batches, well under the 1 s cap", el, runs)
+	}
+	// Runs that keep drifting (1 to 3 ms over every 40 ms) never settle:
+	// the cap ends it.
+	start, runs = time.Now(), 0
+	noisy := func() error {
+		runs++
+		spin(time.Millisecond + time.Since(start)%(40*time.Millisecond)/20)
+		return nil
+	}
+	o.SteadyWarmup = 150 * time.Millisecond
+	o.warmUpMore(start, noisy)
+	if el := time.Since(start); el < 150*time.Millisecond || el > 400*time.Millisecond {
+		t.Errorf("noisy warm-up ended after %v, want the 150 ms cap", el)
+	}
+}
+
+// spin busy-waits d (sleeps are too coarse to time 2% apart).
+func spin(d time.Duration) {
+	for s := time.Now(); time.Since(s) < d; {
 	}
 }

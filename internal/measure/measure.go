@@ -20,10 +20,12 @@ import (
 	"github.com/glmul/glmul/validate"
 )
 
-// MinWarmup is the least warm-up before timed runs: a GPU that was idle
-// runs at idle clocks for a while (an H100 left idle during a minutes-long
-// CPU loop measured 5× slow over one 0.3 ms warm-up run).
-const MinWarmup = 300 * time.Millisecond
+// MaxWarmup is the most warm-up before timed runs: after the Warmup runs,
+// more run until their times are steady (glcompute.MulOptions.SteadyWarmup):
+// a GPU that was idle runs at idle clocks for a while (an H100 left idle
+// during a minutes-long CPU loop measured 5× slow over one 0.3 ms warm-up
+// run).
+const MaxWarmup = 300 * time.Millisecond
 
 // Inputs are the matrices of an m×k by k×n product: A and B uniform on
 // [-1, 1) from a seeded generator, C the result. One Inputs serves every
@@ -70,7 +72,8 @@ type Options struct {
 	Kernel string
 	// Reps timed runs. Zero value: 1.
 	Reps int
-	// Warmup untimed runs, continued until they have lasted MinWarmup.
+	// Warmup untimed runs, continued until their times are steady, for at
+	// most MaxWarmup.
 	// Zero value: none.
 	Warmup int
 	// MaxGroups, SplitK, MaxBinding and MaxGPUMemory as in
@@ -121,7 +124,7 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, Warmup: o.Warmup, Reps: o.Reps,
 		SplitK: o.SplitK, Progress: o.Progress, MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory, Context: o.Context, Once: o.Once}
 	if o.Warmup > 0 {
-		mo.MinWarmup = MinWarmup
+		mo.SteadyWarmup = MaxWarmup
 	}
 	r := Result{M: in.A.Rows, K: in.A.Cols, N: in.B.Cols}
 	t, err := dev.Mul(in.C, in.A, in.B, mo)
@@ -212,5 +215,5 @@ func (r Result) Report(info glcompute.Info, staging string, seed uint64, warmup,
 	return report.Run{Device: Device(info), Kernel: r.Kernel, M: r.M, K: r.K, N: r.N, Seed: seed, Warmup: warmup,
 		MaxGroups: maxGroups, Validation: r.Validation, Summary: r.Summary(), Staging: staging,
 		Timings: report.Timings{Dispatches: t.Dispatches, Groups: t.Groups, Runs: len(t.Compute), Upload: t.Upload,
-			Readback: t.Readback, UploadBytes: t.UploadBytes, ReadbackBytes: t.ReadbackBytes, Panels: t.Panels, Steps: t.Steps, Overlapping: t.Overlapping, Full: t}}
+			Readback: t.Readback, UploadBytes: t.UploadBytes, ReadbackBytes: t.ReadbackBytes, Panels: t.Panels, Steps: t.Steps, WarmupTime: t.WarmupTime, Overlapping: t.Overlapping, Full: t}}
 }

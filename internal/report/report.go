@@ -44,6 +44,8 @@ type Timings struct {
 	Upload, Readback           time.Duration
 	UploadBytes, ReadbackBytes int64
 	Panels                     string // the panel plan; "" for one piece
+	// WarmupTime is how long the warm-up ran.
+	WarmupTime time.Duration
 	// Steps of the pipelined product; Overlapping: the stage times were
 	// measured within it (glcompute.Timings).
 	Steps       int
@@ -161,7 +163,7 @@ func (r *Run) writeText(out io.Writer) error {
 	default:
 		warm := "without warm-up"
 		if r.Warmup > 0 {
-			warm = fmt.Sprintf("after %d+ warm-up run(s) of at least 0.3 s", r.Warmup)
+			warm = fmt.Sprintf("after %d+ warm-up run(s), %.0f ms until steady", r.Warmup, float64(t.WarmupTime)/1e6)
 		}
 		p("compute", "%8.2f ms mean, %.2f median, %.2f min over %d run(s) %s (%s)",
 			s.KernelMeanMS, s.KernelMedMS, s.KernelMinMS, t.Runs, warm, src)
