@@ -12,6 +12,7 @@ import (
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/internal/dispatch"
+	"github.com/glmul/glmul/internal/tuning"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -49,7 +50,10 @@ type MulOptions struct {
 	// SplitK splits the inner dimension across this many slices of work
 	// groups, each writing a partial C that a second pass adds up: for
 	// products whose result has too few tiles to fill the GPU (64×4096×64
-	// is one tile). Fast kernel only. Zero value: no split.
+	// is one tile). Fast kernel only; a product in panels is not split.
+	// Zero value: chosen from the size of the result's grid
+	// (tuning.AutoSplitK: only grids under 128 work groups are split); 1:
+	// no split.
 	SplitK int
 	// Reps is the number of timed runs. Zero value: 1.
 	Reps int
@@ -88,6 +92,9 @@ type Timings struct {
 	Kernel string `json:"kernel"`
 	// Dispatches is the number of compute dispatches per run.
 	Dispatches int `json:"dispatches"`
+	// Splits is the number of slices K was split into (MulOptions.SplitK);
+	// 1 without split-K.
+	Splits int `json:"k_splits"`
 	// Groups is the number of work groups along x (columns) and y (rows)
 	// (over all panels of a product run in panels).
 	Groups [2]int `json:"groups"`
@@ -293,7 +300,7 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 		return t, err
 	}
 	t.Kernel = h.p.kernel.Spec()
-	t.Dispatches, t.Groups = len(h.chunks.Chunks), [2]int{h.chunks.GroupsX, h.chunks.GroupsY}
+	t.Dispatches, t.Groups, t.Splits = len(h.chunks.Chunks), [2]int{h.chunks.GroupsX, h.chunks.GroupsY}, h.splits
 	if err := h.alloc(); err != nil {
 		return t, err
 	}
@@ -428,8 +435,12 @@ func (h *hostProduct) plan() error {
 	h.lda, h.ldb, h.ldc = roundUp(h.k, al), roundUp(h.n, al), roundUp(h.n, al)
 	h.splits = 1
 	ksplit := h.k
-	if h.o.SplitK > 1 && h.p.kernel.StepK > 0 {
-		ksplit = roundUp((h.k+h.o.SplitK-1)/h.o.SplitK, h.p.kernel.StepK)
+	split := h.o.SplitK
+	if split == 0 {
+		split = tuning.AutoSplitK(h.chunks.GroupsX*h.chunks.GroupsY, h.k)
+	}
+	if split > 1 && h.p.kernel.StepK > 0 {
+		ksplit = roundUp((h.k+split-1)/split, h.p.kernel.StepK)
 		h.splits = (h.k + ksplit - 1) / ksplit
 	}
 	h.p.prog.Use()

@@ -258,9 +258,18 @@ func TestConformanceEveryCandidate(t *testing.T) {
 // single- and double-buffered configurations.
 func TestSplitK(t *testing.T) {
 	d := openDevice(t, BackendEGL)
+	// Automatic: a one-group grid with a long K is split; SplitK 1 is not.
+	rng := rand.New(rand.NewPCG(3, 4))
+	a, b := cpu.Random(64, 4096, rng), cpu.Random(4096, 64, rng)
+	for _, c := range []struct{ opt, want int }{{0, 32}, {1, 1}} {
+		tm, err := d.Mul(cpu.New(64, 64), a, b, &MulOptions{Kernel: "fast:64x64x8_4x4", SplitK: c.opt})
+		if err != nil || tm.Splits != c.want {
+			t.Errorf("64×4096×64 with SplitK %d: %d splits (%v), want %d", c.opt, tm.Splits, err, c.want)
+		}
+	}
 	shapes := append([]conformance.Shape{{M: 64, K: 1000, N: 64}, {M: 7, K: 333, N: 65}, {M: 1, K: 9, N: 1}}, conformance.Shapes...)
 	for _, kernel := range []string{"fast", "fast:64x64x8_4x4", "fast:128x128x16_8x4_db"} {
-		for _, splits := range []int{2, 3, 7} {
+		for _, splits := range []int{0, 2, 3, 7} { // 0: automatic
 			t.Run(fmt.Sprintf("%s/split=%d", kernel, splits), func(t *testing.T) {
 				conformance.Run(t, shapes, func(c, a, b blas32.General) error {
 					_, err := d.Mul(c, a, b, &MulOptions{Kernel: kernel, SplitK: splits, Reps: 2})

@@ -44,8 +44,9 @@ type Timings struct {
 	Upload, Readback           time.Duration
 	UploadBytes, ReadbackBytes int64
 	Panels                     string // the panel plan; "" for one piece
-	// WarmupTime is how long the warm-up ran.
+	// WarmupTime is how long the warm-up ran; Splits, the slices of K.
 	WarmupTime time.Duration
+	Splits     int
 	// Steps of the pipelined product; Overlapping: the stage times were
 	// measured within it (glcompute.Timings).
 	Steps       int
@@ -138,7 +139,11 @@ func (r *Run) writeText(out io.Writer) error {
 	} else {
 		p("backend", "%s", i.Backend)
 	}
-	p("kernel", "%s: %d×%d work groups in %d dispatch(es) of at most %d×%d", r.Kernel, t.Groups[0], t.Groups[1], t.Dispatches, r.MaxGroups, r.MaxGroups)
+	split := ""
+	if t.Splits > 1 {
+		split = fmt.Sprintf(", K split %d ways (a second pass sums them)", t.Splits)
+	}
+	p("kernel", "%s: %d×%d work groups in %d dispatch(es) of at most %d×%d%s", r.Kernel, t.Groups[0], t.Groups[1], t.Dispatches, r.MaxGroups, r.MaxGroups, split)
 	if r.Staging != "" {
 		p("staging", "%s", r.Staging)
 	}

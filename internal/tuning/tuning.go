@@ -137,6 +137,19 @@ func SmallGrid(d Driver) string {
 // cuBLAS); at 1024 (32 groups) and at K = 256 the small tiles win.
 func UseSmallGrid(groups, k int) bool { return groups < 128 || k < 512 }
 
+// AutoSplitK returns how many slices of K a product whose result has
+// groups work groups is split into when MulOptions.SplitK is 0: none from
+// 128 groups up (about a wave of a large GPU: an H100 has 132 SMs), else
+// enough slices for about 256 groups, each slice at least 128 long. From
+// one H100 sweep (docs/PERFORMANCE.md): 64×4096×64 (1 group) ran 11× faster
+// in 32 slices, 512³ (64 groups) 1.47× in 4, 256³ (16) 1.12× in 2.
+func AutoSplitK(groups, k int) int {
+	if groups >= 128 {
+		return 1
+	}
+	return max(1, min((256+groups-1)/groups, k/128))
+}
+
 // SgemmThreshold returns the product size (m·n·k) from which glcompute.BLAS
 // runs Sgemm on this device rather than on the CPU: the crossover measured
 // for the vendor, counting the upload of A and B and the readback of C.

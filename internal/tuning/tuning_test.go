@@ -102,3 +102,21 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// TestAutoSplitK pins the split rule on the sweep it came from.
+func TestAutoSplitK(t *testing.T) {
+	for _, c := range []struct{ groups, k, want int }{
+		{1, 4096, 32},   // 64×4096×64: slices of 128
+		{16, 256, 2},    // 256³ in 64×64 tiles
+		{64, 512, 4},    // 512³
+		{127, 4096, 3},  // just under a wave
+		{128, 4096, 1},  // a wave: no split
+		{256, 4096, 1},  // 1000×4096×1000
+		{1, 200, 1},     // K too short for two slices of 128
+		{4, 100000, 64}, // enough slices for 256 groups
+	} {
+		if got := AutoSplitK(c.groups, c.k); got != c.want {
+			t.Errorf("AutoSplitK(%d, %d) = %d, want %d", c.groups, c.k, got, c.want)
+		}
+	}
+}
