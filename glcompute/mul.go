@@ -52,7 +52,8 @@ type MulOptions struct {
 	// products whose result has too few tiles to fill the GPU (64×4096×64
 	// is one tile). Fast kernel only; a product in panels is not split.
 	// Zero value: chosen from the size of the result's grid
-	// (tuning.AutoSplitK: only grids under 128 work groups are split); 1:
+	// (tuning.AutoSplitK: only grids under about a wave of the device's
+	// work groups, 128 on a GPU, are split); 1:
 	// no split.
 	SplitK int
 	// Reps is the number of timed runs. Zero value: 1.
@@ -437,7 +438,7 @@ func (h *hostProduct) plan() error {
 	ksplit := h.k
 	split := h.o.SplitK
 	if split == 0 {
-		split = tuning.AutoSplitK(h.chunks.GroupsX*h.chunks.GroupsY, h.k)
+		split = tuning.AutoSplitK(h.chunks.GroupsX*h.chunks.GroupsY, h.k, tuning.Wave(h.d.tuningDriver()))
 	}
 	if split > 1 && h.p.kernel.StepK > 0 {
 		ksplit = roundUp((h.k+split-1)/split, h.p.kernel.StepK)

@@ -258,13 +258,14 @@ func TestConformanceEveryCandidate(t *testing.T) {
 // single- and double-buffered configurations.
 func TestSplitK(t *testing.T) {
 	d := openDevice(t, BackendEGL)
-	// Automatic: a one-group grid with a long K is split; SplitK 1 is not.
+	// Automatic: a one-group grid with a long K is split (how many ways
+	// depends on the device: tuning.AutoSplitK); SplitK 1 is not.
 	rng := rand.New(rand.NewPCG(3, 4))
 	a, b := cpu.Random(64, 4096, rng), cpu.Random(4096, 64, rng)
-	for _, c := range []struct{ opt, want int }{{0, 32}, {1, 1}} {
-		tm, err := d.Mul(cpu.New(64, 64), a, b, &MulOptions{Kernel: "fast:64x64x8_4x4", SplitK: c.opt})
-		if err != nil || tm.Splits != c.want {
-			t.Errorf("64×4096×64 with SplitK %d: %d splits (%v), want %d", c.opt, tm.Splits, err, c.want)
+	for _, opt := range []int{0, 1} {
+		tm, err := d.Mul(cpu.New(64, 64), a, b, &MulOptions{Kernel: "fast:64x64x8_4x4", SplitK: opt})
+		if err != nil || (tm.Splits > 1) != (opt == 0) {
+			t.Errorf("64×4096×64 with SplitK %d: %d splits (%v)", opt, tm.Splits, err)
 		}
 	}
 	shapes := append([]conformance.Shape{{M: 64, K: 1000, N: 64}, {M: 7, K: 333, N: 65}, {M: 1, K: 9, N: 1}}, conformance.Shapes...)

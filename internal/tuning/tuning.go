@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -138,16 +139,28 @@ func SmallGrid(d Driver) string {
 func UseSmallGrid(groups, k int) bool { return groups < 128 || k < 512 }
 
 // AutoSplitK returns how many slices of K a product whose result has
-// groups work groups is split into when MulOptions.SplitK is 0: none from
-// 128 groups up (about a wave of a large GPU: an H100 has 132 SMs), else
-// enough slices for about 256 groups, each slice at least 128 long. From
+// groups work groups is split into when MulOptions.SplitK is 0, on a
+// device that runs wave groups at once (Wave): none from a wave up, else
+// enough slices for about two waves, each slice at least 128 long. From
 // one H100 sweep (docs/PERFORMANCE.md): 64×4096×64 (1 group) ran 11× faster
 // in 32 slices, 512³ (64 groups) 1.47× in 4, 256³ (16) 1.12× in 2.
-func AutoSplitK(groups, k int) int {
-	if groups >= 128 {
+func AutoSplitK(groups, k, wave int) int {
+	if groups >= wave {
 		return 1
 	}
-	return max(1, min((256+groups-1)/groups, k/128))
+	return max(1, min((2*wave+groups-1)/groups, k/128))
+}
+
+// Wave is about how many work groups the device runs at once: 128 for a
+// GPU (an H100 has 132 SMs; smaller GPUs get more splits than they need,
+// which costs a reduction pass), and the CPU's threads for llvmpipe, which
+// runs a group on each (there a 512³ product's 8 groups ran 19% slower in
+// 4 slices on 2 cores).
+func Wave(d Driver) int {
+	if strings.Contains(d.Renderer, "llvmpipe") {
+		return runtime.NumCPU()
+	}
+	return 128
 }
 
 // SgemmThreshold returns the product size (m·n·k) from which glcompute.BLAS

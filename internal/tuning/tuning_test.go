@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -115,8 +116,15 @@ func TestAutoSplitK(t *testing.T) {
 		{1, 200, 1},     // K too short for two slices of 128
 		{4, 100000, 64}, // enough slices for 256 groups
 	} {
-		if got := AutoSplitK(c.groups, c.k); got != c.want {
-			t.Errorf("AutoSplitK(%d, %d) = %d, want %d", c.groups, c.k, got, c.want)
+		if got := AutoSplitK(c.groups, c.k, 128); got != c.want {
+			t.Errorf("AutoSplitK(%d, %d, 128) = %d, want %d", c.groups, c.k, got, c.want)
 		}
+	}
+	// llvmpipe on 2 threads: 8 groups fill it; one group gets 4 slices.
+	if AutoSplitK(8, 512, 2) != 1 || AutoSplitK(1, 4096, 2) != 4 {
+		t.Errorf("wave 2: %d, %d", AutoSplitK(8, 512, 2), AutoSplitK(1, 4096, 2))
+	}
+	if Wave(Driver{Renderer: "llvmpipe (LLVM 15.0.6, 256 bits)"}) != runtime.NumCPU() || Wave(Driver{Renderer: "NVIDIA H100"}) != 128 {
+		t.Error("Wave")
 	}
 }
