@@ -463,7 +463,7 @@ func (h *hostProduct) plan() error {
 	}
 	h.reduce = dispatch.Linear(count, h.red.kernel.Threads)
 	h.red.prog.Use()
-	h.red.setUints(uniform{"count", count}, uniform{"splits", h.splits}, uniform{"offC4", 0})
+	h.red.setUints(uniform{"count", count}, uniform{"offC4", 0})
 	h.work, err = h.d.newBuffer(4*h.splits*h.m*h.ldc, nil, glw.StaticRead, "creating the split-K workspace")
 	return err
 }
