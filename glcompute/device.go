@@ -61,13 +61,6 @@ type Options struct {
 	// glBufferStorage (GL 4.4). Zero value false: persistent, coherent
 	// mappings where the driver offers them.
 	NoPersistentMapping bool
-	// TransferContext runs a pipelined product's GPU copies on a second,
-	// shared context of their own instead of behind the dispatches in the
-	// Device's context (see transferQueue), where the Device owns an EGL
-	// context and maps staging persistently. Experimental: on the H100 it
-	// did not make products faster (docs/PERFORMANCE.md). Zero value
-	// false: one context.
-	TransferContext bool
 	// StagingBytes is the size of each of the four staging buffers that
 	// carry host matrices to and from the GPU in chunks of rows; a row
 	// must fit one. Zero value: DefaultStagingBytes (32 MiB).
@@ -137,13 +130,8 @@ type Device struct {
 	borrowed bool // the host's context: no thread, state saved and restored
 	ctx      glContext
 	programs map[string]*program
-	stager   *stager // created on the first host product
-	// xfer is the transfer queue, nil where there is none; made on the
-	// first pipelined product (xferTried), its failure noted in xferErr.
-	xfer      *transferQueue
-	xferTried bool
-	xferErr   error
-	hostMats  map[*float32]*HostMatrix // by the address of Data[0]
+	stager   *stager                  // created on the first host product
+	hostMats map[*float32]*HostMatrix // by the address of Data[0]
 	// bindAlign is the byte alignment of bound buffer ranges:
 	// GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT rounded up to a multiple
 	// of 16, so that offsets in vec4s stay whole.
@@ -363,10 +351,6 @@ func (d *Device) releaseContext() {
 		return
 	}
 	d.releaseObjects()
-	if d.xfer != nil {
-		d.xfer.release()
-		d.xfer = nil
-	}
 	d.ctx.ReleaseCurrent()
 	d.ctx.Release()
 	d.ctx = nil

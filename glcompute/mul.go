@@ -382,7 +382,7 @@ func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total 
 		}
 		steps = append(steps, s)
 	}
-	pl := &pipeline{d: h.d, o: h.o, steps: steps, report: report, q: h.d.transfers()}
+	pl := &pipeline{d: h.d, o: h.o, steps: steps, report: report}
 	return pl.run()
 }
 

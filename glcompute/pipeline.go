@@ -57,22 +57,15 @@ type pipeStep struct {
 	out    part
 	poison int
 	run    func() error
-	// With a transfer queue: ready passes when the step's uploads are
-	// done, computed when its dispatches are.
-	ready, computed glw.Fence
 }
 
 // pipeline runs steps in order; report, if set, is called as each step's
-// block of C arrives. With a transfer queue q, the copies run on its
-// context, beside the dispatches; the steps must then not reuse a GPU
-// buffer region within the pass (no fence guards a copy's write against
-// an earlier step's dispatch still reading there).
+// block of C arrives.
 type pipeline struct {
 	d      *Device
 	o      *MulOptions
 	steps  []pipeStep
 	report func(done, total int)
-	q      *transferQueue
 	// The pass in progress: its figures, whether the GL timer times the
 	// steps, their queries and the wall time of their dispatch calls.
 	pt      passTimes
@@ -116,14 +109,6 @@ func (pl *pipeline) run() (passTimes, error) {
 		}
 	}()
 	start := time.Now()
-	if pl.q != nil {
-		st.gpu = pl.q.run
-		defer func() { st.gpu = nil }()
-		// The copies must wait for whatever this context queued before.
-		before := glw.NewFence()
-		before.Signaled(^uint64(0))
-		before.Release()
-	}
 	if err := pl.upload(&pl.steps[0]); err != nil {
 		return pl.pt, err
 	}
@@ -152,26 +137,17 @@ func (pl *pipeline) step(i int) error {
 	if err := pl.o.stopped(); err != nil {
 		return err
 	}
+	// The GPU runs one context's commands in order: the last step's
+	// copies are queued first, else they would wait for this step's
+	// dispatches.
 	var finish func() error
-	download := func() (err error) {
-		if i > 0 {
-			finish, err = pl.startDownload(&pl.steps[i-1])
+	if i > 0 {
+		var err error
+		if finish, err = pl.startDownload(&pl.steps[i-1]); err != nil {
+			return err
 		}
-		return err
 	}
-	compute := func() error { return pl.compute(&pl.steps[i]) }
-	// One context runs its commands in order: the last step's copies go
-	// first, else they would wait for this step's dispatches. On a
-	// transfer queue they wait, on the host, for the last step's
-	// dispatches: this step's are queued first.
-	first, second := download, compute
-	if pl.q != nil {
-		first, second = compute, download
-	}
-	if err := first(); err != nil {
-		return err
-	}
-	if err := second(); err != nil {
+	if err := pl.compute(&pl.steps[i]); err != nil {
 		return err
 	}
 	if i+1 < len(pl.steps) {
@@ -205,10 +181,6 @@ func (pl *pipeline) compute(s *pipeStep) error {
 // dispatch queues a step's dispatches after its uploads, timed by q if
 // not nil, and returns the wall time of the calls.
 func (pl *pipeline) dispatch(s *pipeStep, q *glw.Query) (time.Duration, error) {
-	if s.ready != 0 { // waited on the host: see transferQueue
-		s.ready.Signaled(^uint64(0))
-		s.ready.Release()
-	}
 	start := time.Now()
 	if q != nil {
 		q.BeginTimeElapsed()
@@ -216,10 +188,6 @@ func (pl *pipeline) dispatch(s *pipeStep, q *glw.Query) (time.Duration, error) {
 	err := s.run()
 	if q != nil {
 		glw.EndTimeElapsed()
-	}
-	if pl.q != nil {
-		glw.BarrierBufferRead() // the results, for the copies
-		s.computed = glw.NewFence()
 	}
 	glw.Flush()
 	return time.Since(start), err
@@ -275,15 +243,12 @@ func (pl *pipeline) upload(s *pipeStep) error {
 	for _, u := range s.up {
 		pt.upBytes += 4 * int64(u.src.rows) * int64(u.dst.stride)
 		if hm := pl.hostPart(u.src, u.dst.stride); hm != nil && !u.dst.keepGaps {
-			st.onGPU(func() { hm.copyIn(u.dst, u.src.r0, u.src.rows) })
+			hm.copyIn(u.dst, u.src.r0, u.src.rows)
 			continue
 		}
 		if err := st.upload(u.dst, u.src.general()); err != nil {
 			return err
 		}
-	}
-	if pl.q != nil {
-		s.ready = pl.q.fence()
 	}
 	return nil
 }
@@ -293,14 +258,9 @@ func (pl *pipeline) upload(s *pipeStep) error {
 func (pl *pipeline) startDownload(s *pipeStep) (func() error, error) {
 	pt := &pl.pt
 	pt.downBytes += 4 * int64(s.out.rows) * int64(s.c.stride)
-	if s.computed != 0 {
-		s.computed.Signaled(^uint64(0))
-		s.computed.Release()
-	}
 	st := pl.d.stage()
 	if hm := pl.hostPart(s.out, s.c.stride); hm != nil {
-		var f glw.Fence
-		st.onGPU(func() { f = hm.copyOut(s.c, s.out.r0, s.out.rows) })
+		f := hm.copyOut(s.c, s.out.r0, s.out.rows)
 		return func() error {
 			f.Signaled(^uint64(0))
 			f.Release()

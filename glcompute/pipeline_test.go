@@ -17,8 +17,8 @@ import (
 // tiles high; staging buffers of 8 KiB, so that a band moves in several
 // chunks and a download queues more than two, and so that narrow
 // products' bands shrink to fit them; a step a panel;
-// persistent mapping with and without a transfer context, and
-// glMapBufferRange; Once, and the timings and progress it reports.
+// persistent mapping and glMapBufferRange; Once, and the timings and
+// progress it reports.
 func TestPipelined(t *testing.T) {
 	const kern = "fast:64x64x8_8x4" // 64-row tiles: M ≥ 256 runs in bands
 	// Bands of ⌈M/4⌉ rows rounded up to 64; 128 at most for 1000×16×16,
@@ -26,17 +26,14 @@ func TestPipelined(t *testing.T) {
 	steps := map[int]int{300: 3, 256: 4, 517: 3, 255: 1, 1000: 8}
 	shapes := []conformance.Shape{{M: 300, K: 77, N: 130}, {M: 256, K: 40, N: 64}, {M: 517, K: 9, N: 33}, {M: 255, K: 77, N: 130}, {M: 1000, K: 16, N: 16}}
 	t.Setenv("DISPLAY", "")
-	for _, cfg := range []struct{ persistent, xfer bool }{{true, true}, {true, false}, {false, false}} {
-		d, err := Open(&Options{Backend: BackendEGL, StagingBytes: 8 << 10, NoPersistentMapping: !cfg.persistent, TransferContext: cfg.xfer})
+	for _, persistent := range []bool{true, false} {
+		d, err := Open(&Options{Backend: BackendEGL, StagingBytes: 8 << 10, NoPersistentMapping: !persistent})
 		if err != nil {
 			noGL(t, err.Error())
 		}
 		defer d.Release()
-		if got := d.Staging(); strings.Contains(got, "transfer context, beside") != cfg.xfer {
-			t.Fatalf("%+v: Staging() = %q", cfg, got)
-		}
 		for _, o := range []MulOptions{{Kernel: kern}, {Kernel: kern, Once: true, Warmup: 3}, {Kernel: "tiled32", Once: true}, {Kernel: kern, SplitK: 3}} {
-			t.Run(fmt.Sprintf("persistent=%v/xfer=%v/%s/once=%v/split=%d", cfg.persistent, cfg.xfer, o.Kernel, o.Once, o.SplitK), func(t *testing.T) {
+			t.Run(fmt.Sprintf("persistent=%v/%s/once=%v/split=%d", persistent, o.Kernel, o.Once, o.SplitK), func(t *testing.T) {
 				conformance.Run(t, shapes, func(c, a, b blas32.General) error {
 					want := steps[a.Rows]
 					if o.Kernel != kern || o.SplitK > 1 {

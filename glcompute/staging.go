@@ -35,10 +35,6 @@ type stager struct {
 	bytes         int // of each staging buffer
 	workers       int // host copy goroutines
 	up, down      [2]stageSlot
-	// gpu, if set, runs the GPU's copies to and from the staging buffers
-	// (the copy, its fence and a flush) on a transfer context's thread;
-	// nil: on the calling thread.
-	gpu func(func())
 	// copiedIn and copiedOut sum the wall time of the host's copies into
 	// and out of the staging buffers: the host's busy time in transfers.
 	copiedIn, copiedOut time.Duration
@@ -73,20 +69,11 @@ func (d *Device) stage() *stager {
 func (d *Device) Staging() string {
 	var s *stager
 	d.call(func() { s = d.stage() })
-	var q *transferQueue
-	d.call(func() { q = d.transfers() })
 	how := "glMapBufferRange per chunk"
 	if s.persistent {
 		how = "persistent mapping"
 	}
-	where := "; GPU copies queued behind the dispatches, in the device's context"
-	switch {
-	case q != nil:
-		where = "; GPU copies on a second, transfer context, beside the dispatches"
-	case d.xferErr != nil:
-		where += fmt.Sprintf(" (no transfer context: %v)", d.xferErr)
-	}
-	return fmt.Sprintf("%s, 2×2 staging buffers of up to %s, %d copy goroutines%s", how, formatBytes(float64(s.bytes)), s.workers, where)
+	return fmt.Sprintf("%s, 2×2 staging buffers of up to %s, %d copy goroutines", how, formatBytes(float64(s.bytes)), s.workers)
 }
 
 // slot returns staging buffer i of one direction holding at least need
@@ -122,9 +109,6 @@ func (s *stager) slot(slots *[2]stageSlot, i int, write bool, need int) (*stageS
 	if !ok {
 		sl.size = 0
 		return nil, fmt.Errorf("%w: the driver could not allocate a %s staging buffer", ErrOutOfMemory, formatBytes(float64(size)))
-	}
-	if s.gpu != nil {
-		glw.Finish() // a new object, complete before another context copies through it
 	}
 	sl.size = size
 	return sl, nil
@@ -209,20 +193,18 @@ func (s *stager) upload(dst view, src blas32.General) error {
 		if sl.ptr == nil && !sl.buf.Unmap() {
 			return fmt.Errorf("%w: a staging buffer's contents were lost while mapped", ErrDriver)
 		}
-		s.onGPU(func() {
-			if dst.keepGaps && stride > src.Cols {
-				for i := 0; i < r1-r0; i++ {
-					sl.buf.CopyTo(dst.buf, 4*i*stride, 4*(dst.off+(r0+i)*stride), 4*src.Cols)
-				}
-			} else {
-				// Whole rows, padding included: the kernels read it, so it
-				// must be the zeros written above, not what new device
-				// memory held.
-				sl.buf.CopyTo(dst.buf, 0, 4*(dst.off+r0*stride), 4*n)
+		if dst.keepGaps && stride > src.Cols {
+			for i := 0; i < r1-r0; i++ {
+				sl.buf.CopyTo(dst.buf, 4*i*stride, 4*(dst.off+(r0+i)*stride), 4*src.Cols)
 			}
-			sl.fence = glw.NewFence()
-			glw.Flush()
-		})
+		} else {
+			// Whole rows, padding included: the kernels read it, so it
+			// must be the zeros written above, not what new device memory
+			// held.
+			sl.buf.CopyTo(dst.buf, 0, 4*(dst.off+r0*stride), 4*n)
+		}
+		sl.fence = glw.NewFence()
+		glw.Flush()
 	}
 	return nil
 }
@@ -273,21 +255,10 @@ func (pd *pendingDownload) issue(c int) error {
 	if err != nil {
 		return err
 	}
-	pd.s.onGPU(func() {
-		pd.src.buf.CopyTo(sl.buf, 4*(pd.src.off+r0*stride), 0, 4*((r1-r0-1)*stride+pd.dst.Cols))
-		sl.fence = glw.NewFence()
-		glw.Flush()
-	})
+	pd.src.buf.CopyTo(sl.buf, 4*(pd.src.off+r0*stride), 0, 4*((r1-r0-1)*stride+pd.dst.Cols))
+	sl.fence = glw.NewFence()
+	glw.Flush()
 	return nil
-}
-
-// onGPU runs f, GL copy commands, on the transfer thread if s.gpu is set.
-func (s *stager) onGPU(f func()) {
-	if s.gpu == nil {
-		f()
-		return
-	}
-	s.gpu(f)
 }
 
 // finish copies every chunk out as the GPU delivers it, queueing the

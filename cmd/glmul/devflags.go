@@ -22,7 +22,6 @@ type deviceFlags struct {
 	verbose     bool
 	ignoreTuned bool
 	mapPerChunk bool
-	xferContext bool
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
@@ -31,7 +30,6 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.verbose, "v", false, "verbose: line-numbered shader source on compile errors")
 	fs.BoolVar(&d.ignoreTuned, "ignore-tuned", false, "use the built-in fast kernel configuration, not the one glmul tune cached")
 	fs.BoolVar(&d.mapPerChunk, "map-per-chunk", false, "stage matrices with glMapBufferRange per chunk, as on a GL 4.3 driver, not persistent mappings")
-	fs.BoolVar(&d.xferContext, "transfer-context", false, "experimental: run the GPU's copies on a second, transfer context beside the dispatches (headless EGL)")
 }
 
 func (d *deviceFlags) check() error {
@@ -49,7 +47,7 @@ func (d *deviceFlags) check() error {
 
 func (d *deviceFlags) open() (*glcompute.Device, error) {
 	return glcompute.Open(&glcompute.Options{Backend: glcompute.Backend(d.backend), Device: d.device,
-		Verbose: d.verbose, IgnoreTuned: d.ignoreTuned, NoPersistentMapping: d.mapPerChunk, TransferContext: d.xferContext})
+		Verbose: d.verbose, IgnoreTuned: d.ignoreTuned, NoPersistentMapping: d.mapPerChunk})
 }
 
 // newCommand returns the flag set of a glmul subcommand: parse errors are
