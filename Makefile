@@ -1,6 +1,7 @@
 # glmul: build, run and test on Debian/Ubuntu.
 #   make run    install what is missing, build, multiply two 1024×1024 matrices
 #   make test   install what is missing, run every test (GL ones on Mesa if no GPU)
+#   make test-drivers  the GL tests again on Mesa's zink (over lavapipe) and softpipe
 # ./make.sh ARGS does the same where make itself is not installed yet.
 
 GO ?= go
@@ -9,11 +10,12 @@ BIN := bin/glmul
 # Debian/Ubuntu packages: make, the cgo toolchain (gcc recommends libc6-dev,
 # which --no-install-recommends would skip), EGL and GL headers and loaders
 # (glvnd), Mesa's drivers (llvmpipe: OpenGL 4.5 on the CPU), the X11 headers
-# that GLFW compiles against, and Xvfb for the GLFW tests.
+# that GLFW compiles against, Xvfb for the GLFW tests, and lavapipe (Mesa's
+# Vulkan on the CPU) for zink in test-drivers.
 APT_PACKAGES := make gcc libc6-dev pkg-config \
 	libegl-dev libgl-dev libegl1 libgl1 libegl-mesa0 libglx-mesa0 libgl1-mesa-dri \
 	libx11-dev libxrandr-dev libxinerama-dev libxcursor-dev libxi-dev libxxf86vm-dev \
-	xvfb xauth
+	xvfb xauth mesa-vulkan-drivers
 
 # Packages whose code never touches GL: tested with the race detector.
 PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/conformance/... ./internal/dispatch/... \
@@ -23,7 +25,7 @@ PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/conformance/... .
 FUZZTIME ?= 10s
 FUZZ_TARGETS := FuzzRead:./internal/matfile FuzzParseShape:./cmd/glmul FuzzLookup:./shaders FuzzLoad:./internal/tuning
 
-.PHONY: all deps build run test vet fuzz clean
+.PHONY: all deps build run test test-drivers vet fuzz clean
 
 all: build
 
@@ -42,6 +44,9 @@ vet: deps
 test: vet
 	$(GO) test -race $(PURE_PKGS)
 	$(GO) test -count=1 ./...
+
+test-drivers: deps
+	GO=$(GO) scripts/test-drivers.sh
 
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \

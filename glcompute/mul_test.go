@@ -36,6 +36,11 @@ func TestOpenReportsDevice(t *testing.T) {
 			if i.Renderer == "" || i.Vendor == "" || i.GLSLVersion == "" {
 				t.Errorf("empty device strings: %+v", i)
 			}
+			// scripts/test-drivers.sh: a Mesa override that did not take
+			// would test llvmpipe again under another name.
+			if want := os.Getenv("GLMUL_EXPECT_RENDERER"); want != "" && !strings.Contains(i.Renderer, want) {
+				t.Errorf("renderer %q, want %s (GLMUL_EXPECT_RENDERER)", i.Renderer, want)
+			}
 			// GL 4.3 guarantees these minimums.
 			if i.MaxWorkGroupCount[0] < 65535 || i.MaxWorkGroupInvocations < 1024 ||
 				i.MaxSharedMemory < 32768 || i.MaxSSBOBlockSize < 1<<24 {
