@@ -20,12 +20,18 @@ import (
 	"github.com/glmul/glmul/validate"
 )
 
-// MaxWarmup is the most warm-up before timed runs: after the Warmup runs,
-// more run until their times are steady (glcompute.MulOptions.SteadyWarmup):
-// a GPU that was idle runs at idle clocks for a while (an H100 left idle
+// MinWarmup and MaxWarmup bound the warm-up before timed runs: after the
+// Warmup runs, more run for at least MinWarmup and then until their times
+// are steady (glcompute.MulOptions.SteadyWarmup), for at most MaxWarmup. A
+// GPU that was idle runs at low clocks for a while (an H100 left idle
 // during a minutes-long CPU loop measured 5× slow over one 0.3 ms warm-up
-// run).
-const MaxWarmup = 300 * time.Millisecond
+// run), and holds them steady before it rises: after a second idle, 4097³
+// ran at 16.1 ms, six runs alike, then at 4.2 ms, so steadiness alone
+// stopped a warm-up at the low clocks. The minimum covers that ramp.
+const (
+	MinWarmup = 100 * time.Millisecond
+	MaxWarmup = 300 * time.Millisecond
+)
 
 // Inputs are the matrices of an m×k by k×n product: A and B uniform on
 // [-1, 1) from a seeded generator, C the result. One Inputs serves every
@@ -72,8 +78,8 @@ type Options struct {
 	Kernel string
 	// Reps timed runs. Zero value: 1.
 	Reps int
-	// Warmup untimed runs, continued until their times are steady, for at
-	// most MaxWarmup.
+	// Warmup untimed runs, continued for MinWarmup and then until their
+	// times are steady, for at most MaxWarmup.
 	// Zero value: none.
 	Warmup int
 	// MaxGroups, SplitK, MaxBinding and MaxGPUMemory as in
@@ -124,7 +130,7 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, Warmup: o.Warmup, Reps: o.Reps,
 		SplitK: o.SplitK, Progress: o.Progress, MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory, Context: o.Context, Once: o.Once}
 	if o.Warmup > 0 {
-		mo.SteadyWarmup = MaxWarmup
+		mo.MinWarmup, mo.SteadyWarmup = MinWarmup, MaxWarmup
 	}
 	r := Result{M: in.A.Rows, K: in.A.Cols, N: in.B.Cols}
 	t, err := dev.Mul(in.C, in.A, in.B, mo)
