@@ -145,6 +145,7 @@ Usage:
   glmul tune [flags]            find the fastest kernel configuration for this device
   glmul bench [flags]           GFLOPS of each kernel over a list of shapes
   glmul table [flags]           the paper's Table 1 and Fig. 3: naive CPU vs GPU
+  glmul devices                 every OpenGL context reachable, and whether it qualifies
 
 Flags:
 `)
@@ -169,6 +170,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return runTable(args[1:], stdout, stderr)
 		case "mul":
 			return runMul(args[1:], stdout, stderr)
+		case "devices":
+			return runDevices(args[1:], stdout, stderr)
 		}
 	}
 	var o options

@@ -213,11 +213,14 @@ func TestBeyondSSBOLimit(t *testing.T) {
 	}
 }
 
-// TestMissingGL43 runs glmul where Mesa offers only OpenGL 4.1, as macOS does.
+// TestMissingGL43 runs glmul, and glmul devices, where Mesa offers only
+// OpenGL 4.1, as macOS does.
 func TestMissingGL43(t *testing.T) {
 	if os.Getenv("GLMUL_TEST_CHILD") == "1" {
 		code, _, stderr := glmul("-n", "8", "-backend", "egl")
 		fmt.Printf("exit=%d\n%s", code, stderr)
+		code, stdout, stderr := glmul("devices")
+		fmt.Printf("devices-exit=%d\n%s%s", code, stdout, stderr)
 		return
 	}
 	info := needGL(t)
@@ -234,6 +237,32 @@ func TestMissingGL43(t *testing.T) {
 	s := string(out)
 	if !strings.Contains(s, "exit=1") || !strings.Contains(s, "OpenGL 4.3 core with compute shaders is needed") || !strings.Contains(s, `"4.1`) {
 		t.Fatalf("child output:\n%s", s)
+	}
+	if !strings.Contains(s, "devices-exit=1") || !strings.Contains(s, "        no: ") || !strings.Contains(s, "no context qualifies") {
+		t.Fatalf("glmul devices under OpenGL 4.1:\n%s", s)
+	}
+}
+
+// TestDevices: every EGL device is listed, the one the tests run on
+// qualifies with its renderer and limits, and -format json parses.
+func TestDevices(t *testing.T) {
+	info := needGL(t)
+	code, stdout, stderr := glmul("devices")
+	if code != 0 || !strings.Contains(stdout, "yes: ") || !strings.Contains(stdout, info.Renderer) || !strings.Contains(stdout, "limits: work groups") {
+		t.Fatalf("glmul devices: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, d := range glcompute.EGLDevices() {
+		if !strings.Contains(stdout, "egl "+d) {
+			t.Errorf("EGL device %q not listed:\n%s", d, stdout)
+		}
+	}
+	code, stdout, _ = glmul("devices", "-format", "json")
+	var reports []deviceReport
+	if err := json.Unmarshal([]byte(stdout), &reports); code != 0 || err != nil || len(reports) == 0 {
+		t.Fatalf("devices -format json: exit %d, %v:\n%s", code, err, stdout)
+	}
+	if code, _, stderr := glmul("devices", "-format", "xml"); code != 2 || !strings.Contains(stderr, "want text or json") {
+		t.Errorf("-format xml: exit %d, %q", code, stderr)
 	}
 }
 
