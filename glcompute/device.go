@@ -21,6 +21,7 @@ const (
 	BackendAuto Backend = "auto" // GLFW where a display exists, else EGL
 	BackendGLFW Backend = "glfw" // hidden GLFW window
 	BackendEGL  Backend = "egl"  // headless EGL
+	BackendGLES Backend = "gles" // headless EGL, an OpenGL ES 3.1 context
 	// BackendBorrowed marks a Device made by NewDeviceFromCurrent; Open
 	// does not take it.
 	BackendBorrowed Backend = "borrowed"
@@ -29,16 +30,18 @@ const (
 // ParseBackend returns the backend named s.
 func ParseBackend(s string) (Backend, error) {
 	switch b := Backend(s); b {
-	case BackendAuto, BackendGLFW, BackendEGL:
+	case BackendAuto, BackendGLFW, BackendEGL, BackendGLES:
 		return b, nil
 	}
-	return "", fmt.Errorf("unknown backend %q: use auto, glfw or egl", s)
+	return "", fmt.Errorf("unknown backend %q: use auto, glfw, egl or gles", s)
 }
 
-// Required OpenGL version.
+// Required OpenGL version, and OpenGL ES version (BackendGLES).
 const (
-	RequiredMajor = 4
-	RequiredMinor = 3
+	RequiredMajor   = 4
+	RequiredMinor   = 3
+	RequiredMajorES = 3
+	RequiredMinorES = 1
 )
 
 // Options configure Open. A nil *Options means the zero value of every field.
@@ -92,6 +95,9 @@ type Info struct {
 	GLSLVersion string  `json:"glsl_version"`
 	Major       int     `json:"major"`
 	Minor       int     `json:"minor"`
+	// ES: an OpenGL ES context (BackendGLES); Major.Minor is its ES
+	// version, and kernels are compiled as GLSL ES 3.10.
+	ES bool `json:"es,omitempty"`
 
 	MaxWorkGroupCount       [3]int `json:"max_work_group_count"`
 	MaxWorkGroupSize        [3]int `json:"max_work_group_size"`
@@ -193,6 +199,8 @@ func (d *Device) open() error {
 		err = d.openGLFW(RequiredMajor, RequiredMinor)
 	case BackendEGL:
 		err = d.openEGL(RequiredMajor, RequiredMinor)
+	case BackendGLES:
+		err = d.openGLES()
 	}
 	if err != nil {
 		return err
@@ -252,6 +260,25 @@ func (d *Device) openEGL(major, minor int) error {
 	return d.loadGL(egl.GetProcAddress)
 }
 
+// openGLES makes an OpenGL ES 3.1 context through headless EGL: the
+// API of phones, boards and ANGLE, whose core has compute shaders.
+func (d *Device) openGLES() error {
+	c, err := egl.NewContextES(d.opts.Device, RequiredMajorES, RequiredMinorES)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNoContext, err)
+	}
+	d.ctx = c
+	if err := c.MakeCurrent(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoContext, err)
+	}
+	d.info.ES = true
+	d.info.BackendNote = "OpenGL ES through EGL " + c.Platform
+	if c.Platform == "device" {
+		d.info.BackendNote = "OpenGL ES through EGL device " + c.Device.String()
+	}
+	return d.loadGL(egl.GetProcAddress)
+}
+
 func (d *Device) loadGL(getProc func(string) unsafe.Pointer) error {
 	if err := glw.Init(getProc); err != nil {
 		return fmt.Errorf("%w: loading OpenGL functions: %w", ErrUnsupported, err)
@@ -289,20 +316,46 @@ func (d *Device) initInfo() error {
 	if !ok {
 		return fmt.Errorf("%w: cannot read the OpenGL version from %q", ErrUnsupported, i.Version)
 	}
-	if i.Major < RequiredMajor || i.Major == RequiredMajor && i.Minor < RequiredMinor {
+	major, minor := RequiredMajor, RequiredMinor
+	if i.ES {
+		major, minor = RequiredMajorES, RequiredMinorES
+	}
+	if i.Major < major || i.Major == major && i.Minor < minor {
 		return fmt.Errorf("%w: OpenGL %d.%d with compute shaders is needed; %q (%s) offers %d.%d (macOS stops at 4.1)",
-			ErrUnsupported, RequiredMajor, RequiredMinor, i.Renderer, i.Vendor, i.Major, i.Minor)
+			ErrUnsupported, major, minor, i.Renderer, i.Vendor, i.Major, i.Minor)
 	}
 	l := glw.QueryLimits()
 	i.MaxWorkGroupCount, i.MaxWorkGroupSize = l.MaxWorkGroupCount, l.MaxWorkGroupSize
 	i.MaxWorkGroupInvocations, i.MaxSharedMemory = l.MaxWorkGroupInvocations, l.MaxSharedMemory
-	i.MaxSSBOBlockSize, i.TimerBits = l.MaxSSBOBlockSize, l.TimerBits
+	i.MaxSSBOBlockSize = l.MaxSSBOBlockSize
+	if !i.ES {
+		i.TimerBits = glw.TimerBits()
+	}
 	d.bindAlign = 16
 	for d.bindAlign%max(l.SSBOOffsetAlignment, 1) != 0 {
 		d.bindAlign += 16
 	}
 	d.chooseKernels()
 	return nil
+}
+
+// API names the context's API and version for people: "OpenGL 4.5 (Core
+// Profile) Mesa 22.3.6", "OpenGL ES 3.2 Mesa 22.3.6" (an ES version string
+// carries its own prefix).
+func (i Info) API() string {
+	if strings.HasPrefix(i.Version, "OpenGL") {
+		return i.Version
+	}
+	return "OpenGL " + i.Version
+}
+
+// ShadingLanguage names the shading language version as API does:
+// "GLSL 4.50", "OpenGL ES GLSL ES 3.20".
+func (i Info) ShadingLanguage() string {
+	if strings.HasPrefix(i.GLSLVersion, "OpenGL") {
+		return i.GLSLVersion
+	}
+	return "GLSL " + i.GLSLVersion
 }
 
 // Info returns the device's strings and limits. Safe from any goroutine.

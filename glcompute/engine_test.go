@@ -225,14 +225,16 @@ func uploadViewRunner(d *Device) conformance.GemmRunner {
 // buffers, checking every float of every buffer.
 func TestGemmConformance(t *testing.T) {
 	cases := conformance.GemmCases()
-	t.Run("owned", func(t *testing.T) {
-		d := openDevice(t, BackendEGL)
-		for _, g := range cases {
-			if err := conformance.CheckGemm(g, 1, deviceRunner(d)); err != nil {
-				t.Error(err)
+	for _, backend := range []Backend{BackendEGL, BackendGLES} {
+		t.Run("owned/"+string(backend), func(t *testing.T) {
+			d := openDevice(t, backend)
+			for _, g := range cases {
+				if err := conformance.CheckGemm(g, 1, deviceRunner(d)); err != nil {
+					t.Error(err)
+				}
 			}
-		}
-	})
+		})
+	}
 	t.Run("borrowed", func(t *testing.T) {
 		withBorrowedEGL(t, func(d *Device) {
 			setUpEngine(t)
@@ -304,11 +306,15 @@ func batchRunner(d *Device) conformance.BatchRunner {
 }
 
 func TestGemmBatchedConformance(t *testing.T) {
-	d := openDevice(t, BackendEGL)
-	for _, c := range conformance.BatchCases() {
-		if err := conformance.CheckBatch(c, 1, batchRunner(d)); err != nil {
-			t.Error(err)
-		}
+	for _, backend := range []Backend{BackendEGL, BackendGLES} {
+		t.Run(string(backend), func(t *testing.T) {
+			d := openDevice(t, backend)
+			for _, c := range conformance.BatchCases() {
+				if err := conformance.CheckBatch(c, 1, batchRunner(d)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
 	}
 }
 

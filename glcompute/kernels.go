@@ -123,7 +123,11 @@ func (d *Device) programOf(k shaders.Kernel) (*program, error) {
 	if err := d.fits(k); err != nil {
 		return nil, err
 	}
-	prog, err := glw.NewComputeProgram(k.File, k.Source)
+	src := k.Source
+	if d.info.ES {
+		src = shaders.ES(src)
+	}
+	prog, err := glw.NewComputeProgram(k.File, src)
 	if err != nil {
 		var ce *glw.CompileError
 		if errors.As(err, &ce) && d.opts.Verbose {

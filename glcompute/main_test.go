@@ -74,7 +74,7 @@ func openDevice(t testing.TB, backend Backend) *Device {
 			noGL(t, "no Xvfb display for the GLFW backend")
 		}
 		t.Setenv("DISPLAY", xvfbDisplay)
-	case BackendEGL:
+	case BackendEGL, BackendGLES:
 		t.Setenv("DISPLAY", "")
 		t.Setenv("WAYLAND_DISPLAY", "")
 	}
@@ -94,4 +94,4 @@ func noGL(t testing.TB, why string) {
 	t.Skipf("no OpenGL context: %s", why)
 }
 
-var backends = []Backend{BackendEGL, BackendGLFW}
+var backends = []Backend{BackendEGL, BackendGLFW, BackendGLES}

@@ -30,8 +30,11 @@ func TestOpenReportsDevice(t *testing.T) {
 			if i.Backend != backend {
 				t.Errorf("backend %s, want %s", i.Backend, backend)
 			}
-			if i.Major < 4 || i.Major == 4 && i.Minor < 3 {
-				t.Errorf("version %d.%d below 4.3", i.Major, i.Minor)
+			if i.ES != (backend == BackendGLES) {
+				t.Errorf("ES %v on backend %s", i.ES, backend)
+			}
+			if !i.ES && (i.Major < 4 || i.Major == 4 && i.Minor < 3) || i.ES && (i.Major < 3 || i.Major == 3 && i.Minor < 1) {
+				t.Errorf("version %d.%d below 4.3 (ES 3.1)", i.Major, i.Minor)
 			}
 			if i.Renderer == "" || i.Vendor == "" || i.GLSLVersion == "" {
 				t.Errorf("empty device strings: %+v", i)
@@ -41,10 +44,14 @@ func TestOpenReportsDevice(t *testing.T) {
 			if want := os.Getenv("GLMUL_EXPECT_RENDERER"); want != "" && !strings.Contains(i.Renderer, want) {
 				t.Errorf("renderer %q, want %s (GLMUL_EXPECT_RENDERER)", i.Renderer, want)
 			}
-			// GL 4.3 guarantees these minimums.
-			if i.MaxWorkGroupCount[0] < 65535 || i.MaxWorkGroupInvocations < 1024 ||
-				i.MaxSharedMemory < 32768 || i.MaxSSBOBlockSize < 1<<24 {
-				t.Errorf("limits below the GL 4.3 minimums: %+v", i)
+			// GL 4.3 guarantees these minimums; ES 3.1 smaller ones.
+			invocations, shared := 1024, 32768
+			if i.ES {
+				invocations, shared = 128, 16384
+			}
+			if i.MaxWorkGroupCount[0] < 65535 || i.MaxWorkGroupInvocations < invocations ||
+				i.MaxSharedMemory < shared || i.MaxSSBOBlockSize < 1<<24 {
+				t.Errorf("limits below the minimums: %+v", i)
 			}
 		})
 	}
@@ -262,7 +269,12 @@ func TestConformanceEveryCandidate(t *testing.T) {
 // shapes whose K does not divide evenly by the splits or the K step, for
 // single- and double-buffered configurations.
 func TestSplitK(t *testing.T) {
-	d := openDevice(t, BackendEGL)
+	for _, backend := range []Backend{BackendEGL, BackendGLES} {
+		t.Run(string(backend), func(t *testing.T) { splitK(t, openDevice(t, backend)) })
+	}
+}
+
+func splitK(t *testing.T, d *Device) {
 	// Automatic: a one-group grid with a long K is split (how many ways
 	// depends on the device: tuning.AutoSplitK); SplitK 1 is not.
 	rng := rand.New(rand.NewPCG(3, 4))

@@ -141,3 +141,17 @@ func lookup(spec string) (Kernel, error) {
 	}
 	return Kernel{}, fmt.Errorf("shaders: unknown kernel %q (known: %s; fast takes a configuration as fast:128x128x8_8x8)", spec, strings.Join(Names(), ", "))
 }
+
+// esPreamble replaces "#version 430 core" for OpenGL ES 3.1: GLSL ES 3.10
+// with high precision by default (the kernels' floats and indices need
+// it), and fma() spelt out (it is GLSL ES 3.20, not 3.10).
+const esPreamble = "#version 310 es\nprecision highp float;\nprecision highp int;\n#define fma(a, b, c) ((a) * (b) + (c))\n"
+
+// ES returns a kernel's source as GLSL ES 3.10, for an OpenGL ES 3.1
+// context: the same text after a different preamble. Every kernel is
+// written in the common subset (no implicit int/uint/float conversions,
+// no desktop-only built-ins); the conformance tests run each on an ES
+// context to keep it so.
+func ES(src string) string {
+	return strings.Replace(src, "#version 430 core\n", esPreamble, 1)
+}

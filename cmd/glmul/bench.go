@@ -195,7 +195,7 @@ func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []b
 		}
 		return t.Write(w, format)
 	}
-	t.Preamble = [][2]string{{"device", fmt.Sprintf("%s | %s | OpenGL %s (%s)", info.Vendor, info.Renderer, info.Version, info.Backend)}}
+	t.Preamble = [][2]string{{"device", fmt.Sprintf("%s | %s | %s (%s)", info.Vendor, info.Renderer, info.API(), info.Backend)}}
 	t.Header = []string{"shape", "kernel", "median ms", "GFLOPS", "valid", "timer"}
 	for _, r := range rows {
 		if r.Skipped != "" {

@@ -21,10 +21,11 @@ type deviceReport struct {
 }
 
 func runDevices(args []string, stdout, stderr io.Writer) error {
-	fs := newCommand("glmul devices", `glmul devices opens an OpenGL context on every EGL device, and through GLFW
-where a display exists, and says for each whether it qualifies (OpenGL 4.3 core
-with compute shaders) or why not, with its version, vendor, renderer and
-limits. -device N of the other commands picks EGL device N.`, []string{"[-format text|json]"}, stderr)
+	fs := newCommand("glmul devices", `glmul devices opens an OpenGL context and an OpenGL ES one on every EGL
+device, and a context through GLFW where a display exists, and says for each
+whether it qualifies (OpenGL 4.3 core or OpenGL ES 3.1, with compute shaders)
+or why not, with its version, vendor, renderer and limits. -device N of the
+other commands picks EGL device N; -backend gles the ES context.`, []string{"[-format text|json]"}, stderr)
 	format := fs.String("format", "text", "`text` or json")
 	if err := parseQuietly(fs, args); err != nil {
 		return err
@@ -72,6 +73,7 @@ func probeDevices() []deviceReport {
 	devs := glcompute.EGLDevices()
 	for i, name := range devs {
 		try(deviceReport{Backend: "egl", Device: i + 1, Name: name}, glcompute.Options{Backend: glcompute.BackendEGL, Device: i + 1})
+		try(deviceReport{Backend: "gles", Device: i + 1, Name: name}, glcompute.Options{Backend: glcompute.BackendGLES, Device: i + 1})
 	}
 	if len(devs) == 0 {
 		try(deviceReport{Backend: "egl", Name: "EGL without device enumeration (Mesa's surfaceless platform, if any)"}, glcompute.Options{Backend: glcompute.BackendEGL})
@@ -90,7 +92,7 @@ func writeDevices(w io.Writer, reports []deviceReport) error {
 			continue
 		}
 		i := r.Info
-		fmt.Fprintf(w, "%s %s\n        yes: %s | %s | OpenGL %s | GLSL %s\n", r.Backend, r.Name, i.Vendor, i.Renderer, i.Version, i.GLSLVersion)
+		fmt.Fprintf(w, "%s %s\n        yes: %s | %s | %s | %s\n", r.Backend, r.Name, i.Vendor, i.Renderer, i.API(), i.ShadingLanguage())
 		fmt.Fprintf(w, "        limits: work groups %d×%d×%d, %d invocations a group, %d bytes shared, %.0f MiB a storage block, timer %d bits\n",
 			i.MaxWorkGroupCount[0], i.MaxWorkGroupCount[1], i.MaxWorkGroupCount[2], i.MaxWorkGroupInvocations,
 			i.MaxSharedMemory, float64(i.MaxSSBOBlockSize)/(1<<20), i.TimerBits)

@@ -214,7 +214,7 @@ func TestBeyondSSBOLimit(t *testing.T) {
 }
 
 // TestMissingGL43 runs glmul, and glmul devices, where Mesa offers only
-// OpenGL 4.1, as macOS does.
+// OpenGL 4.1, as macOS does (and OpenGL ES 3.0, without compute shaders).
 func TestMissingGL43(t *testing.T) {
 	if os.Getenv("GLMUL_TEST_CHILD") == "1" {
 		code, _, stderr := glmul("-n", "8", "-backend", "egl")
@@ -228,7 +228,7 @@ func TestMissingGL43(t *testing.T) {
 		t.Skipf("needs Mesa's MESA_GL_VERSION_OVERRIDE; driver %q", info.Version)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMissingGL43$")
-	cmd.Env = append(os.Environ(), "GLMUL_TEST_CHILD=1", "MESA_GL_VERSION_OVERRIDE=4.1")
+	cmd.Env = append(os.Environ(), "GLMUL_TEST_CHILD=1", "MESA_GL_VERSION_OVERRIDE=4.1", "MESA_GLES_VERSION_OVERRIDE=3.0")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {

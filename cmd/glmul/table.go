@@ -130,7 +130,7 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	noteKernelChoice(d, stderr)
 	info := d.Info()
 	t := &table.Table{
-		Device:       fmt.Sprintf("%s | %s | OpenGL %s", info.Vendor, info.Renderer, info.Version),
+		Device:       fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, info.API()),
 		CPU:          cpuName(),
 		Command:      strings.TrimSpace("glmul table " + strings.Join(args, " ")),
 		When:         time.Now().UTC(),

@@ -186,7 +186,7 @@ func (f *tuneFlags) write(w io.Writer, info glcompute.Info, baseline tuning.Cand
 		JSON: map[string]any{"device": info, "n": f.n, "reps": f.reps, "best": best, "builtin": builtin,
 			"tiled32": baseline, "candidates": cands, "saved_to": saved, "seconds": took.Seconds()},
 		Preamble: [][2]string{
-			{"device", fmt.Sprintf("%s | %s | OpenGL %s", info.Vendor, info.Renderer, info.Version)},
+			{"device", fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, info.API())},
 			{"tuned", fmt.Sprintf("%d×%d×%d, median of %d runs, %d candidates in %.0f s, every product validated", f.n, f.n, f.n, f.reps, len(cands), took.Seconds())},
 			{"best", fmt.Sprintf("%s: %s GFLOPS (tiled32: %s; %.1f×)", best.Kernel, report.FormatGFLOPS(best.GFLOPS), report.FormatGFLOPS(baseline.GFLOPS), best.GFLOPS/baseline.GFLOPS)}}}
 	if saved != "" {
@@ -232,7 +232,7 @@ func showTuning(dev *deviceFlags, path string, stdout io.Writer) error {
 	}
 	defer d.Release()
 	i := d.Info()
-	fmt.Fprintf(stdout, "device   %s | %s | OpenGL %s\n", i.Vendor, i.Renderer, i.Version)
+	fmt.Fprintf(stdout, "device   %s | %s | %s\n", i.Vendor, i.Renderer, i.API())
 	fmt.Fprintf(stdout, "uses     %s: %s\n", i.DefaultKernel, i.DefaultKernelSource)
 	return nil
 }

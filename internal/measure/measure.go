@@ -210,7 +210,7 @@ func Median(ds []time.Duration) time.Duration {
 
 // Device describes dev for a report.
 func Device(info glcompute.Info) report.Device {
-	return report.Device{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version, GLSLVersion: info.GLSLVersion,
+	return report.Device{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.API(), GLSLVersion: info.ShadingLanguage(),
 		Backend: string(info.Backend), BackendNote: info.BackendNote, Full: info}
 }
 

@@ -133,7 +133,7 @@ func (r *Run) writeText(out io.Writer) error {
 		fmt.Fprintf(w, "%-10s %s\n", label, fmt.Sprintf(format, args...))
 	}
 	p("product", "C = A·B in float32, A %d×%d, B %d×%d, seed %d", r.M, r.K, r.K, r.N, r.Seed)
-	p("device", "%s | %s | OpenGL %s | GLSL %s", i.Vendor, i.Renderer, i.Version, i.GLSLVersion)
+	p("device", "%s | %s | %s | %s", i.Vendor, i.Renderer, i.Version, i.GLSLVersion)
 	if i.BackendNote != "" {
 		p("backend", "%s (%s)", i.Backend, i.BackendNote)
 	} else {

@@ -99,6 +99,9 @@ type Context struct {
 	// Vendor is the EGL implementation's vendor string.
 	Vendor string
 
+	// ES: an OpenGL ES context (NewContextES).
+	ES bool
+
 	disp         eglDisplay
 	ctx          eglContext
 	cfg          eglConfig
@@ -121,6 +124,16 @@ var displays = struct {
 //
 // The context is not current; call MakeCurrent on the thread that will use it.
 func NewContext(device, major, minor int) (*Context, error) {
+	return newContextFor(false, device, major, minor)
+}
+
+// NewContextES creates an OpenGL ES context of version major.minor (3.1
+// for compute shaders), on the devices NewContext tries.
+func NewContextES(device, major, minor int) (*Context, error) {
+	return newContextFor(true, device, major, minor)
+}
+
+func newContextFor(es bool, device, major, minor int) (*Context, error) {
 	client := eglClientExtensions()
 	if client == "" {
 		return nil, fmt.Errorf("%w: EGL client extensions unavailable (is libEGL installed? error %s)", ErrNoContext, errorName(eglGetError()))
@@ -152,7 +165,7 @@ func NewContext(device, major, minor int) (*Context, error) {
 				tried = append(tried, fmt.Sprintf("device %s: no display (%s)", d, errorName(eglGetError())))
 				continue
 			}
-			c, err := newContext(disp, major, minor)
+			c, err := newContext(disp, es, major, minor)
 			if err != nil {
 				tried = append(tried, fmt.Sprintf("device %s: %v", d, err))
 				continue
@@ -169,7 +182,7 @@ func NewContext(device, major, minor int) (*Context, error) {
 	if hasExtension(client, "EGL_MESA_platform_surfaceless") {
 		disp, ok := eglGetPlatformDisplay(platformSurfaceless, nil)
 		if ok {
-			c, err := newContext(disp, major, minor)
+			c, err := newContext(disp, es, major, minor)
 			if err == nil {
 				c.Platform = "surfaceless"
 				return c, nil
@@ -185,14 +198,14 @@ func NewContext(device, major, minor int) (*Context, error) {
 	return nil, fmt.Errorf("%w: %s", ErrNoContext, strings.Join(tried, "; "))
 }
 
-func newContext(disp eglDisplay, major, minor int) (*Context, error) {
+func newContext(disp eglDisplay, es bool, major, minor int) (*Context, error) {
 	if _, _, ok := eglInitialize(disp); !ok {
 		return nil, fmt.Errorf("eglInitialize: %s", errorName(eglGetError()))
 	}
 	displays.Lock()
 	displays.refs[disp]++
 	displays.Unlock()
-	c := &Context{disp: disp, Vendor: displayVendor(disp)}
+	c := &Context{disp: disp, Vendor: displayVendor(disp), ES: es}
 	fail := func(format string, args ...any) (*Context, error) {
 		c.Release()
 		return nil, fmt.Errorf(format, args...)
@@ -201,18 +214,21 @@ func newContext(disp eglDisplay, major, minor int) (*Context, error) {
 	if !hasExtension(ext, "EGL_KHR_surfaceless_context") {
 		return fail("display lacks EGL_KHR_surfaceless_context")
 	}
-	if !eglBindOpenGL() {
-		return fail("eglBindAPI(EGL_OPENGL_API): %s", errorName(eglGetError()))
+	if !bindAPI(es) {
+		return fail("eglBindAPI: %s", errorName(eglGetError()))
 	}
 	cfg := noConfig()
 	if !hasExtension(ext, "EGL_KHR_no_config_context") {
 		var ok bool
-		if cfg, ok = eglChoosePbufferConfig(disp); !ok {
+		if cfg, ok = eglChoosePbufferConfig(disp, es); !ok {
 			return fail("no EGL config for OpenGL: %s", errorName(eglGetError()))
 		}
 	}
-	ctx, ok := eglCreateContext(disp, cfg, major, minor, nil)
+	ctx, ok := eglCreateContext(disp, cfg, major, minor, nil, es)
 	if !ok {
+		if es {
+			return fail("eglCreateContext (OpenGL ES %d.%d): %s", major, minor, errorName(eglGetError()))
+		}
 		if major > 0 {
 			return fail("eglCreateContext (OpenGL %d.%d core): %s", major, minor, errorName(eglGetError()))
 		}
@@ -229,18 +245,27 @@ func (c *Context) NewShared() (*Context, error) {
 	displays.Lock()
 	displays.refs[c.disp]++
 	displays.Unlock()
-	s := &Context{Platform: c.Platform, Device: c.Device, Vendor: c.Vendor, disp: c.disp, cfg: c.cfg, major: c.major, minor: c.minor}
-	if !eglBindOpenGL() {
+	s := &Context{Platform: c.Platform, Device: c.Device, Vendor: c.Vendor, ES: c.ES, disp: c.disp, cfg: c.cfg, major: c.major, minor: c.minor}
+	if !bindAPI(c.ES) {
 		s.Release()
-		return nil, fmt.Errorf("egl: eglBindAPI(EGL_OPENGL_API): %s", errorName(eglGetError()))
+		return nil, fmt.Errorf("egl: eglBindAPI: %s", errorName(eglGetError()))
 	}
-	ctx, ok := eglCreateContext(c.disp, c.cfg, c.major, c.minor, c.ctx)
+	ctx, ok := eglCreateContext(c.disp, c.cfg, c.major, c.minor, c.ctx, c.ES)
 	if !ok {
 		s.Release()
 		return nil, fmt.Errorf("egl: eglCreateContext (shared): %s", errorName(eglGetError()))
 	}
 	s.ctx = ctx
 	return s, nil
+}
+
+// bindAPI selects OpenGL or, with es, OpenGL ES for the calling thread's
+// next context calls.
+func bindAPI(es bool) bool {
+	if es {
+		return eglBindOpenGLES()
+	}
+	return eglBindOpenGL()
 }
 
 // MakeCurrent binds the context to the calling thread.

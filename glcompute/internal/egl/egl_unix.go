@@ -118,12 +118,18 @@ func displayVendor(d eglDisplay) string     { return eglQueryDisplayString(d, C.
 
 func eglBindOpenGL() bool { return C.eglBindAPI(C.EGL_OPENGL_API) == C.EGL_TRUE }
 
+func eglBindOpenGLES() bool { return C.eglBindAPI(C.EGL_OPENGL_ES_API) == C.EGL_TRUE }
+
 // eglChoosePbufferConfig picks a config for displays without
 // EGL_KHR_no_config_context.
-func eglChoosePbufferConfig(d eglDisplay) (eglConfig, bool) {
+func eglChoosePbufferConfig(d eglDisplay, es bool) (eglConfig, bool) {
+	renderable := C.EGLint(C.EGL_OPENGL_BIT)
+	if es {
+		renderable = C.EGL_OPENGL_ES3_BIT_KHR
+	}
 	attribs := []C.EGLint{
 		C.EGL_SURFACE_TYPE, C.EGL_PBUFFER_BIT,
-		C.EGL_RENDERABLE_TYPE, C.EGL_OPENGL_BIT,
+		C.EGL_RENDERABLE_TYPE, renderable,
 		C.EGL_NONE,
 	}
 	var cfg C.EGLConfig
@@ -135,11 +141,14 @@ func eglChoosePbufferConfig(d eglDisplay) (eglConfig, bool) {
 func noConfig() eglConfig { return C.EGLConfig(C.EGL_NO_CONFIG_KHR) }
 
 // eglCreateContext creates an OpenGL context: core profile of the given
-// version, or the driver's default context if major is 0; sharing share's
-// objects unless share is nil.
-func eglCreateContext(d eglDisplay, cfg eglConfig, major, minor int, share eglContext) (eglContext, bool) {
+// version, or the driver's default context if major is 0, or with es an
+// OpenGL ES context of that version; sharing share's objects unless share
+// is nil.
+func eglCreateContext(d eglDisplay, cfg eglConfig, major, minor int, share eglContext, es bool) (eglContext, bool) {
 	attribs := []C.EGLint{C.EGL_NONE}
-	if major > 0 {
+	if es {
+		attribs = []C.EGLint{C.EGL_CONTEXT_MAJOR_VERSION, C.EGLint(major), C.EGL_CONTEXT_MINOR_VERSION, C.EGLint(minor), C.EGL_NONE}
+	} else if major > 0 {
 		attribs = []C.EGLint{
 			C.EGL_CONTEXT_MAJOR_VERSION, C.EGLint(major),
 			C.EGL_CONTEXT_MINOR_VERSION, C.EGLint(minor),

@@ -109,10 +109,15 @@ func QueryLimits() Limits {
 	l.MaxSSBOBlockSize = Integer64(gl.MAX_SHADER_STORAGE_BLOCK_SIZE)
 	l.MaxSSBOBindings = Integer(gl.MAX_SHADER_STORAGE_BUFFER_BINDINGS)
 	l.SSBOOffsetAlignment = Integer(gl.SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT)
+	return l
+}
+
+// TimerBits returns GL_QUERY_COUNTER_BITS of GL_TIME_ELAPSED: 0 for no
+// timer. Desktop OpenGL only (OpenGL ES has no GL_TIME_ELAPSED in core).
+func TimerBits() int {
 	var bits int32
 	gl.GetQueryiv(gl.TIME_ELAPSED, gl.QUERY_COUNTER_BITS, &bits)
-	l.TimerBits = int(bits)
-	return l
+	return int(bits)
 }
 
 // ClearErrors drains glGetError.
