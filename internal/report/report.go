@@ -158,11 +158,11 @@ func (r *Run) writeText(out io.Writer) error {
 	}
 	src := "GL timer"
 	if s.TimingSource == "wall" {
-		src = "wall clock after glFinish; the driver's GL timer reads ≈0"
+		src = "wall clock after glFinish: no usable GL timer (OpenGL ES has none; llvmpipe's reads ≈0)"
 	}
 	switch {
 	case t.Overlapping && s.TimingSource == "wall":
-		p("compute", "%8.2f ms: the dispatch calls' wall time, summed (the driver's GL timer reads ≈0)", s.KernelMeanMS)
+		p("compute", "%8.2f ms: the dispatch calls' wall time, summed (no usable GL timer)", s.KernelMeanMS)
 	case t.Overlapping:
 		p("compute", "%8.2f ms: the dispatches' GPU time, summed (GL timer)", s.KernelMeanMS)
 	default:
