@@ -25,7 +25,7 @@ type deviceFlags struct {
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.backend, "backend", "auto", "OpenGL context: auto|glfw|egl (auto: a hidden GLFW window where a display exists, headless EGL otherwise)")
+	fs.StringVar(&d.backend, "backend", "auto", "OpenGL context: auto|glfw|egl|gles (auto: a hidden GLFW window where a display exists, headless EGL otherwise; gles: OpenGL ES 3.1 through EGL)")
 	fs.IntVar(&d.device, "device", 0, "EGL device `index` from -list-devices (0: a hardware GPU first, else Mesa's software device)")
 	fs.BoolVar(&d.verbose, "v", false, "verbose: line-numbered shader source on compile errors")
 	fs.BoolVar(&d.ignoreTuned, "ignore-tuned", false, "use the built-in fast kernel configuration, not the one glmul tune cached")
