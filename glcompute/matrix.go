@@ -176,9 +176,14 @@ func (m *Matrix) transfer(host blas32.General, what string, staged func(*stager,
 	var err error
 	m.d.call(func() {
 		m.d.clearErrors()
-		if st := m.d.stage(); 4*m.Stride <= st.bytes {
+		switch st := m.d.stage(); {
+		case 4*m.Stride <= st.bytes:
 			err = staged(st, view{buf: m.buf, off: m.Offset, stride: m.Stride, keepGaps: true})
-		} else {
+		case m.d.info.ES:
+			// glBufferSubData and glGetBufferSubData: the latter is not in ES.
+			err = fmt.Errorf("%w: %s: rows of %d floats are wider than a staging buffer, which OpenGL ES cannot do without (no glGetBufferSubData); raise Options.StagingBytes",
+				ErrUnsupported, what, m.Stride)
+		default:
 			m.eachBlock(host, direct)
 		}
 		if err == nil {

@@ -1,6 +1,7 @@
 package glcompute
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/blas/blas32"
 
+	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/internal/conformance"
 )
 
@@ -110,5 +112,25 @@ func TestSteadyWarmup(t *testing.T) {
 // spin busy-waits d (sleeps are too coarse to time 2% apart).
 func spin(d time.Duration) {
 	for s := time.Now(); time.Since(s) < d; {
+	}
+}
+
+// TestESWideRows: on OpenGL ES a resident matrix whose rows are wider than
+// a staging buffer is refused clearly (ES has no glGetBufferSubData).
+func TestESWideRows(t *testing.T) {
+	t.Setenv("DISPLAY", "")
+	d, err := Open(&Options{Backend: BackendGLES, StagingBytes: 4096})
+	if err != nil {
+		noGL(t, err.Error())
+	}
+	defer d.Release()
+	m, err := d.NewMatrix(2, 2000) // 8000 bytes a row
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	err = m.Download(cpu.New(2, 2000))
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "StagingBytes") {
+		t.Errorf("Download of wide rows on ES: %v", err)
 	}
 }
