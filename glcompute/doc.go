@@ -1,14 +1,19 @@
 // Package glcompute multiplies float32 matrices on the GPU with OpenGL 4.3
-// compute shaders, through any vendor's driver (or Mesa on the CPU).
+// (or OpenGL ES 3.1) compute shaders, through any vendor's driver (or Mesa
+// on the CPU).
 //
 // # Contexts
 //
-// Open creates a GL context of its own, in one of two ways:
+// Open creates a GL context of its own, in one of three ways:
 //
 //   - BackendGLFW: a hidden GLFW window (needs a display: X11 or Wayland);
 //   - BackendEGL: headless EGL on a device (EGL_EXT_platform_device,
 //     hardware GPUs before Mesa's software device), else Mesa's surfaceless
 //     platform. Needs no display: servers, containers, CI.
+//   - BackendGLES: the same through an OpenGL ES 3.1 context, the API of
+//     phones, boards and ANGLE; the kernels compile as GLSL ES 3.10. ES has
+//     no GL timer (times are the wall clock's) and, without
+//     ARB_buffer_storage, no persistent mappings (no HostMatrix).
 //
 // BackendAuto (the default) uses GLFW when DISPLAY or WAYLAND_DISPLAY is set
 // and a window opens, EGL otherwise.
