@@ -77,13 +77,15 @@ type MulOptions struct {
 	// lowering them makes small products exercise those paths. Zero
 	// values: the driver's limit, and no memory cap.
 	MaxBinding, MaxGPUMemory int64
-	// Once runs the product once, pipelined (see Timings.EndToEnd), and
-	// nothing else: no warm-up, no stages timed alone, no timed runs (Warmup,
-	// MinWarmup and Reps are ignored); Progress is called as each block of
-	// C arrives. What a caller who wants only C wants. Products in panels
-	// always run once. Zero value: false, the product is also measured
-	// stage by stage as described at Timings.
-	Once bool
+	// Stages also measures the product stage by stage before the
+	// pipelined pass that gives C (Timings.EndToEnd): the upload, the
+	// warm-up and the Reps timed runs, the readback, each alone, which
+	// costs the product's work again (glmul's reports use it). Products in
+	// panels are never measured so. Zero value false: the product runs
+	// once, pipelined, what a caller who wants only C wants; Warmup,
+	// MinWarmup, SteadyWarmup and Reps are ignored, and Progress is called
+	// as each block of C arrives.
+	Stages bool
 }
 
 // Timings of one Mul. Wall-clock times are measured on the CPU after
@@ -138,7 +140,7 @@ type Timings struct {
 	EndToEnd time.Duration `json:"end_to_end_ns"`
 	Steps    int           `json:"pipeline_steps"`
 	// Overlapping: Upload, Compute and Readback were measured within the
-	// pipelined pass (Once, or a product in panels), each stage's busy
+	// pipelined pass (without Stages, or in panels), each stage's busy
 	// time there: the host's copies into and out of the staging buffers,
 	// the GPU's time in the dispatches. Their sum exceeds EndToEnd by what
 	// overlapped. Otherwise each stage was timed alone, before the pass.
@@ -291,8 +293,8 @@ func driverError(err error) error {
 	return fmt.Errorf("%w: %w", ErrDriver, err)
 }
 
-// mul runs on the device thread: a hostProduct, step by step, then (or,
-// with Once, only) pipelined.
+// mul runs on the device thread: a hostProduct, with Stages step by
+// step, then pipelined.
 func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err error) {
 	d.clearErrors()
 	h := &hostProduct{d: d, o: o, m: a.Rows, k: a.Cols, n: b.Cols}
@@ -306,7 +308,7 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 		return t, err
 	}
 	defer unbindAll()
-	if o.Once {
+	if !o.Stages {
 		return t, h.once(c, a, b, &t)
 	}
 	if err := h.stages(c, a, b, &t); err != nil {
@@ -339,7 +341,8 @@ func (h *hostProduct) stages(c, a, b blas32.General, t *Timings) error {
 	return h.readBack(c, t)
 }
 
-// once runs the product pipelined and nothing else (MulOptions.Once).
+// once runs the product pipelined and nothing else (MulOptions.Stages
+// unset).
 func (h *hostProduct) once(c, a, b blas32.General, t *Timings) error {
 	pt, err := h.pipelined(c, a, b, h.o.Progress)
 	if err != nil {

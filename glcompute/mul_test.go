@@ -83,7 +83,7 @@ func TestTimingsAndDispatchCount(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	a, b := cpu.Random(100, 50, rng), cpu.Random(50, 70, rng)
 	c := cpu.New(100, 70)
-	tm, err := d.Mul(c, a, b, &MulOptions{Kernel: "tiled32", MaxGroups: 1, Reps: 3, Warmup: 1})
+	tm, err := d.Mul(c, a, b, &MulOptions{Kernel: "tiled32", MaxGroups: 1, Reps: 3, Warmup: 1, Stages: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestProgressCountsEveryDispatch(t *testing.T) {
 	c := cpu.New(70, 70)
 	var calls []int
 	total := 0
-	_, err := d.Mul(c, a, b, &MulOptions{Kernel: "tiled32", MaxGroups: 1, Reps: 2, Warmup: 1, Progress: func(done, tot int) {
+	_, err := d.Mul(c, a, b, &MulOptions{Kernel: "tiled32", MaxGroups: 1, Reps: 2, Warmup: 1, Stages: true, Progress: func(done, tot int) {
 		calls = append(calls, done)
 		total = tot
 	}})
@@ -290,7 +290,7 @@ func splitK(t *testing.T, d *Device) {
 		for _, splits := range []int{0, 2, 3, 7} { // 0: automatic
 			t.Run(fmt.Sprintf("%s/split=%d", kernel, splits), func(t *testing.T) {
 				conformance.Run(t, shapes, func(c, a, b blas32.General) error {
-					_, err := d.Mul(c, a, b, &MulOptions{Kernel: kernel, SplitK: splits, Reps: 2})
+					_, err := d.Mul(c, a, b, &MulOptions{Kernel: kernel, SplitK: splits, Reps: 2, Stages: true})
 					return err
 				})
 			})
@@ -422,12 +422,12 @@ func hostMatrices(t *testing.T, d *Device, m, k, n int) {
 			for i := range hc.Data {
 				hc.Data[i] = float32(math.NaN())
 			}
-			if _, err := d.Mul(hc.General, ha.General, hb.General, &MulOptions{Kernel: kern, Warmup: 1, Once: once}); err != nil {
+			if _, err := d.Mul(hc.General, ha.General, hb.General, &MulOptions{Kernel: kern, Warmup: 1, Stages: !once}); err != nil {
 				t.Fatal(err)
 			}
 			check(what+", all mapped", hc.General)
 			plain := cpu.New(m, n)
-			if _, err := d.Mul(plain, ha.General, b, &MulOptions{Kernel: kern, Once: once}); err != nil {
+			if _, err := d.Mul(plain, ha.General, b, &MulOptions{Kernel: kern, Stages: !once}); err != nil {
 				t.Fatal(err)
 			}
 			check(what+", mapped A only", plain)
@@ -464,7 +464,7 @@ func TestMulStopsWhenCancelled(t *testing.T) {
 	cancel()
 	rng := rand.New(rand.NewPCG(9, 9))
 	a, b := cpu.Random(70, 70, rng), cpu.Random(70, 70, rng)
-	for _, o := range []*MulOptions{{Reps: 1000, Context: ctx}, {Kernel: "fast:64x64x8_8x4", MaxBinding: 24 << 10, Context: ctx}} {
+	for _, o := range []*MulOptions{{Reps: 1000, Context: ctx, Stages: true}, {Context: ctx}, {Kernel: "fast:64x64x8_8x4", MaxBinding: 24 << 10, Context: ctx}} {
 		start := time.Now()
 		if _, err := d.Mul(cpu.New(70, 70), a, b, o); !errors.Is(err, context.Canceled) {
 			t.Errorf("%+v: err = %v, want context.Canceled", o, err)

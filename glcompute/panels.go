@@ -117,7 +117,7 @@ func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.
 	if err := pp.alloc(); err != nil {
 		return t, err
 	}
-	if !o.Once {
+	if o.Stages {
 		if err := pp.warmUp(); err != nil {
 			return t, err
 		}

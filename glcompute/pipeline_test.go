@@ -19,8 +19,8 @@ import (
 // tiles high; staging buffers of 8 KiB, so that a band moves in several
 // chunks and a download queues more than two, and so that narrow
 // products' bands shrink to fit them; a step a panel;
-// persistent mapping and glMapBufferRange; Once, and the timings and
-// progress it reports.
+// persistent mapping and glMapBufferRange; with and without Stages, and
+// the timings and progress each reports.
 func TestPipelined(t *testing.T) {
 	const kern = "fast:64x64x8_8x4" // 64-row tiles: M ≥ 256 runs in bands
 	// Bands of ⌈M/4⌉ rows rounded up to 64; 128 at most for 1000×16×16,
@@ -34,8 +34,8 @@ func TestPipelined(t *testing.T) {
 			noGL(t, err.Error())
 		}
 		defer d.Release()
-		for _, o := range []MulOptions{{Kernel: kern}, {Kernel: kern, Once: true, Warmup: 3}, {Kernel: "tiled32", Once: true}, {Kernel: kern, SplitK: 3}} {
-			t.Run(fmt.Sprintf("persistent=%v/%s/once=%v/split=%d", persistent, o.Kernel, o.Once, o.SplitK), func(t *testing.T) {
+		for _, o := range []MulOptions{{Kernel: kern, Stages: true}, {Kernel: kern, Warmup: 3}, {Kernel: "tiled32"}, {Kernel: kern, SplitK: 3, Stages: true}} {
+			t.Run(fmt.Sprintf("persistent=%v/%s/stages=%v/split=%d", persistent, o.Kernel, o.Stages, o.SplitK), func(t *testing.T) {
 				conformance.Run(t, shapes, func(c, a, b blas32.General) error {
 					want := steps[a.Rows]
 					if o.Kernel != kern || o.SplitK > 1 {
@@ -48,10 +48,10 @@ func TestPipelined(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if tm.Steps != want || tm.EndToEnd <= 0 || tm.Overlapping != o.Once {
-						return fmt.Errorf("steps %d (want %d), end to end %v, overlapping %v (once %v)", tm.Steps, want, tm.EndToEnd, tm.Overlapping, o.Once)
+					if tm.Steps != want || tm.EndToEnd <= 0 || tm.Overlapping == o.Stages {
+						return fmt.Errorf("steps %d (want %d), end to end %v, overlapping %v (stages %v)", tm.Steps, want, tm.EndToEnd, tm.Overlapping, o.Stages)
 					}
-					if o.Once && (calls[0] != want || last != [2]int{want, want} || len(tm.Compute) != 1 || tm.UploadBytes == 0 || tm.ReadbackBytes == 0) {
+					if !o.Stages && (calls[0] != want || last != [2]int{want, want} || len(tm.Compute) != 1 || tm.UploadBytes == 0 || tm.ReadbackBytes == 0) {
 						return fmt.Errorf("once: %d progress calls ending %v, want %d ending at %d of %d; timings %+v", calls[0], last, want, want, want, tm)
 					}
 					return nil

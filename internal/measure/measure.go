@@ -94,8 +94,8 @@ type Options struct {
 	// Context, if set, stops the product between runs once it is done
 	// (see glcompute.MulOptions.Context).
 	Context context.Context
-	// Once runs the product once, pipelined, without warm-up or timed
-	// runs (see glcompute.MulOptions.Once).
+	// Once runs the product once, pipelined, without warm-up, timed runs
+	// or stages measured alone (glcompute.MulOptions.Stages unset).
 	Once bool
 	// Validating, if set, is called before a validation that will run,
 	// with its mode (Auto resolved), for a message on slow checks.
@@ -128,7 +128,7 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 		}
 	}
 	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, Warmup: o.Warmup, Reps: o.Reps,
-		SplitK: o.SplitK, Progress: o.Progress, MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory, Context: o.Context, Once: o.Once}
+		SplitK: o.SplitK, Progress: o.Progress, MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory, Context: o.Context, Stages: !o.Once}
 	if o.Warmup > 0 {
 		mo.MinWarmup, mo.SteadyWarmup = MinWarmup, MaxWarmup
 	}
