@@ -42,6 +42,23 @@ func (p *program) setFloat(name string, v float32) {
 	}
 }
 
+// dispatchTiles queues p, the current program with its other uniforms
+// set, over a rows×cols result in chunks of at most maxGroups work groups
+// an axis (x0 and y0 say where each starts), and returns how many
+// dispatches it made.
+func (p *program) dispatchTiles(rows, cols, maxGroups int) (int, error) {
+	plan, err := dispatch.New(rows, cols, p.kernel.TileM, p.kernel.TileN, maxGroups)
+	if err != nil {
+		return 0, fmt.Errorf("glcompute: %w", err)
+	}
+	for _, ch := range plan.Chunks {
+		p.setUint("x0", uint32(ch.X0))
+		p.setUint("y0", uint32(ch.Y0))
+		glw.Dispatch(ch.GroupsX, ch.GroupsY)
+	}
+	return len(plan.Chunks), nil
+}
+
 // uniform is a uint uniform's name and value, for setUints.
 type uniform struct {
 	name string

@@ -393,19 +393,11 @@ func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total 
 // with its row offsets moved to the band.
 func (h *hostProduct) band(r0, rows int) func() error {
 	return func() error {
-		plan, err := dispatch.New(rows, h.n, h.p.kernel.TileM, h.p.kernel.TileN, h.o.MaxGroups)
-		if err != nil {
-			return fmt.Errorf("glcompute: %w", err)
-		}
 		h.p.prog.Use()
 		h.bind()
 		h.p.setUints(uniform{"M", rows}, uniform{"offA4", r0 * h.lda / 4}, uniform{"offC4", r0 * h.ldc / 4})
-		for _, ch := range plan.Chunks {
-			h.p.setUint("x0", uint32(ch.X0))
-			h.p.setUint("y0", uint32(ch.Y0))
-			glw.Dispatch(ch.GroupsX, ch.GroupsY)
-		}
-		return nil
+		_, err := h.p.dispatchTiles(rows, h.n, h.o.MaxGroups)
+		return err
 	}
 }
 

@@ -231,10 +231,6 @@ func (pp *panelProduct) alloc() error {
 // rows of A's panel (rows×K) by B's panel (K×cols).
 func (pp *panelProduct) dispatch(bufA, bufC glw.Buffer, r0, rows, cols, ldn int) error {
 	p := pp.p
-	plan, err := dispatch.New(rows, cols, p.kernel.TileM, p.kernel.TileN, pp.o.MaxGroups)
-	if err != nil {
-		return fmt.Errorf("glcompute: %w", err)
-	}
 	p.prog.Use()
 	bufA.BindStorage(0)
 	pp.bufB.BindStorage(1)
@@ -242,13 +238,9 @@ func (pp *panelProduct) dispatch(bufA, bufC glw.Buffer, r0, rows, cols, ldn int)
 	p.setUints(uniform{"M", rows}, uniform{"K", pp.plan.K}, uniform{"N", cols}, uniform{"lda", pp.plan.Ld(pp.plan.K)},
 		uniform{"ldb", ldn}, uniform{"ldc", ldn}, uniform{"offA4", r0 * pp.plan.Ld(pp.plan.K) / 4}, uniform{"offB4", 0},
 		uniform{"offC4", r0 * ldn / 4}, uniform{"ksplit", pp.plan.K})
-	pp.t.Dispatches += len(plan.Chunks)
-	for _, ch := range plan.Chunks {
-		p.setUint("x0", uint32(ch.X0))
-		p.setUint("y0", uint32(ch.Y0))
-		glw.Dispatch(ch.GroupsX, ch.GroupsY)
-	}
-	return nil
+	n, err := p.dispatchTiles(rows, cols, pp.o.MaxGroups)
+	pp.t.Dispatches += n
+	return err
 }
 
 // release deletes the panel buffers.
