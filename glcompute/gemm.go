@@ -134,11 +134,7 @@ func (d *Device) mulFast(c, a, b *Matrix) error {
 // bindings and other uniforms set), puts the memory barrier after them
 // and checks for GL errors; on the device thread.
 func (d *Device) dispatchPlan(p *program, plan dispatch.Plan) error {
-	for _, ch := range plan.Chunks {
-		p.setUint("x0", uint32(ch.X0))
-		p.setUint("y0", uint32(ch.Y0))
-		glw.Dispatch(ch.GroupsX, ch.GroupsY)
-	}
+	p.dispatchChunks(plan)
 	return d.finishDispatch(p)
 }
 

@@ -51,12 +51,17 @@ func (p *program) dispatchTiles(rows, cols, maxGroups int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("glcompute: %w", err)
 	}
+	p.dispatchChunks(plan)
+	return len(plan.Chunks), nil
+}
+
+// dispatchChunks queues p, the current program, over plan's chunks.
+func (p *program) dispatchChunks(plan dispatch.Plan) {
 	for _, ch := range plan.Chunks {
 		p.setUint("x0", uint32(ch.X0))
 		p.setUint("y0", uint32(ch.Y0))
 		glw.Dispatch(ch.GroupsX, ch.GroupsY)
 	}
-	return len(plan.Chunks), nil
 }
 
 // uniform is a uint uniform's name and value, for setUints.
