@@ -9,11 +9,19 @@
 //           loads in flight while this one computes; 0: single buffer
 //   THREADS (BM/TM)·(BN/TN) as a literal: GLSL 4.30 takes only literals in
 //           layout(local_size_x = ...)
+//   WX      how many of a warp's 32 invocations lie along a row of C (the
+//           warp tile is WX·TN columns by (32/WX)·TM rows, strided); at
+//           most THREADS_X, and THREADS_X when it is that (the whole warp
+//           on one row of invocations)
 //
-// Invocation (tx, ty) owns rows g·4·THREADS_Y + 4·ty + i (g < TM/4, i < 4)
-// and column vec4s j·THREADS_X + tx (j < TN/4) of the block tile: strided
-// groups, so neighbouring invocations read neighbouring vec4s of B in
-// shared memory (conflict-free) and write neighbouring vec4s of C.
+// Invocation (tx, ty) owns rows i·THREADS_Y + ty (i < TM) and column vec4s
+// j·THREADS_X + tx (j < TN/4) of the block tile: strided, so neighbouring
+// invocations read neighbouring vec4s of B and neighbouring rows of A in
+// shared memory and write neighbouring vec4s of C. Invocations are placed
+// warp by warp: a warp of 32 covers WX consecutive tx and 32/WX consecutive
+// ty, so one shared load of B by the warp touches WX distinct vec4s and one
+// of A 32/WX distinct rows (an odd ASTRIDE puts them in distinct banks)
+// rather than 32 vec4s of B and one row of A.
 //
 // Shared memory keeps both tiles in their natural layout as vec4s: A as
 // As[row][k/4], B as Bs[k][col/4]. For each 4 steps of k an invocation
@@ -29,7 +37,6 @@
 
 #define THREADS_X (BN / TN)
 #define THREADS_Y (BM / TM)
-#define GM (TM / 4)
 #define GN (TN / 4)
 #define BK4 (BK / 4)
 #define ASTRIDE (BK4 + PADA / 4)    // vec4s per shared row of A
@@ -38,6 +45,11 @@
 #define A_LOADS ((A_VEC4 + THREADS - 1) / THREADS)
 #define B_LOADS ((B_VEC4 + THREADS - 1) / THREADS)
 #define NBUF (DB + 1)
+#ifndef WX
+#define WX THREADS_X
+#endif
+#define WY (32 / WX)                // rows of invocations per warp
+#define WPR (THREADS_X / WX)        // warps per row of invocations
 
 layout(local_size_x = THREADS, local_size_y = 1, local_size_z = 1) in;
 
@@ -63,6 +75,13 @@ layout(std430, binding = 2) writeonly buffer ssbo_R { vec4 R[]; };
 #define A_SIZE (BM * ASTRIDE)       // vec4s of one buffer of As
 #define B_SIZE (BK * (BN / 4))      // vec4s of one buffer of Bs
 
+// barrier() alone separates the K steps' shared stores from their loads:
+// in a compute shader it ensures "that values written by one invocation
+// prior to a given static instance of barrier can be safely read by other
+// invocations after their call to the same static instance" (Khronos'
+// barrier reference page, GLSL 4.30 on). A memoryBarrierShared() before it
+// cost 2% on the H100.
+//
 // Flat arrays: the inner loop indexes them as a base hoisted out of the
 // K step plus a constant, which compiles to loads with immediate offsets
 // (2D [buf][i] indexing made NVIDIA's compiler recompute every address).
@@ -103,8 +122,14 @@ shared vec4 Bs[NBUF * B_SIZE];
 void main()
 {
     uint tid = gl_LocalInvocationIndex;
+#if WX == THREADS_X
     uint tx = tid % uint(THREADS_X);
     uint ty = tid / uint(THREADS_X);
+#else
+    uint lane = tid % 32u, warp = tid / 32u;
+    uint tx = (warp % uint(WPR)) * uint(WX) + lane % uint(WX);
+    uint ty = (warp / uint(WPR)) * uint(WY) + lane / uint(WX);
+#endif
     uint row0 = y0 + gl_WorkGroupID.y * uint(BM);
     uint col0 = x0 + gl_WorkGroupID.x * uint(BN); // a multiple of 4
     uint lda4 = lda / 4u, ldb4 = ldb / 4u;
@@ -128,7 +153,6 @@ void main()
 #if DB
     LOAD_GLOBAL(kBegin)
     STORE_SHARED(0)
-    memoryBarrierShared();
     barrier();
     int buf = 0;
 #else
@@ -143,20 +167,16 @@ void main()
 #else
         LOAD_GLOBAL(kt)
         STORE_SHARED(0)
-        memoryBarrierShared();
         barrier();
 #endif
-        uint aOff = uint(buf * A_SIZE) + ty * 4u * uint(ASTRIDE);
+        uint aOff = uint(buf * A_SIZE) + ty * uint(ASTRIDE);
         uint bOff = uint(buf * B_SIZE) + tx;
         #pragma optionNV(unroll all)
         for (int k4 = 0; k4 < BK4; k4++) {
             vec4 a[TM];
             #pragma optionNV(unroll all)
-            for (int g = 0; g < GM; g++) {
-                #pragma optionNV(unroll all)
-                for (int i = 0; i < 4; i++) {
-                    a[g * 4 + i] = As[aOff + uint((g * THREADS_Y * 4 + i) * ASTRIDE + k4)];
-                }
+            for (int i = 0; i < TM; i++) {
+                a[i] = As[aOff + uint(i * THREADS_Y * ASTRIDE + k4)];
             }
             #pragma optionNV(unroll all)
             for (int kk = 0; kk < 4; kk++) {
@@ -180,24 +200,20 @@ void main()
         }
         buf ^= 1;
 #endif
-        memoryBarrierShared();
         barrier();
     }
 
     uint ldc4 = ldc / 4u;
     uint outC4 = offC4 + gl_WorkGroupID.z * M * ldc4;
     #pragma optionNV(unroll all)
-    for (int g = 0; g < GM; g++) {
-        #pragma optionNV(unroll all)
-        for (int i = 0; i < 4; i++) {
-            uint row = row0 + uint(g * THREADS_Y * 4 + i) + ty * 4u;
-            if (row < M) {
-                #pragma optionNV(unroll all)
-                for (int j = 0; j < GN; j++) {
-                    uint c4 = col0 / 4u + uint(j * THREADS_X) + tx;
-                    if (c4 < ldc4) {
-                        R[outC4 + row * ldc4 + c4] = acc[g * 4 + i][j];
-                    }
+    for (int i = 0; i < TM; i++) {
+        uint row = row0 + uint(i * THREADS_Y) + ty;
+        if (row < M) {
+            #pragma optionNV(unroll all)
+            for (int j = 0; j < GN; j++) {
+                uint c4 = col0 / 4u + uint(j * THREADS_X) + tx;
+                if (c4 < ldc4) {
+                    R[outC4 + row * ldc4 + c4] = acc[i][j];
                 }
             }
         }

@@ -15,6 +15,12 @@ type FastConfig struct {
 	// DoubleBuffer keeps two K steps in shared memory: the next one's
 	// global loads overlap this one's arithmetic, one barrier per step.
 	DoubleBuffer bool
+	// WarpX is how many of a 32-invocation warp's invocations lie along a
+	// row of C (the rest, 32/WarpX, down a column): a warp tile narrower
+	// than a row of invocations reads fewer distinct vec4s of B from shared
+	// memory per load. 0 keeps the whole warp on a row (min(32, BN/TN)).
+	// It must divide 32 and BN/TN, and 32/WarpX must divide BM/TM.
+	WarpX int
 }
 
 // DefaultFast is the configuration used where no tuned or per-vendor one
@@ -23,6 +29,14 @@ var DefaultFast = FastConfig{BM: 128, BN: 128, BK: 8, TM: 8, TN: 8}
 
 // Threads is the number of invocations per work group.
 func (c FastConfig) Threads() int { return (c.BM / c.TM) * (c.BN / c.TN) }
+
+// warpX is the warp's width in invocations that the shader is built with.
+func (c FastConfig) warpX() int {
+	if c.WarpX != 0 {
+		return c.WarpX
+	}
+	return min(32, c.BN/c.TN)
+}
 
 // SharedBytes is the shared memory one work group uses.
 func (c FastConfig) SharedBytes() int {
@@ -34,12 +48,15 @@ func (c FastConfig) SharedBytes() int {
 }
 
 // String spells the configuration as Lookup reads it after "fast:":
-// BMxBNxBK_TMxTN, then _pP for padding and _db for double buffering, as in
-// "128x128x16_8x4_db".
+// BMxBNxBK_TMxTN, then _pP for padding, _wW for the warp's width and _db
+// for double buffering, as in "128x128x16_8x4_p4_w8_db".
 func (c FastConfig) String() string {
 	s := fmt.Sprintf("%dx%dx%d_%dx%d", c.BM, c.BN, c.BK, c.TM, c.TN)
 	if c.PadA != 0 {
 		s += fmt.Sprintf("_p%d", c.PadA)
+	}
+	if c.WarpX != 0 {
+		s += fmt.Sprintf("_w%d", c.WarpX)
 	}
 	if c.DoubleBuffer {
 		s += "_db"
@@ -49,13 +66,31 @@ func (c FastConfig) String() string {
 
 // ParseFastConfig reads a configuration written by String.
 func ParseFastConfig(s string) (FastConfig, error) {
-	bad := fmt.Errorf("fast kernel configuration %q: want BMxBNxBK_TMxTN[_pP][_db], e.g. 128x128x16_8x4_db", s)
+	bad := fmt.Errorf("fast kernel configuration %q: want BMxBNxBK_TMxTN[_pP][_wW][_db], e.g. 128x128x16_8x4_db", s)
 	parts := strings.Split(s, "_")
-	db := false
-	if len(parts) > 2 && parts[len(parts)-1] == "db" {
-		db, parts = true, parts[:len(parts)-1]
+	if len(parts) < 2 {
+		return FastConfig{}, bad
 	}
-	if len(parts) < 2 || len(parts) > 3 {
+	head, opts := parts[:2], parts[2:]
+	var c FastConfig
+	// The options come in String's order, each at most once.
+	for _, o := range []struct {
+		prefix string
+		v      *int
+	}{{"p", &c.PadA}, {"w", &c.WarpX}} {
+		if len(opts) == 0 || !strings.HasPrefix(opts[0], o.prefix) {
+			continue
+		}
+		v, err := strconv.Atoi(strings.TrimPrefix(opts[0], o.prefix))
+		if err != nil || v == 0 {
+			return FastConfig{}, bad
+		}
+		*o.v, opts = v, opts[1:]
+	}
+	if len(opts) > 0 && opts[0] == "db" {
+		c.DoubleBuffer, opts = true, opts[1:]
+	}
+	if len(opts) > 0 {
 		return FastConfig{}, bad
 	}
 	nums := func(p string, want int) ([]int, bool) {
@@ -73,19 +108,12 @@ func ParseFastConfig(s string) (FastConfig, error) {
 		}
 		return out, true
 	}
-	b, ok1 := nums(parts[0], 3)
-	t, ok2 := nums(parts[1], 2)
+	b, ok1 := nums(head[0], 3)
+	t, ok2 := nums(head[1], 2)
 	if !ok1 || !ok2 {
 		return FastConfig{}, bad
 	}
-	c := FastConfig{BM: b[0], BN: b[1], BK: b[2], TM: t[0], TN: t[1], DoubleBuffer: db}
-	if len(parts) == 3 {
-		p, err := strconv.Atoi(strings.TrimPrefix(parts[2], "p"))
-		if err != nil || !strings.HasPrefix(parts[2], "p") {
-			return FastConfig{}, bad
-		}
-		c.PadA = p
-	}
+	c.BM, c.BN, c.BK, c.TM, c.TN = b[0], b[1], b[2], t[0], t[1]
 	return c, c.Check()
 }
 
@@ -104,6 +132,10 @@ func (c FastConfig) Check() error {
 		return fmt.Errorf("fast kernel %v: %d invocations per work group, over the 1024 OpenGL guarantees", c, c.Threads())
 	case c.Threads() < 32:
 		return fmt.Errorf("fast kernel %v: %d invocations per work group; use at least 32", c, c.Threads())
+	case c.WarpX != 0 && (c.WarpX < 0 || 32%c.WarpX != 0 || (c.BN/c.TN)%c.WarpX != 0 ||
+		(c.BM/c.TM)%(32/c.WarpX) != 0 || c.Threads()%32 != 0):
+		return fmt.Errorf("fast kernel %v: the warp's width %d must divide 32 and the %d invocations of a row, 32/%d the %d rows of invocations, and the work group must be whole warps",
+			c, c.WarpX, c.BN/c.TN, c.WarpX, c.BM/c.TM)
 	}
 	return nil
 }
@@ -118,8 +150,8 @@ func Fast(c FastConfig) (Kernel, error) {
 	if c.DoubleBuffer {
 		db = 1
 	}
-	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define PADA %d\n#define DB %d\n#define THREADS %d\n#line 1\n%s",
-		c.BM, c.BN, c.BK, c.TM, c.TN, c.PadA, db, c.Threads(), body)
+	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define PADA %d\n#define DB %d\n#define THREADS %d\n#define WX %d\n#line 1\n%s",
+		c.BM, c.BN, c.BK, c.TM, c.TN, c.PadA, db, c.Threads(), c.warpX(), body)
 	return Kernel{Name: "fast", Config: c.String(), File: "fast.comp", TileM: c.BM, TileN: c.BN, Strided: true,
 		Align: 4, SharedBytes: c.SharedBytes(), Threads: c.Threads(), StepK: c.BK, Source: src}, nil
 }
@@ -128,7 +160,8 @@ func Fast(c FastConfig) (Kernel, error) {
 // well formed (Check passes); a device may still lack the shared memory for
 // some (see Kernel.SharedBytes). Block tiles from 64×64 to 256×128, K steps
 // of 8 to 32, per-invocation tiles of 16 to 128 elements, with and without
-// double buffering; 64 to 512 invocations per work group.
+// double buffering, and for 8×8 double-buffered ones also warp tiles of 8
+// invocations across (_p4_w8); 64 to 512 invocations per work group.
 func FastCandidates() []FastConfig {
 	var out []FastConfig
 	blocks := [][2]int{{64, 64}, {64, 128}, {128, 64}, {128, 128}, {128, 256}, {256, 128}}
@@ -142,6 +175,15 @@ func FastCandidates() []FastConfig {
 						continue
 					}
 					out = append(out, c)
+					if c.TM == 8 && c.TN == 8 && db && bk <= 16 {
+						// Warp tiles: lost 10% on the H100, kept for
+						// other vendors' warps and banks to choose.
+						w := c
+						w.PadA, w.WarpX = 4, 8
+						if w.Check() == nil {
+							out = append(out, w)
+						}
+					}
 				}
 			}
 		}
