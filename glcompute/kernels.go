@@ -215,7 +215,7 @@ func (d *Device) kernelFor(m, kDim, n int) string {
 		return spec
 	}
 	groups := ((m + k.TileM - 1) / k.TileM) * ((n + k.TileN - 1) / k.TileN)
-	if tuning.UseSmallGrid(groups, kDim) {
+	if tuning.UseSmallGrid(groups, kDim, tuning.Wave(d.tuningDriver())) {
 		return d.info.SmallGridKernel
 	}
 	return spec

@@ -131,12 +131,17 @@ func SmallGrid(d Driver) string {
 
 // UseSmallGrid reports whether a product whose result the default
 // configuration covers with groups work groups, over an inner dimension k,
-// should use SmallGrid instead: with fewer groups than a large GPU has SMs
-// (an H100 has 132), or too short a K loop to amortize large tiles' start
-// and finish. The thresholds come from one H100 run (docs/PERFORMANCE.md):
-// at n = 2048 the default's 128 groups beat 64×64 tiles (79% vs 61% of
-// cuBLAS); at 1024 (32 groups) and at K = 256 the small tiles win.
-func UseSmallGrid(groups, k int) bool { return groups < 128 || k < 512 }
+// should use SmallGrid instead, on a device that runs wave groups at once:
+// when the default's grid, even split along K as AutoSplitK would, leaves
+// part of a wave idle, or K is too short to amortize large tiles' start and
+// finish. From H100 runs (docs/PERFORMANCE.md): 128×256 tiles split along
+// K beat 64×64 tiles at 1024³ (25.6 vs 23.3 TFLOPS: 32 groups in 8 slices),
+// 1000×4096×1000 (34.0 vs 23.3) and M 8192, K 8192, N 256 (39.9 vs 31.1);
+// 64×64 tiles win where the split cannot fill a wave (512³, 64×4096×64)
+// and at K = 64.
+func UseSmallGrid(groups, k, wave int) bool {
+	return groups*AutoSplitK(groups, k, wave) < wave || k < 512
+}
 
 // AutoSplitK returns how many slices of K a product whose result has
 // groups work groups is split into when MulOptions.SplitK is 0, on a

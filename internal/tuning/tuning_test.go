@@ -104,6 +104,30 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
+// TestUseSmallGrid pins the choice between the default's tiles (128×256 on
+// NVIDIA) split along K and the small grid's on the shapes it came from.
+func TestUseSmallGrid(t *testing.T) {
+	tiles := func(m, n int) int { return ((m + 127) / 128) * ((n + 255) / 256) }
+	for _, c := range []struct {
+		name    string
+		m, k, n int
+		want    bool
+	}{
+		{"1024³: 32 groups in 8 slices", 1024, 1024, 1024, false},
+		{"1000×4096×1000: 32 groups in 8 slices", 1000, 4096, 1000, false},
+		{"M 8192, K 8192, N 256: 64 groups in 4 slices", 8192, 8192, 256, false},
+		{"2048³: 128 groups", 2048, 2048, 2048, false},
+		{"512³: 8 groups, 4 slices of 128", 512, 512, 512, true},
+		{"256³", 256, 256, 256, true},
+		{"64×4096×64: one group", 64, 4096, 64, true},
+		{"4096×64×4096: K = 64", 4096, 64, 4096, true},
+	} {
+		if got := UseSmallGrid(tiles(c.m, c.n), c.k, 128); got != c.want {
+			t.Errorf("%s: UseSmallGrid = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 // TestAutoSplitK pins the split rule on the sweep it came from.
 func TestAutoSplitK(t *testing.T) {
 	for _, c := range []struct{ groups, k, want int }{
