@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/glmul/glmul/glcompute/internal/egl"
@@ -114,7 +116,8 @@ type Info struct {
 	DefaultKernel       string `json:"default_kernel"`
 	DefaultKernelSource string `json:"default_kernel_source"`
 	// SmallGridKernel, if set, replaces DefaultKernel for products that
-	// tuning.UseSmallGrid says it fits badly (few work groups, short K).
+	// tuning.UseSmallGrid says it fits badly (too few work groups to fill
+	// the GPU even split along K, or a short K).
 	SmallGridKernel string `json:"small_grid_kernel,omitempty"`
 }
 
@@ -150,12 +153,35 @@ type Device struct {
 	// borrowed context: every call checks that they agree.
 	hostContext func() uintptr
 	hostCurrent uintptr
+	// born and lastWork (nanoseconds after born, atomic) say when the
+	// device last had work: its creation, then each Mul's end. Mul skips
+	// MinWarmup within RampIdle of it.
+	born     time.Time
+	lastWork atomic.Int64
+	pool     []pooled // device buffers kept for the next host product
 }
+
+// RampIdle is how long a device must have been idle (since its last Mul or
+// its creation) for Mul to apply MulOptions.MinWarmup. On the H100 the
+// clocks stay at their maximum for about 0.6 s after work and then fall to
+// idle over about 1.5 s; creating a context raises them to the maximum at
+// once, so a product soon after Open or after another needs no ramp
+// (measured: n = 128, 1024 and 4097 in a new process reached the same rate
+// after a 15 ms warm-up as after 115 ms; docs/PERFORMANCE.md).
+const RampIdle = 500 * time.Millisecond
+
+// idle is how long ago the device last had work.
+func (d *Device) idle() time.Duration {
+	return time.Since(d.born) - time.Duration(d.lastWork.Load())
+}
+
+// worked records that the device had work now.
+func (d *Device) worked() { d.lastWork.Store(int64(time.Since(d.born))) }
 
 // Open creates a context as opts say, checks that it offers OpenGL 4.3
 // compute shaders, and returns the Device. The caller must Release it.
 func Open(opts *Options) (*Device, error) {
-	d := &Device{thread: thread.New(), programs: map[string]*program{}}
+	d := &Device{thread: thread.New(), programs: map[string]*program{}, born: time.Now()}
 	if opts != nil {
 		d.opts = *opts
 	}
@@ -396,6 +422,7 @@ func (d *Device) releaseObjects() {
 		d.stager.release()
 		d.stager = nil
 	}
+	d.drainPool()
 }
 
 // releaseContext runs on the device thread.
@@ -526,7 +553,7 @@ const stateBindings = 3
 // Thread rule: call NewDeviceFromCurrent, and every method of the Device it
 // returns, on the host's GL thread with the same context current.
 func NewDeviceFromCurrent(opts *Options) (*Device, error) {
-	d := &Device{programs: map[string]*program{}, borrowed: true}
+	d := &Device{programs: map[string]*program{}, borrowed: true, born: time.Now()}
 	if opts != nil {
 		d.opts = *opts
 	}

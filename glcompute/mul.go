@@ -38,8 +38,9 @@ type MulOptions struct {
 	// MinWarmup extends the warm-up with further untimed runs until it has
 	// lasted this long: a GPU left idle (say, during a long CPU loop) runs
 	// at idle clocks until it has been busy for a while, and a run or two
-	// of a fast kernel is too short to raise them. Zero value: only the
-	// Warmup runs.
+	// of a fast kernel is too short to raise them. It applies only when
+	// the device has been idle for RampIdle or more, since its last Mul or
+	// its creation. Zero value: only the Warmup runs.
 	MinWarmup time.Duration
 	// SteadyWarmup, if positive, continues the warm-up after the Warmup
 	// runs (and MinWarmup) in batches of runs of at least 5 ms, until
@@ -207,6 +208,11 @@ func formatBytes(b float64) string {
 // overwritten entirely; A and B are not modified (a HostMatrix operand's
 // row padding is zeroed). Safe from any goroutine.
 //
+// The GPU buffers of A, B and C are kept for the next Mul, which reuses
+// them where they are large enough: new buffers cost the driver time (see
+// poolBuffers). They are freed by Release, by a product in panels, or when
+// an allocation fails.
+//
 // It panics if the shapes disagree or a slice is too short for its shape and
 // stride.
 func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) {
@@ -239,6 +245,9 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 	if err != nil {
 		return Timings{}, err
 	}
+	if d.idle() < RampIdle {
+		o.MinWarmup = 0
+	}
 	var t Timings
 	d.call(func() {
 		if paneled {
@@ -247,6 +256,7 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 			t, err = d.mul(c, a, b, &o)
 		}
 	})
+	d.worked()
 	return t, err
 }
 
@@ -413,6 +423,7 @@ type hostProduct struct {
 	lda, ldb, ldc int
 	bufA, bufB    glw.Buffer
 	bufC, work    glw.Buffer
+	held          []pooled // A, B and C's buffers, from the device's pool
 	splits        int // K slices: 1 without split-K
 	reduce        []dispatch.LinearChunk
 	progress      progress
@@ -463,8 +474,9 @@ func (h *hostProduct) plan() error {
 	return err
 }
 
-// alloc creates the GPU buffers of A, B and C (device memory, never
-// mapped, where the driver has glBufferStorage).
+// alloc takes the GPU buffers of A, B and C from the device's pool or
+// creates them (device memory, never mapped, where the driver has
+// glBufferStorage).
 func (h *hostProduct) alloc() error {
 	immutable := h.d.stage().bufferStorage
 	for _, x := range []struct {
@@ -472,10 +484,12 @@ func (h *hostProduct) alloc() error {
 		bytes int
 		name  string
 	}{{&h.bufA, 4 * h.m * h.lda, "A"}, {&h.bufB, 4 * h.k * h.ldb, "B"}, {&h.bufC, 4 * h.m * h.ldc, "C"}} {
-		var ok bool
-		if *x.buf, ok = glw.NewDeviceBuffer(x.bytes, immutable); !ok {
+		b, ok := h.d.takeBuffer(x.bytes, immutable)
+		if !ok {
 			return fmt.Errorf("%w: %s: the driver could not allocate %s", ErrOutOfMemory, x.name, formatBytes(float64(x.bytes)))
 		}
+		*x.buf = b.buf
+		h.held = append(h.held, b)
 	}
 	return nil
 }
@@ -692,11 +706,14 @@ func (h *hostProduct) readBack(c blas32.General, t *Timings) error {
 	return h.d.checkError("reading C back")
 }
 
-// release deletes the buffers (zero ones are ignored).
+// release returns A, B and C's buffers to the device's pool and deletes
+// the workspace.
 func (h *hostProduct) release() {
-	for _, b := range []*glw.Buffer{&h.bufA, &h.bufB, &h.bufC, &h.work} {
-		b.Release()
+	for _, b := range h.held {
+		h.d.keepBuffer(b)
 	}
+	h.held, h.bufA, h.bufB, h.bufC = nil, 0, 0, 0
+	h.work.Release()
 }
 
 // stopped returns the error of o.Context once it is done, else nil.

@@ -203,8 +203,11 @@ func (pp *panelProduct) warmUp() error {
 	return pp.d.checkError("warming up the panels")
 }
 
-// alloc creates the panel buffers.
+// alloc creates the panel buffers, after deleting the buffers kept from
+// earlier products: panels are for products that memory or bindings
+// constrain (MaxGPUMemory counts only the panels).
 func (pp *panelProduct) alloc() error {
+	pp.d.drainPool()
 	pl := pp.plan
 	immutable := pp.d.stage().bufferStorage
 	nA := 2

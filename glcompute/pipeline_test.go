@@ -3,6 +3,7 @@ package glcompute
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/internal/conformance"
+	"github.com/glmul/glmul/validate"
 )
 
 // TestPipelined checks the pipelined pass: row bands of C for a kernel
@@ -106,6 +108,37 @@ func TestSteadyWarmup(t *testing.T) {
 	o.warmUpMore(start, noisy)
 	if el := time.Since(start); el < 150*time.Millisecond || el > 400*time.Millisecond {
 		t.Errorf("noisy warm-up ended after %v, want the 150 ms cap", el)
+	}
+}
+
+// TestMinWarmupAfterIdle: MinWarmup is skipped within RampIdle of the
+// device's creation or its last product, and applied after it was idle
+// longer.
+func TestMinWarmupAfterIdle(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(5, 6))
+	a, b, c := cpu.Random(32, 32, rng), cpu.Random(32, 32, rng), cpu.New(32, 32)
+	const minW = 300 * time.Millisecond
+	o := &MulOptions{Warmup: 1, MinWarmup: minW, Stages: true}
+	// Compile first, so that the warm-ups below time products alone.
+	if _, err := d.Mul(c, a, b, nil); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := d.Mul(c, a, b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(RampIdle + 100*time.Millisecond)
+	idle, err := d.Mul(c, a, b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if busy.WarmupTime >= minW || idle.WarmupTime < minW {
+		t.Errorf("warm-up %v right after a product and %v after %v idle; want under and over MinWarmup %v",
+			busy.WarmupTime, idle.WarmupTime, RampIdle+100*time.Millisecond, minW)
+	}
+	if r := validate.CheckFull(a, b, c); !r.OK {
+		t.Error(r.Err())
 	}
 }
 

@@ -27,7 +27,8 @@ import (
 // during a minutes-long CPU loop measured 5× slow over one 0.3 ms warm-up
 // run), and holds them steady before it rises: after a second idle, 4097³
 // ran at 16.1 ms, six runs alike, then at 4.2 ms, so steadiness alone
-// stopped a warm-up at the low clocks. The minimum covers that ramp.
+// stopped a warm-up at the low clocks. The minimum covers that ramp; Mul
+// applies it only after glcompute.RampIdle of idleness.
 const (
 	MinWarmup = 100 * time.Millisecond
 	MaxWarmup = 300 * time.Millisecond

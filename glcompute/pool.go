@@ -1,0 +1,73 @@
+package glcompute
+
+import (
+	"slices"
+
+	"github.com/glmul/glmul/glcompute/internal/glw"
+)
+
+// poolBuffers is how many device buffers the Device keeps after a host
+// product (Mul) for the next one: one product's A, B and C.
+//
+// Reuse saves the driver's work on new memory: on the H100 a product's
+// first upload into new buffers cost tens of milliseconds more than the
+// next, and after an 8192³ product had freed its buffers a 4097³
+// product's new ones ran its kernel 3 to 6 times slower (12.3 and 24.5 ms
+// a run instead of 4.2) for up to its first dozen runs, with the clocks
+// at their maximum (docs/PERFORMANCE.md). The cost: the buffers of the
+// last product stay allocated until the next product, a larger one's
+// allocation failing, or Release.
+const poolBuffers = 3
+
+// pooled is a device buffer kept for reuse.
+type pooled struct {
+	buf       glw.Buffer
+	bytes     int
+	immutable bool
+}
+
+// takeBuffer returns a device buffer of at least bytes: the smallest kept
+// one that is large enough, else a new one (after freeing the kept ones if
+// the driver is out of memory). size is the buffer's real size. On the
+// device thread.
+func (d *Device) takeBuffer(bytes int, immutable bool) (b pooled, ok bool) {
+	best := -1
+	for i, p := range d.pool {
+		if p.bytes >= bytes && p.immutable == immutable && (best < 0 || p.bytes < d.pool[best].bytes) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		b = d.pool[best]
+		d.pool = slices.Delete(d.pool, best, best+1)
+		return b, true
+	}
+	b = pooled{bytes: bytes, immutable: immutable}
+	if b.buf, ok = glw.NewDeviceBuffer(bytes, immutable); ok {
+		return b, true
+	}
+	d.drainPool()
+	b.buf, ok = glw.NewDeviceBuffer(bytes, immutable)
+	return b, ok
+}
+
+// keepBuffer returns b to the pool, deleting the oldest kept buffers
+// beyond poolBuffers. A zero buffer is ignored. On the device thread.
+func (d *Device) keepBuffer(b pooled) {
+	if b.buf == 0 {
+		return
+	}
+	d.pool = append(d.pool, b)
+	for len(d.pool) > poolBuffers {
+		d.pool[0].buf.Release()
+		d.pool = d.pool[1:]
+	}
+}
+
+// drainPool deletes every kept buffer. On the device thread.
+func (d *Device) drainPool() {
+	for _, p := range d.pool {
+		p.buf.Release()
+	}
+	d.pool = nil
+}

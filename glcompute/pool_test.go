@@ -1,0 +1,72 @@
+package glcompute
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/validate"
+)
+
+// TestBufferReuse: a product reuses the buffers the last one left where
+// they are large enough (stale contents included: the results stay
+// right), a larger one replaces them, the pool never holds more than one
+// product's buffers, and a product in panels empties it.
+func TestBufferReuse(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(7, 8))
+	mul := func(m, k, n int, o *MulOptions) {
+		t.Helper()
+		a, b, c := cpu.Random(m, k, rng), cpu.Random(k, n, rng), cpu.New(m, n)
+		if _, err := d.Mul(c, a, b, o); err != nil {
+			t.Fatal(err)
+		}
+		if r := validate.CheckFull(a, b, c); !r.OK {
+			t.Fatalf("%d×%d×%d after reuse: %v", m, k, n, r.Err())
+		}
+	}
+	held := func() []glwBufferName {
+		var out []glwBufferName
+		d.call(func() {
+			for _, p := range d.pool {
+				out = append(out, glwBufferName(p.buf))
+			}
+		})
+		return out
+	}
+	mul(200, 150, 100, nil)
+	first := held()
+	if len(first) != 3 {
+		t.Fatalf("%d buffers kept after a product, want its 3", len(first))
+	}
+	mul(37, 53, 29, &MulOptions{Reps: 2, Warmup: 1, Stages: true}) // smaller: all three reused
+	if again := held(); !sameSet(first, again) {
+		t.Errorf("a smaller product kept %v, want the reused %v", again, first)
+	}
+	mul(300, 300, 300, nil) // larger: new buffers replace them
+	if len(held()) != 3 || sameSet(first, held()) {
+		t.Errorf("after a larger product the pool holds %v (before: %v)", held(), first)
+	}
+	mul(1000, 16, 16, &MulOptions{Kernel: "fast:64x64x8_8x4", MaxBinding: 16 << 10}) // in panels
+	if n := len(held()); n != 0 {
+		t.Errorf("a product in panels left %d pooled buffers", n)
+	}
+}
+
+type glwBufferName uint32
+
+func sameSet(a, b []glwBufferName) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[glwBufferName]bool{}
+	for _, x := range a {
+		seen[x] = true
+	}
+	for _, x := range b {
+		if !seen[x] {
+			return false
+		}
+	}
+	return true
+}
