@@ -424,7 +424,7 @@ type hostProduct struct {
 	bufA, bufB    glw.Buffer
 	bufC, work    glw.Buffer
 	held          []pooled // A, B and C's buffers, from the device's pool
-	splits        int // K slices: 1 without split-K
+	splits        int      // K slices: 1 without split-K
 	reduce        []dispatch.LinearChunk
 	progress      progress
 }
