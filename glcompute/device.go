@@ -109,6 +109,11 @@ type Info struct {
 	// TimerBits is GL_QUERY_COUNTER_BITS of GL_TIME_ELAPSED; 0 means no
 	// timer queries.
 	TimerBits int `json:"timer_bits"`
+	// SMCount is the GPU's count of multiprocessors (gl_SMCountNV, where
+	// the driver has GL_NV_shader_thread_group); 0 where unknown. Products
+	// whose grid fills a last wave of work groups poorly are split along K
+	// with it (tuning.AutoSplitK).
+	SMCount int `json:"sm_count,omitempty"`
 
 	// DefaultKernel is the kernel Mul runs when not told which, and
 	// DefaultKernelSource where that choice came from (the tuning cache, a
@@ -356,6 +361,9 @@ func (d *Device) initInfo() error {
 	i.MaxSSBOBlockSize = l.MaxSSBOBlockSize
 	if !i.ES {
 		i.TimerBits = glw.TimerBits()
+		if glw.HasExtension("GL_NV_shader_thread_group") {
+			i.SMCount = d.querySMCount()
+		}
 	}
 	d.bindAlign = 16
 	for d.bindAlign%max(l.SSBOOffsetAlignment, 1) != 0 {

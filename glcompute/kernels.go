@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unsafe"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/internal/dispatch"
@@ -292,6 +293,35 @@ func (d *Device) Fits(spec string) error {
 
 func (d *Device) tuningDriver() tuning.Driver {
 	return tuning.Driver{Vendor: d.info.Vendor, Renderer: d.info.Renderer, Version: d.info.Version}
+}
+
+// querySMCount runs smcount.comp and returns gl_SMCountNV, or 0 if that
+// fails (it is an optimization's input, never a reason to fail Open). On
+// the device thread; a borrowed context's bindings are restored.
+func (d *Device) querySMCount() int {
+	if d.borrowed {
+		s := glw.SaveState(stateBindings)
+		defer s.Restore()
+	}
+	p, err := d.programOf(shaders.SMCount())
+	if err != nil {
+		return 0
+	}
+	buf, ok := glw.NewStorageBuffer(8, nil, glw.StaticRead)
+	if !ok {
+		return 0
+	}
+	defer buf.Release()
+	p.prog.Use()
+	buf.BindStorage(2)
+	glw.Dispatch(1, 1)
+	glw.BarrierBufferRead()
+	var out [2]uint32
+	buf.Read(0, 8, unsafe.Pointer(&out[0]))
+	if d.checkError("querying the multiprocessor count") != nil || out[0] > 1<<16 {
+		return 0
+	}
+	return int(out[0])
 }
 
 // poison sets the first bytes/4 floats of buf to NaN with fill.comp,

@@ -444,7 +444,11 @@ func (h *hostProduct) plan() error {
 	ksplit := h.k
 	split := h.o.SplitK
 	if split == 0 {
-		split = tuning.AutoSplitK(h.chunks.GroupsX*h.chunks.GroupsY, h.k, tuning.Wave(h.d.tuningDriver()))
+		slots := 0
+		if h.p.kernel.TileM*h.p.kernel.TileN >= tuning.OneGroupPerSM {
+			slots = h.d.info.SMCount
+		}
+		split = tuning.AutoSplitK(h.chunks.GroupsX*h.chunks.GroupsY, h.k, tuning.Wave(h.d.tuningDriver()), slots)
 	}
 	if split > 1 && h.p.kernel.StepK > 0 {
 		ksplit = roundUp((h.k+split-1)/split, h.p.kernel.StepK)

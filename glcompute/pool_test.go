@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/validate"
 )
 
@@ -69,4 +70,16 @@ func sameSet(a, b []glwBufferName) bool {
 		}
 	}
 	return true
+}
+
+// TestSMCount: the multiprocessor count is read exactly where the driver
+// has GL_NV_shader_thread_group (NVIDIA), and is 0 elsewhere (Mesa).
+func TestSMCount(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	var has bool
+	d.call(func() { has = glw.HasExtension("GL_NV_shader_thread_group") })
+	if n := d.Info().SMCount; has != (n > 0) {
+		t.Errorf("GL_NV_shader_thread_group %v, SMCount %d", has, n)
+	}
+	t.Logf("%s: %d multiprocessors", d.Info().Renderer, d.Info().SMCount)
 }

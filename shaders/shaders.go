@@ -96,6 +96,14 @@ func Fill() Kernel {
 		Threads: 256, Source: string(source("fill.comp"))}
 }
 
+// SMCount writes the GPU's multiprocessor count and warps per
+// multiprocessor to words 0 and 1 of binding 2 (smcount.comp); it needs
+// GL_NV_shader_thread_group.
+func SMCount() Kernel {
+	return Kernel{Name: "smcount", File: "smcount.comp", TileM: 1, TileN: 1, Align: 1,
+		Threads: 1, Source: string(source("smcount.comp"))}
+}
+
 // Batched is the kernel for many small products (batched.comp): one
 // invocation per element of C, 256 per work group.
 func Batched() Kernel {

@@ -119,7 +119,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.n, "n", 0, "multiply two `N`×N matrices")
 	fs.StringVar(&o.shape, "shape", "", "multiply an M×K matrix A by a K×N matrix B, given as `MxKxN` (e.g. 100x77x130)")
 	fs.IntVar(&o.reps, "reps", 10, "timed runs; the report gives their mean (as the paper did), median and min")
-	fs.IntVar(&o.warmup, "warmup", 1, "untimed runs before the timed ones, continued for 0.1 s if the GPU was idle 0.5 s or more and then until their times are steady, at most 0.3 s (0: none)")
+	fs.IntVar(&o.warmup, "warmup", 1, "untimed runs before the timed ones, continued for 0.5 s if the GPU was idle 0.5 s or more and then until their times are steady, at most 0.8 s (0: none)")
 	fs.StringVar(&o.validate, "validate", "auto", "check the product on the CPU: auto|full|freivalds|none (auto: full up to 1024³ multiply-adds, freivalds above)")
 	o.dev.register(fs)
 	fs.IntVar(&o.splitK, "split-k", 0, "split the inner dimension `S` ways (fast kernel), for results too small to fill the GPU; 0: automatic (grids under about a wave of work groups: 128 on a GPU, the CPU's threads on llvmpipe); 1: no split")

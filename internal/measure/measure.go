@@ -28,10 +28,15 @@ import (
 // run), and holds them steady before it rises: after a second idle, 4097³
 // ran at 16.1 ms, six runs alike, then at 4.2 ms, so steadiness alone
 // stopped a warm-up at the low clocks. The minimum covers that ramp; Mul
-// applies it only after glcompute.RampIdle of idleness.
+// applies it only after glcompute.RampIdle of idleness. 0.1 s was not
+// enough: nvidia-smi, sampling every 0.1 s during glmul bench, showed the
+// H100's clock at 345-585 MHz after 1.5 s idle, holding under full load
+// for 0.1-0.3 s (480, then 750, then 1980 MHz), and 4097³'s first timed
+// runs slower by the clocks' ratio (14.3 ms at 585 MHz, 24.5 at 345,
+// against 4.19 at 1980) in four runs of four.
 const (
-	MinWarmup = 100 * time.Millisecond
-	MaxWarmup = 300 * time.Millisecond
+	MinWarmup = 500 * time.Millisecond
+	MaxWarmup = 800 * time.Millisecond
 )
 
 // Inputs are the matrices of an m×k by k×n product: A and B uniform on

@@ -168,7 +168,7 @@ func (r *Run) writeText(out io.Writer) error {
 	default:
 		warm := "without warm-up"
 		if r.Warmup > 0 {
-			warm = fmt.Sprintf("after %d+ warm-up run(s), %.0f ms in all (until steady; at least 0.1 s after 0.5 s idle)", r.Warmup, float64(t.WarmupTime)/1e6)
+			warm = fmt.Sprintf("after %d+ warm-up run(s), %.0f ms in all (until steady; at least 0.5 s after 0.5 s idle)", r.Warmup, float64(t.WarmupTime)/1e6)
 		}
 		p("compute", "%8.2f ms mean, %.2f median, %.2f min over %d run(s) %s (%s)",
 			s.KernelMeanMS, s.KernelMedMS, s.KernelMinMS, t.Runs, warm, src)

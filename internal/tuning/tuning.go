@@ -140,21 +140,53 @@ func SmallGrid(d Driver) string {
 // 64×64 tiles win where the split cannot fill a wave (512³, 64×4096×64)
 // and at K = 64.
 func UseSmallGrid(groups, k, wave int) bool {
-	return groups*AutoSplitK(groups, k, wave) < wave || k < 512
+	return groups*AutoSplitK(groups, k, wave, 0) < wave || k < 512
 }
 
 // AutoSplitK returns how many slices of K a product whose result has
 // groups work groups is split into when MulOptions.SplitK is 0, on a
-// device that runs wave groups at once (Wave): none from a wave up, else
-// enough slices for about two waves, each slice at least 128 long. From
-// one H100 sweep (docs/PERFORMANCE.md): 64×4096×64 (1 group) ran 11× faster
-// in 32 slices, 512³ (64 groups) 1.47× in 4, 256³ (16) 1.12× in 2.
-func AutoSplitK(groups, k, wave int) int {
-	if groups >= wave {
+// device that runs wave groups at once (Wave):
+//
+//   - under a wave, enough slices for about two waves, each slice at least
+//     128 long. From one H100 sweep (docs/PERFORMANCE.md): 64×4096×64 (1
+//     group) ran 11× faster in 32 slices, 512³ (64 groups) 1.47× in 4,
+//     256³ (16) 1.12× in 2.
+//   - from a wave on, where slots (how many of the kernel's groups the
+//     device runs at once: its multiprocessors, one group each) is known,
+//     the split that best fills the last of the waves of slots groups: s
+//     slices take ceil(groups·s/slots)/s of the unsplit product's group
+//     time, times 1 + 0.0125·s for s ≥ 2 (the reduction pass and shorter
+//     K loops: 4096³, 3.9 waves on the H100's 132 multiprocessors, lost
+//     2.5% in 2 slices and 5% in 4). Each further slice must model at
+//     least 2% faster than the best fewer, in at most 8 slices of at least
+//     256. Against an H100 sweep of 1, 2, 3, 4 and 6 slices it picks 3 for
+//     4097³ (561 groups, 4.25 waves: +12%, 4 measured 0.6% faster), 4 for
+//     3000³ (+25%, the fastest), 3 for 2500³ (+13%, the fastest), none
+//     for 4096³, 6000³ and 8192³ (the fastest).
+//   - otherwise no split.
+func AutoSplitK(groups, k, wave, slots int) int {
+	if groups < wave {
+		return max(1, min((2*wave+groups-1)/groups, k/128))
+	}
+	if slots <= 0 {
 		return 1
 	}
-	return max(1, min((2*wave+groups-1)/groups, k/128))
+	waves := func(s int) float64 { return float64((groups*s+slots-1)/slots) / float64(s) }
+	best, bestT := 1, waves(1)
+	for s := 2; s <= min(8, k/256); s++ {
+		if t := waves(s) * (1 + 0.0125*float64(s)); t < 0.98*bestT {
+			best, bestT = s, t
+		}
+	}
+	return best
 }
+
+// OneGroupPerSM is the size of block tile (accumulators per work group)
+// from which a work group is taken to occupy a multiprocessor alone: its
+// accumulators take half the 64 Ki registers of every NVIDIA
+// multiprocessor since Kepler, so a second group cannot fit. AutoSplitK's
+// wave model is used only for such tiles.
+const OneGroupPerSM = 32768
 
 // Wave is about how many work groups the device runs at once: 128 for a
 // GPU (an H100 has 132 SMs; smaller GPUs get more splits than they need,

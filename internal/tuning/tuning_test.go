@@ -140,13 +140,28 @@ func TestAutoSplitK(t *testing.T) {
 		{1, 200, 1},     // K too short for two slices of 128
 		{4, 100000, 64}, // enough slices for 256 groups
 	} {
-		if got := AutoSplitK(c.groups, c.k, 128); got != c.want {
-			t.Errorf("AutoSplitK(%d, %d, 128) = %d, want %d", c.groups, c.k, got, c.want)
+		if got := AutoSplitK(c.groups, c.k, 128, 0); got != c.want {
+			t.Errorf("AutoSplitK(%d, %d, 128, 0) = %d, want %d", c.groups, c.k, got, c.want)
 		}
 	}
 	// llvmpipe on 2 threads: 8 groups fill it; one group gets 4 slices.
-	if AutoSplitK(8, 512, 2) != 1 || AutoSplitK(1, 4096, 2) != 4 {
-		t.Errorf("wave 2: %d, %d", AutoSplitK(8, 512, 2), AutoSplitK(1, 4096, 2))
+	if AutoSplitK(8, 512, 2, 0) != 1 || AutoSplitK(1, 4096, 2, 0) != 4 {
+		t.Errorf("wave 2: %d, %d", AutoSplitK(8, 512, 2, 0), AutoSplitK(1, 4096, 2, 0))
+	}
+	// Past a wave, with the H100's 132 multiprocessors: the splits that
+	// measured fastest or within 1% of it (128×256 tiles).
+	for _, c := range []struct{ n, want int }{{4097, 3}, {3000, 4}, {2500, 3}, {4096, 1}, {6000, 1}, {8192, 1}, {2048, 1}} {
+		groups := ((c.n + 127) / 128) * ((c.n + 255) / 256)
+		if got := AutoSplitK(groups, c.n, 128, 132); got != c.want {
+			t.Errorf("%d³ (%d groups) on 132 slots: %d slices, want %d", c.n, groups, got, c.want)
+		}
+	}
+	// Slices stay at least 256 long, at most 8; no slots, no split.
+	if got := AutoSplitK(561, 700, 128, 132); got != 2 {
+		t.Errorf("K = 700: %d slices, want 2", got)
+	}
+	if AutoSplitK(561, 4097, 128, 0) != 1 || AutoSplitK(133, 100000, 128, 132) > 8 {
+		t.Error("no slots or a long K")
 	}
 	if Wave(Driver{Renderer: "llvmpipe (LLVM 15.0.6, 256 bits)"}) != runtime.NumCPU() || Wave(Driver{Renderer: "NVIDIA H100"}) != 128 {
 		t.Error("Wave")
