@@ -369,12 +369,18 @@ const pipelineBands = 4
 // pipelined runs the product once in row bands of C (bandRows): B and
 // A's first band up, then, while the GPU computes band i, the host uploads
 // band i+1 of A and reads back band i−1 of C. A kernel without row offsets
-// (tiled32) and a split-K product run as one band.
+// (tiled32) and a product split along K to fill the GPU run as one band;
+// one split only to fill its last wave (waveSplit) runs its bands unsplit,
+// the bands cut to whole waves instead.
 func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total int)) (passTimes, error) {
 	k := h.p.kernel
 	rowsPer := h.m
-	if k.Strided && h.splits == 1 {
-		rowsPer = bandRows(h.m, k.TileM, pipelineBands, max(h.lda, h.ldc), h.d.stage().bytes)
+	if k.Strided && (h.splits == 1 || h.waveSplit) {
+		waveRows := 0
+		if h.slots > 0 {
+			waveRows = h.slots / h.chunks.GroupsX
+		}
+		rowsPer = bandRows(h.m, k.TileM, pipelineBands, max(h.lda, h.ldc), h.d.stage().bytes, waveRows)
 	}
 	h.progress.report = nil
 	var steps []pipeStep
@@ -404,8 +410,10 @@ func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total 
 func (h *hostProduct) band(r0, rows int) func() error {
 	return func() error {
 		h.p.prog.Use()
-		h.bind()
-		h.p.setUints(uniform{"M", rows}, uniform{"offA4", r0 * h.lda / 4}, uniform{"offC4", r0 * h.ldc / 4})
+		h.bufA.BindStorage(0)
+		h.bufB.BindStorage(1)
+		h.bufC.BindStorage(2)
+		h.p.setUints(uniform{"M", rows}, uniform{"offA4", r0 * h.lda / 4}, uniform{"offC4", r0 * h.ldc / 4}, uniform{"ksplit", h.k})
 		_, err := h.p.dispatchTiles(rows, h.n, h.o.MaxGroups)
 		return err
 	}
@@ -425,6 +433,12 @@ type hostProduct struct {
 	bufC, work    glw.Buffer
 	held          []pooled // A, B and C's buffers, from the device's pool
 	splits        int      // K slices: 1 without split-K
+	ksplit        int      // K per slice
+	// slots is how many of the kernel's work groups the GPU runs at once
+	// where known (0: unknown), and waveSplit says the K split only fills
+	// the last of several waves (tuning.AutoSplitK).
+	slots     int
+	waveSplit bool
 	reduce        []dispatch.LinearChunk
 	progress      progress
 }
@@ -440,25 +454,24 @@ func (h *hostProduct) plan() error {
 	}
 	al := h.p.kernel.Align
 	h.lda, h.ldb, h.ldc = roundUp(h.k, al), roundUp(h.n, al), roundUp(h.n, al)
-	h.splits = 1
-	ksplit := h.k
+	h.splits, h.ksplit = 1, h.k
+	if h.p.kernel.TileM*h.p.kernel.TileN >= tuning.OneGroupPerSM {
+		h.slots = h.d.info.SMCount
+	}
 	split := h.o.SplitK
-	if split == 0 {
-		slots := 0
-		if h.p.kernel.TileM*h.p.kernel.TileN >= tuning.OneGroupPerSM {
-			slots = h.d.info.SMCount
-		}
-		split = tuning.AutoSplitK(h.chunks.GroupsX*h.chunks.GroupsY, h.k, tuning.Wave(h.d.tuningDriver()), slots)
+	if groups, wave := h.chunks.GroupsX*h.chunks.GroupsY, tuning.Wave(h.d.tuningDriver()); split == 0 {
+		split = tuning.AutoSplitK(groups, h.k, wave, h.slots)
+		h.waveSplit = groups >= wave
 	}
 	if split > 1 && h.p.kernel.StepK > 0 {
-		ksplit = roundUp((h.k+split-1)/split, h.p.kernel.StepK)
-		h.splits = (h.k + ksplit - 1) / ksplit
+		h.ksplit = roundUp((h.k+split-1)/split, h.p.kernel.StepK)
+		h.splits = (h.k + h.ksplit - 1) / h.ksplit
 	}
 	h.p.prog.Use()
 	h.p.setUints(uniform{"M", h.m}, uniform{"K", h.k}, uniform{"N", h.n})
 	if h.p.kernel.Strided {
 		h.p.setUints(uniform{"lda", h.lda}, uniform{"ldb", h.ldb}, uniform{"ldc", h.ldc},
-			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0}, uniform{"ksplit", ksplit})
+			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0}, uniform{"ksplit", h.ksplit})
 	}
 	h.progress = progress{report: h.o.Progress, total: len(h.chunks.Chunks) * (h.o.Warmup + h.o.Reps)}
 	if h.splits == 1 {
@@ -563,6 +576,9 @@ func (h *hostProduct) run() {
 	h.p.prog.Use()
 	if h.splits > 1 {
 		h.bind()
+	}
+	if h.p.kernel.Strided { // a pipelined pass's bands change these
+		h.p.setUints(uniform{"M", h.m}, uniform{"offA4", 0}, uniform{"offC4", 0}, uniform{"ksplit", h.ksplit})
 	}
 	for _, ch := range h.chunks.Chunks {
 		h.p.setUint("x0", uint32(ch.X0))

@@ -19,14 +19,25 @@ import (
 // of the tile, and no more than fit one staging buffer of stagingBytes at
 // ld floats a row. A band larger than a staging buffer would stall the
 // pipeline: the host fills both staging buffers, and the GPU frees them
-// only after the dispatch queued before their copies.
-func bandRows(m, tile, bands, ld, stagingBytes int) int {
+// only after the dispatch queued before their copies. Where waveRows (the
+// tile rows whose work groups the GPU runs in one wave; 0: unknown) is
+// known, a band of at least a wave is cut to whole waves: 4097³'s 33 tile
+// rows of 17 groups ran as 4 bands of 9 rows, each 153 groups on the
+// H100's 132 multiprocessors and so two waves; 5 bands of 7 take one each.
+func bandRows(m, tile, bands, ld, stagingBytes, waveRows int) int {
 	rows := m
 	if bands > 1 && m >= bands*tile {
-		rows = roundUp((m+bands-1)/bands, tile)
+		per := ((m+tile-1)/tile + bands - 1) / bands // tile rows a band
+		if waveRows > 0 && per >= waveRows {
+			per = per / waveRows * waveRows
+		}
+		rows = per * tile
 	}
 	if fit := stagingBytes / (4 * ld) / tile * tile; fit >= tile && fit < rows {
 		rows = fit
+		if w := waveRows * tile; waveRows > 0 && fit >= w {
+			rows = fit / w * w
+		}
 	}
 	return rows
 }

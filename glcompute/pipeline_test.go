@@ -167,3 +167,50 @@ func TestESWideRows(t *testing.T) {
 		t.Errorf("Download of wide rows on ES: %v", err)
 	}
 }
+
+// TestBandRows: bands of about a quarter of the tile rows, cut to the
+// staging buffer, and to whole waves where the GPU's wave is known.
+func TestBandRows(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		name                           string
+		m, tile, ld, staging, waveRows int
+		want                           int
+	}{
+		{"4096 unknown wave", 4096, 128, 4096, 32 * mib, 0, 1024},
+		{"4097 unknown wave: 9 tile rows", 4097, 128, 4100, 32 * mib, 0, 1152},
+		{"4097 on 132 SMs: 7 rows of 17 groups", 4097, 128, 4100, 32 * mib, 7, 896},
+		{"4096 on 132 SMs: 8 rows of 16 groups", 4096, 128, 4096, 32 * mib, 8, 1024},
+		{"2048: a band under a wave stays", 2048, 128, 2048, 32 * mib, 16, 512},
+		{"8192: staging holds 8 rows, 2 waves of 4", 8192, 128, 8192, 32 * mib, 4, 1024},
+		{"8192: staging holds 8 rows, waves of 3", 8192, 128, 8192, 32 * mib, 3, 768},
+		{"under 4 tiles: one band", 300, 128, 300, 32 * mib, 0, 300},
+	} {
+		if got := bandRows(c.m, c.tile, 4, c.ld, c.staging, c.waveRows); got != c.want {
+			t.Errorf("%s: bandRows = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestWaveSplitBands: a product whose K split only fills its last wave
+// (here 144 groups of 128×256 on a GPU of known multiprocessors) is split
+// when run whole and runs its pipelined bands unsplit; the results are
+// right both ways. Only where the driver reports its multiprocessors
+// (NVIDIA): elsewhere nothing is split past a wave.
+func TestWaveSplitBands(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	const kern = "fast:128x256x8_8x8_db"
+	if d.Info().SMCount == 0 || d.Fits(kern) != nil {
+		t.Skipf("%s reports no multiprocessor count (or lacks the shared memory for %s)", d.Info().Renderer, kern)
+	}
+	// Rows of tiles enough for a wave and 10% more: 132 SMs take 18 rows
+	// of 8 groups (2048 columns).
+	rowsOfTiles := d.Info().SMCount/8 + 2
+	conformance.Run(t, []conformance.Shape{{M: 128*rowsOfTiles - 5, K: 2048, N: 2048}}, func(c, a, b blas32.General) error {
+		tm, err := d.Mul(c, a, b, &MulOptions{Kernel: kern, Stages: true, Reps: 2})
+		if err == nil && (tm.Splits < 2 || tm.Steps < 2) {
+			return fmt.Errorf("%d slices of K and %d pipelined steps, want a split kernel stage and unsplit bands", tm.Splits, tm.Steps)
+		}
+		return err
+	})
+}
