@@ -124,6 +124,10 @@ type Info struct {
 	// tuning.UseSmallGrid says it fits badly (too few work groups to fill
 	// the GPU even split along K, or a short K).
 	SmallGridKernel string `json:"small_grid_kernel,omitempty"`
+	// ClassKernels are the configurations glmul tune chose for the shape
+	// classes other than square (tuning.LongK, tuning.ThinK), by class
+	// name; a product of such a class runs its class's kernel.
+	ClassKernels map[string]string `json:"class_kernels,omitempty"`
 }
 
 // glContext is what the two backends provide.

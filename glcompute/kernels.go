@@ -204,9 +204,13 @@ func (d *Device) ProgramBinary(spec string) ([]byte, error) {
 func (d *Device) DefaultKernel() string { return d.info.DefaultKernel }
 
 // kernelFor returns the fast configuration for an m×k by k×n product: the
-// default, or Info.SmallGridKernel where tuning.UseSmallGrid says the
-// default's large tiles fit the product badly.
+// one glmul tune chose for its shape class where it did (Info.ClassKernels),
+// else the default, or Info.SmallGridKernel where tuning.UseSmallGrid says
+// the default's large tiles fit the product badly.
 func (d *Device) kernelFor(m, kDim, n int) string {
+	if spec, ok := d.info.ClassKernels[string(tuning.Classify(m, kDim, n))]; ok {
+		return spec
+	}
 	spec := d.info.DefaultKernel
 	if d.info.SmallGridKernel == "" {
 		return spec
@@ -231,6 +235,43 @@ func (d *Device) chooseKernels() {
 	if k, err := shaders.Lookup(tuning.SmallGrid(d.tuningDriver())); err == nil && d.fits(k) == nil {
 		i.SmallGridKernel = k.Spec()
 	}
+	i.ClassKernels = d.classKernels()
+}
+
+// classKernels returns the tuned configurations of the shape classes other
+// than square that still parse and fit; nil without any (or with
+// Options.IgnoreTuned).
+func (d *Device) classKernels() map[string]string {
+	if d.opts.IgnoreTuned {
+		return nil
+	}
+	cache, err := d.tuningCache()
+	if err != nil {
+		return nil
+	}
+	var out map[string]string
+	for _, cl := range tuning.Classes {
+		e, ok := cache.LookupClass(d.tuningDriver(), cl)
+		if cl == tuning.Square || !ok {
+			continue
+		}
+		if k, err := shaders.Lookup(e.Kernel); err == nil && d.fits(k) == nil {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[string(cl)] = k.Spec()
+		}
+	}
+	return out
+}
+
+// tuningCache reads the tuning cache (tuning.Path).
+func (d *Device) tuningCache() (tuning.Cache, error) {
+	path, err := tuning.Path()
+	if err != nil {
+		return tuning.Cache{}, err
+	}
+	return tuning.Load(path)
 }
 
 // chooseDefaultKernel returns the tuned fast configuration for this driver

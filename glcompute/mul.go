@@ -439,8 +439,8 @@ type hostProduct struct {
 	// the last of several waves (tuning.AutoSplitK).
 	slots     int
 	waveSplit bool
-	reduce        []dispatch.LinearChunk
-	progress      progress
+	reduce    []dispatch.LinearChunk
+	progress  progress
 }
 
 // plan compiles the kernel and plans the dispatches and the K split.

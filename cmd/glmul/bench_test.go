@@ -48,15 +48,25 @@ func TestTune(t *testing.T) {
 	args := []string{"tune", "-backend", "egl", "-n", "40", "-reps", "2", "-candidates", specs, "-progress", "on"}
 	code, stdout, stderr := glmul(append(args, "-save=false", "-format", "json")...)
 	var j struct {
-		Best       tuning.Candidate   `json:"best"`
-		Candidates []tuning.Candidate `json:"candidates"`
-		SavedTo    string             `json:"saved_to"`
+		Classes []struct {
+			Class      string             `json:"class"`
+			Shape      string             `json:"shape"`
+			Best       tuning.Candidate   `json:"best"`
+			Candidates []tuning.Candidate `json:"candidates"`
+		} `json:"classes"`
+		SavedTo string `json:"saved_to"`
 	}
 	if code != 0 || json.Unmarshal([]byte(stdout), &j) != nil {
 		t.Fatalf("exit %d, %s\n%s", code, stderr, stdout)
 	}
-	if len(j.Candidates) != 2 || !j.Best.Valid || j.SavedTo != "" || !strings.Contains(specs, j.Best.Kernel) {
+	if len(j.Classes) != 3 || j.SavedTo != "" {
 		t.Fatalf("%+v", j)
+	}
+	for i, want := range []string{"square 40×40×40", "long-k 5×160×5", "thin-k 40×10×40"} {
+		c := j.Classes[i]
+		if c.Class+" "+c.Shape != want || len(c.Candidates) != 2 || !c.Best.Valid || !strings.Contains(specs, c.Best.Kernel) {
+			t.Errorf("class %d: %+v, want %s with a valid best of 2", i, c, want)
+		}
 	}
 	if _, err := os.Stat(cache); err == nil {
 		t.Fatal("-save=false wrote the cache")
@@ -66,12 +76,41 @@ func TestTune(t *testing.T) {
 		t.Fatalf("exit %d, %s\n%s", code, stderr, stdout)
 	}
 	c, err := tuning.Load(cache)
-	if err != nil || len(c.Entries) != 1 || !strings.Contains(specs, c.Entries[0].Kernel) {
+	if err != nil || len(c.Entries) != 3 || !strings.Contains(specs, c.Entries[0].Kernel) {
 		t.Fatalf("cache %v %+v", err, c)
 	}
+	long, _ := c.LookupClass(c.Entries[0].Driver, tuning.LongK)
 	code, stdout, _ = glmul("tune", "-show", "-backend", "egl")
-	if code != 0 || !strings.Contains(stdout, "uses     "+c.Entries[0].Kernel) || !strings.Contains(stdout, "tuned by glmul tune") {
+	if code != 0 || !strings.Contains(stdout, "uses     "+c.Entries[0].Kernel) || !strings.Contains(stdout, "tuned by glmul tune") ||
+		!strings.Contains(stdout, "uses     "+long.Kernel+" for long-k products") {
 		t.Fatalf("-show: exit %d\n%s", code, stdout)
+	}
+	// A long-K product now runs the kernel tuned for its class; -ignore-tuned
+	// does not.
+	for _, c := range []struct {
+		flag  string
+		tuned bool
+	}{{"-ignore-tuned=false", true}, {"-ignore-tuned", false}} {
+		code, stdout, stderr = glmul("-backend", "egl", "-shape", "8x100x8", c.flag, "-reps", "1", "-format", "json")
+		var r struct {
+			Timings struct {
+				Kernel string `json:"kernel"`
+			} `json:"timings"`
+		}
+		if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
+			t.Fatalf("%s: exit %d, %s", c.flag, code, stderr)
+		}
+		if c.tuned != (r.Timings.Kernel == long.Kernel) {
+			t.Errorf("8×100×8 with %s ran %s; the long-k class's kernel is %s", c.flag, r.Timings.Kernel, long.Kernel)
+		}
+	}
+	// One class alone, and a bad one.
+	code, stdout, stderr = glmul("tune", "-backend", "egl", "-n", "40", "-reps", "1", "-candidates", specs, "-classes", "thin-k", "-save=false")
+	if code != 0 || strings.Contains(stdout, "square") || !strings.Contains(stdout, "thin-k 40×10×40") {
+		t.Errorf("-classes thin-k: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, stderr = glmul("tune", "-classes", "wide"); code != 2 || !strings.Contains(stderr, "unknown shape class") {
+		t.Errorf("-classes wide: exit %d, %s", code, stderr)
 	}
 }
 

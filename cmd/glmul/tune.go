@@ -26,21 +26,35 @@ type tuneFlags struct {
 	show     bool
 	save     bool
 	specs    []string
+	classes  []tuning.Class
 	format   report.Format
 	progress string
+}
+
+// classResult is one shape class's sweep.
+type classResult struct {
+	Class      tuning.Class       `json:"class"`
+	Shape      string             `json:"shape"`
+	Best       tuning.Candidate   `json:"best"`
+	Tiled32    tuning.Candidate   `json:"tiled32"`
+	Candidates []tuning.Candidate `json:"candidates"`
+	m, k, n    int
 }
 
 func parseTune(args []string, stderr io.Writer) (*tuneFlags, error) {
 	fs := newCommand("glmul tune", `glmul tune runs every candidate configuration of the fast kernel on this
 device, validates each product, and caches the fastest for this exact GL
-vendor, renderer and driver version; glmul then uses it by default.`, []string{"[flags]", "-show"}, stderr)
+vendor, renderer and driver version, for each shape class (square, long-k:
+a small result over a long K, thin-k: a large result over a short K);
+glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, stderr)
 	f := &tuneFlags{}
 	f.dev.register(fs)
-	fs.IntVar(&f.n, "n", 2048, "tune on `N`×N products (default 2048; 256 on Mesa llvmpipe)")
+	fs.IntVar(&f.n, "n", 2048, "size `N` of the classes' products (see -classes; default 2048, 256 on Mesa llvmpipe)")
 	fs.IntVar(&f.reps, "reps", 5, "timed runs per candidate; the median counts")
 	fs.BoolVar(&f.show, "show", false, "print the tuning cache and the configuration this device uses, and exit")
 	fs.BoolVar(&f.save, "save", true, "store the winner in the tuning cache")
 	only := fs.String("candidates", "all", "`all`, or a comma-separated list of fast:... specs to try")
+	classes := fs.String("classes", "all", "shape classes to tune, each on its own product: `all`, or a comma-separated list of square (N×N×N), long-k ((N/8)×4N×(N/8)) and thin-k (N×64×N)")
 	format := fs.String("format", "text", "output: text|json")
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (auto: a bar on terminals, a line per candidate otherwise)")
 	if err := f.dev.parse(fs, args); err != nil {
@@ -56,6 +70,17 @@ vendor, renderer and driver version; glmul then uses it by default.`, []string{"
 	}
 	if err := checkProgress("tune: ", f.progress); err != nil {
 		return nil, err
+	}
+	f.classes = tuning.Classes
+	if *classes != "all" {
+		f.classes = nil
+		for _, name := range strings.Split(*classes, ",") {
+			c, err := tuning.ParseClass(strings.TrimSpace(name))
+			if err != nil {
+				return nil, usagef("tune: -classes: %v", err)
+			}
+			f.classes = append(f.classes, c)
+		}
 	}
 	if *only == "all" {
 		f.specs = glcompute.FastCandidates()
@@ -101,23 +126,38 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		f.n = llvmpipeTuneN
 		fmt.Fprintf(stderr, "tune: on llvmpipe (the CPU) -n defaults to %d: 2048 would take many minutes\n", f.n)
 	}
-	if _, err := d.Plan(f.n, f.n, f.n, nil); err != nil {
-		return err
+	var results []classResult
+	for _, c := range f.classes {
+		r := classResult{Class: c}
+		r.m, r.k, r.n = c.Shape(f.n)
+		r.Shape = fmt.Sprintf("%d×%d×%d", r.m, r.k, r.n)
+		if _, err := d.Plan(r.m, r.k, r.n, nil); err != nil {
+			return err
+		}
+		results = append(results, r)
 	}
 	started := time.Now()
-	baseline, cands := f.sweep(d, stderr)
-	if len(cands) == 0 || !cands[0].Valid {
-		return fmt.Errorf("tune: no candidate ran and validated on %s", d.Info().Renderer)
-	}
-	saved, saveErr := "", error(nil)
-	if f.save {
-		if saveErr = saveTuned(path, d.Info(), cands[0], f.n); saveErr == nil {
-			saved = path
+	p := newProgress(f.progress, stderr, "tuning", len(results)*(len(f.specs)+1))
+	var saved []string
+	var saveErr error
+	for i := range results {
+		r := &results[i]
+		r.Tiled32, r.Candidates = f.sweep(d, r, p)
+		if len(r.Candidates) == 0 || !r.Candidates[0].Valid {
+			p.done()
+			return fmt.Errorf("tune: no candidate ran and validated on %s for %s products (%s)", d.Info().Renderer, r.Class, r.Shape)
+		}
+		r.Best = r.Candidates[0]
+		if f.save && saveErr == nil {
+			if saveErr = saveTuned(path, d.Info(), r.Class, r.Best, f.n); saveErr == nil {
+				saved = append(saved, string(r.Class))
+			}
 		}
 	}
+	p.done()
 	// The results are printed even when saving failed: minutes of
 	// measuring are not thrown away.
-	if err := f.write(stdout, d.Info(), baseline, cands, saved, time.Since(started)); err != nil {
+	if err := f.write(stdout, d.Info(), results, path, saved, time.Since(started)); err != nil {
 		return err
 	}
 	if saveErr != nil {
@@ -127,33 +167,32 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 }
 
 // sweep measures tiled32 as the baseline and every candidate with
-// tuning.Sweep, showing progress on stderr.
-func (f *tuneFlags) sweep(d *glcompute.Device, stderr io.Writer) (baseline tuning.Candidate, cands []tuning.Candidate) {
-	in := measure.NewInputs(f.n, f.n, f.n, 1)
+// tuning.Sweep on r's product, stepping p.
+func (f *tuneFlags) sweep(d *glcompute.Device, r *classResult, p *progress) (baseline tuning.Candidate, cands []tuning.Candidate) {
+	in := measure.NewInputs(r.m, r.k, r.n, 1)
 	measureOne := func(spec string) tuning.Candidate {
 		c := tuning.Candidate{Kernel: spec}
 		if err := d.Fits(spec); err != nil {
 			c.Error = err.Error()
 			return c
 		}
-		r, err := measure.Product(d, in, measure.Options{Kernel: spec, Warmup: 1, Reps: f.reps, Validate: validate.Auto})
+		res, err := measure.Product(d, in, measure.Options{Kernel: spec, Warmup: 1, Reps: f.reps, Validate: validate.Auto})
 		if err != nil {
 			c.Error = err.Error()
 			return c
 		}
-		c.GFLOPS, c.Valid = r.GFLOPS(measure.Median(r.Times)), r.Validation.OK
+		c.GFLOPS, c.Valid = res.GFLOPS(measure.Median(res.Times)), res.Validation.OK
 		if !c.Valid {
-			c.Error = r.Validation.Err().Error()
+			c.Error = res.Validation.Err().Error()
 		}
 		return c
 	}
-	p := newProgress(f.progress, stderr, "tuning", len(f.specs)+1)
+	total := len(f.specs) + 1
 	baseline = measureOne("tiled32")
-	p.step(fmt.Sprintf("tune 1/%d tiled32: %s", len(f.specs)+1, candidateStatus(baseline)))
+	p.step(fmt.Sprintf("tune %s %s 1/%d tiled32: %s", r.Class, r.Shape, total, candidateStatus(baseline)))
 	cands = tuning.Sweep(f.specs, measureOne, tuning.Finalists, tuning.Rounds, func(i int, c tuning.Candidate) {
-		p.step(fmt.Sprintf("tune %d/%d %s: %s", i+2, len(f.specs)+1, c.Kernel, candidateStatus(c)))
+		p.step(fmt.Sprintf("tune %s %s %d/%d %s: %s", r.Class, r.Shape, i+2, total, c.Kernel, candidateStatus(c)))
 	})
-	p.done()
 	return baseline, cands
 }
 
@@ -167,46 +206,54 @@ func candidateStatus(c tuning.Candidate) string {
 	return report.FormatGFLOPS(c.GFLOPS) + " GFLOPS"
 }
 
-// saveTuned stores best in the cache at path for the driver of info.
-func saveTuned(path string, info glcompute.Info, best tuning.Candidate, n int) error {
+// saveTuned stores best in the cache at path for the driver of info and
+// shape class c.
+func saveTuned(path string, info glcompute.Info, c tuning.Class, best tuning.Candidate, n int) error {
 	cache, err := tuning.Load(path)
 	if err != nil {
 		return err
 	}
 	cache.Put(tuning.Entry{Driver: tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version},
-		Kernel: best.Kernel, GFLOPS: best.GFLOPS, N: n, When: time.Now().UTC()})
+		Class: c, Kernel: best.Kernel, GFLOPS: best.GFLOPS, N: n, When: time.Now().UTC()})
 	return cache.Save(path)
 }
 
-// write prints the sweep's outcome.
-func (f *tuneFlags) write(w io.Writer, info glcompute.Info, baseline tuning.Candidate, cands []tuning.Candidate, saved string, took time.Duration) error {
-	best := cands[0]
+// write prints the sweeps' outcome: a line per class with its winner, and
+// every candidate's rate by class.
+func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResult, path string, saved []string, took time.Duration) error {
 	builtin, _ := tuning.Builtin(tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version})
-	t := report.Table{Header: []string{"rank", "kernel", "GFLOPS", "vs best", "valid"},
-		JSON: map[string]any{"device": info, "n": f.n, "reps": f.reps, "best": best, "builtin": builtin,
-			"tiled32": baseline, "candidates": cands, "saved_to": saved, "seconds": took.Seconds()},
+	savedTo := ""
+	if len(saved) > 0 {
+		savedTo = path
+	}
+	t := report.Table{Header: []string{"class", "rank", "kernel", "GFLOPS", "vs best", "valid"},
+		JSON: map[string]any{"device": info, "n": f.n, "reps": f.reps, "builtin": builtin, "classes": results,
+			"saved_to": savedTo, "seconds": took.Seconds()},
 		Preamble: [][2]string{
 			{"device", fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, info.API())},
-			{"tuned", fmt.Sprintf("%d×%d×%d, median of %d runs, %d candidates in %.0f s, every product validated", f.n, f.n, f.n, f.reps, len(cands), took.Seconds())},
-			{"best", fmt.Sprintf("%s: %s GFLOPS (tiled32: %s; %.1f×)", best.Kernel, report.FormatGFLOPS(best.GFLOPS), report.FormatGFLOPS(baseline.GFLOPS), best.GFLOPS/baseline.GFLOPS)}}}
-	if saved != "" {
-		t.Preamble = append(t.Preamble, [2]string{"saved", "to " + saved + "; glmul now uses it on this driver"})
-	}
+			{"tuned", fmt.Sprintf("%d shape class(es), median of %d runs, %d candidates each in %.0f s, every product validated", len(results), f.reps, len(f.specs), took.Seconds())}}}
 	skipped := 0
-	for i, c := range cands {
-		if c.Error != "" && c.GFLOPS == 0 {
-			skipped++
-			continue
+	for _, r := range results {
+		t.Preamble = append(t.Preamble, [2]string{"best", fmt.Sprintf("%s %s: %s: %s GFLOPS (tiled32: %s; %.1f×)", r.Class, r.Shape, r.Best.Kernel,
+			report.FormatGFLOPS(r.Best.GFLOPS), report.FormatGFLOPS(r.Tiled32.GFLOPS), r.Best.GFLOPS/r.Tiled32.GFLOPS)})
+		for i, c := range r.Candidates {
+			if c.Error != "" && c.GFLOPS == 0 {
+				skipped++
+				continue
+			}
+			mark := ""
+			if c.Kernel == builtin {
+				mark = " (built-in)"
+			}
+			t.Rows = append(t.Rows, []string{string(r.Class), fmt.Sprint(i + 1), c.Kernel + mark, report.FormatGFLOPS(c.GFLOPS),
+				fmt.Sprintf("%.0f%%", 100*c.GFLOPS/r.Best.GFLOPS), fmt.Sprint(c.Valid)})
 		}
-		mark := ""
-		if c.Kernel == builtin {
-			mark = " (built-in)"
-		}
-		t.Rows = append(t.Rows, []string{fmt.Sprint(i + 1), c.Kernel + mark, report.FormatGFLOPS(c.GFLOPS),
-			fmt.Sprintf("%.0f%%", 100*c.GFLOPS/best.GFLOPS), fmt.Sprint(c.Valid)})
+	}
+	if len(saved) > 0 {
+		t.Preamble = append(t.Preamble, [2]string{"saved", fmt.Sprintf("%s to %s; glmul now uses them on this driver", strings.Join(saved, ", "), path)})
 	}
 	if skipped > 0 {
-		t.Notes = []string{fmt.Sprintf("skipped  %d candidates that do not fit this device or failed to compile (-format json lists why)", skipped)}
+		t.Notes = []string{fmt.Sprintf("skipped  %d candidate runs that do not fit this device or failed to compile (-format json lists why)", skipped)}
 	}
 	return t.Write(w, f.format)
 }
@@ -224,7 +271,11 @@ func showTuning(dev *deviceFlags, path string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "cache    %s (%d entries)\n", path, len(cache.Entries))
 	for _, e := range cache.Entries {
-		fmt.Fprintf(stdout, "  %s | %s | %s: %s, %.1f GFLOPS at n=%d, %s\n", e.Vendor, e.Renderer, e.Version, e.Kernel, e.GFLOPS, e.N, e.When.Format("2006-01-02"))
+		cl := e.Class
+		if cl == "" {
+			cl = tuning.Square
+		}
+		fmt.Fprintf(stdout, "  %s | %s | %s, %s: %s, %.1f GFLOPS at n=%d, %s\n", e.Vendor, e.Renderer, e.Version, cl, e.Kernel, e.GFLOPS, e.N, e.When.Format("2006-01-02"))
 	}
 	d, err := dev.open()
 	if err != nil {
@@ -234,5 +285,10 @@ func showTuning(dev *deviceFlags, path string, stdout io.Writer) error {
 	i := d.Info()
 	fmt.Fprintf(stdout, "device   %s | %s | %s\n", i.Vendor, i.Renderer, i.API())
 	fmt.Fprintf(stdout, "uses     %s: %s\n", i.DefaultKernel, i.DefaultKernelSource)
+	for _, c := range tuning.Classes {
+		if k, ok := i.ClassKernels[string(c)]; ok {
+			fmt.Fprintf(stdout, "uses     %s for %s products (tuned by glmul tune)\n", k, c)
+		}
+	}
 	return nil
 }

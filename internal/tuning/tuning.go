@@ -30,10 +30,74 @@ type Driver struct {
 // Entry is one tuned result.
 type Entry struct {
 	Driver
+	// Class is the shape class tuned ("" in caches written before classes:
+	// Square).
+	Class  Class     `json:"class,omitempty"`
 	Kernel string    `json:"kernel"` // a shaders.Lookup spec, "fast:128x128x16_8x4_db"
 	GFLOPS float64   `json:"gflops"` // its rate in the tuning run
-	N      int       `json:"n"`      // the square size tuned at
+	N      int       `json:"n"`      // the size tuned at (see Class.Shape)
 	When   time.Time `json:"when"`
+}
+
+// Class is a family of product shapes that glmul tune tunes separately:
+// the fastest configuration for square products is not the fastest for a
+// small result over a long K, nor for a large result over a short one.
+type Class string
+
+const (
+	Square Class = "square" // M, K and N alike (and any shape of no other class)
+	LongK  Class = "long-k" // a small result over a long inner dimension
+	ThinK  Class = "thin-k" // a large result over a short inner dimension
+)
+
+// Classes are the shape classes, in glmul tune's order.
+var Classes = []Class{Square, LongK, ThinK}
+
+// ParseClass reads a class name.
+func ParseClass(s string) (Class, error) {
+	for _, c := range Classes {
+		if string(c) == s {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("unknown shape class %q: want square, long-k or thin-k", s)
+}
+
+// Classify returns the class of an m×k by k×n product: ThinK when K is
+// under 512 and at most a quarter of the smaller of M and N (4096×64×4096),
+// LongK when K is at least four times the larger (64×4096×64,
+// 1000×4096×1000), else Square.
+func Classify(m, k, n int) Class {
+	switch {
+	case k < 512 && 4*k <= min(m, n):
+		return ThinK
+	case k >= 4*max(m, n):
+		return LongK
+	}
+	return Square
+}
+
+// Shape returns the product glmul tune measures c on for its size n:
+// n×n×n for Square, (n/8)×4n×(n/8) for LongK (256×8192×256 at the default
+// 2048) and n×min(64, n/4)×n for ThinK (2048×64×2048); each is of its
+// class.
+func (c Class) Shape(n int) (m, k, nn int) {
+	switch c {
+	case LongK:
+		s := max(n/8, 1)
+		return s, 4 * n, s
+	case ThinK:
+		return n, max(min(64, n/4), 1), n
+	}
+	return n, n, n
+}
+
+// norm is c with the pre-class "" read as Square.
+func (c Class) norm() Class {
+	if c == "" {
+		return Square
+	}
+	return c
 }
 
 // Cache is the tuning file's content.
@@ -71,20 +135,23 @@ func Load(path string) (Cache, error) {
 	return c, nil
 }
 
-// Lookup returns the entry for d, if any.
-func (c Cache) Lookup(d Driver) (Entry, bool) {
+// Lookup returns the entry for d's square products, if any.
+func (c Cache) Lookup(d Driver) (Entry, bool) { return c.LookupClass(d, Square) }
+
+// LookupClass returns the entry for d and shape class cl, if any.
+func (c Cache) LookupClass(d Driver, cl Class) (Entry, bool) {
 	for _, e := range c.Entries {
-		if e.Driver == d {
+		if e.Driver == d && e.Class.norm() == cl.norm() {
 			return e, true
 		}
 	}
 	return Entry{}, false
 }
 
-// Put replaces d's entry (or adds it).
+// Put replaces the entry of e's driver and class (or adds it).
 func (c *Cache) Put(e Entry) {
 	for i := range c.Entries {
-		if c.Entries[i].Driver == e.Driver {
+		if c.Entries[i].Driver == e.Driver && c.Entries[i].Class.norm() == e.Class.norm() {
 			c.Entries[i] = e
 			return
 		}

@@ -167,3 +167,48 @@ func TestAutoSplitK(t *testing.T) {
 		t.Error("Wave")
 	}
 }
+
+// TestClasses: the classes' shapes are of their class at every tune size,
+// the benchmark's shapes fall where they should, and the cache keeps one
+// entry per driver and class, reading a pre-class entry as Square.
+func TestClasses(t *testing.T) {
+	for _, n := range []int{16, 40, 256, 2048, 4096} {
+		for _, c := range Classes {
+			m, k, nn := c.Shape(n)
+			if got := Classify(m, k, nn); got != c {
+				t.Errorf("%s.Shape(%d) = %d×%d×%d, classified %s", c, n, m, k, nn, got)
+			}
+		}
+	}
+	for _, c := range []struct {
+		m, k, n int
+		want    Class
+	}{
+		{4096, 4096, 4096, Square}, {4097, 4097, 4097, Square}, {8192, 8192, 256, Square}, {512, 512, 512, Square},
+		{64, 4096, 64, LongK}, {1000, 4096, 1000, LongK}, {4096, 64, 4096, ThinK}, {100, 600, 100, LongK},
+		{3000, 511, 3000, ThinK}, {3000, 512, 3000, Square}, {1, 1, 1, Square},
+	} {
+		if got := Classify(c.m, c.k, c.n); got != c.want {
+			t.Errorf("Classify(%d, %d, %d) = %s, want %s", c.m, c.k, c.n, got, c.want)
+		}
+	}
+	if _, err := ParseClass("wide"); err == nil {
+		t.Error("ParseClass(wide): no error")
+	}
+	d := Driver{Vendor: "V", Renderer: "R", Version: "1"}
+	c := Cache{Entries: []Entry{{Driver: d, Kernel: "fast:64x64x8_4x4"}}} // pre-class
+	c.Put(Entry{Driver: d, Class: LongK, Kernel: "fast:128x128x8_8x8"})
+	c.Put(Entry{Driver: d, Class: Square, Kernel: "fast:128x256x8_8x8_db"})
+	if len(c.Entries) != 2 {
+		t.Fatalf("%d entries, want square (replacing the pre-class one) and long-k", len(c.Entries))
+	}
+	if e, ok := c.Lookup(d); !ok || e.Kernel != "fast:128x256x8_8x8_db" {
+		t.Errorf("square: %+v %v", e, ok)
+	}
+	if e, ok := c.LookupClass(d, LongK); !ok || e.Kernel != "fast:128x128x8_8x8" {
+		t.Errorf("long-k: %+v %v", e, ok)
+	}
+	if _, ok := c.LookupClass(d, ThinK); ok {
+		t.Error("thin-k was never tuned")
+	}
+}
