@@ -203,6 +203,11 @@ func (d *Device) ProgramBinary(spec string) ([]byte, error) {
 // or "fast", for products large enough: see Info.DefaultKernel.
 func (d *Device) DefaultKernel() string { return d.info.DefaultKernel }
 
+// KernelFor returns the kernel spec Mul runs for an m×k by k×n product
+// when MulOptions.Kernel is "" or "fast" (see kernelFor). Safe from any
+// goroutine.
+func (d *Device) KernelFor(m, k, n int) string { return d.kernelFor(m, k, n) }
+
 // kernelFor returns the fast configuration for an m×k by k×n product: the
 // one glmul tune chose for its shape class where it did (Info.ClassKernels),
 // else the default, or Info.SmallGridKernel where tuning.UseSmallGrid says

@@ -2,10 +2,12 @@ package glcompute
 
 import (
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/internal/tuning"
 	"github.com/glmul/glmul/validate"
 )
 
@@ -82,4 +84,29 @@ func TestSMCount(t *testing.T) {
 		t.Errorf("GL_NV_shader_thread_group %v, SMCount %d", has, n)
 	}
 	t.Logf("%s: %d multiprocessors", d.Info().Renderer, d.Info().SMCount)
+}
+
+// TestClassKernels: a kernel cached for a shape class runs that class's
+// products (not others), and Options.IgnoreTuned ignores it.
+func TestClassKernels(t *testing.T) {
+	info := openDevice(t, BackendEGL).Info()
+	const spec = "fast:64x64x8_4x4"
+	path := filepath.Join(t.TempDir(), "tuned.json")
+	t.Setenv("GLMUL_TUNE_CACHE", path)
+	c := tuning.Cache{}
+	c.Put(tuning.Entry{Driver: tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version}, Class: tuning.LongK, Kernel: spec})
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, ignore := range []bool{false, true} {
+		d, err := Open(&Options{Backend: BackendEGL, IgnoreTuned: ignore})
+		if err != nil {
+			t.Fatal(err)
+		}
+		long, square := d.KernelFor(8, 100, 8), d.KernelFor(64, 64, 64)
+		d.Release()
+		if (long == spec) == ignore || square == spec {
+			t.Errorf("IgnoreTuned %v: long-k product runs %s, square %s; the cached long-k kernel is %s", ignore, long, square, spec)
+		}
+	}
 }

@@ -45,72 +45,65 @@ func TestTune(t *testing.T) {
 	cache := filepath.Join(t.TempDir(), "tuned.json")
 	t.Setenv("GLMUL_TUNE_CACHE", cache)
 	specs := "fast:64x64x8_8x4,fast:32x32x8_4x4"
-	args := []string{"tune", "-backend", "egl", "-n", "40", "-reps", "2", "-candidates", specs, "-progress", "on"}
-	code, stdout, stderr := glmul(append(args, "-save=false", "-format", "json")...)
-	var j struct {
-		Classes []struct {
-			Class      string             `json:"class"`
-			Shape      string             `json:"shape"`
-			Best       tuning.Candidate   `json:"best"`
-			Candidates []tuning.Candidate `json:"candidates"`
-		} `json:"classes"`
-		SavedTo string `json:"saved_to"`
-	}
-	if code != 0 || json.Unmarshal([]byte(stdout), &j) != nil {
-		t.Fatalf("exit %d, %s\n%s", code, stderr, stdout)
-	}
-	if len(j.Classes) != 3 || j.SavedTo != "" {
-		t.Fatalf("%+v", j)
-	}
-	for i, want := range []string{"square 40×40×40", "long-k 5×160×5", "thin-k 40×10×40"} {
-		c := j.Classes[i]
-		if c.Class+" "+c.Shape != want || len(c.Candidates) != 2 || !c.Best.Valid || !strings.Contains(specs, c.Best.Kernel) {
-			t.Errorf("class %d: %+v, want %s with a valid best of 2", i, c, want)
-		}
+	args := []string{"tune", "-backend", "egl", "-n", "40", "-reps", "1", "-candidates", specs, "-progress", "on"}
+	// One class, not saved.
+	code, stdout, stderr := glmul(append(args, "-classes", "thin-k", "-save=false")...)
+	if code != 0 || strings.Contains(stdout, "square") || !strings.Contains(stdout, "thin-k (40×10×40, 80×20×80, 20×5×20)") {
+		t.Errorf("-classes thin-k: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if _, err := os.Stat(cache); err == nil {
 		t.Fatal("-save=false wrote the cache")
 	}
-	code, stdout, stderr = glmul(args...)
-	if code != 0 || !strings.Contains(stdout, "best ") || !strings.Contains(stdout, "saved ") {
-		t.Fatalf("exit %d, %s\n%s", code, stderr, stdout)
-	}
-	c, err := tuning.Load(cache)
-	if err != nil || len(c.Entries) != 3 || !strings.Contains(specs, c.Entries[0].Kernel) {
-		t.Fatalf("cache %v %+v", err, c)
-	}
-	long, _ := c.LookupClass(c.Entries[0].Driver, tuning.LongK)
-	code, stdout, _ = glmul("tune", "-show", "-backend", "egl")
-	if code != 0 || !strings.Contains(stdout, "uses     "+c.Entries[0].Kernel) || !strings.Contains(stdout, "tuned by glmul tune") ||
-		!strings.Contains(stdout, "uses     "+long.Kernel+" for long-k products") {
-		t.Fatalf("-show: exit %d\n%s", code, stdout)
-	}
-	// A long-K product now runs the kernel tuned for its class; -ignore-tuned
-	// does not.
-	for _, c := range []struct {
-		flag  string
-		tuned bool
-	}{{"-ignore-tuned=false", true}, {"-ignore-tuned", false}} {
-		code, stdout, stderr = glmul("-backend", "egl", "-shape", "8x100x8", c.flag, "-reps", "1", "-format", "json")
-		var r struct {
-			Timings struct {
-				Kernel string `json:"kernel"`
-			} `json:"timings"`
-		}
-		if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
-			t.Fatalf("%s: exit %d, %s", c.flag, code, stderr)
-		}
-		if c.tuned != (r.Timings.Kernel == long.Kernel) {
-			t.Errorf("8×100×8 with %s ran %s; the long-k class's kernel is %s", c.flag, r.Timings.Kernel, long.Kernel)
-		}
-	}
-	// One class alone, and a bad one.
-	code, stdout, stderr = glmul("tune", "-backend", "egl", "-n", "40", "-reps", "1", "-candidates", specs, "-classes", "thin-k", "-save=false")
-	if code != 0 || strings.Contains(stdout, "square") || !strings.Contains(stdout, "thin-k 40×10×40") {
-		t.Errorf("-classes thin-k: exit %d\n%s%s", code, stdout, stderr)
-	}
 	if code, _, stderr = glmul("tune", "-classes", "wide"); code != 2 || !strings.Contains(stderr, "unknown shape class") {
 		t.Errorf("-classes wide: exit %d, %s", code, stderr)
+	}
+	// Every class, saved.
+	code, stdout, stderr = glmul(append(args, "-format", "json")...)
+	var j struct {
+		Classes []struct {
+			Class      string             `json:"class"`
+			Shapes     []string           `json:"shapes"`
+			Best       tuning.Candidate   `json:"best"`
+			Builtin    tuning.Candidate   `json:"builtin"`
+			Saved      bool               `json:"saved"`
+			Candidates []tuning.Candidate `json:"candidates"`
+		} `json:"classes"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &j) != nil || len(j.Classes) != 3 {
+		t.Fatalf("exit %d, %s\n%s", code, stderr, stdout)
+	}
+	saved := 0
+	for i, want := range []string{"square 20×20×20, 40×40×40, 80×80×80", "long-k 1×80×1, 5×160×5, 20×80×20", "thin-k 40×10×40, 80×20×80, 20×5×20"} {
+		// The two specs and the built-in choice.
+		c := j.Classes[i]
+		if c.Class+" "+strings.Join(c.Shapes, ", ") != want || len(c.Candidates) != 3 || !c.Best.Valid || !c.Builtin.Valid || c.Builtin.Kernel != "fast" {
+			t.Errorf("class %d: %+v, want %s with the 2 specs and the built-in choice, all valid", i, c, want)
+		}
+		if c.Saved != (c.Best.Kernel != c.Builtin.Kernel && c.Best.GFLOPS >= tuning.TunedMargin*c.Builtin.GFLOPS) {
+			t.Errorf("%s: saved %v, best %+v, built-in %+v", c.Class, c.Saved, c.Best, c.Builtin)
+		}
+		if c.Saved {
+			saved++
+		}
+	}
+	// The cache holds exactly the classes whose winner beat the built-in
+	// choice, and -show says what each class uses.
+	c, err := tuning.Load(cache)
+	if err != nil || len(c.Entries) != saved {
+		t.Fatalf("%d cache entries (%v), %d classes saved", len(c.Entries), err, saved)
+	}
+	code, stdout, _ = glmul("tune", "-show", "-backend", "egl")
+	if code != 0 || !strings.Contains(stdout, "uses     ") {
+		t.Fatalf("-show: exit %d\n%s", code, stdout)
+	}
+	for _, e := range c.Entries {
+		want := "tuned by glmul tune"
+		if e.Class != tuning.Square {
+			want = "uses     " + e.Kernel + " for " + string(e.Class) + " products"
+		}
+		if !strings.Contains(stdout, want) {
+			t.Errorf("-show lacks %q:\n%s", want, stdout)
+		}
 	}
 }
 

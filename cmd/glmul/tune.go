@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"math"
 	"fmt"
 	"io"
 	"strings"
@@ -34,12 +35,22 @@ type tuneFlags struct {
 // classResult is one shape class's sweep.
 type classResult struct {
 	Class      tuning.Class       `json:"class"`
-	Shape      string             `json:"shape"`
+	Shapes     []string           `json:"shapes"` // a candidate's rate: the geometric mean over them
 	Best       tuning.Candidate   `json:"best"`
+	Builtin    tuning.Candidate   `json:"builtin"` // "fast": what glmul runs untuned, shape by shape
+	Saved      bool               `json:"saved"`   // Best beat Builtin by tuning.TunedMargin
 	Tiled32    tuning.Candidate   `json:"tiled32"`
 	Candidates []tuning.Candidate `json:"candidates"`
-	m, k, n    int
+	shapes     [][3]int
 }
+
+// builtinChoice is the candidate standing for glmul's untuned choice,
+// shape by shape (the default, the small grid, their K splits).
+const builtinChoice = "fast"
+
+// runs is how many measurements r's first pass makes (tiled32, the
+// specs, and the built-in choice).
+func (r *classResult) runs(specs []string) int { return len(specs) + 2 }
 
 func parseTune(args []string, stderr io.Writer) (*tuneFlags, error) {
 	fs := newCommand("glmul tune", `glmul tune runs every candidate configuration of the fast kernel on this
@@ -49,12 +60,12 @@ a small result over a long K, thin-k: a large result over a short K);
 glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, stderr)
 	f := &tuneFlags{}
 	f.dev.register(fs)
-	fs.IntVar(&f.n, "n", 2048, "size `N` of the classes' products (see -classes; default 2048, 256 on Mesa llvmpipe)")
+	fs.IntVar(&f.n, "n", 2048, "size `N` that the classes' products scale with (see -classes; default 2048, 256 on Mesa llvmpipe)")
 	fs.IntVar(&f.reps, "reps", 5, "timed runs per candidate; the median counts")
 	fs.BoolVar(&f.show, "show", false, "print the tuning cache and the configuration this device uses, and exit")
 	fs.BoolVar(&f.save, "save", true, "store the winner in the tuning cache")
 	only := fs.String("candidates", "all", "`all`, or a comma-separated list of fast:... specs to try")
-	classes := fs.String("classes", "all", "shape classes to tune, each on its own product: `all`, or a comma-separated list of square (N×N×N), long-k ((N/8)×4N×(N/8)) and thin-k (N×64×N)")
+	classes := fs.String("classes", "all", "shape classes to tune, each on three products: `all`, or a comma-separated list of square ((N/2)³, N³, (2N)³), long-k ((N/32)×2N×(N/32), (N/8)×4N×(N/8), (N/2)×2N×(N/2)) and thin-k (N×64×N, 2N×128×2N, (N/2)×32×(N/2))")
 	format := fs.String("format", "text", "output: text|json")
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (auto: a bar on terminals, a line per candidate otherwise)")
 	if err := f.dev.parse(fs, args); err != nil {
@@ -128,16 +139,21 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	}
 	var results []classResult
 	for _, c := range f.classes {
-		r := classResult{Class: c}
-		r.m, r.k, r.n = c.Shape(f.n)
-		r.Shape = fmt.Sprintf("%d×%d×%d", r.m, r.k, r.n)
-		if _, err := d.Plan(r.m, r.k, r.n, nil); err != nil {
-			return err
+		r := classResult{Class: c, shapes: c.Shapes(f.n)}
+		for _, s := range r.shapes {
+			if _, err := d.Plan(s[0], s[1], s[2], nil); err != nil {
+				return err
+			}
+			r.Shapes = append(r.Shapes, fmt.Sprintf("%d×%d×%d", s[0], s[1], s[2]))
 		}
 		results = append(results, r)
 	}
 	started := time.Now()
-	p := newProgress(f.progress, stderr, "tuning", len(results)*(len(f.specs)+1))
+	total := 0
+	for i := range results {
+		total += results[i].runs(f.specs)
+	}
+	p := newProgress(f.progress, stderr, "tuning", total)
 	var saved []string
 	var saveErr error
 	for i := range results {
@@ -145,11 +161,12 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		r.Tiled32, r.Candidates = f.sweep(d, r, p)
 		if len(r.Candidates) == 0 || !r.Candidates[0].Valid {
 			p.done()
-			return fmt.Errorf("tune: no candidate ran and validated on %s for %s products (%s)", d.Info().Renderer, r.Class, r.Shape)
+			return fmt.Errorf("tune: no candidate ran and validated on %s for %s products (%s)", d.Info().Renderer, r.Class, strings.Join(r.Shapes, ", "))
 		}
 		r.Best = r.Candidates[0]
+		r.Saved = r.Best.Kernel != r.Builtin.Kernel && (!r.Builtin.Valid || r.Best.GFLOPS >= tuning.TunedMargin*r.Builtin.GFLOPS)
 		if f.save && saveErr == nil {
-			if saveErr = saveTuned(path, d.Info(), r.Class, r.Best, f.n); saveErr == nil {
+			if saveErr = saveTuned(path, d.Info(), r); saveErr == nil && r.Saved {
 				saved = append(saved, string(r.Class))
 			}
 		}
@@ -166,33 +183,58 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// sweep measures tiled32 as the baseline and every candidate with
-// tuning.Sweep on r's product, stepping p.
+// sweep measures tiled32 as the baseline, the built-in choice and every
+// candidate with tuning.Sweep on r's products, stepping p; a candidate's
+// rate is its geometric mean over them, valid if every product was. Each
+// measurement has a context of its own: on the H100 a context in which a
+// kernel that spills had run ran the 512-invocation kernels 3-4 times
+// slower from then on (128x256x8_8x8_db: 39.8 TFLOPS first, 14.4 after 135
+// other candidates, 10.8 at the end of one glmul bench of all of them), and
+// a sweep in one context cached 64x64 tiles at 31 TFLOPS over it.
 func (f *tuneFlags) sweep(d *glcompute.Device, r *classResult, p *progress) (baseline tuning.Candidate, cands []tuning.Candidate) {
-	in := measure.NewInputs(r.m, r.k, r.n, 1)
+	ins := make([]*measure.Inputs, len(r.shapes))
+	for i, s := range r.shapes {
+		ins[i] = measure.NewInputs(s[0], s[1], s[2], 1)
+	}
 	measureOne := func(spec string) tuning.Candidate {
 		c := tuning.Candidate{Kernel: spec}
-		if err := d.Fits(spec); err != nil {
+		if err := d.Fits(spec); spec != builtinChoice && err != nil {
 			c.Error = err.Error()
 			return c
 		}
-		res, err := measure.Product(d, in, measure.Options{Kernel: spec, Warmup: 1, Reps: f.reps, Validate: validate.Auto})
+		fresh, err := f.dev.open()
 		if err != nil {
 			c.Error = err.Error()
 			return c
 		}
-		c.GFLOPS, c.Valid = res.GFLOPS(measure.Median(res.Times)), res.Validation.OK
-		if !c.Valid {
-			c.Error = res.Validation.Err().Error()
+		defer fresh.Release()
+		logSum := 0.0
+		for _, in := range ins {
+			res, err := measure.Product(fresh, in, measure.Options{Kernel: spec, Warmup: 1, Reps: f.reps, Validate: validate.Auto})
+			if err != nil {
+				c.Error = err.Error()
+				return c
+			}
+			if !res.Validation.OK {
+				c.Error = res.Validation.Err().Error()
+				return c
+			}
+			logSum += math.Log(res.GFLOPS(measure.Median(res.Times)))
 		}
+		c.GFLOPS, c.Valid = math.Exp(logSum/float64(len(ins))), true
 		return c
 	}
-	total := len(f.specs) + 1
+	total, label := r.runs(f.specs), fmt.Sprintf("tune %s", r.Class)
 	baseline = measureOne("tiled32")
-	p.step(fmt.Sprintf("tune %s %s 1/%d tiled32: %s", r.Class, r.Shape, total, candidateStatus(baseline)))
+	p.step(fmt.Sprintf("%s 1/%d tiled32: %s", label, total, candidateStatus(baseline)))
 	cands = tuning.Sweep(f.specs, measureOne, tuning.Finalists, tuning.Rounds, func(i int, c tuning.Candidate) {
-		p.step(fmt.Sprintf("tune %s %s %d/%d %s: %s", r.Class, r.Shape, i+2, total, c.Kernel, candidateStatus(c)))
-	})
+		p.step(fmt.Sprintf("%s %d/%d %s: %s", label, i+2, total, c.Kernel, candidateStatus(c)))
+	}, builtinChoice)
+	for _, c := range cands {
+		if c.Kernel == builtinChoice {
+			r.Builtin = c
+		}
+	}
 	return baseline, cands
 }
 
@@ -206,15 +248,20 @@ func candidateStatus(c tuning.Candidate) string {
 	return report.FormatGFLOPS(c.GFLOPS) + " GFLOPS"
 }
 
-// saveTuned stores best in the cache at path for the driver of info and
-// shape class c.
-func saveTuned(path string, info glcompute.Info, c tuning.Class, best tuning.Candidate, n int) error {
+// saveTuned stores r's winner in the cache at path for the driver of info
+// where it beat the built-in choice (r.Saved), and otherwise removes the
+// class's entry: glmul then keeps its built-in choice for the class.
+func saveTuned(path string, info glcompute.Info, r *classResult) error {
 	cache, err := tuning.Load(path)
 	if err != nil {
 		return err
 	}
-	cache.Put(tuning.Entry{Driver: tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version},
-		Class: c, Kernel: best.Kernel, GFLOPS: best.GFLOPS, N: n, When: time.Now().UTC()})
+	drv := tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version}
+	if r.Saved {
+		cache.Put(tuning.Entry{Driver: drv, Class: r.Class, Kernel: r.Best.Kernel, GFLOPS: r.Best.GFLOPS, N: r.shapes[len(r.shapes)/2][2], When: time.Now().UTC()})
+	} else {
+		cache.Delete(drv, r.Class)
+	}
 	return cache.Save(path)
 }
 
@@ -227,23 +274,28 @@ func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResul
 		savedTo = path
 	}
 	t := report.Table{Header: []string{"class", "rank", "kernel", "GFLOPS", "vs best", "valid"},
-		JSON: map[string]any{"device": info, "n": f.n, "reps": f.reps, "builtin": builtin, "classes": results,
+		JSON: map[string]any{"device": info, "n": f.n, "reps": f.reps, "builtin_default": builtin, "classes": results,
 			"saved_to": savedTo, "seconds": took.Seconds()},
 		Preamble: [][2]string{
 			{"device", fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, info.API())},
-			{"tuned", fmt.Sprintf("%d shape class(es), median of %d runs, %d candidates each in %.0f s, every product validated", len(results), f.reps, len(f.specs), took.Seconds())}}}
+			{"tuned", fmt.Sprintf("%d shape class(es), %d candidates and the built-in choice each, in %.0f s; a rate is the geometric mean over the class's products of medians of %d runs, every product validated",
+				len(results), len(f.specs), took.Seconds(), f.reps)}}}
 	skipped := 0
 	for _, r := range results {
-		t.Preamble = append(t.Preamble, [2]string{"best", fmt.Sprintf("%s %s: %s: %s GFLOPS (tiled32: %s; %.1f×)", r.Class, r.Shape, r.Best.Kernel,
-			report.FormatGFLOPS(r.Best.GFLOPS), report.FormatGFLOPS(r.Tiled32.GFLOPS), r.Best.GFLOPS/r.Tiled32.GFLOPS)})
+		verdict := "tuned"
+		if !r.Saved {
+			verdict = fmt.Sprintf("the built-in choice kept: the best is not %.0f%% faster", 100*(tuning.TunedMargin-1))
+		}
+		t.Preamble = append(t.Preamble, [2]string{"best", fmt.Sprintf("%s (%s): %s: %s GFLOPS (built-in choice: %s; tiled32: %s); %s", r.Class, strings.Join(r.Shapes, ", "), r.Best.Kernel,
+			report.FormatGFLOPS(r.Best.GFLOPS), report.FormatGFLOPS(r.Builtin.GFLOPS), report.FormatGFLOPS(r.Tiled32.GFLOPS), verdict)})
 		for i, c := range r.Candidates {
 			if c.Error != "" && c.GFLOPS == 0 {
 				skipped++
 				continue
 			}
 			mark := ""
-			if c.Kernel == builtin {
-				mark = " (built-in)"
+			if c.Kernel == builtinChoice {
+				mark = " (built-in choice, shape by shape)"
 			}
 			t.Rows = append(t.Rows, []string{string(r.Class), fmt.Sprint(i + 1), c.Kernel + mark, report.FormatGFLOPS(c.GFLOPS),
 				fmt.Sprintf("%.0f%%", 100*c.GFLOPS/r.Best.GFLOPS), fmt.Sprint(c.Valid)})

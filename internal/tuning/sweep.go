@@ -22,9 +22,16 @@ const (
 // with the index and outcome of each), ranks them, then measures the finalists
 // leaders rounds more times, round-robin so that drift hits them alike;
 // each keeps its best rate, and one that fails validation in a later round
-// is ranked with the invalid. It returns the candidates ranked: valid
-// before invalid, fastest first.
-func Sweep(specs []string, measure func(spec string) Candidate, finalists, rounds int, progress func(i int, c Candidate)) []Candidate {
+// is ranked with the invalid. The keep specs (the built-in choice, which a
+// tuned winner must beat) are measured with the finalists however the first
+// pass ranked them, and first added to specs if missing. It returns the
+// candidates ranked: valid before invalid, fastest first.
+func Sweep(specs []string, measure func(spec string) Candidate, finalists, rounds int, progress func(i int, c Candidate), keep ...string) []Candidate {
+	for _, k := range keep {
+		if !slices.Contains(specs, k) {
+			specs = append(slices.Clip(specs), k)
+		}
+	}
 	cands := make([]Candidate, len(specs))
 	for i, spec := range specs {
 		cands[i] = measure(spec)
@@ -35,8 +42,8 @@ func Sweep(specs []string, measure func(spec string) Candidate, finalists, round
 	Rank(cands)
 	top := min(finalists, len(cands))
 	for round := 0; round < rounds; round++ {
-		for i := 0; i < top; i++ {
-			if !cands[i].Valid {
+		for i := range cands {
+			if !cands[i].Valid || i >= top && !slices.Contains(keep, cands[i].Kernel) {
 				continue
 			}
 			switch r := measure(cands[i].Kernel); {

@@ -68,6 +68,21 @@ func TestSweepRemeasuresLeadersAndRanks(t *testing.T) {
 	}
 }
 
+// TestSweepKeeps: a keep spec that the noisy first pass ranked low is
+// re-measured with the finalists (and wins here), and one not among the
+// specs is added.
+func TestSweepKeeps(t *testing.T) {
+	f := &fakeRates{truth: map[string]float64{"fast:a": 100, "fast:b": 101, "fast:c": 102, "fast:builtin": 150, "fast:extra": 90},
+		firstLow: map[string]bool{"fast:builtin": true}, calls: map[string]int{}}
+	got := Sweep([]string{"fast:a", "fast:b", "fast:c", "fast:builtin"}, f.measure, 2, 3, nil, "fast:builtin", "fast:extra")
+	if len(got) != 5 || got[0].Kernel != "fast:builtin" || got[0].GFLOPS != 150 {
+		t.Fatalf("%+v: want the kept built-in re-measured to the top, and fast:extra added", got)
+	}
+	if f.calls["fast:builtin"] != 4 || f.calls["fast:extra"] != 4 || f.calls["fast:a"] != 1 {
+		t.Errorf("calls %v: the kept specs 1+3 times, the rest once unless finalists", f.calls)
+	}
+}
+
 func TestSweepOfNothing(t *testing.T) {
 	if got := Sweep(nil, func(string) Candidate { panic("called") }, Finalists, Rounds, nil); len(got) != 0 {
 		t.Fatal(got)

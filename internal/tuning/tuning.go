@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,19 +78,22 @@ func Classify(m, k, n int) Class {
 	return Square
 }
 
-// Shape returns the product glmul tune measures c on for its size n:
-// n×n×n for Square, (n/8)×4n×(n/8) for LongK (256×8192×256 at the default
-// 2048) and n×min(64, n/4)×n for ThinK (2048×64×2048); each is of its
-// class.
-func (c Class) Shape(n int) (m, k, nn int) {
+// Shapes returns the products glmul tune measures c on for its size n (a
+// configuration is scored by its geometric mean rate over them): the
+// class's range, since one product does not stand for it — a winner on
+// 256×8192×256 alone ran 1000×4096×1000 at 63% of cuBLAS where the
+// built-in choice ran it at 84% (H100). Square: (n/2)³, n³, (2n)³. LongK,
+// at n = 2048: 64×4096×64, 256×8192×256, 1024×4096×1024. ThinK:
+// 2048×64×2048, 4096×128×4096, 1024×32×1024. Each is of its class.
+func (c Class) Shapes(n int) [][3]int {
 	switch c {
 	case LongK:
-		s := max(n/8, 1)
-		return s, 4 * n, s
+		return [][3]int{{max(n/32, 1), 2 * n, max(n/32, 1)}, {max(n/8, 1), 4 * n, max(n/8, 1)}, {max(n/2, 1), 2 * n, max(n/2, 1)}}
 	case ThinK:
-		return n, max(min(64, n/4), 1), n
+		thin := func(side, k int) [3]int { return [3]int{side, max(min(k, side/4), 1), side} }
+		return [][3]int{thin(n, 64), thin(2*n, 128), thin(max(n/2, 4), 32)}
 	}
-	return n, n, n
+	return [][3]int{{max(n/2, 1), max(n/2, 1), max(n/2, 1)}, {n, n, n}, {2 * n, 2 * n, 2 * n}}
 }
 
 // norm is c with the pre-class "" read as Square.
@@ -158,6 +162,17 @@ func (c *Cache) Put(e Entry) {
 	}
 	c.Entries = append(c.Entries, e)
 }
+
+// Delete removes the entry of driver d and class cl, if any.
+func (c *Cache) Delete(d Driver, cl Class) {
+	c.Entries = slices.DeleteFunc(c.Entries, func(e Entry) bool { return e.Driver == d && e.Class.norm() == cl.norm() })
+}
+
+// TunedMargin is how much faster than the built-in choice a tuned winner
+// must measure, in the same sweep, to be cached: the sweep's noise is a few
+// percent, and one winning by less is not worth replacing a choice that was
+// measured on more shapes than the class's one product.
+const TunedMargin = 1.05
 
 // Save writes the cache to path atomically, creating its directory.
 func (c Cache) Save(path string) error {

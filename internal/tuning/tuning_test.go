@@ -174,11 +174,19 @@ func TestAutoSplitK(t *testing.T) {
 func TestClasses(t *testing.T) {
 	for _, n := range []int{16, 40, 256, 2048, 4096} {
 		for _, c := range Classes {
-			m, k, nn := c.Shape(n)
-			if got := Classify(m, k, nn); got != c {
-				t.Errorf("%s.Shape(%d) = %d×%d×%d, classified %s", c, n, m, k, nn, got)
+			shapes := c.Shapes(n)
+			if len(shapes) != 3 {
+				t.Errorf("%s.Shapes(%d): %d shapes", c, n, len(shapes))
+			}
+			for _, s := range shapes {
+				if got := Classify(s[0], s[1], s[2]); got != c {
+					t.Errorf("%s.Shapes(%d) has %d×%d×%d, classified %s", c, n, s[0], s[1], s[2], got)
+				}
 			}
 		}
+	}
+	if got := LongK.Shapes(2048); got[0] != [3]int{64, 4096, 64} || got[2] != [3]int{1024, 4096, 1024} {
+		t.Errorf("LongK.Shapes(2048) = %v", got)
 	}
 	for _, c := range []struct {
 		m, k, n int
