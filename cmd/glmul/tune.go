@@ -2,9 +2,9 @@ package main
 
 import (
 	"flag"
-	"math"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
