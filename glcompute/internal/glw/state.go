@@ -35,6 +35,9 @@ func SaveState(n int) State {
 	for i := range s.Indexed {
 		b := &s.Indexed[i]
 		gl.GetIntegeri_v(gl.SHADER_STORAGE_BUFFER_BINDING, uint32(i), &b.Buffer)
+		if b.Buffer == 0 { // nothing bound: no range to read (a borrowed call's queries cost µs)
+			continue
+		}
 		gl.GetInteger64i_v(gl.SHADER_STORAGE_BUFFER_START, uint32(i), &b.Start)
 		gl.GetInteger64i_v(gl.SHADER_STORAGE_BUFFER_SIZE, uint32(i), &b.Size)
 	}
