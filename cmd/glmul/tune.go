@@ -44,6 +44,13 @@ type classResult struct {
 	shapes     [][3]int
 }
 
+// beatsBuiltin reports whether r's winner is to be cached: another than
+// the built-in choice, faster by tuning.TunedMargin (or the built-in
+// choice failed).
+func (r *classResult) beatsBuiltin() bool {
+	return r.Best.Kernel != r.Builtin.Kernel && (!r.Builtin.Valid || r.Best.GFLOPS >= tuning.TunedMargin*r.Builtin.GFLOPS)
+}
+
 // builtinChoice is the candidate standing for glmul's untuned choice,
 // shape by shape (the default, the small grid, their K splits).
 const builtinChoice = "fast"
@@ -137,16 +144,9 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		f.n = llvmpipeTuneN
 		fmt.Fprintf(stderr, "tune: on llvmpipe (the CPU) -n defaults to %d: 2048 would take many minutes\n", f.n)
 	}
-	var results []classResult
-	for _, c := range f.classes {
-		r := classResult{Class: c, shapes: c.Shapes(f.n)}
-		for _, s := range r.shapes {
-			if _, err := d.Plan(s[0], s[1], s[2], nil); err != nil {
-				return err
-			}
-			r.Shapes = append(r.Shapes, fmt.Sprintf("%d×%d×%d", s[0], s[1], s[2]))
-		}
-		results = append(results, r)
+	results, err := f.classResults(d)
+	if err != nil {
+		return err
 	}
 	started := time.Now()
 	total := 0
@@ -154,24 +154,11 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		total += results[i].runs(f.specs)
 	}
 	p := newProgress(f.progress, stderr, "tuning", total)
-	var saved []string
-	var saveErr error
-	for i := range results {
-		r := &results[i]
-		r.Tiled32, r.Candidates = f.sweep(d, r, p)
-		if len(r.Candidates) == 0 || !r.Candidates[0].Valid {
-			p.done()
-			return fmt.Errorf("tune: no candidate ran and validated on %s for %s products (%s)", d.Info().Renderer, r.Class, strings.Join(r.Shapes, ", "))
-		}
-		r.Best = r.Candidates[0]
-		r.Saved = r.Best.Kernel != r.Builtin.Kernel && (!r.Builtin.Valid || r.Best.GFLOPS >= tuning.TunedMargin*r.Builtin.GFLOPS)
-		if f.save && saveErr == nil {
-			if saveErr = saveTuned(path, d.Info(), r); saveErr == nil && r.Saved {
-				saved = append(saved, string(r.Class))
-			}
-		}
-	}
+	saved, saveErr, err := f.tuneClasses(d, results, path, p)
 	p.done()
+	if err != nil {
+		return err
+	}
 	// The results are printed even when saving failed: minutes of
 	// measuring are not thrown away.
 	if err := f.write(stdout, d.Info(), results, path, saved, time.Since(started)); err != nil {
@@ -181,6 +168,46 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("tune: the results above could not be saved to %s: %w", path, saveErr)
 	}
 	return nil
+}
+
+// tuneClasses sweeps each class of results, saving each outcome to the
+// cache at path (with -save): a class's winner, or the removal of its entry
+// where the built-in choice stays. It returns the classes saved and the
+// first save error (after which it saves no more), and fails only if a
+// class has no valid candidate.
+func (f *tuneFlags) tuneClasses(d *glcompute.Device, results []classResult, path string, p *progress) (saved []string, saveErr, err error) {
+	for i := range results {
+		r := &results[i]
+		r.Tiled32, r.Candidates = f.sweep(d, r, p)
+		if len(r.Candidates) == 0 || !r.Candidates[0].Valid {
+			return nil, nil, fmt.Errorf("tune: no candidate ran and validated on %s for %s products (%s)", d.Info().Renderer, r.Class, strings.Join(r.Shapes, ", "))
+		}
+		r.Best = r.Candidates[0]
+		r.Saved = r.beatsBuiltin()
+		if f.save && saveErr == nil {
+			if saveErr = saveTuned(path, d.Info(), r); saveErr == nil && r.Saved {
+				saved = append(saved, string(r.Class))
+			}
+		}
+	}
+	return saved, saveErr, nil
+}
+
+// classResults returns the classes to tune with their products, checked
+// against d.
+func (f *tuneFlags) classResults(d *glcompute.Device) ([]classResult, error) {
+	var results []classResult
+	for _, c := range f.classes {
+		r := classResult{Class: c, shapes: c.Shapes(f.n)}
+		for _, s := range r.shapes {
+			if _, err := d.Plan(s[0], s[1], s[2], nil); err != nil {
+				return nil, err
+			}
+			r.Shapes = append(r.Shapes, fmt.Sprintf("%d×%d×%d", s[0], s[1], s[2]))
+		}
+		results = append(results, r)
+	}
+	return results, nil
 }
 
 // sweep measures tiled32 as the baseline, the built-in choice and every
