@@ -26,44 +26,63 @@ func envInt(name string, def int) int {
 
 // BenchmarkCallOverhead is the CPU cost of queueing one resident 64×64
 // product (no wait): what an engine pays per call. ns/op is that cost; the
-// queue is drained with a fence after the loop.
+// queue is drained with a fence after the loop. The scoped modes make
+// every call inside one Device.Scope (one state save and restore, storage
+// barriers only), as an engine's physics step would.
 func BenchmarkCallOverhead(b *testing.B) {
-	run := func(b *testing.B, d *Device) {
-		rng := rand.New(rand.NewPCG(1, 2))
-		ma, _ := d.NewMatrix(64, 64)
-		mb, _ := d.NewMatrix(64, 64)
-		mc, _ := d.NewMatrix(64, 64)
-		ma.Upload(cpu.Random(64, 64, rng))
-		mb.Upload(cpu.Random(64, 64, rng))
-		mc.Mul(ma, mb) // compile before timing
-		d.Fence().Wait(time.Minute)
-		for b.Loop() {
-			if err := mc.Mul(ma, mb); err != nil {
+	run := func(b *testing.B, d *Device, scoped bool) {
+		if scoped {
+			if err := d.Scope(func() error { runCalls(b, d); return nil }); err != nil {
 				b.Fatal(err)
 			}
+			return
 		}
-		b.StopTimer()
-		d.Fence().Wait(time.Minute)
-		for _, m := range []*Matrix{ma, mb, mc} {
-			m.Release()
-		}
+		runCalls(b, d)
 	}
-	b.Run("mode=owned", func(b *testing.B) { run(b, openDevice(b, BackendEGL)) })
-	b.Run("mode=borrowed", func(b *testing.B) {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		h, err := NewHeadlessContext(0)
-		if err != nil {
-			noGL(b, err.Error())
+	for _, scoped := range []bool{false, true} {
+		suffix := ""
+		if scoped {
+			suffix = "-scope"
 		}
-		defer h.Release()
-		d, err := NewDeviceFromCurrent(nil)
-		if err != nil {
+		b.Run("mode=owned"+suffix, func(b *testing.B) { run(b, openDevice(b, BackendEGL), scoped) })
+		b.Run("mode=borrowed"+suffix, func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			h, err := NewHeadlessContext(0)
+			if err != nil {
+				noGL(b, err.Error())
+			}
+			defer h.Release()
+			d, err := NewDeviceFromCurrent(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Release()
+			run(b, d, scoped)
+		})
+	}
+}
+
+// runCalls times resident 64×64 products queued back to back.
+func runCalls(b *testing.B, d *Device) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ma, _ := d.NewMatrix(64, 64)
+	mb, _ := d.NewMatrix(64, 64)
+	mc, _ := d.NewMatrix(64, 64)
+	ma.Upload(cpu.Random(64, 64, rng))
+	mb.Upload(cpu.Random(64, 64, rng))
+	mc.Mul(ma, mb) // compile before timing
+	d.Fence().Wait(time.Minute)
+	for b.Loop() {
+		if err := mc.Mul(ma, mb); err != nil {
 			b.Fatal(err)
 		}
-		defer d.Release()
-		run(b, d)
-	})
+	}
+	b.StopTimer()
+	d.Fence().Wait(time.Minute)
+	for _, m := range []*Matrix{ma, mb, mc} {
+		m.Release()
+	}
 }
 
 // BenchmarkBatched4x4 multiplies GLMUL_BENCH_BATCH (default 10,000; the
