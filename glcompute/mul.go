@@ -314,6 +314,9 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 	}
 	t.Kernel = h.p.kernel.Spec()
 	t.Dispatches, t.Groups, t.Splits = len(h.chunks.Chunks), [2]int{h.chunks.GroupsX, h.chunks.GroupsY}, h.splits
+	if !o.Stages && h.rowsPerBand() < h.m {
+		t.Splits = 1 // the only pass runs its bands unsplit
+	}
 	if err := h.alloc(); err != nil {
 		return t, err
 	}
@@ -373,15 +376,7 @@ const pipelineBands = 4
 // one split only to fill its last wave (waveSplit) runs its bands unsplit,
 // the bands cut to whole waves instead.
 func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total int)) (passTimes, error) {
-	k := h.p.kernel
-	rowsPer := h.m
-	if k.Strided && (h.splits == 1 || h.waveSplit) {
-		waveRows := 0
-		if h.slots > 0 {
-			waveRows = h.slots / h.chunks.GroupsX
-		}
-		rowsPer = bandRows(h.m, k.TileM, pipelineBands, max(h.lda, h.ldc), h.d.stage().bytes, waveRows)
-	}
+	rowsPer := h.rowsPerBand()
 	h.progress.report = nil
 	var steps []pipeStep
 	for r0 := 0; r0 < h.m; r0 += rowsPer {
@@ -407,6 +402,21 @@ func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total 
 
 // band returns the step that computes rows [r0, r0+rows) of C: the kernel
 // with its row offsets moved to the band.
+// rowsPerBand is how many rows of C a step of the pipelined pass
+// computes: h.m (one step) for a kernel without row offsets and for a
+// product split along K to fill the GPU.
+func (h *hostProduct) rowsPerBand() int {
+	k := h.p.kernel
+	if !k.Strided || h.splits > 1 && !h.waveSplit {
+		return h.m
+	}
+	waveRows := 0
+	if h.slots > 0 {
+		waveRows = h.slots / h.chunks.GroupsX
+	}
+	return bandRows(h.m, k.TileM, pipelineBands, max(h.lda, h.ldc), h.d.stage().bytes, waveRows)
+}
+
 func (h *hostProduct) band(r0, rows int) func() error {
 	return func() error {
 		h.p.prog.Use()
@@ -474,8 +484,8 @@ func (h *hostProduct) plan() error {
 			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0}, uniform{"ksplit", h.ksplit})
 	}
 	h.progress = progress{report: h.o.Progress, total: len(h.chunks.Chunks) * (h.o.Warmup + h.o.Reps)}
-	if h.splits == 1 {
-		return nil
+	if h.splits == 1 || !h.o.Stages && h.rowsPerBand() < h.m {
+		return nil // no pass runs the split: no workspace
 	}
 	count := h.m * h.ldc / 4 // vec4s of C
 	if err := h.d.checkBlock(fmt.Sprintf("the split-K workspace of %d partial results is", h.splits), 4*int64(h.splits)*int64(count)*4); err != nil {
@@ -488,6 +498,11 @@ func (h *hostProduct) plan() error {
 	h.red.prog.Use()
 	h.red.setUints(uniform{"count", count}, uniform{"offC4", 0})
 	h.work, err = h.d.newBuffer(4*h.splits*h.m*h.ldc, nil, glw.StaticRead, "creating the split-K workspace")
+	if errors.Is(err, ErrOutOfMemory) && len(h.d.pool) > 0 {
+		h.d.drainPool()
+		h.d.clearErrors()
+		h.work, err = h.d.newBuffer(4*h.splits*h.m*h.ldc, nil, glw.StaticRead, "creating the split-K workspace")
+	}
 	return err
 }
 
@@ -495,6 +510,9 @@ func (h *hostProduct) plan() error {
 // creates them (device memory, never mapped, where the driver has
 // glBufferStorage).
 func (h *hostProduct) alloc() error {
+	if h.o.MaxGPUMemory > 0 { // a cap counts this product's buffers only
+		h.d.drainPool()
+	}
 	immutable := h.d.stage().bufferStorage
 	for _, x := range []struct {
 		buf   *glw.Buffer

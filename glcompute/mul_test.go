@@ -265,6 +265,24 @@ func TestConformanceEveryCandidate(t *testing.T) {
 	}
 }
 
+// TestConformanceOddRows: configurations whose rows of invocations are
+// not a multiple of a 32-invocation warp (48 and 40 across) map every
+// invocation once (a warp-tile mapping that assumed 32 lost columns).
+func TestConformanceOddRows(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	for _, spec := range []string{"fast:64x192x8_4x4_db", "fast:32x160x8_4x4"} {
+		if d.Fits(spec) != nil {
+			continue
+		}
+		t.Run(spec, func(t *testing.T) {
+			conformance.Run(t, []conformance.Shape{{M: 70, K: 19, N: 200}, {M: 130, K: 9, N: 383}}, func(c, a, b blas32.General) error {
+				_, err := d.Mul(c, a, b, &MulOptions{Kernel: spec})
+				return err
+			})
+		})
+	}
+}
+
 // TestSplitK runs the conformance harness with K split 2, 3 and 7 ways, on
 // shapes whose K does not divide evenly by the splits or the K step, for
 // single- and double-buffered configurations.

@@ -213,4 +213,13 @@ func TestWaveSplitBands(t *testing.T) {
 		}
 		return err
 	})
+	// Without the stages, only the unsplit bands run (and no workspace is
+	// made for a split nothing runs).
+	conformance.Run(t, []conformance.Shape{{M: 128*rowsOfTiles - 5, K: 2048, N: 2048}}, func(c, a, b blas32.General) error {
+		tm, err := d.Mul(c, a, b, &MulOptions{Kernel: kern})
+		if err == nil && (tm.Splits != 1 || tm.Steps < 2) {
+			return fmt.Errorf("%d slices of K reported and %d pipelined steps, want 1 and bands", tm.Splits, tm.Steps)
+		}
+		return err
+	})
 }

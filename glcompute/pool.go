@@ -43,10 +43,11 @@ func (d *Device) takeBuffer(bytes int, immutable bool) (b pooled, ok bool) {
 		return b, true
 	}
 	b = pooled{bytes: bytes, immutable: immutable}
-	if b.buf, ok = glw.NewDeviceBuffer(bytes, immutable); ok {
-		return b, true
+	if b.buf, ok = glw.NewDeviceBuffer(bytes, immutable); ok || len(d.pool) == 0 {
+		return b, ok
 	}
 	d.drainPool()
+	d.clearErrors() // the failure's GL_OUT_OF_MEMORY, which a success must not inherit
 	b.buf, ok = glw.NewDeviceBuffer(bytes, immutable)
 	return b, ok
 }

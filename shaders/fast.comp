@@ -10,9 +10,9 @@
 //   THREADS (BM/TM)·(BN/TN) as a literal: GLSL 4.30 takes only literals in
 //           layout(local_size_x = ...)
 //   WX      how many of a warp's 32 invocations lie along a row of C (the
-//           warp tile is WX·TN columns by (32/WX)·TM rows, strided); at
-//           most THREADS_X, and THREADS_X when it is that (the whole warp
-//           on one row of invocations)
+//           warp tile is WX·TN columns by (32/WX)·TM rows, strided), a
+//           divisor of 32 and of THREADS_X; or THREADS_X itself, for
+//           invocations simply in rows of THREADS_X (any length)
 //
 // Invocation (tx, ty) owns rows i·THREADS_Y + ty (i < TM) and column vec4s
 // j·THREADS_X + tx (j < TN/4) of the block tile: strided, so neighbouring

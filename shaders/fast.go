@@ -18,7 +18,7 @@ type FastConfig struct {
 	// WarpX is how many of a 32-invocation warp's invocations lie along a
 	// row of C (the rest, 32/WarpX, down a column): a warp tile narrower
 	// than a row of invocations reads fewer distinct vec4s of B from shared
-	// memory per load. 0 keeps the whole warp on a row (min(32, BN/TN)).
+	// memory per load. 0 keeps invocations in rows of BN/TN.
 	// It must divide 32 and BN/TN, and 32/WarpX must divide BM/TM.
 	WarpX int
 }
@@ -30,12 +30,14 @@ var DefaultFast = FastConfig{BM: 128, BN: 128, BK: 8, TM: 8, TN: 8}
 // Threads is the number of invocations per work group.
 func (c FastConfig) Threads() int { return (c.BM / c.TM) * (c.BN / c.TN) }
 
-// warpX is the warp's width in invocations that the shader is built with.
+// warpX is the warp's width in invocations that the shader is built with:
+// without WarpX, a whole row of invocations (the shader's plain mapping,
+// right for any row length).
 func (c FastConfig) warpX() int {
 	if c.WarpX != 0 {
 		return c.WarpX
 	}
-	return min(32, c.BN/c.TN)
+	return c.BN / c.TN
 }
 
 // SharedBytes is the shared memory one work group uses.

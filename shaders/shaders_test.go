@@ -32,7 +32,7 @@ func TestTiled32IsThePapersKernel(t *testing.T) {
 
 func TestFastConfigRoundTrip(t *testing.T) {
 	for _, c := range []FastConfig{DefaultFast, {64, 128, 16, 4, 8, 4, false, 0}, {128, 128, 16, 8, 4, 0, true, 0}, {64, 64, 8, 4, 4, 4, true, 0},
-		{128, 256, 8, 8, 8, 4, true, 8}, {128, 128, 8, 8, 8, 0, false, 16}, {64, 64, 8, 8, 4, 0, true, 4}} {
+		{128, 256, 8, 8, 8, 4, true, 8}, {128, 128, 8, 8, 8, 0, false, 16}, {64, 64, 8, 8, 4, 0, true, 4}, {64, 192, 8, 4, 4, 0, true, 0}} {
 		back, err := ParseFastConfig(c.String())
 		if err != nil || back != c {
 			t.Errorf("ParseFastConfig(%q) = %+v, %v", c.String(), back, err)

@@ -92,6 +92,31 @@ func TestTune(t *testing.T) {
 	if err != nil || len(c.Entries) != saved {
 		t.Fatalf("%d cache entries (%v), %d classes saved", len(c.Entries), err, saved)
 	}
+	// A later run over fewer candidates re-measures the cached kernel of
+	// its class (so it never removes one it did not beat).
+	code, stdout, stderr = glmul("tune", "-backend", "egl", "-n", "40", "-reps", "1", "-candidates", "fast:32x32x8_4x4", "-classes", "long-k", "-format", "json")
+	var again struct {
+		Classes []struct {
+			Candidates []tuning.Candidate `json:"candidates"`
+		} `json:"classes"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &again) != nil || len(again.Classes) != 1 {
+		t.Fatalf("second tune: exit %d, %s", code, stderr)
+	}
+	var cachedLong tuning.Entry
+	hadLong := false
+	for _, e := range c.Entries {
+		if e.Class == tuning.LongK {
+			cachedLong, hadLong = e, true
+		}
+	}
+	want := 2 // the spec and the built-in choice
+	if hadLong && cachedLong.Kernel != "fast:32x32x8_4x4" {
+		want = 3
+	}
+	if n := len(again.Classes[0].Candidates); n != want {
+		t.Errorf("second tune measured %d candidates, want %d (cached long-k: %v %q)", n, want, hadLong, cachedLong.Kernel)
+	}
 	code, stdout, _ = glmul("tune", "-show", "-backend", "egl")
 	if code != 0 || !strings.Contains(stdout, "uses     ") {
 		t.Fatalf("-show: exit %d\n%s", code, stdout)

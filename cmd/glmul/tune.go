@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,7 @@ type classResult struct {
 	Tiled32    tuning.Candidate   `json:"tiled32"`
 	Candidates []tuning.Candidate `json:"candidates"`
 	shapes     [][3]int
+	cached     string // the class's kernel in the cache before this run, if any
 }
 
 // beatsBuiltin reports whether r's winner is to be cached: another than
@@ -55,9 +57,26 @@ func (r *classResult) beatsBuiltin() bool {
 // shape by shape (the default, the small grid, their K splits).
 const builtinChoice = "fast"
 
-// runs is how many measurements r's first pass makes (tiled32, the
-// specs, and the built-in choice).
-func (r *classResult) runs(specs []string) int { return len(specs) + 2 }
+// keep is what the sweep of r re-measures with its finalists whatever
+// the first pass said: the built-in choice, and the cached kernel.
+func (r *classResult) keep() []string {
+	if r.cached == "" {
+		return []string{builtinChoice}
+	}
+	return []string{builtinChoice, r.cached}
+}
+
+// runs is how many measurements r's first pass makes: tiled32, the specs
+// and the kept ones not among them.
+func (r *classResult) runs(specs []string) int {
+	n := len(specs) + 1
+	for _, k := range r.keep() {
+		if !slices.Contains(specs, k) {
+			n++
+		}
+	}
+	return n
+}
 
 func parseTune(args []string, stderr io.Writer) (*tuneFlags, error) {
 	fs := newCommand("glmul tune", `glmul tune runs every candidate configuration of the fast kernel on this
@@ -144,7 +163,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		f.n = llvmpipeTuneN
 		fmt.Fprintf(stderr, "tune: on llvmpipe (the CPU) -n defaults to %d: 2048 would take many minutes\n", f.n)
 	}
-	results, err := f.classResults(d)
+	results, err := f.classResults(d, path)
 	if err != nil {
 		return err
 	}
@@ -193,12 +212,20 @@ func (f *tuneFlags) tuneClasses(d *glcompute.Device, results []classResult, path
 	return saved, saveErr, nil
 }
 
-// classResults returns the classes to tune with their products, checked
-// against d.
-func (f *tuneFlags) classResults(d *glcompute.Device) ([]classResult, error) {
+// classResults returns the classes to tune, with their products, checked
+// against d, and each class's kernel in the cache at path (which the sweep
+// re-measures, so that a run over a few -candidates never replaces or
+// removes a better one it did not measure).
+func (f *tuneFlags) classResults(d *glcompute.Device, path string) ([]classResult, error) {
+	cache, _ := tuning.Load(path) // checked before; a missing one is empty
+	info := d.Info()
+	drv := tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version}
 	var results []classResult
 	for _, c := range f.classes {
 		r := classResult{Class: c, shapes: c.Shapes(f.n)}
+		if e, ok := cache.LookupClass(drv, c); ok && d.Fits(e.Kernel) == nil {
+			r.cached = e.Kernel
+		}
 		for _, s := range r.shapes {
 			if _, err := d.Plan(s[0], s[1], s[2], nil); err != nil {
 				return nil, err
@@ -242,11 +269,12 @@ func (f *tuneFlags) sweep(d *glcompute.Device, r *classResult, p *progress) (bas
 				c.Error = err.Error()
 				return c
 			}
-			if !res.Validation.OK {
-				c.Error = res.Validation.Err().Error()
+			rate := res.GFLOPS(measure.Median(res.Times))
+			if !res.Validation.OK { // reported INVALID, with the rate it ran at
+				c.GFLOPS, c.Error = rate, res.Validation.Err().Error()
 				return c
 			}
-			logSum += math.Log(res.GFLOPS(measure.Median(res.Times)))
+			logSum += math.Log(rate)
 		}
 		c.GFLOPS, c.Valid = math.Exp(logSum/float64(len(ins))), true
 		return c
@@ -256,7 +284,7 @@ func (f *tuneFlags) sweep(d *glcompute.Device, r *classResult, p *progress) (bas
 	p.step(fmt.Sprintf("%s 1/%d tiled32: %s", label, total, candidateStatus(baseline)))
 	cands = tuning.Sweep(f.specs, measureOne, tuning.Finalists, tuning.Rounds, func(i int, c tuning.Candidate) {
 		p.step(fmt.Sprintf("%s %d/%d %s: %s", label, i+2, total, c.Kernel, candidateStatus(c)))
-	}, builtinChoice)
+	}, r.keep()...)
 	for _, c := range cands {
 		if c.Kernel == builtinChoice {
 			r.Builtin = c

@@ -84,8 +84,10 @@ func Classify(m, k, n int) Class {
 // 256×8192×256 alone ran 1000×4096×1000 at 63% of cuBLAS where the
 // built-in choice ran it at 84% (H100). Square: (n/2)³, n³, (2n)³. LongK,
 // at n = 2048: 64×4096×64, 256×8192×256, 1024×4096×1024. ThinK:
-// 2048×64×2048, 4096×128×4096, 1024×32×1024. Each is of its class.
+// 2048×64×2048, 4096×128×4096, 1024×32×1024. Each is of its class; an n
+// under 16 counts as 16.
 func (c Class) Shapes(n int) [][3]int {
+	n = max(n, 16)
 	switch c {
 	case LongK:
 		return [][3]int{{max(n/32, 1), 2 * n, max(n/32, 1)}, {max(n/8, 1), 4 * n, max(n/8, 1)}, {max(n/2, 1), 2 * n, max(n/2, 1)}}

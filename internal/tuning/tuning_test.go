@@ -172,7 +172,7 @@ func TestAutoSplitK(t *testing.T) {
 // the benchmark's shapes fall where they should, and the cache keeps one
 // entry per driver and class, reading a pre-class entry as Square.
 func TestClasses(t *testing.T) {
-	for _, n := range []int{16, 40, 256, 2048, 4096} {
+	for _, n := range []int{1, 3, 16, 40, 256, 2048, 4096} {
 		for _, c := range Classes {
 			shapes := c.Shapes(n)
 			if len(shapes) != 3 {
