@@ -236,22 +236,21 @@ func (d *Device) kernelFor(m, kDim, n int) string {
 // that fits.
 func (d *Device) chooseKernels() {
 	i := &d.info
-	i.DefaultKernel, i.DefaultKernelSource = d.chooseDefaultKernel()
+	cache, path, cacheErr := d.tuningCache()
+	i.DefaultKernel, i.DefaultKernelSource = d.chooseDefaultKernel(cache, path, cacheErr)
 	if k, err := shaders.Lookup(tuning.SmallGrid(d.tuningDriver())); err == nil && d.fits(k) == nil {
 		i.SmallGridKernel = k.Spec()
 	}
-	i.ClassKernels = d.classKernels()
+	if cacheErr == nil {
+		i.ClassKernels = d.classKernels(cache)
+	}
 }
 
-// classKernels returns the tuned configurations of the shape classes other
-// than square that still parse and fit; nil without any (or with
+// classKernels returns the cached configurations of the shape classes
+// other than square that still parse and fit; nil without any (or with
 // Options.IgnoreTuned).
-func (d *Device) classKernels() map[string]string {
+func (d *Device) classKernels(cache tuning.Cache) map[string]string {
 	if d.opts.IgnoreTuned {
-		return nil
-	}
-	cache, err := d.tuningCache()
-	if err != nil {
 		return nil
 	}
 	var out map[string]string
@@ -270,31 +269,32 @@ func (d *Device) classKernels() map[string]string {
 	return out
 }
 
-// tuningCache reads the tuning cache (tuning.Path).
-func (d *Device) tuningCache() (tuning.Cache, error) {
-	path, err := tuning.Path()
-	if err != nil {
-		return tuning.Cache{}, err
+// tuningCache reads the tuning cache at tuning.Path, once per device (an
+// owned device with IgnoreTuned reads nothing).
+func (d *Device) tuningCache() (c tuning.Cache, path string, err error) {
+	if d.opts.IgnoreTuned {
+		return c, "", nil
 	}
-	return tuning.Load(path)
+	if path, err = tuning.Path(); err != nil {
+		return c, "", err
+	}
+	c, err = tuning.Load(path)
+	return c, path, err
 }
 
 // chooseDefaultKernel returns the tuned fast configuration for this driver
 // if glmul tune cached one that still parses and fits, else the built-in
 // one for the vendor.
-func (d *Device) chooseDefaultKernel() (spec, source string) {
+func (d *Device) chooseDefaultKernel(cache tuning.Cache, path string, cacheErr error) (spec, source string) {
 	dev := d.tuningDriver()
 	builtin, builtinSource := tuning.Builtin(dev)
-	if d.opts.IgnoreTuned {
+	switch {
+	case d.opts.IgnoreTuned:
 		return builtin, builtinSource
-	}
-	path, err := tuning.Path()
-	if err != nil {
+	case cacheErr != nil && path == "": // no cache directory
 		return builtin, builtinSource
-	}
-	cache, err := tuning.Load(path)
-	if err != nil {
-		return builtin, builtinSource + "; " + err.Error()
+	case cacheErr != nil:
+		return builtin, builtinSource + "; " + cacheErr.Error()
 	}
 	e, ok := cache.Lookup(dev)
 	if !ok {

@@ -209,9 +209,9 @@ func formatBytes(b float64) string {
 // row padding is zeroed). Safe from any goroutine.
 //
 // The GPU buffers of A, B and C are kept for the next Mul, which reuses
-// them where they are large enough: new buffers cost the driver time (see
-// poolBuffers). They are freed by Release, by a product in panels, or when
-// an allocation fails.
+// them where they are large enough (see poolBuffers). They are freed by
+// Release, by a product in panels or under MaxGPUMemory, or when an
+// allocation fails.
 //
 // It panics if the shapes disagree or a slice is too short for its shape and
 // stride.

@@ -9,14 +9,13 @@ import (
 // poolBuffers is how many device buffers the Device keeps after a host
 // product (Mul) for the next one: one product's A, B and C.
 //
-// Reuse saves the driver's work on new memory: on the H100 a product's
-// first upload into new buffers cost tens of milliseconds more than the
-// next, and after an 8192³ product had freed its buffers a 4097³
-// product's new ones ran its kernel 3 to 6 times slower (12.3 and 24.5 ms
-// a run instead of 4.2) for up to its first dozen runs, with the clocks
-// at their maximum (docs/PERFORMANCE.md). The cost: the buffers of the
-// last product stay allocated until the next product, a larger one's
-// allocation failing, or Release.
+// A product of the size of the last one (or smaller) then makes no new
+// GPU memory: `go test ./glcompute` on llvmpipe went from 56 s to 23-29 s
+// with it. It was first made for a slow 4097³ product after an 8192³ one
+// on the H100, which it did not fix: that was the GPU's clock after idle
+// (see glcompute.RampIdle and docs/PERFORMANCE.md). The cost: the buffers
+// of the last product stay allocated until the next product, a product
+// in panels, a failed allocation, or Release.
 const poolBuffers = 3
 
 // pooled is a device buffer kept for reuse.
