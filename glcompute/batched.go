@@ -110,7 +110,7 @@ func (d *Device) GemmBatched(c *Matrix, alpha float32, a, b *Matrix, beta float3
 		}
 		d.clearErrors()
 		p.prog.Use()
-		offA, offB, offC := d.bind(0, a, a.Offset, ext[0]), d.bind(1, b, b.Offset, ext[1]), d.bind(2, c, c.Offset, ext[2])
+		offA, offB, offC := d.bind(p, 0, a, a.Offset, ext[0]), d.bind(p, 1, b, b.Offset, ext[1]), d.bind(p, 2, c, c.Offset, ext[2])
 		p.setUints(uniform{"M", bt.M}, uniform{"N", bt.N}, uniform{"K", bt.K}, uniform{"count", bt.Count},
 			uniform{"lda", bt.LdA}, uniform{"ldb", bt.LdB}, uniform{"ldc", bt.LdC}, uniform{"strideA", bt.StrideA},
 			uniform{"strideB", bt.StrideB}, uniform{"strideC", bt.StrideC}, uniform{"offA", offA}, uniform{"offB", offB},

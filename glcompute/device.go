@@ -151,8 +151,9 @@ type Device struct {
 	stager   *stager                  // created on the first host product
 	hostMats map[*float32]*HostMatrix // by the address of Data[0]
 	// bindAlign is the byte alignment of bound buffer ranges:
-	// GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT rounded up to a multiple
-	// of 16, so that offsets in vec4s stay whole.
+	// GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT (and that of buffer
+	// textures) rounded up to a multiple of 16, so that offsets in vec4s
+	// stay whole.
 	bindAlign int
 	// scoped: inside Scope, calls neither save nor restore the host's
 	// state and put only storage barriers after their dispatches.
@@ -168,6 +169,16 @@ type Device struct {
 	born     time.Time
 	lastWork atomic.Int64
 	pool     []pooled // device buffers kept for the next host product
+	// texs are the buffer textures of A and B for kernels that read
+	// through textures (created on first use), texBound says they view a
+	// buffer now, and texBlock is the most bytes one views (0: the driver
+	// has no buffer textures).
+	texs     [2]glw.Texture
+	texBound bool
+	texBlock int64
+	// saved is the borrowed context's state that the running call (or
+	// Scope) restores, which binding textures adds to; nil otherwise.
+	saved *glw.State
 }
 
 // RampIdle is how long a device must have been idle (since its last Mul or
@@ -369,8 +380,11 @@ func (d *Device) initInfo() error {
 			i.SMCount = d.querySMCount()
 		}
 	}
+	if !i.ES || i.Major > 3 || i.Minor >= 2 || glw.HasExtension("GL_OES_texture_buffer") || glw.HasExtension("GL_EXT_texture_buffer") {
+		d.texBlock = 16 * l.MaxTextureBufferTexels
+	}
 	d.bindAlign = 16
-	for d.bindAlign%max(l.SSBOOffsetAlignment, 1) != 0 {
+	for d.bindAlign%max(l.SSBOOffsetAlignment, 1) != 0 || d.bindAlign%max(l.TextureBufferOffsetAlignment, 1) != 0 {
 		d.bindAlign += 16
 	}
 	d.chooseKernels()
@@ -435,6 +449,10 @@ func (d *Device) releaseObjects() {
 		d.stager = nil
 	}
 	d.drainPool()
+	for i := range d.texs {
+		d.texs[i].Release()
+	}
+	d.texBound = false
 }
 
 // releaseContext runs on the device thread.
@@ -463,7 +481,8 @@ func (d *Device) call(f func()) {
 		d.checkHostContext()
 		if !d.scoped {
 			s := glw.SaveState(stateBindings)
-			defer s.Restore()
+			d.saved = &s
+			defer func() { d.saved = nil; s.Restore() }()
 		}
 		f()
 		return
@@ -527,6 +546,7 @@ func (d *Device) Scope(f func() error) error {
 	if d.borrowed {
 		d.checkHostContext()
 		saved = glw.SaveState(stateBindings)
+		d.saved = &saved
 	}
 	d.scoped = true
 	d.mu.Unlock()
@@ -534,6 +554,7 @@ func (d *Device) Scope(f func() error) error {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		d.scoped = false
+		d.saved = nil
 		switch {
 		case d.released:
 		case d.borrowed:

@@ -81,7 +81,7 @@ func (d *Device) resident(prog func() (*program, error), a, b, c *Matrix, set fu
 		}
 		d.clearErrors()
 		p.prog.Use()
-		offA, offB, offC := d.bindOperands(a, b, c)
+		offA, offB, offC := d.bindOperands(p, a, b, c)
 		set(p, offA, offB, offC)
 		err = d.dispatchPlan(p, plan)
 	})
@@ -114,10 +114,11 @@ func fastLayout(m *Matrix) bool {
 	return m.Stride == m.Cols && m.Cols%4 == 0 && m.Offset%4 == 0
 }
 
-// bindOperands binds a, b and c to storage bindings 0, 1 and 2 and returns
+// bindOperands binds a, b and c to storage bindings 0, 1 and 2 for p (and
+// textures, for a kernel that reads through them) and returns
 // their element offsets within the bound ranges; on the device thread.
-func (d *Device) bindOperands(a, b, c *Matrix) (offA, offB, offC int) {
-	return d.bind(0, a, a.Offset, a.span()), d.bind(1, b, b.Offset, b.span()), d.bind(2, c, c.Offset, c.span())
+func (d *Device) bindOperands(p *program, a, b, c *Matrix) (offA, offB, offC int) {
+	return d.bind(p, 0, a, a.Offset, a.span()), d.bind(p, 1, b, b.Offset, b.span()), d.bind(p, 2, c, c.Offset, c.span())
 }
 
 // mulFast runs c = a·b with the device's fast kernel on resident matrices.
@@ -148,6 +149,7 @@ func (d *Device) finishDispatch(p *program) error {
 	} else {
 		glw.BarrierAll()
 	}
+	d.detachTextures()
 	err := d.checkError("dispatching " + p.kernel.File)
 	if !d.borrowed {
 		glw.Program(0).Use()

@@ -172,8 +172,52 @@ func (d *Device) fits(k shaders.Kernel) error {
 	case k.Threads > d.info.MaxWorkGroupInvocations:
 		return fmt.Errorf("%w: kernel %s needs %d invocations per work group, the driver offers %d",
 			ErrUnsupported, k.Spec(), k.Threads, d.info.MaxWorkGroupInvocations)
+	case k.Textures && d.texBlock == 0:
+		return fmt.Errorf("%w: kernel %s reads through buffer textures, which this OpenGL ES context lacks (OpenGL ES 3.2 or GL_OES_texture_buffer)",
+			ErrUnsupported, k.Spec())
+	case k.Textures && d.texBlock < d.info.MaxSSBOBlockSize:
+		return fmt.Errorf("%w: kernel %s reads through buffer textures, and this driver's (%s) are smaller than its storage blocks (%s)",
+			ErrUnsupported, k.Spec(), formatBytes(float64(d.texBlock)), formatBytes(float64(d.info.MaxSSBOBlockSize)))
 	}
 	return nil
+}
+
+// bindStorage binds size bytes of buf from start (size 0: all of buf) to
+// storage binding index for program p and, when p reads its inputs through
+// buffer textures (Kernel.Textures) and index is 0 or 1 (A or B), views
+// the same bytes as the texture at unit index; on the device thread. start
+// is a multiple of d.bindAlign.
+func (d *Device) bindStorage(p *program, index uint32, buf glw.Buffer, start, size int64) {
+	if size > 0 {
+		buf.BindStorageRange(index, start, size)
+	} else {
+		buf.BindStorage(index)
+	}
+	if !p.kernel.Textures || index > 1 {
+		return
+	}
+	if d.saved != nil {
+		d.saved.SaveTextures(len(d.texs))
+	}
+	if d.texs[index] == 0 {
+		d.texs[index] = glw.NewTexture()
+	}
+	d.texs[index].BindBuffer(index, buf, start, size)
+	d.texBound = true
+}
+
+// detachTextures makes the buffer textures of bindStorage view nothing, so
+// that they keep no buffer alive; on the device thread.
+func (d *Device) detachTextures() {
+	if !d.texBound {
+		return
+	}
+	for i, t := range d.texs {
+		if t != 0 {
+			t.BindBuffer(uint32(i), 0, 0, 0)
+		}
+	}
+	d.texBound = false
 }
 
 // ProgramBinary compiles the kernel that spec names (see MulOptions.Kernel)
@@ -314,6 +358,20 @@ func CheckKernel(spec string) error {
 		return fmt.Errorf("glcompute: %w", err)
 	}
 	return nil
+}
+
+// Candidates returns the kernel configurations glmul tune sweeps on d: the
+// cpu family's on Mesa llvmpipe (OpenGL on the CPU), else the fast
+// family's (FastCandidates). Safe from any goroutine.
+func (d *Device) Candidates() []string {
+	if !tuning.OnCPU(d.tuningDriver()) {
+		return FastCandidates()
+	}
+	var out []string
+	for _, c := range shaders.CPUCandidates() {
+		out = append(out, "cpu:"+c.String())
+	}
+	return out
 }
 
 // FastCandidates returns the specs of every configuration of the fast

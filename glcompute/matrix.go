@@ -122,15 +122,16 @@ func (m *Matrix) check(d *Device) {
 func (m *Matrix) span() int { return (m.Rows-1)*m.Stride + m.Cols }
 
 // bind binds floats [first, first+count) of m's buffer to storage binding
-// index as a range that starts on the driver's offset alignment, and
+// index for p (bindStorage) as a range that starts on the driver's offset
+// alignment, and
 // returns the element offset of float first within that range; on the
 // device thread. The caller has checked that count floats fit one block
 // (d.checkExtent).
-func (d *Device) bind(index uint32, m *Matrix, first, count int) (elemOffset int) {
+func (d *Device) bind(p *program, index uint32, m *Matrix, first, count int) (elemOffset int) {
 	align := int64(d.bindAlign)
 	start := 4 * int64(first) / align * align
 	end := min(4*int64(first+count), m.size)
-	m.buf.BindStorageRange(index, start, end-start)
+	d.bindStorage(p, index, m.buf, start, end-start)
 	return first - int(start/4)
 }
 

@@ -320,7 +320,7 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 	if err := h.alloc(); err != nil {
 		return t, err
 	}
-	defer unbindAll()
+	defer d.unbindAll()
 	if !o.Stages {
 		return t, h.once(c, a, b, &t)
 	}
@@ -420,8 +420,8 @@ func (h *hostProduct) rowsPerBand() int {
 func (h *hostProduct) band(r0, rows int) func() error {
 	return func() error {
 		h.p.prog.Use()
-		h.bufA.BindStorage(0)
-		h.bufB.BindStorage(1)
+		h.d.bindStorage(h.p, 0, h.bufA, 0, 0)
+		h.d.bindStorage(h.p, 1, h.bufB, 0, 0)
 		h.bufC.BindStorage(2)
 		h.p.setUints(uniform{"M", rows}, uniform{"offA4", r0 * h.lda / 4}, uniform{"offC4", r0 * h.ldc / 4}, uniform{"ksplit", h.k})
 		_, err := h.p.dispatchTiles(rows, h.n, h.o.MaxGroups)
@@ -570,8 +570,8 @@ func (h *hostProduct) transfers(a, b blas32.General, t *Timings) error {
 
 // bind binds A, B and C (or the split-K workspace) for the kernel.
 func (h *hostProduct) bind() {
-	h.bufA.BindStorage(0)
-	h.bufB.BindStorage(1)
+	h.d.bindStorage(h.p, 0, h.bufA, 0, 0)
+	h.d.bindStorage(h.p, 1, h.bufB, 0, 0)
 	if h.splits > 1 {
 		h.work.BindStorage(2)
 	} else {
@@ -579,9 +579,10 @@ func (h *hostProduct) bind() {
 	}
 }
 
-// unbindAll empties storage bindings 0–2 and the current program; on the
-// device thread.
-func unbindAll() {
+// unbindAll empties storage bindings 0–2, the current program and the
+// buffer textures; on the device thread.
+func (d *Device) unbindAll() {
+	d.detachTextures()
 	for i := uint32(0); i < 3; i++ {
 		glw.Buffer(0).BindStorage(i)
 	}

@@ -247,12 +247,17 @@ func TestConformanceEveryCandidate(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	shapes := []conformance.Shape{{M: 1, K: 1, N: 1}, {M: 257, K: 33, N: 129}, {M: 65, K: 19, N: 255}, {M: 130, K: 7, N: 67}}
 	ran := 0
+	specs := []string{}
 	for _, c := range shaders.FastCandidates() {
-		if c.SharedBytes() > d.Info().MaxSharedMemory {
-			continue
+		if c.SharedBytes() <= d.Info().MaxSharedMemory {
+			specs = append(specs, "fast:"+c.String())
 		}
+	}
+	for _, c := range shaders.CPUCandidates() {
+		specs = append(specs, "cpu:"+c.String())
+	}
+	for _, spec := range specs {
 		ran++
-		spec := "fast:" + c.String()
 		t.Run(spec, func(t *testing.T) {
 			conformance.Run(t, shapes, func(c, a, b blas32.General) error {
 				_, err := d.Mul(c, a, b, &MulOptions{Kernel: spec})
@@ -304,7 +309,7 @@ func splitK(t *testing.T, d *Device) {
 		}
 	}
 	shapes := append([]conformance.Shape{{M: 64, K: 1000, N: 64}, {M: 7, K: 333, N: 65}, {M: 1, K: 9, N: 1}}, conformance.Shapes...)
-	for _, kernel := range []string{"fast", "fast:64x64x8_4x4", "fast:128x128x16_8x4_db"} {
+	for _, kernel := range []string{"fast", "fast:64x64x8_4x4", "fast:128x128x16_8x4_db", "cpu:8x4_4x8"} {
 		for _, splits := range []int{0, 2, 3, 7} { // 0: automatic
 			t.Run(fmt.Sprintf("%s/split=%d", kernel, splits), func(t *testing.T) {
 				conformance.Run(t, shapes, func(c, a, b blas32.General) error {

@@ -107,7 +107,7 @@ func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.
 	d.clearErrors()
 	pp := &panelProduct{d: d, o: o, plan: plan, t: &t}
 	defer pp.release()
-	defer unbindAll()
+	defer d.unbindAll()
 	if pp.p, err = d.program(o.Kernel); err != nil {
 		return t, err
 	}
@@ -235,8 +235,8 @@ func (pp *panelProduct) alloc() error {
 func (pp *panelProduct) dispatch(bufA, bufC glw.Buffer, r0, rows, cols, ldn int) error {
 	p := pp.p
 	p.prog.Use()
-	bufA.BindStorage(0)
-	pp.bufB.BindStorage(1)
+	pp.d.bindStorage(p, 0, bufA, 0, 0)
+	pp.d.bindStorage(p, 1, pp.bufB, 0, 0)
 	bufC.BindStorage(2)
 	p.setUints(uniform{"M", rows}, uniform{"K", pp.plan.K}, uniform{"N", cols}, uniform{"lda", pp.plan.Ld(pp.plan.K)},
 		uniform{"ldb", ldn}, uniform{"ldc", ldn}, uniform{"offA4", r0 * pp.plan.Ld(pp.plan.K) / 4}, uniform{"offB4", 0},

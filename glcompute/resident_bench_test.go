@@ -28,43 +28,55 @@ func envInt(name string, def int) int {
 // product (no wait): what an engine pays per call. ns/op is that cost; the
 // queue is drained with a fence after the loop. The scoped modes make
 // every call inside one Device.Scope (one state save and restore, storage
-// barriers only), as an engine's physics step would.
+// barriers only), as an engine's physics step would. Back to back, tens of
+// thousands of calls fill the driver's queue and the host then waits for
+// the GPU, so ns/op can be the GPU's time per tiny product rather than
+// the host's cost; the -drained modes wait for the queue every 64 calls
+// with the timer stopped, so they time the host's cost alone, as an engine
+// that queues a few products a frame sees it.
 func BenchmarkCallOverhead(b *testing.B) {
-	run := func(b *testing.B, d *Device, scoped bool) {
+	run := func(b *testing.B, d *Device, scoped bool, drain int) {
 		if scoped {
-			if err := d.Scope(func() error { runCalls(b, d); return nil }); err != nil {
+			if err := d.Scope(func() error { runCalls(b, d, drain); return nil }); err != nil {
 				b.Fatal(err)
 			}
 			return
 		}
-		runCalls(b, d)
+		runCalls(b, d, drain)
 	}
-	for _, scoped := range []bool{false, true} {
-		suffix := ""
-		if scoped {
-			suffix = "-scope"
+	for _, drain := range []int{0, 64} {
+		for _, scoped := range []bool{false, true} {
+			suffix := ""
+			if scoped {
+				suffix = "-scope"
+			}
+			if drain > 0 {
+				suffix += "-drained"
+			}
+			b.Run("mode=owned"+suffix, func(b *testing.B) { run(b, openDevice(b, BackendEGL), scoped, drain) })
+			b.Run("mode=borrowed"+suffix, func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				h, err := NewHeadlessContext(0)
+				if err != nil {
+					noGL(b, err.Error())
+				}
+				defer h.Release()
+				d, err := NewDeviceFromCurrent(nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer d.Release()
+				run(b, d, scoped, drain)
+			})
 		}
-		b.Run("mode=owned"+suffix, func(b *testing.B) { run(b, openDevice(b, BackendEGL), scoped) })
-		b.Run("mode=borrowed"+suffix, func(b *testing.B) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			h, err := NewHeadlessContext(0)
-			if err != nil {
-				noGL(b, err.Error())
-			}
-			defer h.Release()
-			d, err := NewDeviceFromCurrent(nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer d.Release()
-			run(b, d, scoped)
-		})
 	}
 }
 
-// runCalls times resident 64×64 products queued back to back.
-func runCalls(b *testing.B, d *Device) {
+// runCalls times resident 64×64 products queued back to back or, with
+// drain > 0, in runs of drain calls with the queue drained between them
+// outside the timer.
+func runCalls(b *testing.B, d *Device, drain int) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ma, _ := d.NewMatrix(64, 64)
 	mb, _ := d.NewMatrix(64, 64)
@@ -72,14 +84,25 @@ func runCalls(b *testing.B, d *Device) {
 	ma.Upload(cpu.Random(64, 64, rng))
 	mb.Upload(cpu.Random(64, 64, rng))
 	mc.Mul(ma, mb) // compile before timing
-	d.Fence().Wait(time.Minute)
-	for b.Loop() {
+	wait := func() {
+		f := d.Fence()
+		f.Wait(time.Minute)
+		f.Release()
+	}
+	wait()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if drain > 0 && i%drain == drain-1 {
+			b.StopTimer()
+			wait()
+			b.StartTimer()
+		}
 		if err := mc.Mul(ma, mb); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.StopTimer()
-	d.Fence().Wait(time.Minute)
+	wait()
 	for _, m := range []*Matrix{ma, mb, mc} {
 		m.Release()
 	}

@@ -1,6 +1,7 @@
 package glcompute
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -133,6 +134,8 @@ func TestMulBatchedEverySize(t *testing.T) {
 type engineState struct {
 	program, vao, arrayBuffer, ssbo int32
 	indexed                         [4][3]int64
+	activeTexture                   int32
+	texBuffers                      [3]int32 // buffer textures at units 0–2
 }
 
 func readEngineState() engineState {
@@ -148,11 +151,18 @@ func readEngineState() engineState {
 		gl.GetInteger64i_v(gl.SHADER_STORAGE_BUFFER_START, uint32(i), &s.indexed[i][1])
 		gl.GetInteger64i_v(gl.SHADER_STORAGE_BUFFER_SIZE, uint32(i), &s.indexed[i][2])
 	}
+	gl.GetIntegerv(gl.ACTIVE_TEXTURE, &s.activeTexture)
+	for i := range s.texBuffers {
+		gl.ActiveTexture(gl.TEXTURE0 + uint32(i))
+		gl.GetIntegerv(gl.TEXTURE_BINDING_BUFFER, &s.texBuffers[i])
+	}
+	gl.ActiveTexture(uint32(s.activeTexture))
 	return s
 }
 
 // setUpEngine binds what a game engine would have bound mid-frame: its own
-// program, a VAO and an array buffer, SSBO ranges at 0–3 and a generic one.
+// program, a VAO and an array buffer, SSBO ranges at 0–3 and a generic one,
+// buffer textures at units 0–2 and unit 2 active.
 // It returns the engine's particle buffer (256 floats).
 func setUpEngine(t *testing.T) uint32 {
 	t.Helper()
@@ -183,6 +193,13 @@ func setUpEngine(t *testing.T) uint32 {
 		gl.BindBufferRange(gl.SHADER_STORAGE_BUFFER, uint32(i), bufs[i], 64*i, 256)
 	}
 	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, bufs[3])
+	var texs [3]uint32
+	gl.GenTextures(3, &texs[0])
+	for i, tex := range texs {
+		gl.ActiveTexture(gl.TEXTURE0 + uint32(i))
+		gl.BindTexture(gl.TEXTURE_BUFFER, tex)
+		gl.TexBuffer(gl.TEXTURE_BUFFER, gl.R32F, bufs[i])
+	}
 	if e := gl.GetError(); e != gl.NO_ERROR {
 		t.Fatalf("engine set-up: GL error 0x%x", e)
 	}
@@ -190,13 +207,17 @@ func setUpEngine(t *testing.T) uint32 {
 }
 
 // exerciseBorrowed runs every resident operation on a borrowed Device and
-// checks the engine's state after each, and the results.
-func exerciseBorrowed(t *testing.T) {
+// checks the engine's state after each, and the results. A kernel spec
+// other than "" replaces the device's choice for every product.
+func exerciseBorrowed(t *testing.T, kernel string) {
 	particles := setUpEngine(t)
 	before := readEngineState()
 	d, err := NewDeviceFromCurrent(nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if kernel != "" {
+		d.info.DefaultKernel, d.info.SmallGridKernel, d.info.ClassKernels = kernel, "", nil
 	}
 	check := func(step string) {
 		t.Helper()
@@ -224,6 +245,47 @@ func exerciseBorrowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("Mul")
+	// Rows of multiples of 4 floats: the device's fast kernel (or kernel),
+	// alone, inside a Scope, and on host matrices.
+	a4, b4 := cpu.Random(36, 32, rng), cpu.Random(32, 20, rng)
+	newMatrix := func(m blas32.General) *Matrix {
+		g, err := d.NewMatrix(m.Rows, m.Cols)
+		if err == nil {
+			err = g.Upload(m)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	ga4, gb4, gc4 := newMatrix(a4), newMatrix(b4), newMatrix(cpu.New(36, 20))
+	check("NewMatrix of rows of multiples of 4")
+	if err := gc4.Mul(ga4, gb4); err != nil {
+		t.Fatal(err)
+	}
+	check("Mul on the fast path")
+	if err := d.Scope(func() error { return errors.Join(gc4.Mul(ga4, gb4), gc4.Mul(ga4, gb4)) }); err != nil {
+		t.Fatal(err)
+	}
+	check("Scope")
+	host := cpu.New(36, 20)
+	if _, err := d.Mul(host, a4, b4, &MulOptions{Kernel: kernel}); err != nil {
+		t.Fatal(err)
+	}
+	check("Mul of host matrices")
+	got4 := cpu.New(36, 20)
+	gc4.Download(got4)
+	for _, m := range []blas32.General{got4, host} {
+		ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, a4, b4, 0, m)
+		for i := range ref {
+			if e := math.Abs(float64(m.Data[i]) - ref[i]); !(e <= bound[i]) && e != 0 {
+				t.Fatalf("borrowed fast-path Mul: C[%d] = %v, want %v", i, m.Data[i], ref[i])
+			}
+		}
+	}
+	for _, m := range []*Matrix{ga4, gb4, gc4} {
+		m.Release()
+	}
 	f := d.Fence()
 	if !f.Wait(10 * time.Second) {
 		t.Fatal("fence did not pass in 10 s")
@@ -281,7 +343,11 @@ func exerciseBorrowed(t *testing.T) {
 
 func TestBorrowedEGL(t *testing.T) {
 	defer hostEGL(t)()
-	exerciseBorrowed(t)
+	// Not subtests: the host's context is current on this thread only.
+	for _, kernel := range []string{"", "cpu", "fast:64x64x8_4x4"} {
+		t.Logf("kernel %q", kernel)
+		exerciseBorrowed(t, kernel)
+	}
 }
 
 func TestBorrowedGLFW(t *testing.T) {
@@ -299,7 +365,7 @@ func TestBorrowedGLFW(t *testing.T) {
 	if err := gl.InitWithProcAddrFunc(glfwctx.GetProcAddress); err != nil {
 		t.Fatal(err)
 	}
-	exerciseBorrowed(t)
+	exerciseBorrowed(t, "")
 }
 
 func TestNewDeviceFromCurrentWithoutContext(t *testing.T) {

@@ -38,6 +38,10 @@ type Kernel struct {
 	// ldc, offA4, offB4, offC4) and a K split (ksplit) besides M, K, N,
 	// x0 and y0; the paper's tiled32 takes only those five.
 	Strided bool
+	// Textures kernels read A and B through buffer textures (samplerBuffer,
+	// RGBA32F) at texture units 0 and 1, bound over the same ranges as the
+	// storage bindings 0 and 1 would be, instead of through those bindings.
+	Textures bool
 	// Source is the GLSL source text.
 	Source string
 }
@@ -51,7 +55,7 @@ func (k Kernel) Spec() string {
 }
 
 // Names are the kernel families, the paper's first.
-func Names() []string { return []string{"tiled32", "fast"} }
+func Names() []string { return []string{"tiled32", "fast", "cpu"} }
 
 // source returns a shader file's text: the embedded copy, or, for kernel
 // development, the file of that name in $GLMUL_SHADER_DIR when that is set
@@ -116,7 +120,8 @@ func Batched() Kernel {
 var looked sync.Map // spec → Kernel
 
 // Lookup returns the kernel a spec names: "tiled32", "fast" (DefaultFast),
-// or "fast:" followed by a FastConfig ("fast:128x128x8_8x8"). Safe for
+// "fast:" followed by a FastConfig ("fast:128x128x8_8x8"), "cpu"
+// (DefaultCPU) or "cpu:" followed by a CPUConfig ("cpu:8x8_8x8"). Safe for
 // concurrent use.
 func Lookup(spec string) (Kernel, error) {
 	if k, ok := looked.Load(spec); ok {
@@ -146,8 +151,17 @@ func lookup(spec string) (Kernel, error) {
 			}
 		}
 		return Fast(c)
+	case "cpu":
+		c := DefaultCPU
+		if hasConfig {
+			var err error
+			if c, err = ParseCPUConfig(config); err != nil {
+				return Kernel{}, fmt.Errorf("shaders: %w", err)
+			}
+		}
+		return CPU(c)
 	}
-	return Kernel{}, fmt.Errorf("shaders: unknown kernel %q (known: %s; fast takes a configuration as fast:128x128x8_8x8)", spec, strings.Join(Names(), ", "))
+	return Kernel{}, fmt.Errorf("shaders: unknown kernel %q (known: %s; fast and cpu take a configuration as fast:128x128x8_8x8, cpu:8x8_8x8)", spec, strings.Join(Names(), ", "))
 }
 
 // esPreamble replaces "#version 430 core" for OpenGL ES 3.1: GLSL ES 3.10
@@ -159,7 +173,12 @@ const esPreamble = "#version 310 es\nprecision highp float;\nprecision highp int
 // context: the same text after a different preamble. Every kernel is
 // written in the common subset (no implicit int/uint/float conversions,
 // no desktop-only built-ins); the conformance tests run each on an ES
-// context to keep it so.
+// context to keep it so. A kernel that reads buffer textures enables
+// GL_OES_texture_buffer.
 func ES(src string) string {
-	return strings.Replace(src, "#version 430 core\n", esPreamble, 1)
+	pre := esPreamble
+	if strings.Contains(src, "samplerBuffer") { // core in OpenGL ES 3.2 only
+		pre = strings.Replace(pre, "\n", "\n#extension GL_OES_texture_buffer : enable\n", 1)
+	}
+	return strings.Replace(src, "#version 430 core\n", pre, 1)
 }

@@ -58,6 +58,40 @@ func TestFastConfigRejects(t *testing.T) {
 	}
 }
 
+func TestCPUConfig(t *testing.T) {
+	for _, c := range append(CPUCandidates(), DefaultCPU, CPUConfig{LX: 1, LY: 1, TM: 1, TN: 4}) {
+		back, err := ParseCPUConfig(c.String())
+		if err != nil || back != c {
+			t.Errorf("ParseCPUConfig(%q) = %+v, %v", c.String(), back, err)
+		}
+		k, err := Lookup("cpu:" + c.String())
+		if err != nil || k.Spec() != "cpu:"+c.String() || k.TileM != c.LY*c.TM || k.TileN != c.LX*c.TN || !k.Textures || k.StepK != 4 ||
+			!strings.Contains(k.Source, fmt.Sprintf("#define GN %d\n", c.TN/4)) {
+			t.Errorf("Lookup(cpu:%v) = %+v, %v", c, k, err)
+		}
+	}
+	if k, err := Lookup("cpu"); err != nil || k.Config != DefaultCPU.String() {
+		t.Errorf("Lookup(cpu) = %+v, %v", k, err)
+	}
+	for _, s := range []string{"8x8", "8x8_8x6", "8x8_0x8", "0x8_8x8", "64x32_8x8", "8x8_16x32", "8x8_8x8_db", "8x8_8x8x", " 8x8_8x8", "08x8_8x8"} {
+		if _, err := ParseCPUConfig(s); err == nil {
+			t.Errorf("ParseCPUConfig(%q): no error", s)
+		}
+	}
+	if es := ES(mustLookup(t, "cpu").Source); !strings.Contains(es, "#extension GL_OES_texture_buffer") || strings.Contains(ES(Tiled32().Source), "texture_buffer") {
+		t.Error("ES: GL_OES_texture_buffer not enabled for the cpu kernel alone")
+	}
+}
+
+func mustLookup(t *testing.T, spec string) Kernel {
+	t.Helper()
+	k, err := Lookup(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 func TestLookupUnknown(t *testing.T) {
 	_, err := Lookup("nope")
 	if err == nil || !strings.Contains(err.Error(), "tiled32") {
@@ -68,7 +102,7 @@ func TestLookupUnknown(t *testing.T) {
 // FuzzLookup: no kernel spec panics, and an accepted one reads back as
 // itself (Spec) and makes source text.
 func FuzzLookup(f *testing.F) {
-	for _, s := range []string{"tiled32", "fast", "fast:128x128x8_8x8", "fast:128x256x8_8x8_db", "fast:0x0x0_0x0", "fast:", "tiled32:1", "fast:99999999999x4x4_4x4"} {
+	for _, s := range []string{"tiled32", "fast", "fast:128x128x8_8x8", "fast:128x256x8_8x8_db", "fast:0x0x0_0x0", "fast:", "tiled32:1", "fast:99999999999x4x4_4x4", "cpu", "cpu:8x8_8x8", "cpu:1x1_1x4"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, spec string) {

@@ -52,7 +52,7 @@ On Mesa llvmpipe choose small -shapes: the defaults run for hours there.`, []str
 	f := &benchFlags{}
 	f.dev.register(fs)
 	shapes := fs.String("shapes", defaultBenchShapes, "comma-separated `list` of N (square) or MxKxN")
-	kernels := fs.String("kernels", "tiled32,fast", "comma-separated kernels: tiled32, fast, fast:BMxBNxBK_TMxTN...")
+	kernels := fs.String("kernels", "tiled32,fast", "comma-separated kernels: tiled32, fast, fast:BMxBNxBK_TMxTN, cpu:LXxLY_TMxTN...")
 	fs.IntVar(&f.reps, "reps", 10, "timed runs per shape and kernel, after a warm-up until steady (at least 0.5 s after 0.5 s idle, at most 0.8 s)")
 	mode := fs.String("validate", "auto", "auto|full|freivalds|none")
 	format := fs.String("format", "text", "output: text|csv|json|bench (Go benchmark lines for benchstat)")

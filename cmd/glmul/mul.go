@@ -40,7 +40,7 @@ The report goes to stderr (to stdout with -format json).`, []string{"-a A.npy -b
 	fs.StringVar(&f.a, "a", "", "the left matrix `FILE` (.npy or .mtx)")
 	fs.StringVar(&f.b, "b", "", "the right matrix `FILE` (.npy or .mtx)")
 	fs.StringVar(&f.out, "o", "", "write C = A·B to `FILE` (.npy or .mtx), atomically; never over an input")
-	fs.StringVar(&f.kernel, "kernel", "fast", "compute shader: fast, tiled32, or fast:BMxBNxBK_TMxTN")
+	fs.StringVar(&f.kernel, "kernel", "fast", "compute shader: fast, tiled32, fast:BMxBNxBK_TMxTN or cpu:LXxLY_TMxTN")
 	mode := fs.String("validate", "auto", "check C on the CPU: auto|full|freivalds|none (inputs with NaN or Inf: full)")
 	format := fs.String("format", "text", "report: text (on stderr) or json (on stdout)")
 	if err := f.dev.parse(fs, args); err != nil {

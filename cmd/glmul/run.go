@@ -124,7 +124,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	o.dev.register(fs)
 	fs.IntVar(&o.splitK, "split-k", 0, "split the inner dimension `S` ways (fast kernel), for results too small to fill the GPU; 0: automatic (grids under about a wave of work groups: 128 on a GPU, the CPU's threads on llvmpipe); 1: no split")
 	fs.IntVar(&o.maxGroups, "max-groups", glcompute.DefaultMaxGroups, "at most this many work groups per dispatch along each axis (the paper's TDR cap)")
-	fs.StringVar(&o.kernel, "kernel", "fast", "compute shader: fast (tuned for the device), tiled32 (the paper's), or fast:BMxBNxBK_TMxTN")
+	fs.StringVar(&o.kernel, "kernel", "fast", "compute shader: fast (tuned for the device), tiled32 (the paper's), fast:BMxBNxBK_TMxTN, or cpu:LXxLY_TMxTN (for OpenGL on a CPU)")
 	fs.StringVar(&o.maxBinding, "max-binding", "", "run in panels whose matrices take at most `SIZE` bytes a binding (e.g. 1MiB; default: the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE)")
 	fs.StringVar(&o.maxGPUMem, "max-gpu-mem", "", "use at most `SIZE` bytes of GPU buffers (e.g. 8MiB, 2GiB), streaming panels when the product needs more (default: no cap)")
 	fs.BoolVar(&o.mapped, "mapped", false, "make A, B and C in mapped host memory that the GPU copies directly (glcompute.HostMatrix, like pinned memory) instead of ordinary Go slices")

@@ -47,7 +47,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-n", "4", "-reps", "0"}, "-reps must be 1 to"},
 		{[]string{"tune", "-format", "csv"}, "use text, json"},
 		{[]string{"-n", "4", "-max-groups", "0"}, "-max-groups must be at least 1"},
-		{[]string{"tune", "-candidates", "tiled32"}, "not a fast kernel configuration"},
+		{[]string{"tune", "-candidates", "tiled32"}, "not a fast or cpu kernel configuration"},
 		{[]string{"-n", "4", "-split-k", "-1"}, "-split-k must be 0 or more"},
 		{[]string{"table", "-format", "xml"}, "use text, markdown, csv, json"},
 		{[]string{"-n", "4", "-validate", "most"}, "unknown validation mode"},

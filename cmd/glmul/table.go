@@ -52,7 +52,7 @@ func parseTable(args []string, stderr io.Writer) (*tableFlags, error) {
 	f := &tableFlags{}
 	f.dev.register(fs)
 	sizes := fs.String("sizes", "128,256,512,1024,2048,4096", "comma-separated square `sizes`")
-	kernels := fs.String("kernels", "tiled32", "GPU kernels, the paper's first: tiled32, fast, fast:BMxBNxBK_TMxTN")
+	kernels := fs.String("kernels", "tiled32", "GPU kernels, the paper's first: tiled32, fast, fast:BMxBNxBK_TMxTN, cpu:LXxLY_TMxTN")
 	fs.IntVar(&f.reps, "reps", 10, "timed GPU runs per size and kernel, after a warm-up until steady (at least 0.5 s after 0.5 s idle, at most 0.8 s); the mean is reported, as in the paper")
 	fs.IntVar(&f.cpuMax, "cpu-max", 0, "skip the naive CPU loop above `N` (0: never skip; it takes minutes at 4096)")
 	format := fs.String("format", "text", "output: text|markdown|csv|json")

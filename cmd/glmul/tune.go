@@ -90,7 +90,7 @@ glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, s
 	fs.IntVar(&f.reps, "reps", 5, "timed runs per candidate; the median counts")
 	fs.BoolVar(&f.show, "show", false, "print the tuning cache and the configuration this device uses, and exit")
 	fs.BoolVar(&f.save, "save", true, "store the winner in the tuning cache")
-	only := fs.String("candidates", "all", "`all`, or a comma-separated list of fast:... specs to try")
+	only := fs.String("candidates", "all", "`all` (the device's kernel family: cpu on Mesa llvmpipe, else fast), or a comma-separated list of fast:... or cpu:... specs to try")
 	classes := fs.String("classes", "all", "shape classes to tune, each on three products: `all`, or a comma-separated list of square ((N/2)³, N³, (2N)³), long-k ((N/32)×2N×(N/32), (N/8)×4N×(N/8), (N/2)×2N×(N/2)) and thin-k (N×64×N, 2N×128×2N, (N/2)×32×(N/2))")
 	format := fs.String("format", "text", "output: text|json")
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (auto: a bar on terminals, a line per candidate otherwise)")
@@ -120,13 +120,12 @@ glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, s
 		}
 	}
 	if *only == "all" {
-		f.specs = glcompute.FastCandidates()
-		return f, nil
+		return f, nil // the device's family: runTune asks it
 	}
 	for _, s := range strings.Split(*only, ",") {
 		s = strings.TrimSpace(s)
-		if !strings.HasPrefix(s, "fast:") || glcompute.CheckKernel(s) != nil {
-			return nil, usagef("tune: -candidates: %q is not a fast kernel configuration (e.g. fast:128x128x8_8x8)", s)
+		if !strings.HasPrefix(s, "fast:") && !strings.HasPrefix(s, "cpu:") || glcompute.CheckKernel(s) != nil {
+			return nil, usagef("tune: -candidates: %q is not a fast or cpu kernel configuration (e.g. fast:128x128x8_8x8, cpu:8x8_8x8)", s)
 		}
 		f.specs = append(f.specs, s)
 	}
@@ -159,6 +158,9 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer d.Release()
+	if f.specs == nil {
+		f.specs = d.Candidates()
+	}
 	if !f.nSet && strings.Contains(d.Info().Renderer, "llvmpipe") {
 		f.n = llvmpipeTuneN
 		fmt.Fprintf(stderr, "tune: on llvmpipe (the CPU) -n defaults to %d: 2048 would take many minutes\n", f.n)

@@ -198,11 +198,15 @@ func Builtin(d Driver) (kernel, source string) {
 	switch {
 	case strings.Contains(d.Vendor, "NVIDIA"):
 		return NVIDIADefault, "built-in default for NVIDIA (tuned on an H100)"
-	case strings.Contains(d.Renderer, "llvmpipe"):
+	case OnCPU(d):
 		return LlvmpipeDefault, "built-in default for Mesa llvmpipe (tuned on 2 CPU cores)"
 	}
 	return GenericDefault, "generic default (this vendor was never tuned; run glmul tune)"
 }
+
+// OnCPU reports whether the driver runs OpenGL on the CPU (Mesa llvmpipe),
+// where the cpu kernel family serves rather than the fast one.
+func OnCPU(d Driver) bool { return strings.Contains(d.Renderer, "llvmpipe") }
 
 // SmallGrid returns the configuration for products the default handles
 // badly (see UseSmallGrid); "" where the default serves every size.
@@ -304,6 +308,6 @@ func SgemmThreshold(d Driver) int {
 const (
 	NVIDIADefault   = "fast:128x256x8_8x8_db"
 	NVIDIASmallGrid = "fast:64x64x8_8x4_db"
-	LlvmpipeDefault = "fast:256x128x16_8x16"
+	LlvmpipeDefault = "cpu:8x8_8x8"
 	GenericDefault  = "fast:128x128x8_8x8"
 )

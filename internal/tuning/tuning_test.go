@@ -57,6 +57,9 @@ func TestBuiltinsAreCandidates(t *testing.T) {
 	for _, c := range shaders.FastCandidates() {
 		cands["fast:"+c.String()] = true
 	}
+	for _, c := range shaders.CPUCandidates() {
+		cands["cpu:"+c.String()] = true
+	}
 	for _, k := range []string{NVIDIADefault, NVIDIASmallGrid, LlvmpipeDefault, GenericDefault} {
 		if _, err := shaders.Lookup(k); err != nil || !cands[k] {
 			t.Errorf("built-in %s is not one of the tuned candidates (so not conformance-tested): %v", k, err)

@@ -95,6 +95,10 @@ type Limits struct {
 	MaxSSBOBindings         int
 	SSBOOffsetAlignment     int
 	TimerBits               int
+	// MaxTextureBufferTexels and TextureBufferOffsetAlignment bound the
+	// buffer textures that kernels reading through textures view.
+	MaxTextureBufferTexels       int64
+	TextureBufferOffsetAlignment int
 }
 
 // QueryLimits reads the compute limits.
@@ -109,6 +113,8 @@ func QueryLimits() Limits {
 	l.MaxSSBOBlockSize = Integer64(gl.MAX_SHADER_STORAGE_BLOCK_SIZE)
 	l.MaxSSBOBindings = Integer(gl.MAX_SHADER_STORAGE_BUFFER_BINDINGS)
 	l.SSBOOffsetAlignment = Integer(gl.SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT)
+	l.MaxTextureBufferTexels = int64(Integer(gl.MAX_TEXTURE_BUFFER_SIZE))
+	l.TextureBufferOffsetAlignment = Integer(gl.TEXTURE_BUFFER_OFFSET_ALIGNMENT)
 	return l
 }
 

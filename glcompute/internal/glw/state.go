@@ -16,6 +16,13 @@ type State struct {
 	CopyRead  int32 // GL_COPY_READ_BUFFER and GL_COPY_WRITE_BUFFER: staging
 	CopyWrite int32 // copies bind buffers there
 	Indexed   []IndexedBinding
+
+	// Texture state, saved only once SaveTextures is called (a kernel that
+	// reads through buffer textures is about to bind them): the active
+	// unit and the buffer texture bound at units 0…len(TexBuffers)-1.
+	texSaved      bool
+	ActiveTexture int32
+	TexBuffers    []int32
 }
 
 // IndexedBinding is one indexed buffer binding.
@@ -44,9 +51,32 @@ func SaveState(n int) State {
 	return s
 }
 
+// SaveTextures adds the active texture unit and the buffer textures bound
+// at units 0…n-1 to s, unless it holds them already.
+func (s *State) SaveTextures(n int) {
+	if s.texSaved {
+		return
+	}
+	s.texSaved = true
+	gl.GetIntegerv(gl.ACTIVE_TEXTURE, &s.ActiveTexture)
+	s.TexBuffers = make([]int32, n)
+	for i := range s.TexBuffers {
+		gl.ActiveTexture(gl.TEXTURE0 + uint32(i))
+		gl.GetIntegerv(gl.TEXTURE_BINDING_BUFFER, &s.TexBuffers[i])
+	}
+	gl.ActiveTexture(uint32(s.ActiveTexture))
+}
+
 // Restore puts the state back. Binding a range with size 0 means the whole
 // buffer was bound with glBindBufferBase.
-func (s State) Restore() {
+func (s *State) Restore() {
+	if s.texSaved {
+		for i, t := range s.TexBuffers {
+			gl.ActiveTexture(gl.TEXTURE0 + uint32(i))
+			gl.BindTexture(gl.TEXTURE_BUFFER, uint32(t))
+		}
+		gl.ActiveTexture(uint32(s.ActiveTexture))
+	}
 	for i, b := range s.Indexed {
 		if b.Buffer != 0 && b.Size > 0 {
 			gl.BindBufferRange(gl.SHADER_STORAGE_BUFFER, uint32(i), uint32(b.Buffer), int(b.Start), int(b.Size))
@@ -105,3 +135,37 @@ func BarrierStorage() { gl.MemoryBarrier(gl.SHADER_STORAGE_BARRIER_BIT) }
 
 // Dispatch3 launches x×y×z work groups of the current program.
 func Dispatch3(x, y, z int) { gl.DispatchCompute(uint32(x), uint32(y), uint32(z)) }
+
+// Texture is a texture object's name.
+type Texture uint32
+
+// NewTexture creates a texture object name; its first binding makes it a
+// buffer texture (BindBuffer).
+func NewTexture() Texture {
+	var t uint32
+	gl.GenTextures(1, &t)
+	return Texture(t)
+}
+
+// BindBuffer binds t to texture unit unit as a buffer texture of RGBA32F
+// texels viewing size bytes of buf from offset, which must be a multiple of
+// GL_TEXTURE_BUFFER_OFFSET_ALIGNMENT (size 0: all of buf; buf 0 detaches
+// t's buffer). It leaves unit active.
+func (t Texture) BindBuffer(unit uint32, buf Buffer, offset, size int64) {
+	gl.ActiveTexture(gl.TEXTURE0 + unit)
+	gl.BindTexture(gl.TEXTURE_BUFFER, uint32(t))
+	if size > 0 && buf != 0 {
+		gl.TexBufferRange(gl.TEXTURE_BUFFER, gl.RGBA32F, uint32(buf), int(offset), int(size))
+	} else {
+		gl.TexBuffer(gl.TEXTURE_BUFFER, gl.RGBA32F, uint32(buf))
+	}
+}
+
+// Release deletes the texture; the zero Texture is ignored.
+func (t *Texture) Release() {
+	if *t != 0 {
+		n := uint32(*t)
+		gl.DeleteTextures(1, &n)
+		*t = 0
+	}
+}
