@@ -577,7 +577,9 @@ const stateBindings = 3
 // EGL when an EGL context is current, else through GLX; loading again is
 // harmless if the host already did. Every call saves the GL state it
 // touches (current program, shader storage bindings 0–2 and the generic
-// one) and restores it before returning.
+// one; with a kernel that reads through buffer textures, the cpu family,
+// also the active texture unit and the buffer textures of units 0 and 1)
+// and restores it before returning.
 //
 // A borrowed Device never calls glGetError: that would consume the host's
 // error flags and blame them on glmul. Compile and link failures are still

@@ -62,8 +62,11 @@
 //   - Each call, or each Scope, saves and restores the state glmul
 //     touches: the current program, the generic shader storage binding,
 //     indexed bindings 0–2 (buffer, offset and size) and the copy-read
-//     and copy-write bindings. Other state
-//     (VAOs, array buffers, textures, framebuffers) is never touched.
+//     and copy-write bindings; a kernel that reads through buffer
+//     textures (the cpu family, llvmpipe's default) also the active
+//     texture unit and the buffer textures of units 0 and 1. Other state
+//     (VAOs, array buffers, other textures, framebuffers) is never
+//     touched.
 //   - glmul never calls glGetError, installs no debug callback and never
 //     starts or ends a query the host has running. Out of memory is
 //     detected from the new buffer's size, where the driver refuses at all.

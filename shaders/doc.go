@@ -7,6 +7,13 @@
 // and accumulating one element of C per invocation. It is the baseline of
 // the paper's Table 1 and is kept close to the published listing.
 //
+// fast.comp is the register-blocked kernel for GPUs (FastConfig), cpu.comp
+// the one for OpenGL on a CPU (CPUConfig): Mesa llvmpipe loads storage
+// buffers and shared memory lane by lane but gathers texels, so cpu.comp
+// reads A and B through buffer textures at texture units 0 and 1
+// (Kernel.Textures), bound by glcompute over the same ranges as storage
+// bindings 0 and 1, and uses no shared memory.
+//
 // # Interface every kernel follows
 //
 // Row-major float32 matrices in std430 shader storage buffers: A (M×K) at

@@ -291,14 +291,18 @@ func Wave(d Driver) int {
 // SgemmThreshold returns the product size (m·n·k) from which glcompute.BLAS
 // runs Sgemm on this device rather than on the CPU: the crossover measured
 // for the vendor, counting the upload of A and B and the readback of C.
-// math.MaxInt (never) where the GPU path never won or was never measured:
-// on Mesa llvmpipe the "GPU" is the same CPU cores gonum uses, and gonum is
-// faster there (docs/PERFORMANCE.md).
+// math.MaxInt (never) where the GPU path was never measured.
 func SgemmThreshold(d Driver) int {
-	if strings.Contains(d.Vendor, "NVIDIA") {
+	switch {
+	case strings.Contains(d.Vendor, "NVIDIA"):
 		// H100 against gonum on its 16-thread Xeon host: the GPU path lost
 		// at 128³ (11.3 vs 14.7 GFLOPS) and won from 256³ (65.5 vs 37.1).
 		return 256 * 256 * 256
+	case OnCPU(d):
+		// llvmpipe on the same 2 cores as gonum, with the cpu kernel: the
+		// GPU path lost at 256³ (12-19 vs 20-21 GFLOPS) and won from 512³
+		// (26-27 vs 23-25; 1024³: 31 vs 24).
+		return 512 * 512 * 512
 	}
 	return math.MaxInt
 }

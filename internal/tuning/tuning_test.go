@@ -80,8 +80,11 @@ func TestSgemmThreshold(t *testing.T) {
 	if got := SgemmThreshold(Driver{Vendor: "NVIDIA Corporation"}); got != 1<<24 {
 		t.Errorf("NVIDIA threshold %d, want 256³", got)
 	}
-	if got := SgemmThreshold(Driver{Vendor: "Mesa", Renderer: "llvmpipe"}); got != math.MaxInt {
-		t.Errorf("llvmpipe threshold %d, want never", got)
+	if got := SgemmThreshold(Driver{Vendor: "Mesa", Renderer: "llvmpipe"}); got != 1<<27 {
+		t.Errorf("llvmpipe threshold %d, want 512³", got)
+	}
+	if got := SgemmThreshold(Driver{Vendor: "AMD"}); got != math.MaxInt {
+		t.Errorf("unmeasured vendor's threshold %d, want never", got)
 	}
 }
 
