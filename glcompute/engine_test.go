@@ -3,6 +3,7 @@ package glcompute
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -569,6 +570,98 @@ func TestScope(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestScopeRebindsWhatChanged: inside one Scope resident products skip
+// binding what the previous one left bound; a sequence that changes
+// matrices, offsets and programs (fast, gemm.comp, a fence between) must
+// still read the right operands every time.
+func TestScopeRebindsWhatChanged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(103, 104))
+	a, a2 := paddedRandom(20, 24, 0, rng), paddedRandom(20, 24, 0, rng)
+	b, b2 := paddedRandom(24, 24, 0, rng), paddedRandom(24, 24, 0, rng)
+	run := func(t *testing.T, d *Device) {
+		// a and a2 in one buffer, b and b2 in another: ranges of the same
+		// buffer that differ only in where they start.
+		pair := func(x, y blas32.General, offX, offY int) (*Matrix, *Matrix) {
+			holder, err := d.NewMatrix(1, offY+y.Rows*y.Stride+64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(holder.Release)
+			var gs [2]*Matrix
+			for i, m := range []struct {
+				g   blas32.General
+				off int
+			}{{x, offX}, {y, offY}} {
+				if gs[i], err = d.WrapBuffer(holder.Buffer(), m.off, m.g.Rows, m.g.Cols, m.g.Stride); err == nil {
+					err = gs[i].Upload(m.g)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			return gs[0], gs[1]
+		}
+		ga, ga2 := pair(a, a2, 4, 4+20*24+4096)
+		gb, gb2 := pair(b, b2, 0, 24*24+8192)
+		steps := []struct {
+			x, y   blas32.General
+			gx, gy *Matrix
+			transB bool
+		}{{a, b, ga, gb, false}, {a2, b2, ga2, gb2, false}, {a, b2, ga, gb2, false}, {a, b, ga, gb, false},
+			{a, b2, ga, gb2, true}, {a, b2, ga, gb2, false}, {a2, b, ga2, gb, false}, {a2, b, ga2, gb, false}}
+		cs := make([]*Matrix, len(steps))
+		for i := range cs {
+			cs[i] = resident(t, d, cpu.New(20, 24), 4*i)
+		}
+		err := d.Scope(func() error {
+			for i, s := range steps {
+				tB := blas.NoTrans
+				if s.transB {
+					tB = blas.Trans
+				}
+				if err := cs[i].Gemm(blas.NoTrans, tB, 1, s.gx, s.gy, 0); err != nil {
+					return err
+				}
+				if i == 2 {
+					d.Fence().Release()
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range steps {
+			tB := blas.NoTrans
+			if s.transB {
+				tB = blas.Trans
+			}
+			got := cpu.New(20, 24)
+			if err := cs[i].Download(got); err != nil {
+				t.Fatal(err)
+			}
+			ref, bound := gemmRef(blas.NoTrans, tB, 1, s.x, s.y, 0, got)
+			for j := range ref {
+				if e := math.Abs(float64(got.Data[j]) - ref[j]); !(e <= bound[j]) && e != 0 {
+					t.Fatalf("step %d: C[%d] = %v, want %v", i, j, got.Data[j], ref[j])
+				}
+			}
+		}
+	}
+	// The device's choice (on llvmpipe the cpu kernel, which detaches its
+	// textures and so never skips a binding) and a storage-buffer one.
+	for _, kernel := range []string{"", "fast:64x64x8_4x4"} {
+		force := func(d *Device) *Device {
+			if kernel != "" {
+				d.info.DefaultKernel, d.info.SmallGridKernel, d.info.ClassKernels = kernel, "", nil
+			}
+			return d
+		}
+		t.Run("owned/kernel="+kernel, func(t *testing.T) { run(t, force(openDevice(t, BackendEGL))) })
+		t.Run("borrowed/kernel="+kernel, func(t *testing.T) { withBorrowedEGL(t, func(d *Device) { run(t, force(d)) }) })
+	}
 }
 
 // TestBorrowedOutOfMemory asks a borrowed context for a 16 TiB buffer: the

@@ -18,7 +18,7 @@ type Fence struct {
 // and flushes it to the GPU.
 func (d *Device) Fence() *Fence {
 	f := &Fence{d: d}
-	d.call(func() {
+	d.callKeeping(func() {
 		f.f = glw.NewFence()
 		glw.Flush()
 	})

@@ -70,20 +70,29 @@ func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta f
 // c's m×n result with the barrier after.
 func (d *Device) resident(prog func() (*program, error), a, b, c *Matrix, set func(p *program, offA, offB, offC int)) error {
 	var err error
-	d.call(func() {
+	d.callKeeping(func() {
 		var p *program
 		if p, err = prog(); err != nil {
+			d.bound = boundState{}
 			return
 		}
 		var plan dispatch.Plan
-		if plan, err = dispatch.New(c.Rows, c.Cols, p.kernel.TileM, p.kernel.TileN, DefaultMaxGroups); err != nil {
+		if plan, err = p.plan(c.Rows, c.Cols, DefaultMaxGroups); err != nil {
+			d.bound = boundState{}
 			return
 		}
 		d.clearErrors()
-		p.prog.Use()
+		if !d.bound.valid || d.bound.prog != p.prog {
+			p.prog.Use()
+		}
 		offA, offB, offC := d.bindOperands(p, a, b, c)
 		set(p, offA, offB, offC)
 		err = d.dispatchPlan(p, plan)
+		// Inside a Scope what is bound stays for the next resident call;
+		// outside, a borrowed call's restore or an owned call's unbinding
+		// undoes it. Texture-reading kernels detach their textures.
+		d.bound.valid = d.scoped && err == nil && !p.kernel.Textures
+		d.bound.prog = p.prog
 	})
 	return err
 }
@@ -150,8 +159,11 @@ func (d *Device) finishDispatch(p *program) error {
 		glw.BarrierAll()
 	}
 	d.detachTextures()
-	err := d.checkError("dispatching " + p.kernel.File)
-	if !d.borrowed {
+	var err error
+	if !d.borrowed { // no error reading on a borrowed context
+		err = d.checkError("dispatching " + p.kernel.File)
+	}
+	if !d.borrowed && !d.scoped {
 		glw.Program(0).Use()
 	}
 	return err

@@ -23,6 +23,26 @@ type program struct {
 	prog   glw.Program
 	locs   map[string]int32 // uniform locations, looked up once
 	set    map[int32]uint32 // the last value set per uniform (a float's bits)
+	// planned is the last dispatch plan and its rows, columns and group
+	// cap: a resident product re-plans the same shape every call.
+	planned    dispatch.Plan
+	plannedFor [3]int
+}
+
+// plan returns the dispatch plan of a rows×cols result in chunks of at
+// most maxGroups work groups an axis (dispatch.New), reusing the last one
+// for the same arguments. The plan is shared: read it, do not change it.
+func (p *program) plan(rows, cols, maxGroups int) (dispatch.Plan, error) {
+	key := [3]int{rows, cols, maxGroups}
+	if p.planned.Chunks != nil && p.plannedFor == key {
+		return p.planned, nil
+	}
+	plan, err := dispatch.New(rows, cols, p.kernel.TileM, p.kernel.TileN, maxGroups)
+	if err != nil {
+		return plan, fmt.Errorf("glcompute: %w", err)
+	}
+	p.planned, p.plannedFor = plan, key
+	return plan, nil
 }
 
 // setUint sets the uint uniform name of p, the current program, unless it
@@ -48,9 +68,9 @@ func (p *program) setFloat(name string, v float32) {
 // an axis (x0 and y0 say where each starts), and returns how many
 // dispatches it made.
 func (p *program) dispatchTiles(rows, cols, maxGroups int) (int, error) {
-	plan, err := dispatch.New(rows, cols, p.kernel.TileM, p.kernel.TileN, maxGroups)
+	plan, err := p.plan(rows, cols, maxGroups)
 	if err != nil {
-		return 0, fmt.Errorf("glcompute: %w", err)
+		return 0, err
 	}
 	p.dispatchChunks(plan)
 	return len(plan.Chunks), nil

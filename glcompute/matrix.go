@@ -131,7 +131,13 @@ func (d *Device) bind(p *program, index uint32, m *Matrix, first, count int) (el
 	align := int64(d.bindAlign)
 	start := 4 * int64(first) / align * align
 	end := min(4*int64(first+count), m.size)
-	d.bindStorage(p, index, m.buf, start, end-start)
+	// Inside a Scope a range the previous resident call left bound stays
+	// (d.bound); a texture-reading kernel binds anyway, for its textures.
+	r := boundRange{m.buf, start, end - start}
+	if !d.bound.valid || d.bound.ranges[index] != r || p.kernel.Textures {
+		d.bindStorage(p, index, m.buf, start, end-start)
+	}
+	d.bound.ranges[index] = r
 	return first - int(start/4)
 }
 
