@@ -2,13 +2,15 @@
 """cuBLAS fp32 GEMM rates through PyTorch, for same-run comparison with glmul.
 
 TF32 is off (fp32 FMA, as glmul's GLSL kernels do); times come from CUDA
-events after warm-up; the median of --reps runs is reported.
+events after at least 0.5 s of warm-up (as glmul's own after idle); the
+median of --reps runs is reported.
 
 usage: bench/cublas.py [--reps 20] MxKxN|N ...    prints CSV: m,k,n,median_ms,gflops
 """
 import argparse
 import statistics
 import sys
+import time
 
 
 def parse_shape(s):
@@ -26,9 +28,15 @@ def cublas_median_ms(m, k, n, reps=20):
     g = torch.Generator(device="cuda").manual_seed(1)
     a = torch.rand(m, k, device="cuda", generator=g) * 2 - 1
     b = torch.rand(k, n, device="cuda", generator=g) * 2 - 1
-    for _ in range(3):
-        torch.matmul(a, b)
-    torch.cuda.synchronize()
+    # Warm up for at least half a second, as glmul does after idle
+    # (measure.MinWarmup): an idle H100 drops its SM clock to 345-585 MHz
+    # and needs 0.1-0.3 s of load to return to 1980 (docs/PERFORMANCE.md),
+    # so three warm-up products left small shapes timed at a low clock.
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 0.5:
+        for _ in range(3):
+            torch.matmul(a, b)
+        torch.cuda.synchronize()
     times = []
     for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
