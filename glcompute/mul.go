@@ -99,6 +99,11 @@ type Timings struct {
 	// Splits is the number of slices K was split into (MulOptions.SplitK);
 	// 1 without split-K.
 	Splits int `json:"k_splits"`
+	// EdgeKernel, where not "", computed the strips of C past the kernel's
+	// whole tiles, in EdgeGroups work groups beside the interior's (Groups
+	// then counts the interior's); see tuning.UseEdges.
+	EdgeKernel string `json:"edge_kernel,omitempty"`
+	EdgeGroups int    `json:"edge_groups,omitempty"`
 	// Groups is the number of work groups along x (columns) and y (rows)
 	// (over all panels of a product run in panels).
 	Groups [2]int `json:"groups"`
@@ -313,7 +318,13 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 		return t, err
 	}
 	t.Kernel = h.p.kernel.Spec()
-	t.Dispatches, t.Groups, t.Splits = len(h.chunks.Chunks), [2]int{h.chunks.GroupsX, h.chunks.GroupsY}, h.splits
+	t.Dispatches, t.Groups, t.Splits = len(h.chunks.Chunks)+len(h.edges), [2]int{h.chunks.GroupsX, h.chunks.GroupsY}, h.splits
+	if h.edge != nil {
+		t.EdgeKernel = h.edge.kernel.Spec()
+		for _, c := range h.edges {
+			t.EdgeGroups += c.GroupsX * c.GroupsY
+		}
+	}
 	if !o.Stages && h.rowsPerBand() < h.m {
 		t.Splits = 1 // the only pass runs its bands unsplit
 	}
@@ -424,9 +435,27 @@ func (h *hostProduct) band(r0, rows int) func() error {
 		h.d.bindStorage(h.p, 1, h.bufB, 0, 0)
 		h.bufC.BindStorage(2)
 		h.p.setUints(uniform{"M", rows}, uniform{"offA4", r0 * h.lda / 4}, uniform{"offC4", r0 * h.ldc / 4}, uniform{"ksplit", h.k})
+		if h.edge != nil { // the band's own interior and strips
+			k, ek := h.p.kernel, h.edge.kernel
+			if interior, edges, ok := dispatch.Edges(rows, h.n, k.TileM, k.TileN, ek.TileM, ek.TileN, h.o.MaxGroups); ok {
+				h.p.dispatchChunks(interior)
+				h.runEdges(edges, rows, r0)
+				return nil
+			}
+		}
 		_, err := h.p.dispatchTiles(rows, h.n, h.o.MaxGroups)
 		return err
 	}
+}
+
+// runEdges queues the edge kernel over the strips edges of the rows of C
+// from r0 on (rows of them), with no barrier before: the strips are
+// elements of C that the interior's dispatches do not write.
+func (h *hostProduct) runEdges(edges []dispatch.Chunk, rows, r0 int) {
+	h.edge.prog.Use()
+	h.edge.setUints(uniform{"M", rows}, uniform{"K", h.k}, uniform{"N", h.n}, uniform{"lda", h.lda}, uniform{"ldb", h.ldb},
+		uniform{"ldc", h.ldc}, uniform{"offA4", r0 * h.lda / 4}, uniform{"offB4", 0}, uniform{"offC4", r0 * h.ldc / 4}, uniform{"ksplit", h.k})
+	h.edge.dispatchChunks(dispatch.Plan{Chunks: edges})
 }
 
 // hostProduct is one Mul of host matrices: its kernel and plan, its GPU
@@ -451,6 +480,11 @@ type hostProduct struct {
 	waveSplit bool
 	reduce    []dispatch.LinearChunk
 	progress  progress
+	// edge and edges: where the kernel's tiles leave strips of C past
+	// whole tiles, a smaller-tiled kernel and its dispatches over them
+	// (dispatch.Edges); chunks then covers the interior only.
+	edge  *program
+	edges []dispatch.Chunk
 }
 
 // plan compiles the kernel and plans the dispatches and the K split.
@@ -468,10 +502,23 @@ func (h *hostProduct) plan() error {
 	if h.p.kernel.TileM*h.p.kernel.TileN >= tuning.OneGroupPerSM {
 		h.slots = h.d.info.SMCount
 	}
+	if err := h.planEdges(); err != nil {
+		return err
+	}
 	split := h.o.SplitK
 	if groups, wave := h.chunks.GroupsX*h.chunks.GroupsY, tuning.Wave(h.d.tuningDriver()); split == 0 {
 		split = tuning.AutoSplitK(groups, h.k, wave, h.slots)
 		h.waveSplit = groups >= wave
+	}
+	if split > 1 && h.edge != nil { // edges run unsplit: plan the whole grid again
+		h.edge, h.edges = nil, nil
+		if h.chunks, err = dispatch.New(h.m, h.n, h.p.kernel.TileM, h.p.kernel.TileN, h.o.MaxGroups); err != nil {
+			return fmt.Errorf("glcompute: %w", err)
+		}
+		if h.o.SplitK == 0 {
+			split = tuning.AutoSplitK(h.chunks.GroupsX*h.chunks.GroupsY, h.k, tuning.Wave(h.d.tuningDriver()), h.slots)
+			h.waveSplit = h.chunks.GroupsX*h.chunks.GroupsY >= tuning.Wave(h.d.tuningDriver())
+		}
 	}
 	if split > 1 && h.p.kernel.StepK > 0 {
 		h.ksplit = roundUp((h.k+split-1)/split, h.p.kernel.StepK)
@@ -504,6 +551,39 @@ func (h *hostProduct) plan() error {
 		h.work, err = h.d.newBuffer(4*h.splits*h.m*h.ldc, nil, glw.StaticRead, "creating the split-K workspace")
 	}
 	return err
+}
+
+// planEdges replaces the kernel's plan by its interior and the strips past
+// it (dispatch.Edges), computed by the device's small-grid kernel in the
+// same pass, where tuning.UseEdges says the strips fit beside the
+// interior's last wave (h.slots known, the kernel's tiles filling a
+// multiprocessor). A split product plans the whole grid again (plan).
+func (h *hostProduct) planEdges() error {
+	spec := h.d.info.SmallGridKernel
+	k := h.p.kernel
+	if h.slots == 0 || h.o.SplitK > 1 || spec == "" || spec == k.Spec() || !k.Strided {
+		return nil
+	}
+	ek, err := shaders.Lookup(spec)
+	if err != nil || ek.StepK == 0 {
+		return nil
+	}
+	interior, edges, ok := dispatch.Edges(h.m, h.n, k.TileM, k.TileN, ek.TileM, ek.TileN, h.o.MaxGroups)
+	if !ok {
+		return nil
+	}
+	groups := 0
+	for _, c := range edges {
+		groups += c.GroupsX * c.GroupsY
+	}
+	if !tuning.UseEdges(interior.GroupsX*interior.GroupsY, groups, h.slots) {
+		return nil
+	}
+	if h.edge, err = h.d.program(spec); err != nil {
+		return err
+	}
+	h.chunks, h.edges = interior, edges
+	return nil
 }
 
 // alloc takes the GPU buffers of A, B and C from the device's pool or
@@ -604,6 +684,9 @@ func (h *hostProduct) run() {
 		h.p.setUint("y0", uint32(ch.Y0))
 		glw.Dispatch3(ch.GroupsX, ch.GroupsY, h.splits)
 		h.progress.dispatched()
+	}
+	if h.edge != nil { // unsplit (plan): C is bound, not the workspace
+		h.runEdges(h.edges, h.m, 0)
 	}
 	if h.splits > 1 {
 		glw.BarrierStorage()

@@ -91,3 +91,36 @@ func Linear(n, perGroup int) []LinearChunk {
 	}
 	return out
 }
+
+// Edges splits an m×n result into its interior, the rows and columns that
+// whole tileM×tileN tiles cover (planned as New plans it), and the strips
+// past it: the last m mod tileM rows across all n columns, and the last n
+// mod tileN columns of the interior's rows, planned in edgeM×edgeN tiles.
+// A kernel with large tiles then computes no tile that is mostly outside
+// the result, and a smaller kernel the edges. ok is false when there is
+// no interior or no edge, or when the edge tiles do not divide the large
+// ones (a strip's tiles would then reach into the other strip).
+func Edges(m, n, tileM, tileN, edgeM, edgeN, maxGroups int) (interior Plan, edges []Chunk, ok bool) {
+	mI, nI := m/tileM*tileM, n/tileN*tileN
+	if mI == 0 || nI == 0 || (mI == m && nI == n) || edgeM <= 0 || edgeN <= 0 || tileM%edgeM != 0 || tileN%edgeN != 0 {
+		return Plan{}, nil, false
+	}
+	interior, err := New(mI, nI, tileM, tileN, maxGroups)
+	if err != nil {
+		return Plan{}, nil, false
+	}
+	strip := func(rows, cols, y0, x0 int) {
+		if rows == 0 || cols == 0 {
+			return
+		}
+		p, _ := New(rows, cols, edgeM, edgeN, maxGroups)
+		for _, c := range p.Chunks {
+			c.X0 += x0
+			c.Y0 += y0
+			edges = append(edges, c)
+		}
+	}
+	strip(m-mI, n, mI, 0)
+	strip(mI, n-nI, 0, nI)
+	return interior, edges, true
+}

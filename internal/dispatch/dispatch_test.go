@@ -114,3 +114,54 @@ func TestLinearCoversEveryItemOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgesCoverEachElementOnce: the interior's tiles and the strips'
+// tiles, clipped to C, cover every element of C once; the interior's are
+// whole tiles inside C; and there is no split without both an interior and
+// an edge.
+func TestEdgesCoverEachElementOnce(t *testing.T) {
+	const tm, tn, em, en = 8, 16, 4, 4
+	for _, maxGroups := range []int{1, 2, 0} {
+		for _, m := range []int{1, 7, 8, 9, 17, 23} {
+			for _, n := range []int{1, 15, 16, 17, 33, 45} {
+				interior, edges, ok := Edges(m, n, tm, tn, em, en, maxGroups)
+				mI, nI := m/tm*tm, n/tn*tn
+				if _, _, odd := Edges(m, n, tm, tn, 3, en, maxGroups); odd {
+					t.Fatalf("%dx%d: edge tiles of 3 rows accepted for tiles of %d", m, n, tm)
+				}
+				if want := mI > 0 && nI > 0 && (mI < m || nI < n); ok != want {
+					t.Fatalf("%dx%d: ok %v, want %v", m, n, ok, want)
+				}
+				if !ok {
+					continue
+				}
+				seen := make([]int, m*n)
+				cover := func(c Chunk, th, tw int, whole bool) {
+					for y := c.Y0; y < c.Y0+c.GroupsY*th; y++ {
+						for x := c.X0; x < c.X0+c.GroupsX*tw; x++ {
+							if y < m && x < n {
+								seen[y*n+x]++
+							} else if whole {
+								t.Fatalf("%dx%d cap %d: interior chunk %+v reaches (%d,%d) outside C", m, n, maxGroups, c, y, x)
+							}
+						}
+					}
+				}
+				for _, c := range interior.Chunks {
+					cover(c, tm, tn, true)
+				}
+				for _, c := range edges {
+					if c.X0%4 != 0 {
+						t.Fatalf("%dx%d: edge chunk %+v starts off a vec4", m, n, c)
+					}
+					cover(c, em, en, false)
+				}
+				for i, s := range seen {
+					if s != 1 {
+						t.Fatalf("%dx%d cap %d: element (%d,%d) covered %d times", m, n, maxGroups, i/n, i%n, s)
+					}
+				}
+			}
+		}
+	}
+}

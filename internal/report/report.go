@@ -47,6 +47,10 @@ type Timings struct {
 	// WarmupTime is how long the warm-up ran; Splits, the slices of K.
 	WarmupTime time.Duration
 	Splits     int
+	// EdgeKernel computed EdgeGroups work groups of strips past whole
+	// tiles ("" for none).
+	EdgeKernel string
+	EdgeGroups int
 	// Steps of the pipelined product; Overlapping: the stage times were
 	// measured within it (glcompute.Timings).
 	Steps       int
@@ -142,6 +146,9 @@ func (r *Run) writeText(out io.Writer) error {
 	split := ""
 	if t.Splits > 1 {
 		split = fmt.Sprintf(", K split %d ways (a second pass sums them)", t.Splits)
+	}
+	if t.EdgeKernel != "" {
+		split += fmt.Sprintf(", and %s in %d work groups over the strips past whole tiles", t.EdgeKernel, t.EdgeGroups)
 	}
 	p("kernel", "%s: %d×%d work groups in %d dispatch(es) of at most %d×%d%s", r.Kernel, t.Groups[0], t.Groups[1], t.Dispatches, r.MaxGroups, r.MaxGroups, split)
 	if r.Staging != "" {

@@ -204,6 +204,27 @@ func Builtin(d Driver) (kernel, source string) {
 	return GenericDefault, "generic default (this vendor was never tuned; run glmul tune)"
 }
 
+// EdgeGroupsPerIdleSlot is how many of the edge kernel's work groups per
+// idle slot of the interior's last wave UseEdges accepts (fitted on the
+// H100, docs/PERFORMANCE.md "Edges").
+const EdgeGroupsPerIdleSlot = 10
+
+// UseEdges reports whether a product whose large tiles leave strips past
+// their whole tiles should run the interior with them and the strips with
+// a smaller-tiled kernel in the same pass (dispatch.Edges), rather than
+// large tiles over everything: when the strips' edgeGroups work groups fit
+// in the slots the interior's interiorGroups leave idle in its last wave
+// of slots (so they run beside it, not after it). On the H100 this won
+// where the strips were thin (4097³ +3%, 8193³ +6%) and lost up to 31%
+// where they were not (4200³, 3000³, 2049³). False without a slot count.
+func UseEdges(interiorGroups, edgeGroups, slots int) bool {
+	if slots <= 0 || interiorGroups <= 0 || edgeGroups <= 0 {
+		return false
+	}
+	idle := (interiorGroups+slots-1)/slots*slots - interiorGroups
+	return edgeGroups <= EdgeGroupsPerIdleSlot*idle
+}
+
 // OnCPU reports whether the driver runs OpenGL on the CPU (Mesa llvmpipe),
 // where the cpu kernel family serves rather than the fast one.
 func OnCPU(d Driver) bool { return strings.Contains(d.Renderer, "llvmpipe") }

@@ -76,6 +76,26 @@ func TestBuiltinsAreCandidates(t *testing.T) {
 	}
 }
 
+// TestUseEdges: the H100 cases the rule was fitted on (interior groups,
+// edge groups of fast:64x64x8_8x4_db, 132 slots) and what it decided.
+func TestUseEdges(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		interior, strips int
+		want             bool
+	}{
+		{"4097³ (won 3%)", 512, 129, true}, {"8193³ (won 6%)", 2048, 257, true},
+		{"4200³ (lost 7%)", 512, 260, false}, {"3000³ (lost 13%)", 253, 185, false}, {"2049³ (lost 31%)", 128, 65, false},
+	} {
+		if got := UseEdges(c.interior, c.strips, 132); got != c.want {
+			t.Errorf("%s: UseEdges = %v", c.name, got)
+		}
+	}
+	if UseEdges(512, 1, 0) || UseEdges(0, 1, 132) || UseEdges(512, 0, 132) {
+		t.Error("UseEdges without slots, interior or strips")
+	}
+}
+
 func TestSgemmThreshold(t *testing.T) {
 	if got := SgemmThreshold(Driver{Vendor: "NVIDIA Corporation"}); got != 1<<24 {
 		t.Errorf("NVIDIA threshold %d, want 256³", got)
