@@ -143,25 +143,24 @@ func lookup(spec string) (Kernel, error) {
 		}
 		return Tiled32(), nil
 	case "fast":
-		c := DefaultFast
-		if hasConfig {
-			var err error
-			if c, err = ParseFastConfig(config); err != nil {
-				return Kernel{}, fmt.Errorf("shaders: %w", err)
-			}
-		}
-		return Fast(c)
+		return configured(hasConfig, config, DefaultFast, ParseFastConfig, Fast)
 	case "cpu":
-		c := DefaultCPU
-		if hasConfig {
-			var err error
-			if c, err = ParseCPUConfig(config); err != nil {
-				return Kernel{}, fmt.Errorf("shaders: %w", err)
-			}
-		}
-		return CPU(c)
+		return configured(hasConfig, config, DefaultCPU, ParseCPUConfig, CPU)
 	}
 	return Kernel{}, fmt.Errorf("shaders: unknown kernel %q (known: %s; fast and cpu take a configuration as fast:128x128x8_8x8, cpu:8x8_8x8)", spec, strings.Join(Names(), ", "))
+}
+
+// configured builds a configurable family's kernel: its default
+// configuration def without a config, else config parsed.
+func configured[C any](hasConfig bool, config string, def C, parse func(string) (C, error), build func(C) (Kernel, error)) (Kernel, error) {
+	c := def
+	if hasConfig {
+		var err error
+		if c, err = parse(config); err != nil {
+			return Kernel{}, fmt.Errorf("shaders: %w", err)
+		}
+	}
+	return build(c)
 }
 
 // esPreamble replaces "#version 430 core" for OpenGL ES 3.1: GLSL ES 3.10
