@@ -25,7 +25,8 @@ type BLAS struct {
 	Device *Device
 	// Threshold is the m·n·k at or above which Sgemm uses the GPU. Zero
 	// value: the measured crossover for the device's vendor
-	// (tuning.SgemmThreshold), or never where none was measured.
+	// (tuning.SgemmThreshold), or never where none was measured; on Mesa
+	// llvmpipe only for products its cpu kernel runs (see gpuPays).
 	Threshold int
 }
 
@@ -36,16 +37,30 @@ func (impl BLAS) threshold() int {
 	if impl.Threshold > 0 {
 		return impl.Threshold
 	}
-	i := impl.Device.Info()
-	return tuning.SgemmThreshold(tuning.Driver{Vendor: i.Vendor, Renderer: i.Renderer, Version: i.Version})
+	return tuning.SgemmThreshold(impl.Device.tuningDriver())
+}
+
+// gpuPays reports whether an m×k by k×n Sgemm with these transposes and
+// scalars should run on the device: at or above the threshold and, on a
+// CPU driver with the default threshold, only where Gemm takes the cpu
+// kernel (no transpose, α = 1, β = 0, K and N multiples of 4, which
+// compact matrices then lay out as it needs): gemm.comp, which the rest
+// would run, is 10-14× slower than gonum on the same cores.
+func (impl BLAS) gpuPays(tA, tB blas.Transpose, m, n, k int, alpha, beta float32) bool {
+	if float64(m)*float64(n)*float64(k) < float64(impl.threshold()) {
+		return false
+	}
+	if impl.Threshold > 0 || !tuning.OnCPU(impl.Device.tuningDriver()) {
+		return true
+	}
+	return tA == blas.NoTrans && tB == blas.NoTrans && alpha == 1 && beta == 0 && k%4 == 0 && n%4 == 0
 }
 
 // Sgemm computes C = α·op(A)·op(B) + β·C, row-major, op(X) = X or Xᵀ, with
 // gonum's argument rules and panics.
 func (impl BLAS) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	cpu := func() { impl.Implementation.Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) }
-	if impl.Device == nil || m == 0 || n == 0 || k == 0 || alpha == 0 ||
-		float64(m)*float64(n)*float64(k) < float64(impl.threshold()) {
+	if impl.Device == nil || m == 0 || n == 0 || k == 0 || alpha == 0 || !impl.gpuPays(tA, tB, m, n, k, alpha, beta) {
 		cpu()
 		return
 	}

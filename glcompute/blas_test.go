@@ -9,6 +9,8 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/glmul/glmul/internal/tuning"
 )
 
 // TestBLASSgemmOnGPU forces every product onto the GPU (Threshold 1) and
@@ -95,4 +97,49 @@ func TestBLASPanicsLikeGonum(t *testing.T) {
 		}
 	}()
 	BLAS{Device: d, Threshold: 1}.Sgemm(blas.NoTrans, blas.NoTrans, 4, 4, 4, 1, make([]float32, 16), 2, make([]float32, 16), 4, 0, make([]float32, 16), 4)
+}
+
+// TestBLASOnCPUDriver: on OpenGL on a CPU (llvmpipe) only products the cpu
+// kernel runs go to the device; a transposed or scaled product, or one
+// whose K or N is not a multiple of 4, stays on gonum (gemm.comp there is
+// many times slower than gonum), bitwise gonum's.
+func TestBLASOnCPUDriver(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	if !tuning.OnCPU(d.tuningDriver()) {
+		t.Skipf("a rule for OpenGL on a CPU; this device is %s", d.Info().Renderer)
+	}
+	impl := BLAS{Device: d}
+	for _, c := range []struct {
+		tA, tB      blas.Transpose
+		m, n, k     int
+		alpha, beta float32
+		want        bool
+	}{
+		{blas.NoTrans, blas.NoTrans, 512, 512, 512, 1, 0, true},
+		{blas.NoTrans, blas.NoTrans, 256, 256, 256, 1, 0, false}, // under the threshold
+		{blas.Trans, blas.NoTrans, 512, 512, 512, 1, 0, false},
+		{blas.NoTrans, blas.Trans, 512, 512, 512, 1, 0, false},
+		{blas.NoTrans, blas.NoTrans, 512, 512, 512, 2, 0, false},
+		{blas.NoTrans, blas.NoTrans, 512, 512, 512, 1, 1, false},
+		{blas.NoTrans, blas.NoTrans, 512, 513, 512, 1, 0, false},
+		{blas.NoTrans, blas.NoTrans, 512, 512, 513, 1, 0, false},
+	} {
+		if got := impl.gpuPays(c.tA, c.tB, c.m, c.n, c.k, c.alpha, c.beta); got != c.want {
+			t.Errorf("%+v: gpuPays = %v", c, got)
+		}
+	}
+	if !(BLAS{Device: d, Threshold: 1}).gpuPays(blas.Trans, blas.NoTrans, 8, 8, 8, 2, 1) {
+		t.Error("an explicit Threshold is not obeyed")
+	}
+	const n = 512
+	rng := rand.New(rand.NewPCG(47, 48))
+	a, b := paddedRandom(n, n, 0, rng), paddedRandom(n, n, 0, rng)
+	c1, c2 := make([]float32, n*n), make([]float32, n*n)
+	impl.Sgemm(blas.Trans, blas.NoTrans, n, n, n, 1, a.Data, n, b.Data, n, 0, c1, n)
+	gonum.Implementation{}.Sgemm(blas.Trans, blas.NoTrans, n, n, n, 1, a.Data, n, b.Data, n, 0, c2, n)
+	for i := range c1 {
+		if math.Float32bits(c1[i]) != math.Float32bits(c2[i]) {
+			t.Fatalf("a transposed 512³ product, element %d: %v vs gonum %v", i, c1[i], c2[i])
+		}
+	}
 }

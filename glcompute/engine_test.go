@@ -615,6 +615,9 @@ func TestScopeRebindsWhatChanged(t *testing.T) {
 		for i := range cs {
 			cs[i] = resident(t, d, cpu.New(20, 24), 4*i)
 		}
+		// Last, a product that reads step 0's result, written inside the
+		// same Scope (only a storage barrier between).
+		chain := resident(t, d, cpu.New(20, 24), 0)
 		err := d.Scope(func() error {
 			for i, s := range steps {
 				tB := blas.NoTrans
@@ -628,7 +631,7 @@ func TestScopeRebindsWhatChanged(t *testing.T) {
 					d.Fence().Release()
 				}
 			}
-			return nil
+			return chain.Mul(cs[0], gb)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -649,10 +652,21 @@ func TestScopeRebindsWhatChanged(t *testing.T) {
 				}
 			}
 		}
+		c0, got := cpu.New(20, 24), cpu.New(20, 24)
+		if err := errors.Join(cs[0].Download(c0), chain.Download(got)); err != nil {
+			t.Fatal(err)
+		}
+		ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, c0, b, 0, got)
+		for j := range ref {
+			if e := math.Abs(float64(got.Data[j]) - ref[j]); !(e <= bound[j]) && e != 0 {
+				t.Fatalf("the product of step 0's result: C[%d] = %v, want %v", j, got.Data[j], ref[j])
+			}
+		}
 	}
-	// The device's choice (on llvmpipe the cpu kernel, which detaches its
-	// textures and so never skips a binding) and a storage-buffer one.
-	for _, kernel := range []string{"", "fast:64x64x8_4x4"} {
+	// The device's choice, a storage-buffer kernel and the cpu kernel
+	// (which binds its textures every time, and reads step 0's result
+	// through a texel fetch).
+	for _, kernel := range []string{"", "fast:64x64x8_4x4", "cpu"} {
 		force := func(d *Device) *Device {
 			if kernel != "" {
 				d.info.DefaultKernel, d.info.SmallGridKernel, d.info.ClassKernels = kernel, "", nil

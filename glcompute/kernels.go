@@ -224,6 +224,10 @@ func (d *Device) bindStorage(p *program, index uint32, buf glw.Buffer, start, si
 	}
 	d.texs[index].BindBuffer(index, buf, start, size)
 	d.texBound = true
+	// Shader writes (glmul's earlier products, inside a Scope followed by
+	// a storage barrier only, or the host's own) reach texel fetches only
+	// after a texture-fetch barrier.
+	glw.BarrierTextureFetch()
 }
 
 // detachTextures makes the buffer textures of bindStorage view nothing, so
@@ -352,6 +356,11 @@ func (d *Device) tuningCache() (c tuning.Cache, path string, err error) {
 func (d *Device) chooseDefaultKernel(cache tuning.Cache, path string, cacheErr error) (spec, source string) {
 	dev := d.tuningDriver()
 	builtin, builtinSource := tuning.Builtin(dev)
+	if k, err := shaders.Lookup(builtin); err == nil && d.fits(k) != nil {
+		// llvmpipe's cpu kernel on an OpenGL ES context without buffer
+		// textures, say.
+		builtin, builtinSource = tuning.GenericDefault, fmt.Sprintf("generic default (the %s for this device, %s, cannot run on this context)", builtinSource, k.Spec())
+	}
 	switch {
 	case d.opts.IgnoreTuned:
 		return builtin, builtinSource
@@ -381,10 +390,10 @@ func CheckKernel(spec string) error {
 }
 
 // Candidates returns the kernel configurations glmul tune sweeps on d: the
-// cpu family's on Mesa llvmpipe (OpenGL on the CPU), else the fast
-// family's (FastCandidates). Safe from any goroutine.
+// cpu family's on Mesa llvmpipe (OpenGL on the CPU) where the context can
+// run it, else the fast family's (FastCandidates). Safe from any goroutine.
 func (d *Device) Candidates() []string {
-	if !tuning.OnCPU(d.tuningDriver()) {
+	if !tuning.OnCPU(d.tuningDriver()) || d.Fits("cpu") != nil {
 		return FastCandidates()
 	}
 	var out []string

@@ -84,3 +84,38 @@ func TestPlanRefusesOverflowingSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestTexturesDetached: after products with the cpu kernel (host and
+// resident), its buffer textures view no buffer, so that they keep none
+// alive after the product's buffers are released.
+func TestTexturesDetached(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	a, b := cpu.New(40, 32), cpu.New(32, 20)
+	d.info.DefaultKernel, d.info.SmallGridKernel, d.info.ClassKernels = "cpu", "", nil
+	ga, _ := d.NewMatrix(40, 32)
+	gb, _ := d.NewMatrix(32, 20)
+	gc, err := d.NewMatrix(40, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		name string
+		run  func() error
+	}{
+		{"Mul of host matrices", func() error { _, err := d.Mul(cpu.New(40, 20), a, b, nil); return err }},
+		{"Matrix.Mul", func() error { return gc.Mul(ga, gb) }},
+	} {
+		if err := step.run(); err != nil {
+			t.Fatal(err)
+		}
+		d.call(func() {
+			for i, tex := range d.texs {
+				if tex == 0 {
+					t.Errorf("after %s: texture %d never made", step.name, i)
+				} else if buf := tex.ViewedBuffer(uint32(i)); buf != 0 {
+					t.Errorf("after %s: texture %d still views buffer %d", step.name, i, buf)
+				}
+			}
+		})
+	}
+}

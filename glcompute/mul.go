@@ -101,7 +101,9 @@ type Timings struct {
 	Splits int `json:"k_splits"`
 	// EdgeKernel, where not "", computed the strips of C past the kernel's
 	// whole tiles, in EdgeGroups work groups beside the interior's (Groups
-	// then counts the interior's); see tuning.UseEdges.
+	// then counts the interior's); see tuning.UseEdges. These describe the
+	// plan of the whole product; the bands of a pipelined pass plan their
+	// own interiors and strips.
 	EdgeKernel string `json:"edge_kernel,omitempty"`
 	EdgeGroups int    `json:"edge_groups,omitempty"`
 	// Groups is the number of work groups along x (columns) and y (rows)
@@ -565,7 +567,7 @@ func (h *hostProduct) planEdges() error {
 		return nil
 	}
 	ek, err := shaders.Lookup(spec)
-	if err != nil || ek.StepK == 0 {
+	if err != nil || ek.StepK == 0 || ek.Textures != k.Textures { // one set of bindings serves both
 		return nil
 	}
 	interior, edges, ok := dispatch.Edges(h.m, h.n, k.TileM, k.TileN, ek.TileM, ek.TileN, h.o.MaxGroups)

@@ -324,32 +324,32 @@ func splitK(t *testing.T, d *Device) {
 // TestEdges runs products whose large tiles leave strips, on a device told
 // it has 132 multiprocessors and a small-grid kernel (as the H100), so the
 // interior runs with 128×256 tiles and the strips with 64×64 ones
-// (tuning.UseEdges): once, pipelined in one band, and in bands of 128 rows
-// through 4 KiB staging buffers (each band with its own strips, the last
-// too short for an interior: 600 rows make bands of 256, 256 and 88).
+// (tuning.UseEdges): once, and pipelined, where products of 512 rows or
+// more run in bands with strips of their own (600 rows: bands of 256, 256
+// and 88, the last too short for an interior; 700: 256, 256 and 188, the
+// last with an interior of 128 rows and a strip of 60 below it).
 func TestEdges(t *testing.T) {
-	shapes := []conformance.Shape{{M: 129, K: 33, N: 257}, {M: 300, K: 70, N: 600}, {M: 257, K: 9, N: 513}, {M: 128, K: 20, N: 260}, {M: 600, K: 20, N: 300}}
-	for _, staging := range []int{0, 4096} {
-		t.Run(fmt.Sprintf("staging=%d", staging), func(t *testing.T) {
-			t.Setenv("DISPLAY", "")
-			d, err := Open(&Options{Backend: BackendEGL, StagingBytes: staging})
-			if err != nil {
-				noGL(t, err.Error())
-			}
-			defer d.Release()
-			d.info.SMCount, d.info.SmallGridKernel = 132, "fast:64x64x8_8x4_db"
-			for _, stages := range []bool{false, true} {
-				t.Run(fmt.Sprintf("stages=%v", stages), func(t *testing.T) {
-					conformance.Run(t, shapes, func(c, a, b blas32.General) error {
-						tm, err := d.Mul(c, a, b, &MulOptions{Kernel: "fast:128x256x8_8x8_db", SplitK: 1, Stages: stages})
-						if err == nil && tm.EdgeKernel != "fast:64x64x8_8x4_db" {
-							t.Errorf("%dx%dx%d: edge kernel %q, want the small-grid one", a.Rows, a.Cols, b.Cols, tm.EdgeKernel)
-						}
-						return err
-					})
-				})
-			}
+	shapes := []conformance.Shape{{M: 129, K: 33, N: 257}, {M: 300, K: 70, N: 600}, {M: 257, K: 9, N: 513}, {M: 128, K: 20, N: 260},
+		{M: 600, K: 20, N: 300}, {M: 700, K: 12, N: 300}}
+	d := openDevice(t, BackendEGL)
+	d.info.SMCount, d.info.SmallGridKernel = 132, "fast:64x64x8_8x4_db"
+	for _, stages := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stages=%v", stages), func(t *testing.T) {
+			conformance.Run(t, shapes, func(c, a, b blas32.General) error {
+				tm, err := d.Mul(c, a, b, &MulOptions{Kernel: "fast:128x256x8_8x8_db", SplitK: 1, Stages: stages})
+				if err == nil && tm.EdgeKernel != "fast:64x64x8_8x4_db" {
+					t.Errorf("%dx%dx%d: edge kernel %q, want the small-grid one", a.Rows, a.Cols, b.Cols, tm.EdgeKernel)
+				}
+				return err
+			})
 		})
+	}
+	// A small-grid kernel that reads through textures cannot share the
+	// main kernel's bindings: no edges then.
+	d.info.SmallGridKernel = "cpu:8x8_8x8"
+	tm, err := d.Mul(cpu.New(129, 257), cpu.New(129, 33), cpu.New(33, 257), &MulOptions{Kernel: "fast:128x256x8_8x8_db", SplitK: 1})
+	if err != nil || tm.EdgeKernel != "" {
+		t.Errorf("edges with a texture-reading edge kernel: %q, %v", tm.EdgeKernel, err)
 	}
 }
 

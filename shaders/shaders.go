@@ -173,11 +173,12 @@ const esPreamble = "#version 310 es\nprecision highp float;\nprecision highp int
 // written in the common subset (no implicit int/uint/float conversions,
 // no desktop-only built-ins); the conformance tests run each on an ES
 // context to keep it so. A kernel that reads buffer textures enables
-// GL_OES_texture_buffer.
+// GL_OES_texture_buffer and GL_EXT_texture_buffer (a driver may have
+// either; enabling one it lacks is only a warning).
 func ES(src string) string {
 	pre := esPreamble
 	if strings.Contains(src, "samplerBuffer") { // core in OpenGL ES 3.2 only
-		pre = strings.Replace(pre, "\n", "\n#extension GL_OES_texture_buffer : enable\n", 1)
+		pre = strings.Replace(pre, "\n", "\n#extension GL_OES_texture_buffer : enable\n#extension GL_EXT_texture_buffer : enable\n", 1)
 	}
 	return strings.Replace(src, "#version 430 core\n", pre, 1)
 }

@@ -136,6 +136,10 @@ func BarrierStorage() { gl.MemoryBarrier(gl.SHADER_STORAGE_BARRIER_BIT) }
 // Dispatch3 launches x×y×z work groups of the current program.
 func Dispatch3(x, y, z int) { gl.DispatchCompute(uint32(x), uint32(y), uint32(z)) }
 
+// BarrierTextureFetch makes earlier shader writes visible to later texel
+// fetches (GL_TEXTURE_FETCH_BARRIER_BIT).
+func BarrierTextureFetch() { gl.MemoryBarrier(gl.TEXTURE_FETCH_BARRIER_BIT) }
+
 // Texture is a texture object's name.
 type Texture uint32
 
@@ -159,6 +163,16 @@ func (t Texture) BindBuffer(unit uint32, buf Buffer, offset, size int64) {
 	} else {
 		gl.TexBuffer(gl.TEXTURE_BUFFER, gl.RGBA32F, uint32(buf))
 	}
+}
+
+// ViewedBuffer binds t at texture unit unit and returns the buffer it
+// views (0: none).
+func (t Texture) ViewedBuffer(unit uint32) Buffer {
+	gl.ActiveTexture(gl.TEXTURE0 + unit)
+	gl.BindTexture(gl.TEXTURE_BUFFER, uint32(t))
+	var b int32
+	gl.GetTexLevelParameteriv(gl.TEXTURE_BUFFER, 0, gl.TEXTURE_BUFFER_DATA_STORE_BINDING, &b)
+	return Buffer(b)
 }
 
 // Release deletes the texture; the zero Texture is ignored.
