@@ -7,6 +7,7 @@ import (
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/internal/dispatch"
+	"github.com/glmul/glmul/internal/tuning"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -130,9 +131,15 @@ func (d *Device) bindOperands(p *program, a, b, c *Matrix) (offA, offB, offC int
 	return d.bind(p, 0, a, a.Offset, a.span()), d.bind(p, 1, b, b.Offset, b.span()), d.bind(p, 2, c, c.Offset, c.span())
 }
 
-// mulFast runs c = a·b with the device's fast kernel on resident matrices.
+// mulFast runs c = a·b with the device's fast kernel on resident matrices:
+// kernelFor's choice, or the generic fast configuration where that reads
+// through buffer textures and a or b spans more than one views.
 func (d *Device) mulFast(c, a, b *Matrix) error {
-	return d.resident(func() (*program, error) { return d.program(d.kernelFor(c.Rows, a.Cols, c.Cols)) }, a, b, c,
+	spec := d.kernelFor(c.Rows, a.Cols, c.Cols)
+	if k, err := shaders.Lookup(spec); err == nil && k.Textures && max(d.extent(a.Offset, a.span()), d.extent(b.Offset, b.span())) > d.texBlock {
+		spec = tuning.GenericDefault
+	}
+	return d.resident(func() (*program, error) { return d.program(spec) }, a, b, c,
 		func(p *program, offA, offB, offC int) {
 			p.setUints(uniform{"M", c.Rows}, uniform{"K", a.Cols}, uniform{"N", c.Cols}, uniform{"lda", a.Stride},
 				uniform{"ldb", b.Stride}, uniform{"ldc", c.Stride}, uniform{"offA4", offA / 4}, uniform{"offB4", offB / 4},

@@ -195,9 +195,6 @@ func (d *Device) fits(k shaders.Kernel) error {
 	case k.Textures && d.texBlock == 0:
 		return fmt.Errorf("%w: kernel %s reads through buffer textures, which this OpenGL ES context lacks (OpenGL ES 3.2 or GL_OES_texture_buffer)",
 			ErrUnsupported, k.Spec())
-	case k.Textures && d.texBlock < d.info.MaxSSBOBlockSize:
-		return fmt.Errorf("%w: kernel %s reads through buffer textures, and this driver's (%s) are smaller than its storage blocks (%s)",
-			ErrUnsupported, k.Spec(), formatBytes(float64(d.texBlock)), formatBytes(float64(d.info.MaxSSBOBlockSize)))
 	}
 	return nil
 }

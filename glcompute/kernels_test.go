@@ -3,9 +3,12 @@ package glcompute
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/internal/conformance"
+	"github.com/glmul/glmul/internal/tuning"
 	"github.com/glmul/glmul/shaders"
 	"gonum.org/v1/gonum/blas/blas32"
 )
@@ -118,4 +121,55 @@ func TestTexturesDetached(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSmallTextureBuffers: where buffer textures view less than a storage
+// block (OpenGL 4.3 guarantees 65536 texels, 1 MiB; softpipe has no more),
+// host products with the cpu kernel run in panels that fit them, and
+// resident ones too large for them run the generic fast kernel.
+func TestSmallTextureBuffers(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	d.texBlock = 64 << 10
+	conformance.Run(t, []conformance.Shape{{M: 300, K: 77, N: 260}, {M: 130, K: 150, N: 140}, {M: 20, K: 20, N: 20}}, func(c, a, b blas32.General) error {
+		tm, err := d.Mul(c, a, b, &MulOptions{Kernel: "cpu"})
+		if big := 4*a.Rows*((a.Cols+3)/4*4) > int(d.texBlock) || 4*b.Rows*((b.Cols+3)/4*4) > int(d.texBlock); err == nil && big != (tm.Panels != "") {
+			t.Errorf("%dx%dx%d: panels %q", a.Rows, a.Cols, b.Cols, tm.Panels)
+		}
+		return err
+	})
+	d.info.DefaultKernel, d.info.SmallGridKernel, d.info.ClassKernels = "cpu", "", nil
+	rng := rand.New(rand.NewPCG(61, 62))
+	a, b := cpu.Random(128, 160, rng), cpu.Random(160, 32, rng) // A: 80 KiB
+	ga, gb, gc := newResident(t, d, a), newResident(t, d, b), newResident(t, d, cpu.New(128, 32))
+	if err := gc.Mul(ga, gb); err != nil {
+		t.Fatal(err)
+	}
+	got := cpu.New(128, 32)
+	if err := gc.Download(got); err != nil {
+		t.Fatal(err)
+	}
+	ref := cpu.New(128, 32)
+	cpu.Sgemm(ref, a, b)
+	for i := range ref.Data {
+		if e := math.Abs(float64(got.Data[i] - ref.Data[i])); e > 1e-4*(1+math.Abs(float64(ref.Data[i]))) {
+			t.Fatalf("C[%d] = %v, want %v", i, got.Data[i], ref.Data[i])
+		}
+	}
+	if _, ok := d.programs[tuning.GenericDefault]; !ok {
+		t.Errorf("a resident product over an 80 KiB A with 64 KiB buffer textures did not run %s", tuning.GenericDefault)
+	}
+}
+
+// newResident uploads m into a new matrix released with the test.
+func newResident(t *testing.T, d *Device, m blas32.General) *Matrix {
+	t.Helper()
+	g, err := d.NewMatrix(m.Rows, m.Cols)
+	if err == nil {
+		err = g.Upload(m)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Release)
+	return g
 }

@@ -145,9 +145,13 @@ func (d *Device) bind(p *program, index uint32, m *Matrix, first, count int) (el
 // bind binds them (from the alignment boundary below first), do not fit
 // one block.
 func (d *Device) checkExtent(what string, first, count int) error {
+	return d.checkBlock(what+" spans", d.extent(first, count))
+}
+
+// extent is the bytes that bind binds for count floats from first.
+func (d *Device) extent(first, count int) int64 {
 	align := int64(d.bindAlign)
-	bytes := 4*int64(first+count) - 4*int64(first)/align*align
-	return d.checkBlock(what+" spans", bytes)
+	return 4*int64(first+count) - 4*int64(first)/align*align
 }
 
 // Upload copies src, which must have m's shape, into m, through the

@@ -60,6 +60,9 @@ func (d *Device) planPanels(m, k, n int, o *MulOptions) (plan dispatch.PanelPlan
 	if err != nil {
 		return plan, false, fmt.Errorf("glcompute: %w", err)
 	}
+	if kern.Textures && d.texBlock > 0 { // a buffer texture may view less than a storage block
+		binding = min(binding, d.texBlock)
+	}
 	al := kern.Align
 	if max(m, k, n) > 1<<31 {
 		return plan, false, fmt.Errorf("%w: a dimension of the %d×%d by %d×%d product is over 2³¹", ErrTooLarge, m, k, k, n)
@@ -72,7 +75,7 @@ func (d *Device) planPanels(m, k, n int, o *MulOptions) (plan dispatch.PanelPlan
 		return plan, false, nil
 	}
 	if !kern.Strided {
-		return plan, false, fmt.Errorf("%w: the %d×%d by %d×%d product does not fit one shader storage binding (%s) or the GPU memory allowed, and kernel %s cannot run in panels; use fast",
+		return plan, false, fmt.Errorf("%w: the %d×%d by %d×%d product does not fit one binding (%s) or the GPU memory allowed, and kernel %s cannot run in panels; use fast",
 			ErrTooLarge, m, k, k, n, formatBytes(float64(binding)), kern.Spec())
 	}
 	if o.SplitK > 1 {
