@@ -75,7 +75,7 @@ func (d *Device) planPanels(m, k, n int, o *MulOptions) (plan dispatch.PanelPlan
 		return plan, false, nil
 	}
 	if !kern.Strided {
-		return plan, false, fmt.Errorf("%w: the %d×%d by %d×%d product does not fit one binding (%s) or the GPU memory allowed, and kernel %s cannot run in panels; use fast",
+		return plan, false, fmt.Errorf("%w: the %d×%d by %d×%d product does not fit one shader storage binding (%s) or the GPU memory allowed, and kernel %s cannot run in panels; use fast",
 			ErrTooLarge, m, k, k, n, formatBytes(float64(binding)), kern.Spec())
 	}
 	if o.SplitK > 1 {
