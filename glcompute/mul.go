@@ -512,16 +512,6 @@ func (h *hostProduct) plan() error {
 		split = tuning.AutoSplitK(groups, h.k, wave, h.slots)
 		h.waveSplit = groups >= wave
 	}
-	if split > 1 && h.edge != nil { // edges run unsplit: plan the whole grid again
-		h.edge, h.edges = nil, nil
-		if h.chunks, err = dispatch.New(h.m, h.n, h.p.kernel.TileM, h.p.kernel.TileN, h.o.MaxGroups); err != nil {
-			return fmt.Errorf("glcompute: %w", err)
-		}
-		if h.o.SplitK == 0 {
-			split = tuning.AutoSplitK(h.chunks.GroupsX*h.chunks.GroupsY, h.k, tuning.Wave(h.d.tuningDriver()), h.slots)
-			h.waveSplit = h.chunks.GroupsX*h.chunks.GroupsY >= tuning.Wave(h.d.tuningDriver())
-		}
-	}
 	if split > 1 && h.p.kernel.StepK > 0 {
 		h.ksplit = roundUp((h.k+split-1)/split, h.p.kernel.StepK)
 		h.splits = (h.k + h.ksplit - 1) / h.ksplit
@@ -559,7 +549,8 @@ func (h *hostProduct) plan() error {
 // it (dispatch.Edges), computed by the device's small-grid kernel in the
 // same pass, where tuning.UseEdges says the strips fit beside the
 // interior's last wave (h.slots known, the kernel's tiles filling a
-// multiprocessor). A split product plans the whole grid again (plan).
+// multiprocessor) and the interior runs unsplit (edges write C, not the
+// split-K workspace): the K split plan then decides is 1.
 func (h *hostProduct) planEdges() error {
 	spec := h.d.info.SmallGridKernel
 	k := h.p.kernel
@@ -578,7 +569,8 @@ func (h *hostProduct) planEdges() error {
 	for _, c := range edges {
 		groups += c.GroupsX * c.GroupsY
 	}
-	if !tuning.UseEdges(interior.GroupsX*interior.GroupsY, groups, h.slots) {
+	ig := interior.GroupsX * interior.GroupsY
+	if !tuning.UseEdges(ig, groups, h.slots) || h.o.SplitK == 0 && tuning.AutoSplitK(ig, h.k, tuning.Wave(h.d.tuningDriver()), h.slots) > 1 {
 		return nil
 	}
 	if h.edge, err = h.d.program(spec); err != nil {
