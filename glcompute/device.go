@@ -124,6 +124,11 @@ type Info struct {
 	// tuning.UseSmallGrid says it fits badly (too few work groups to fill
 	// the GPU even split along K, or a short K).
 	SmallGridKernel string `json:"small_grid_kernel,omitempty"`
+	// NaturalKernel, set where DefaultKernel reads A transposed
+	// (shaders.Kernel.TransposeA), replaces it where A is read as it is:
+	// resident products, products in panels or without room for the
+	// transpose, and short K (tuning.UseTransposedA).
+	NaturalKernel string `json:"natural_kernel,omitempty"`
 	// ClassKernels are the configurations glmul tune chose for the shape
 	// classes other than square (tuning.LongK, tuning.ThinK), by class
 	// name; a product of such a class runs its class's kernel.

@@ -132,10 +132,11 @@ func (d *Device) bindOperands(p *program, a, b, c *Matrix) (offA, offB, offC int
 }
 
 // mulFast runs c = a·b with the device's fast kernel on resident matrices:
-// kernelFor's choice, or the generic fast configuration where that reads
-// through buffer textures and a or b spans more than one views.
+// kernelFor's choice (with A as it is: natural), or the generic
+// fast configuration where that reads through buffer textures and a or b
+// spans more than one views.
 func (d *Device) mulFast(c, a, b *Matrix) error {
-	spec := d.kernelFor(c.Rows, a.Cols, c.Cols)
+	spec := d.natural(d.kernelFor(c.Rows, a.Cols, c.Cols))
 	if k, err := shaders.Lookup(spec); err == nil && k.Textures && max(d.extent(a.Offset, a.span()), d.extent(b.Offset, b.span())) > d.texBlock {
 		spec = tuning.GenericDefault
 	}

@@ -273,25 +273,44 @@ func (d *Device) DefaultKernel() string { return d.info.DefaultKernel }
 // goroutine.
 func (d *Device) KernelFor(m, k, n int) string { return d.kernelFor(m, k, n) }
 
+// natural returns the configuration that stands in for spec where A is
+// read as it is: spec itself unless it reads A transposed, then
+// Info.NaturalKernel for the default, else spec without its _at.
+func (d *Device) natural(spec string) string {
+	if spec == d.info.DefaultKernel && d.info.NaturalKernel != "" {
+		return d.info.NaturalKernel
+	}
+	return shaders.Natural(spec)
+}
+
 // kernelFor returns the fast configuration for an m×k by k×n product: the
 // one glmul tune chose for its shape class where it did (Info.ClassKernels),
 // else the default, or Info.SmallGridKernel where tuning.UseSmallGrid says
-// the default's large tiles fit the product badly.
+// the default's large tiles fit the product badly; a default that reads A
+// transposed reads it as it is where its groups' K is short
+// (tuning.UseTransposedA, with the split Mul would make).
 func (d *Device) kernelFor(m, kDim, n int) string {
 	if spec, ok := d.info.ClassKernels[string(tuning.Classify(m, kDim, n))]; ok {
 		return spec
 	}
 	spec := d.info.DefaultKernel
-	if d.info.SmallGridKernel == "" {
-		return spec
-	}
 	k, err := shaders.Lookup(spec)
 	if err != nil {
 		return spec
 	}
 	groups := ((m + k.TileM - 1) / k.TileM) * ((n + k.TileN - 1) / k.TileN)
-	if tuning.UseSmallGrid(groups, kDim, tuning.Wave(d.tuningDriver())) {
+	wave := tuning.Wave(d.tuningDriver())
+	if d.info.SmallGridKernel != "" && tuning.UseSmallGrid(groups, kDim, wave) {
 		return d.info.SmallGridKernel
+	}
+	if k.TransposeA {
+		slots := 0
+		if k.TileM*k.TileN >= tuning.OneGroupPerSM {
+			slots = d.info.SMCount
+		}
+		if !tuning.UseTransposedA(kDim / tuning.AutoSplitK(groups, kDim, wave, slots)) {
+			return d.natural(spec)
+		}
 	}
 	return spec
 }
@@ -303,6 +322,12 @@ func (d *Device) chooseKernels() {
 	i := &d.info
 	cache, path, cacheErr := d.tuningCache()
 	i.DefaultKernel, i.DefaultKernelSource = d.chooseDefaultKernel(cache, path, cacheErr)
+	if k, err := shaders.Lookup(i.DefaultKernel); err == nil && k.TransposeA {
+		i.NaturalKernel = tuning.NaturalFor(i.DefaultKernel)
+		if nk, err := shaders.Lookup(i.NaturalKernel); err != nil || d.fits(nk) != nil {
+			i.NaturalKernel = shaders.Natural(i.DefaultKernel)
+		}
+	}
 	if k, err := shaders.Lookup(tuning.SmallGrid(d.tuningDriver())); err == nil && d.fits(k) == nil {
 		i.SmallGridKernel = k.Spec()
 	}

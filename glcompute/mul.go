@@ -432,11 +432,14 @@ func (h *hostProduct) rowsPerBand() int {
 
 func (h *hostProduct) band(r0, rows int) func() error {
 	return func() error {
+		if h.tr != nil {
+			h.transposeA(r0, rows)
+		}
 		h.p.prog.Use()
-		h.d.bindStorage(h.p, 0, h.bufA, 0, 0)
+		h.d.bindStorage(h.p, 0, h.kernelA(), 0, 0)
 		h.d.bindStorage(h.p, 1, h.bufB, 0, 0)
 		h.bufC.BindStorage(2)
-		h.p.setUints(uniform{"M", rows}, uniform{"offA4", r0 * h.lda / 4}, uniform{"offC4", r0 * h.ldc / 4}, uniform{"ksplit", h.k})
+		h.p.setUints(uniform{"M", rows}, uniform{"offA4", h.offA4(r0)}, uniform{"offC4", r0 * h.ldc / 4}, uniform{"ksplit", h.k})
 		if h.edge != nil { // the band's own interior and strips
 			k, ek := h.p.kernel, h.edge.kernel
 			if interior, edges, ok := dispatch.Edges(rows, h.n, k.TileM, k.TileN, ek.TileM, ek.TileN, h.o.MaxGroups); ok {
@@ -455,6 +458,9 @@ func (h *hostProduct) band(r0, rows int) func() error {
 // elements of C that the interior's dispatches do not write.
 func (h *hostProduct) runEdges(edges []dispatch.Chunk, rows, r0 int) {
 	h.edge.prog.Use()
+	if h.tr != nil { // the edge kernel reads A as it is
+		h.d.bindStorage(h.edge, 0, h.bufA, 0, 0)
+	}
 	h.edge.setUints(uniform{"M", rows}, uniform{"K", h.k}, uniform{"N", h.n}, uniform{"lda", h.lda}, uniform{"ldb", h.ldb},
 		uniform{"ldc", h.ldc}, uniform{"offA4", r0 * h.lda / 4}, uniform{"offB4", 0}, uniform{"offC4", r0 * h.ldc / 4}, uniform{"ksplit", h.k})
 	h.edge.dispatchChunks(dispatch.Plan{Chunks: edges})
@@ -487,6 +493,49 @@ type hostProduct struct {
 	// (dispatch.Edges); chunks then covers the interior only.
 	edge  *program
 	edges []dispatch.Chunk
+	// tr, bufT and ldt: for a kernel that reads A transposed
+	// (Kernel.TransposeA), transpose.comp and the K×ldt transpose it
+	// writes from bufA before each product or band (transposeA).
+	tr   *program
+	bufT glw.Buffer
+	ldt  int
+}
+
+// kernelA is the buffer the kernel reads A from: A, or its transpose.
+func (h *hostProduct) kernelA() glw.Buffer {
+	if h.tr != nil {
+		return h.bufT
+	}
+	return h.bufA
+}
+
+// offA4 is the kernel's offA4 for the rows of C from r0 on: A's row r0,
+// or the transpose's column r0 (bands start at multiples of 4 rows).
+func (h *hostProduct) offA4(r0 int) int {
+	if h.tr != nil {
+		return r0 / 4
+	}
+	return r0 * h.lda / 4
+}
+
+// transposeA writes rows [r0, r0+rows) of A as columns of bufT (the last
+// rows also the zero columns up to ldt), between storage barriers: the
+// one before keeps it from overwriting what an earlier product's kernel
+// still reads, the one after makes it visible to the kernel. It leaves
+// its own program and bindings: the kernel's are made again after it.
+func (h *hostProduct) transposeA(r0, rows int) {
+	cols := rows
+	if r0+rows == h.m {
+		cols = h.ldt - r0
+	}
+	glw.BarrierStorage()
+	h.tr.prog.Use()
+	h.d.bindStorage(h.tr, 0, h.bufA, 0, 0)
+	h.bufT.BindStorage(2)
+	h.tr.setUints(uniform{"rows", rows}, uniform{"cols", cols}, uniform{"K", h.k}, uniform{"lda", h.lda},
+		uniform{"ldt", h.ldt}, uniform{"offA", r0 * h.lda}, uniform{"offT", r0})
+	h.tr.dispatchTiles(h.k, cols, h.o.MaxGroups) // T has K rows; the plan was checked in plan
+	glw.BarrierStorage()
 }
 
 // plan compiles the kernel and plans the dispatches and the K split.
@@ -501,6 +550,17 @@ func (h *hostProduct) plan() error {
 	al := h.p.kernel.Align
 	h.lda, h.ldb, h.ldc = roundUp(h.k, al), roundUp(h.n, al), roundUp(h.n, al)
 	h.splits, h.ksplit = 1, h.k
+	kernelLda := h.lda
+	if h.p.kernel.TransposeA {
+		if h.tr, err = h.d.programOf(shaders.Transpose()); err != nil {
+			return err
+		}
+		h.ldt = roundUp(h.m, al)
+		kernelLda = h.ldt
+		if _, err := h.tr.plan(h.k, h.ldt, h.o.MaxGroups); err != nil {
+			return err
+		}
+	}
 	if h.p.kernel.TileM*h.p.kernel.TileN >= tuning.OneGroupPerSM {
 		h.slots = h.d.info.SMCount
 	}
@@ -519,7 +579,7 @@ func (h *hostProduct) plan() error {
 	h.p.prog.Use()
 	h.p.setUints(uniform{"M", h.m}, uniform{"K", h.k}, uniform{"N", h.n})
 	if h.p.kernel.Strided {
-		h.p.setUints(uniform{"lda", h.lda}, uniform{"ldb", h.ldb}, uniform{"ldc", h.ldc},
+		h.p.setUints(uniform{"lda", kernelLda}, uniform{"ldb", h.ldb}, uniform{"ldc", h.ldc},
 			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0}, uniform{"ksplit", h.ksplit})
 	}
 	h.progress = progress{report: h.o.Progress, total: len(h.chunks.Chunks) * (h.o.Warmup + h.o.Reps)}
@@ -588,11 +648,19 @@ func (h *hostProduct) alloc() error {
 		h.d.drainPool()
 	}
 	immutable := h.d.stage().bufferStorage
-	for _, x := range []struct {
+	bufs := []struct {
 		buf   *glw.Buffer
 		bytes int
 		name  string
-	}{{&h.bufA, 4 * h.m * h.lda, "A"}, {&h.bufB, 4 * h.k * h.ldb, "B"}, {&h.bufC, 4 * h.m * h.ldc, "C"}} {
+	}{{&h.bufA, 4 * h.m * h.lda, "A"}, {&h.bufB, 4 * h.k * h.ldb, "B"}, {&h.bufC, 4 * h.m * h.ldc, "C"}}
+	if h.tr != nil {
+		bufs = append(bufs, struct {
+			buf   *glw.Buffer
+			bytes int
+			name  string
+		}{&h.bufT, 4 * h.k * h.ldt, "A's transpose"})
+	}
+	for _, x := range bufs {
 		b, ok := h.d.takeBuffer(x.bytes, immutable)
 		if !ok {
 			return fmt.Errorf("%w: %s: the driver could not allocate %s", ErrOutOfMemory, x.name, formatBytes(float64(x.bytes)))
@@ -644,7 +712,7 @@ func (h *hostProduct) transfers(a, b blas32.General, t *Timings) error {
 
 // bind binds A, B and C (or the split-K workspace) for the kernel.
 func (h *hostProduct) bind() {
-	h.d.bindStorage(h.p, 0, h.bufA, 0, 0)
+	h.d.bindStorage(h.p, 0, h.kernelA(), 0, 0)
 	h.d.bindStorage(h.p, 1, h.bufB, 0, 0)
 	if h.splits > 1 {
 		h.work.BindStorage(2)
@@ -666,8 +734,11 @@ func (d *Device) unbindAll() {
 // run queues one whole product: the kernel's dispatches and, with
 // split-K, the reduction into C.
 func (h *hostProduct) run() {
+	if h.tr != nil {
+		h.transposeA(0, h.m)
+	}
 	h.p.prog.Use()
-	if h.splits > 1 {
+	if h.splits > 1 || h.tr != nil {
 		h.bind()
 	}
 	if h.p.kernel.Strided { // a pipelined pass's bands change these
@@ -828,7 +899,7 @@ func (h *hostProduct) release() {
 	for _, b := range h.held {
 		h.d.keepBuffer(b)
 	}
-	h.held, h.bufA, h.bufB, h.bufC = nil, 0, 0, 0
+	h.held, h.bufA, h.bufB, h.bufC, h.bufT = nil, 0, 0, 0, 0
 	h.work.Release()
 }
 

@@ -353,6 +353,63 @@ func TestEdges(t *testing.T) {
 	}
 }
 
+// TestTransposedA runs a kernel that reads A transposed (_at: a transpose
+// pass before each product or band) once and pipelined in bands, split
+// along K, in chunks of one work group, beside edge strips computed from A
+// as it is; and checks that without room for the transpose, or in panels,
+// the same configuration runs with A as it is.
+func TestTransposedA(t *testing.T) {
+	const spec = "fast:128x128x8_8x8_db_at"
+	shapes := append([]conformance.Shape{{M: 600, K: 20, N: 300}, {M: 700, K: 12, N: 300}, {M: 129, K: 33, N: 257}, {M: 3, K: 41, N: 5}}, conformance.Shapes...)
+	d := openDevice(t, BackendEGL)
+	for _, stages := range []bool{false, true} {
+		for _, splits := range []int{1, 3} {
+			for _, maxGroups := range []int{0, 1} {
+				t.Run(fmt.Sprintf("stages=%v/split=%d/max-groups=%d", stages, splits, maxGroups), func(t *testing.T) {
+					conformance.Run(t, shapes, func(c, a, b blas32.General) error {
+						tm, err := d.Mul(c, a, b, &MulOptions{Kernel: spec, SplitK: splits, MaxGroups: maxGroups, Stages: stages, Reps: 2})
+						if err == nil && tm.Kernel != spec {
+							t.Errorf("ran %q, want %q", tm.Kernel, spec)
+						}
+						return err
+					})
+				})
+			}
+		}
+	}
+	t.Run("edges", func(t *testing.T) {
+		d := openDevice(t, BackendEGL)
+		d.info.SMCount, d.info.SmallGridKernel = 132, "fast:64x64x8_8x4_db"
+		const wide = "fast:128x256x8_16x8_db_at"
+		for _, stages := range []bool{false, true} {
+			conformance.Run(t, []conformance.Shape{{M: 129, K: 33, N: 257}, {M: 700, K: 12, N: 300}}, func(c, a, b blas32.General) error {
+				tm, err := d.Mul(c, a, b, &MulOptions{Kernel: wide, SplitK: 1, Stages: stages})
+				if err == nil && (tm.EdgeKernel == "" || tm.Kernel != wide) {
+					t.Errorf("%dx%dx%d: kernel %q, edge kernel %q", a.Rows, a.Cols, b.Cols, tm.Kernel, tm.EdgeKernel)
+				}
+				return err
+			})
+		}
+	})
+	rng := rand.New(rand.NewPCG(7, 7))
+	a, b := cpu.Random(300, 200, rng), cpu.Random(200, 100, rng)
+	bytes := int64(4 * (300*200 + 200*100 + 300*100))
+	for _, o := range []MulOptions{
+		{Kernel: spec, MaxGPUMemory: bytes + 4*200*300 - 4}, // A, B and C fit; the transpose does not
+		{Kernel: spec, MaxBinding: 128 << 10},               // panels
+	} {
+		c := cpu.New(300, 100)
+		tm, err := d.Mul(c, a, b, &o)
+		if err != nil || tm.Kernel != "fast:128x128x8_8x8_db" || (o.MaxBinding > 0) != (tm.Panels != "") {
+			t.Errorf("%+v: kernel %q, panels %q, %v", o, tm.Kernel, tm.Panels, err)
+			continue
+		}
+		if err := validate.CheckFull(a, b, c).Err(); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
+
 // TestStagingPaths runs the harness with staging buffers of 4 KiB (many
 // chunks of a few rows, the last one partial), through persistent mappings
 // and through glMapBufferRange per chunk (a 4.3 driver's path), and checks

@@ -71,7 +71,19 @@ func (d *Device) planPanels(m, k, n int, o *MulOptions) (plan dispatch.PanelPlan
 	ld := func(cols int) float64 { return float64(roundUp(cols, al)) }
 	a, b, c := 4*float64(m)*ld(k), 4*float64(k)*ld(n), 4*float64(m)*ld(n)
 	lim := float64(binding)
-	if a <= lim && b <= lim && c <= lim && (o.MaxGPUMemory <= 0 || a+b+c <= float64(o.MaxGPUMemory)) {
+	fits := func(extra float64) bool {
+		return a <= lim && b <= lim && c <= lim && extra <= lim && (o.MaxGPUMemory <= 0 || a+b+c+extra <= float64(o.MaxGPUMemory))
+	}
+	if kern.TransposeA { // A's transpose beside A, B and C; without room for it, A as it is
+		if fits(4 * float64(k) * ld(m)) {
+			return plan, false, nil
+		}
+		o.Kernel = d.natural(o.Kernel)
+		if kern, err = shaders.Lookup(o.Kernel); err != nil {
+			return plan, false, fmt.Errorf("glcompute: %w", err)
+		}
+	}
+	if fits(0) {
 		return plan, false, nil
 	}
 	if !kern.Strided {

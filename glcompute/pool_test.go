@@ -1,6 +1,7 @@
 package glcompute
 
 import (
+	"errors"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -109,4 +110,48 @@ func TestClassKernels(t *testing.T) {
 			t.Errorf("IgnoreTuned %v: long-k product runs %s, square %s; the cached long-k kernel is %s", ignore, long, square, spec)
 		}
 	}
+}
+
+// TestTransposedADefault: where the default reads A transposed (as
+// NVIDIA's), products with a long K per work group run it, products with a
+// short K and resident products its stand-in that reads A as it is.
+func TestTransposedADefault(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	const at, natural = "fast:128x128x8_8x8_db_at", "fast:64x64x8_4x4"
+	d.info.DefaultKernel, d.info.NaturalKernel, d.info.SmallGridKernel, d.info.ClassKernels = at, natural, "", nil
+	if got := d.KernelFor(4096, 4096, 4096); got != at {
+		t.Errorf("4096³ runs %s, want %s", got, at)
+	}
+	if got := d.KernelFor(8192, 256, 8192); got != natural {
+		t.Errorf("8192×256×8192 runs %s, want %s", got, natural)
+	}
+	if got := d.natural("fast:256x128x16_16x8_db_at"); got != "fast:256x128x16_16x8_db" {
+		t.Errorf("natural of a spec not the default: %s", got)
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	a, b := cpu.Random(130, 4100, rng), cpu.Random(4100, 72, rng) // rows of multiples of 4: the fast kernel
+	ma, _ := d.NewMatrix(130, 4100)
+	mb, _ := d.NewMatrix(4100, 72)
+	mc, err := d.NewMatrix(130, 72)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(ma.Upload(a), mb.Upload(b), mc.Mul(ma, mb)); err != nil {
+		t.Fatal(err)
+	}
+	c := cpu.New(130, 72)
+	if err := mc.Download(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.CheckFull(a, b, c).Err(); err != nil {
+		t.Error(err)
+	}
+	d.call(func() {
+		if _, ok := d.programs[at]; ok {
+			t.Errorf("a resident product compiled %s", at)
+		}
+		if _, ok := d.programs[natural]; !ok {
+			t.Errorf("a resident product did not run %s", natural)
+		}
+	})
 }

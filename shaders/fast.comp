@@ -9,6 +9,9 @@
 //           loads in flight while this one computes; 0: single buffer
 //   THREADS (BM/TM)·(BN/TN) as a literal: GLSL 4.30 takes only literals in
 //           layout(local_size_x = ...)
+//   AT      1: A arrives transposed (its K rows of lda floats, lda ≥ M a
+//           multiple of 4, columns past M zero), written by transpose.comp
+//           before the product; 0: A in its natural layout
 //   WX      how many of a warp's 32 invocations lie along a row of C (the
 //           warp tile is WX·TN columns by (32/WX)·TM rows, strided), a
 //           divisor of 32 and of THREADS_X; or THREADS_X itself, for
@@ -28,6 +31,14 @@
 // reads one vec4 of A per row it owns and one vec4 of B per column group
 // per step: every shared load is 16 bytes and no store needs a transpose.
 //
+// With AT, A's tile is stored as B's is, As[k][row/4], and invocation
+// (tx, ty) owns rows 4·(i·THREADS_Y + ty) + r (i < TM/4, r < 4): for each
+// k it reads TM/4 vec4s of A and TN/4 of B, TM + TN floats for TM·TN
+// FMAs, where the natural layout reads a vec4 of A per row for each 4 k
+// (4·TM floats held at once). On the H100 that took the best
+// configuration from 41.9 to 46.3 TFLOPS at 4096³ (docs/PERFORMANCE.md,
+// "A transposed"); transposing inside this kernel instead lost 30%.
+//
 // Rows are padded to a multiple of 4 floats on the GPU (lda, ldb, ldc) and
 // the padding is zero, so every vec4 is aligned and whole; elements outside
 // the matrices load as zero. Uniforms as in every kernel: M rows of A, K
@@ -41,6 +52,7 @@
 #define BK4 (BK / 4)
 #define ASTRIDE (BK4 + PADA / 4)    // vec4s per shared row of A
 #define A_VEC4 (BM * BK4)           // vec4s of one A tile
+#define GM (TM / 4)
 #define B_VEC4 (BK * BN / 4)        // vec4s of one B tile
 #define A_LOADS ((A_VEC4 + THREADS - 1) / THREADS)
 #define B_LOADS ((B_VEC4 + THREADS - 1) / THREADS)
@@ -72,7 +84,11 @@ layout(std430, binding = 0) readonly buffer ssbo_A { vec4 A[]; };
 layout(std430, binding = 1) readonly buffer ssbo_B { vec4 B[]; };
 layout(std430, binding = 2) writeonly buffer ssbo_R { vec4 R[]; };
 
+#if AT
+#define A_SIZE (BK * (BM / 4))      // vec4s of one buffer of As (As[k][row/4])
+#else
 #define A_SIZE (BM * ASTRIDE)       // vec4s of one buffer of As
+#endif
 #define B_SIZE (BK * (BN / 4))      // vec4s of one buffer of Bs
 
 // barrier() alone separates the K steps' shared stores from their loads:
@@ -90,14 +106,40 @@ shared vec4 Bs[NBUF * B_SIZE];
 
 // LOAD_GLOBAL reads the K step at kt into ra, rb; STORE_SHARED writes them
 // to buffer buf. Macros, not functions, to keep ra and rb in registers.
-#define LOAD_GLOBAL(kt)                                                          \
+#if AT
+#define LOAD_A(kt)                                                               \
+    for (int i = 0; i < A_LOADS; i++) {                                          \
+        uint idx = tid + uint(i * THREADS);                                      \
+        uint r = idx / uint(BM / 4), c4 = idx % uint(BM / 4);                    \
+        ra[i] = vec4(0.0);                                                       \
+        if ((A_VEC4 % THREADS == 0 || idx < uint(A_VEC4)) && (kt) + r < kEnd && row0 + c4 * 4u < lda) \
+            ra[i] = A[offA4 + ((kt) + r) * lda4 + row0 / 4u + c4];               \
+    }
+#define STORE_A(buf)                                                             \
+    for (int i = 0; i < A_LOADS; i++) {                                          \
+        uint idx = tid + uint(i * THREADS);                                      \
+        if (A_VEC4 % THREADS == 0 || idx < uint(A_VEC4))                         \
+            As[uint((buf) * A_SIZE) + idx] = ra[i];                              \
+    }
+#else
+#define LOAD_A(kt)                                                               \
     for (int i = 0; i < A_LOADS; i++) {                                          \
         uint idx = tid + uint(i * THREADS);                                      \
         uint r = idx / uint(BK4), c = (idx % uint(BK4)) * 4u;                    \
         ra[i] = vec4(0.0);                                                       \
         if ((A_VEC4 % THREADS == 0 || idx < uint(A_VEC4)) && row0 + r < M && (kt) + c < kEndA) \
             ra[i] = A[offA4 + (row0 + r) * lda4 + ((kt) + c) / 4u];              \
-    }                                                                            \
+    }
+#define STORE_A(buf)                                                             \
+    for (int i = 0; i < A_LOADS; i++) {                                          \
+        uint idx = tid + uint(i * THREADS);                                      \
+        if (A_VEC4 % THREADS == 0 || idx < uint(A_VEC4))                         \
+            As[uint((buf) * A_SIZE) + (idx / uint(BK4)) * uint(ASTRIDE) + idx % uint(BK4)] = ra[i]; \
+    }
+#endif
+
+#define LOAD_GLOBAL(kt)                                                          \
+    LOAD_A(kt)                                                                   \
     for (int i = 0; i < B_LOADS; i++) {                                          \
         uint idx = tid + uint(i * THREADS);                                      \
         uint r = idx / uint(BN / 4), c4 = idx % uint(BN / 4);                    \
@@ -107,11 +149,7 @@ shared vec4 Bs[NBUF * B_SIZE];
     }
 
 #define STORE_SHARED(buf)                                                        \
-    for (int i = 0; i < A_LOADS; i++) {                                          \
-        uint idx = tid + uint(i * THREADS);                                      \
-        if (A_VEC4 % THREADS == 0 || idx < uint(A_VEC4))                         \
-            As[uint((buf) * A_SIZE) + (idx / uint(BK4)) * uint(ASTRIDE) + idx % uint(BK4)] = ra[i]; \
-    }                                                                            \
+    STORE_A(buf)                                                                 \
     for (int i = 0; i < B_LOADS; i++) {                                          \
         uint idx = tid + uint(i * THREADS);                                      \
         if (B_VEC4 % THREADS == 0 || idx < uint(B_VEC4))                         \
@@ -169,6 +207,33 @@ void main()
         STORE_SHARED(0)
         barrier();
 #endif
+#if AT
+        uint aOff = uint(buf * A_SIZE) + ty;
+        uint bOff = uint(buf * B_SIZE) + tx;
+        #pragma optionNV(unroll all)
+        for (int k = 0; k < BK; k++) {
+            vec4 a[GM];
+            vec4 b[GN];
+            #pragma optionNV(unroll all)
+            for (int i = 0; i < GM; i++) {
+                a[i] = As[aOff + uint(k * (BM / 4) + i * THREADS_Y)];
+            }
+            #pragma optionNV(unroll all)
+            for (int j = 0; j < GN; j++) {
+                b[j] = Bs[bOff + uint(k * (BN / 4) + j * THREADS_X)];
+            }
+            #pragma optionNV(unroll all)
+            for (int i = 0; i < GM; i++) {
+                #pragma optionNV(unroll all)
+                for (int r = 0; r < 4; r++) {
+                    #pragma optionNV(unroll all)
+                    for (int j = 0; j < GN; j++) {
+                        acc[i * 4 + r][j] = fma(vec4(a[i][r]), b[j], acc[i * 4 + r][j]);
+                    }
+                }
+            }
+        }
+#else
         uint aOff = uint(buf * A_SIZE) + ty * uint(ASTRIDE);
         uint bOff = uint(buf * B_SIZE) + tx;
         #pragma optionNV(unroll all)
@@ -194,6 +259,7 @@ void main()
                 }
             }
         }
+#endif
 #if DB
         if (more) {
             STORE_SHARED(buf ^ 1)
@@ -207,7 +273,11 @@ void main()
     uint outC4 = offC4 + gl_WorkGroupID.z * M * ldc4;
     #pragma optionNV(unroll all)
     for (int i = 0; i < TM; i++) {
+#if AT
+        uint row = row0 + uint((i / 4) * THREADS_Y * 4 + i % 4) + ty * 4u;
+#else
         uint row = row0 + uint(i * THREADS_Y) + ty;
+#endif
         if (row < M) {
             #pragma optionNV(unroll all)
             for (int j = 0; j < GN; j++) {

@@ -21,6 +21,9 @@ type FastConfig struct {
 	// memory per load. 0 keeps invocations in rows of BN/TN.
 	// It must divide 32 and BN/TN, and 32/WarpX must divide BM/TM.
 	WarpX int
+	// TransA makes the kernel read A transposed (K rows of M floats,
+	// padded): Kernel.TransposeA, a transpose pass before the product.
+	TransA bool
 }
 
 // DefaultFast is the configuration used where no tuned or per-vendor one
@@ -42,7 +45,7 @@ func (c FastConfig) warpX() int {
 
 // SharedBytes is the shared memory one work group uses.
 func (c FastConfig) SharedBytes() int {
-	b := 4 * c.BK * (c.BM + c.PadA + c.BN)
+	b := 4 * c.BK * (c.BM + c.PadA + c.BN) // PadA is 0 with TransA
 	if c.DoubleBuffer {
 		b *= 2
 	}
@@ -50,8 +53,9 @@ func (c FastConfig) SharedBytes() int {
 }
 
 // String spells the configuration as Lookup reads it after "fast:":
-// BMxBNxBK_TMxTN, then _pP for padding, _wW for the warp's width and _db
-// for double buffering, as in "128x128x16_8x4_p4_w8_db".
+// BMxBNxBK_TMxTN, then _pP for padding, _wW for the warp's width, _db
+// for double buffering and _at for A read transposed, as in
+// "128x128x16_8x4_p4_w8_db" or "256x128x16_16x8_db_at".
 func (c FastConfig) String() string {
 	s := fmt.Sprintf("%dx%dx%d_%dx%d", c.BM, c.BN, c.BK, c.TM, c.TN)
 	if c.PadA != 0 {
@@ -63,12 +67,15 @@ func (c FastConfig) String() string {
 	if c.DoubleBuffer {
 		s += "_db"
 	}
+	if c.TransA {
+		s += "_at"
+	}
 	return s
 }
 
 // ParseFastConfig reads a configuration written by String.
 func ParseFastConfig(s string) (FastConfig, error) {
-	bad := fmt.Errorf("fast kernel configuration %q: want BMxBNxBK_TMxTN[_pP][_wW][_db], e.g. 128x128x16_8x4_db", s)
+	bad := fmt.Errorf("fast kernel configuration %q: want BMxBNxBK_TMxTN[_pP][_wW][_db][_at], e.g. 128x128x16_8x4_db", s)
 	parts := strings.Split(s, "_")
 	if len(parts) < 2 {
 		return FastConfig{}, bad
@@ -91,6 +98,9 @@ func ParseFastConfig(s string) (FastConfig, error) {
 	}
 	if len(opts) > 0 && opts[0] == "db" {
 		c.DoubleBuffer, opts = true, opts[1:]
+	}
+	if len(opts) > 0 && opts[0] == "at" {
+		c.TransA, opts = true, opts[1:]
 	}
 	if len(opts) > 0 {
 		return FastConfig{}, bad
@@ -132,6 +142,8 @@ func (c FastConfig) Check() error {
 		return fmt.Errorf("fast kernel %v: TM must divide BM and TN divide BN", c)
 	case c.Threads() > 1024:
 		return fmt.Errorf("fast kernel %v: %d invocations per work group, over the 1024 OpenGL guarantees", c, c.Threads())
+	case c.TransA && c.PadA != 0:
+		return fmt.Errorf("fast kernel %v: A read transposed (_at) has no rows to pad; drop _p", c)
 	case c.Threads() < 32:
 		return fmt.Errorf("fast kernel %v: %d invocations per work group; use at least 32", c, c.Threads())
 	case c.WarpX != 0 && (c.WarpX < 0 || 32%c.WarpX != 0 || (c.BN/c.TN)%c.WarpX != 0 ||
@@ -152,10 +164,14 @@ func Fast(c FastConfig) (Kernel, error) {
 	if c.DoubleBuffer {
 		db = 1
 	}
-	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define PADA %d\n#define DB %d\n#define THREADS %d\n#define WX %d\n#line 1\n%s",
-		c.BM, c.BN, c.BK, c.TM, c.TN, c.PadA, db, c.Threads(), c.warpX(), body)
+	at := 0
+	if c.TransA {
+		at = 1
+	}
+	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define PADA %d\n#define DB %d\n#define AT %d\n#define THREADS %d\n#define WX %d\n#line 1\n%s",
+		c.BM, c.BN, c.BK, c.TM, c.TN, c.PadA, db, at, c.Threads(), c.warpX(), body)
 	return Kernel{Name: "fast", Config: c.String(), File: "fast.comp", TileM: c.BM, TileN: c.BN, Strided: true,
-		Align: 4, SharedBytes: c.SharedBytes(), Threads: c.Threads(), StepK: c.BK, Source: src}, nil
+		Align: 4, SharedBytes: c.SharedBytes(), Threads: c.Threads(), StepK: c.BK, TransposeA: c.TransA, Source: src}, nil
 }
 
 // FastCandidates returns the configurations that glmul tune sweeps, each
@@ -163,7 +179,9 @@ func Fast(c FastConfig) (Kernel, error) {
 // some (see Kernel.SharedBytes). Block tiles from 64×64 to 256×128, K steps
 // of 8 to 32, per-invocation tiles of 16 to 128 elements, with and without
 // double buffering, and for 8×8 double-buffered ones also warp tiles of 8
-// invocations across (_p4_w8); 64 to 512 invocations per work group.
+// invocations across (_p4_w8); 64 to 512 invocations per work group; and
+// the double-buffered tiles of 128 rows and columns or more with 64 or 128
+// accumulators reading A transposed (_at, the H100's best).
 func FastCandidates() []FastConfig {
 	var out []FastConfig
 	blocks := [][2]int{{64, 64}, {64, 128}, {128, 64}, {128, 128}, {128, 256}, {256, 128}}
@@ -177,6 +195,10 @@ func FastCandidates() []FastConfig {
 						continue
 					}
 					out = append(out, c)
+					if at := c; db && c.BM >= 128 && c.BN >= 128 && c.TM*c.TN >= 64 && bk <= 16 && c.Threads() <= 256 {
+						at.TransA = true
+						out = append(out, at)
+					}
 					if c.TM == 8 && c.TN == 8 && db && bk <= 16 {
 						// Warp tiles: lost 10% on the H100, kept for
 						// other vendors' warps and banks to choose.

@@ -42,6 +42,12 @@ type Kernel struct {
 	// RGBA32F) at texture units 0 and 1, bound over the same ranges as the
 	// storage bindings 0 and 1 would be, instead of through those bindings.
 	Textures bool
+	// TransposeA kernels read A transposed: K rows of Ld(M) floats (M
+	// rounded up to Align, the columns past M zero), which the caller
+	// writes with Transpose before the product; lda is that row stride
+	// and offA4 the first column's offset. Products that cannot give them
+	// that run the configuration without it (Natural).
+	TransposeA bool
 	// Source is the GLSL source text.
 	Source string
 }
@@ -106,6 +112,23 @@ func Fill() Kernel {
 func SMCount() Kernel {
 	return Kernel{Name: "smcount", File: "smcount.comp", TileM: 1, TileN: 1, Align: 1,
 		Threads: 1, Source: string(source("smcount.comp"))}
+}
+
+// Transpose writes A transposed for the kernels that read it so
+// (transpose.comp, Kernel.TransposeA): 64×64 tiles of T = Aᵀ.
+func Transpose() Kernel {
+	return Kernel{Name: "transpose", File: "transpose.comp", TileM: 64, TileN: 64, Align: 4,
+		Threads: 256, SharedBytes: 64 * 65 * 4, Source: string(source("transpose.comp"))}
+}
+
+// Natural returns the kernel spec that computes what spec does from A in
+// its natural layout: spec itself unless it reads A transposed (_at),
+// for products that have no room or path for the transposed copy.
+func Natural(spec string) string {
+	if k, err := Lookup(spec); err != nil || !k.TransposeA {
+		return spec
+	}
+	return strings.TrimSuffix(spec, "_at")
 }
 
 // Batched is the kernel for many small products (batched.comp): one

@@ -31,8 +31,9 @@ func TestTiled32IsThePapersKernel(t *testing.T) {
 }
 
 func TestFastConfigRoundTrip(t *testing.T) {
-	for _, c := range []FastConfig{DefaultFast, {64, 128, 16, 4, 8, 4, false, 0}, {128, 128, 16, 8, 4, 0, true, 0}, {64, 64, 8, 4, 4, 4, true, 0},
-		{128, 256, 8, 8, 8, 4, true, 8}, {128, 128, 8, 8, 8, 0, false, 16}, {64, 64, 8, 8, 4, 0, true, 4}, {64, 192, 8, 4, 4, 0, true, 0}} {
+	for _, c := range []FastConfig{DefaultFast, {64, 128, 16, 4, 8, 4, false, 0, false}, {128, 128, 16, 8, 4, 0, true, 0, false}, {64, 64, 8, 4, 4, 4, true, 0, false},
+		{128, 256, 8, 8, 8, 4, true, 8, false}, {128, 128, 8, 8, 8, 0, false, 16, false}, {64, 64, 8, 8, 4, 0, true, 4, false}, {64, 192, 8, 4, 4, 0, true, 0, false},
+		{256, 128, 16, 16, 8, 0, true, 0, true}, {128, 128, 8, 8, 8, 0, false, 8, true}} {
 		back, err := ParseFastConfig(c.String())
 		if err != nil || back != c {
 			t.Errorf("ParseFastConfig(%q) = %+v, %v", c.String(), back, err)
@@ -40,6 +41,9 @@ func TestFastConfigRoundTrip(t *testing.T) {
 		k, err := Lookup("fast:" + c.String())
 		if err != nil || k.Spec() != "fast:"+c.String() || k.TileM != c.BM || k.TileN != c.BN || k.Align != 4 {
 			t.Errorf("Lookup(fast:%v) = %+v, %v", c, k, err)
+		}
+		if k.TransposeA != c.TransA || strings.Contains(k.Source, "#define AT 1\n") != c.TransA || Natural(k.Spec()) != "fast:"+strings.TrimSuffix(c.String(), "_at") {
+			t.Errorf("%v: TransposeA %v, Natural %q", c, k.TransposeA, Natural(k.Spec()))
 		}
 		if !strings.Contains(k.Source, fmt.Sprintf("#define BK %d\n", c.BK)) || !strings.Contains(k.Source, fmt.Sprintf("#define WX %d\n", c.warpX())) ||
 			!strings.HasPrefix(k.Source, "#version 430") {
@@ -51,7 +55,7 @@ func TestFastConfigRoundTrip(t *testing.T) {
 func TestFastConfigRejects(t *testing.T) {
 	for _, s := range []string{"128x128x8", "128x128x8_8", "128x128x6_8x8", "128x100x8_8x8", "256x256x8_4x4", "8x8x8_4x4", "axbxc_dxe", "128x128x8_8x8_4",
 		"128x128x8_8x8_w0", "128x128x8_8x8_w3", "128x128x8_8x8_w32", "128x128x8_8x8_db_w8", "128x128x8_8x8_w8_p4", "128x128x8_8x8_w8_w8", "128x64x8_8x8_w1",
-		"128x128x8_8x8_p0", "128x128x8_8x8_db_db", "128x128x8_8x8_w8_x"} {
+		"128x128x8_8x8_p0", "128x128x8_8x8_db_db", "128x128x8_8x8_w8_x", "128x128x8_8x8_at_db", "128x128x8_8x8_p4_at", "128x128x8_8x8_db_at_at"} {
 		if _, err := ParseFastConfig(s); err == nil {
 			t.Errorf("ParseFastConfig(%q): no error", s)
 		}

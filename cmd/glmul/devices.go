@@ -96,7 +96,11 @@ func writeDevices(w io.Writer, reports []deviceReport) error {
 		fmt.Fprintf(w, "        limits: work groups %d×%d×%d, %d invocations a group, %d bytes shared, %.0f MiB a storage block, timer %d bits\n",
 			i.MaxWorkGroupCount[0], i.MaxWorkGroupCount[1], i.MaxWorkGroupCount[2], i.MaxWorkGroupInvocations,
 			i.MaxSharedMemory, float64(i.MaxSSBOBlockSize)/(1<<20), i.TimerBits)
-		if _, err := fmt.Fprintf(w, "        kernel: %s (%s)\n", i.DefaultKernel, i.DefaultKernelSource); err != nil {
+		natural := ""
+		if i.NaturalKernel != "" {
+			natural = fmt.Sprintf("; with A as it is (resident, short K): %s", i.NaturalKernel)
+		}
+		if _, err := fmt.Fprintf(w, "        kernel: %s (%s)%s\n", i.DefaultKernel, i.DefaultKernelSource, natural); err != nil {
 			return err
 		}
 	}

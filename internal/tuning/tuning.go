@@ -290,6 +290,32 @@ func AutoSplitK(groups, k, wave, slots int) int {
 	return best
 }
 
+// TransposedAMinK is the K per work group (K over its split) from which a
+// kernel reading A transposed (Kernel.TransposeA) is kept where it is the
+// default: under it, its 128 accumulators per invocation leave too few K
+// steps to pay for their start and end, and the transpose for itself.
+// H100, 256x128x16_16x8_db_at against 128x256x8_8x8_db (one glmul bench
+// run, docs/PERFORMANCE.md "A transposed"): 0.77× at 8192×256×8192,
+// 0.90× at K 512, 0.99× at K 1024, 1.04× at K 2048; split into 4 slices,
+// 0.84× at 1024³ (256 each) and 0.94× at 1000×4096×1000 (1024 each),
+// 1.06× at 1024×8192×1024 (2048 each); 1.01–1.08× from 2048³ to 8192³.
+const TransposedAMinK = 2048
+
+// NaturalFor returns the built-in configuration that stands in for the
+// built-in default spec, which reads A transposed, where A is read as it
+// is; "" for any other spec (the caller drops its _at).
+func NaturalFor(spec string) string {
+	if spec == NVIDIADefault {
+		return NVIDIANatural
+	}
+	return ""
+}
+
+// UseTransposedA reports whether a product whose work groups each run
+// kPerGroup steps of K should keep a default kernel that reads A
+// transposed, rather than the same configuration reading A as it is.
+func UseTransposedA(kPerGroup int) bool { return kPerGroup >= TransposedAMinK }
+
 // OneGroupPerSM is the size of block tile (accumulators per work group)
 // from which a work group is taken to occupy a multiprocessor alone: its
 // accumulators take half the 64 Ki registers of every NVIDIA
@@ -329,9 +355,11 @@ func SgemmThreshold(d Driver) int {
 }
 
 // The built-in configurations, from glmul tune runs recorded in
-// docs/PERFORMANCE.md.
+// docs/PERFORMANCE.md. NVIDIA's reads A transposed (a transpose pass
+// before each product): 46.3 against 41.9 TFLOPS at 4096³ on the H100.
 const (
-	NVIDIADefault   = "fast:128x256x8_8x8_db"
+	NVIDIADefault   = "fast:256x128x16_16x8_db_at"
+	NVIDIANatural   = "fast:128x256x8_8x8_db" // NVIDIADefault's stand-in with A as it is
 	NVIDIASmallGrid = "fast:64x64x8_8x4_db"
 	LlvmpipeDefault = "cpu:8x8_8x8"
 	GenericDefault  = "fast:128x128x8_8x8"

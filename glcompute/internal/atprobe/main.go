@@ -1,0 +1,143 @@
+// Command atprobe times fast.comp against a prototype reading A transposed
+// in global memory (fastat.comp), configuration by configuration, at n³,
+// every product checked against float64 at sampled entries.
+//
+//	atprobe N [at:|nat:]CONFIG...
+package main
+
+import (
+	_ "embed"
+	"fmt"
+	"math/rand"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/glmul/glmul/glcompute/internal/egl"
+	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/shaders"
+)
+
+//go:embed fastat.comp
+var fastat string
+
+func init() { runtime.LockOSThread() }
+
+func main() {
+	c, err := egl.NewContext(0, 4, 3)
+	if err == nil {
+		err = c.MakeCurrent()
+	}
+	if err == nil {
+		err = glw.Init(egl.GetProcAddress)
+	}
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	fmt.Println(glw.Renderer(), glw.Version())
+	n, _ := strconv.Atoi(os.Args[1])
+	reps, _ := strconv.Atoi(os.Getenv("REPS"))
+	if reps == 0 {
+		reps = 10
+	}
+	rng := rand.New(rand.NewSource(1))
+	a := make([]float32, n*n)
+	b := make([]float32, n*n)
+	at := make([]float32, n*n)
+	for i := range a {
+		a[i], b[i] = rng.Float32()*2-1, rng.Float32()*2-1
+	}
+	for i := 0; i < n; i++ {
+		for k := 0; k < n; k++ {
+			at[k*n+i] = a[i*n+k]
+		}
+	}
+	ba, _ := glw.NewStorageBuffer(4*n*n, unsafe.Pointer(&a[0]), glw.StaticDraw)
+	bat, _ := glw.NewStorageBuffer(4*n*n, unsafe.Pointer(&at[0]), glw.StaticDraw)
+	bb, _ := glw.NewStorageBuffer(4*n*n, unsafe.Pointer(&b[0]), glw.StaticDraw)
+	bc, _ := glw.NewStorageBuffer(4*n*n, nil, glw.StaticRead)
+	out := make([]float32, n*n)
+	for _, arg := range os.Args[2:] {
+		mode, spec, ok := strings.Cut(arg, ":")
+		if !ok {
+			mode, spec = "nat", arg
+		}
+		cfg, err := shaders.ParseFastConfig(spec)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		k, err := shaders.Fast(cfg)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		src, abuf := k.Source, ba
+		switch mode {
+		case "at": // A transposed in global memory
+			i := strings.Index(src, "#line 1\n")
+			src, abuf = src[:i]+"#define AG 1\n#line 1\n"+fastat, bat
+		case "tr": // A natural, transposed on its way into shared memory
+			i := strings.Index(src, "#line 1\n")
+			src = src[:i] + "#define AG 0\n#line 1\n" + fastat
+		}
+		p, err := glw.NewComputeProgram(mode+".comp", src)
+		if err != nil {
+			fmt.Println(arg, err)
+			continue
+		}
+		p.Use()
+		for _, u := range []string{"M", "K", "N", "lda", "ldb", "ldc", "ksplit"} {
+			glw.SetUint(p.Uniform(u), uint32(n))
+		}
+		for _, u := range []string{"x0", "y0", "offA4", "offB4", "offC4"} {
+			glw.SetUint(p.Uniform(u), 0)
+		}
+		abuf.BindStorage(0)
+		bb.BindStorage(1)
+		bc.BindStorage(2)
+		gx, gy := (n+cfg.BN-1)/cfg.BN, (n+cfg.BM-1)/cfg.BM
+		run := func() time.Duration {
+			s := time.Now()
+			for i := 0; i < reps; i++ {
+				glw.Dispatch(gx, gy)
+			}
+			glw.Finish()
+			return time.Since(s) / time.Duration(reps)
+		}
+		run()
+		var ts []float64
+		for i := 0; i < 5; i++ {
+			ts = append(ts, run().Seconds())
+		}
+		sort.Float64s(ts)
+		bc.Read(0, 4*n*n, unsafe.Pointer(&out[0]))
+		maxErr := 0.0
+		for t := 0; t < 64; t++ {
+			i, j := rng.Intn(n), rng.Intn(n)
+			if t < 4 {
+				i, j = []int{0, n - 1, 0, n - 1}[t], []int{0, n - 1, n - 1, 0}[t]
+			}
+			s := 0.0
+			for k := 0; k < n; k++ {
+				s += float64(a[i*n+k]) * float64(b[k*n+j])
+			}
+			maxErr = max(maxErr, abs(s-float64(out[i*n+j])))
+		}
+		fl := 2 * float64(n) * float64(n) * float64(n)
+		fmt.Printf("%-4s %-22s %.3f ms %.2f TFLOPS (best %.2f) maxerr %.2g %v\n", mode, spec, ts[2]*1e3, fl/ts[2]/1e12, fl/ts[0]/1e12, maxErr, glw.CheckError("probe"))
+		p.Release()
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,53 @@
+// transpose: T = Aᵀ for the fast kernels that read A transposed
+// (Kernel.TransposeA), in 64×64 tiles through shared memory: vec4 loads
+// along A's rows and vec4 stores along T's rows, both coalesced.
+//
+// Rows [0, rows) of A (row stride lda, from element offA) become columns
+// [0, rows) of T (row stride ldt, from element offT); columns [rows, cols)
+// of T are written as zero (the padding of M up to ldt). T has K rows.
+// lda, ldt, offA, offT and cols are multiples of 4, and A's columns from
+// K up to lda are zero (glmul's padding). Work group (x, y) covers T's
+// columns x0 + 64x… and rows y0 + 64y….
+#version 430 core
+
+layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
+
+uniform uint rows;
+uniform uint cols;
+uniform uint K;
+uniform uint lda;
+uniform uint ldt;
+uniform uint offA;
+uniform uint offT;
+uniform uint x0;
+uniform uint y0;
+
+layout(std430, binding = 0) readonly buffer ssbo_A { vec4 A[]; };
+layout(std430, binding = 2) writeonly buffer ssbo_T { vec4 T[]; };
+
+// tile[r][k]: a column of padding, so that the transposed reads of a warp
+// (16 row groups of 4, two k) fall at most two to a bank.
+shared float tile[64][65];
+
+void main()
+{
+    uint r0 = x0 + gl_WorkGroupID.x * 64u; // rows of A, columns of T
+    uint k0 = y0 + gl_WorkGroupID.y * 64u; // columns of A, rows of T
+    uint t = gl_LocalInvocationIndex;
+    uint q = t % 16u; // a vec4 along a row: of A (k) when reading, of T (r) when writing
+    for (uint i = t / 16u; i < 64u; i += 16u) {
+        uint r = r0 + i, k = k0 + q * 4u;
+        vec4 v = r < rows && k < lda ? A[(offA + r * lda + k) / 4u] : vec4(0.0);
+        tile[i][q * 4u] = v.x;
+        tile[i][q * 4u + 1u] = v.y;
+        tile[i][q * 4u + 2u] = v.z;
+        tile[i][q * 4u + 3u] = v.w;
+    }
+    barrier();
+    for (uint i = t / 16u; i < 64u; i += 16u) {
+        uint k = k0 + i, r = r0 + q * 4u;
+        if (k < K && r < cols) {
+            T[(offT + k * ldt + r) / 4u] = vec4(tile[q * 4u][i], tile[q * 4u + 1u][i], tile[q * 4u + 2u][i], tile[q * 4u + 3u][i]);
+        }
+    }
+}
