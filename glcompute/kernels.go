@@ -277,6 +277,9 @@ func (d *Device) KernelFor(m, k, n int) string { return d.kernelFor(m, k, n) }
 // read as it is: spec itself unless it reads A transposed, then
 // Info.NaturalKernel for the default, else spec without its _at.
 func (d *Device) natural(spec string) string {
+	if k, err := shaders.Lookup(spec); err != nil || !k.TransposeA {
+		return spec
+	}
 	if spec == d.info.DefaultKernel && d.info.NaturalKernel != "" {
 		return d.info.NaturalKernel
 	}
@@ -287,8 +290,7 @@ func (d *Device) natural(spec string) string {
 // one glmul tune chose for its shape class where it did (Info.ClassKernels),
 // else the default, or Info.SmallGridKernel where tuning.UseSmallGrid says
 // the default's large tiles fit the product badly; a default that reads A
-// transposed reads it as it is where its groups' K is short
-// (tuning.UseTransposedA, with the split Mul would make).
+// transposed reads it as it is where B is narrow (tuning.UseTransposedA).
 func (d *Device) kernelFor(m, kDim, n int) string {
 	if spec, ok := d.info.ClassKernels[string(tuning.Classify(m, kDim, n))]; ok {
 		return spec
@@ -299,18 +301,11 @@ func (d *Device) kernelFor(m, kDim, n int) string {
 		return spec
 	}
 	groups := ((m + k.TileM - 1) / k.TileM) * ((n + k.TileN - 1) / k.TileN)
-	wave := tuning.Wave(d.tuningDriver())
-	if d.info.SmallGridKernel != "" && tuning.UseSmallGrid(groups, kDim, wave) {
+	if d.info.SmallGridKernel != "" && tuning.UseSmallGrid(groups, kDim, tuning.Wave(d.tuningDriver())) {
 		return d.info.SmallGridKernel
 	}
-	if k.TransposeA {
-		slots := 0
-		if k.TileM*k.TileN >= tuning.OneGroupPerSM {
-			slots = d.info.SMCount
-		}
-		if !tuning.UseTransposedA(kDim / tuning.AutoSplitK(groups, kDim, wave, slots)) {
-			return d.natural(spec)
-		}
+	if k.TransposeA && !tuning.UseTransposedA(n) {
+		return d.natural(spec)
 	}
 	return spec
 }

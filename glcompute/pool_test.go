@@ -113,8 +113,9 @@ func TestClassKernels(t *testing.T) {
 }
 
 // TestTransposedADefault: where the default reads A transposed (as
-// NVIDIA's), products with a long K per work group run it, products with a
-// short K and resident products its stand-in that reads A as it is.
+// NVIDIA's), wide products run it, narrow ones (N under
+// tuning.TransposedAMinN) and resident ones its stand-in that reads A as
+// it is; a default that reads A as it is is never replaced.
 func TestTransposedADefault(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	const at, natural = "fast:128x128x8_8x8_db_at", "fast:64x64x8_4x4"
@@ -122,9 +123,14 @@ func TestTransposedADefault(t *testing.T) {
 	if got := d.KernelFor(4096, 4096, 4096); got != at {
 		t.Errorf("4096³ runs %s, want %s", got, at)
 	}
-	if got := d.KernelFor(8192, 256, 8192); got != natural {
-		t.Errorf("8192×256×8192 runs %s, want %s", got, natural)
+	if got := d.KernelFor(8192, 8192, 256); got != natural {
+		t.Errorf("8192×8192×256 runs %s, want %s", got, natural)
 	}
+	d.info.DefaultKernel = "fast:64x64x8_4x4_db" // reads A as it is: no stand-in
+	if got := d.KernelFor(64, 64, 64); got != d.info.DefaultKernel {
+		t.Errorf("a default reading A as it is was replaced by %s", got)
+	}
+	d.info.DefaultKernel = at
 	if got := d.natural("fast:256x128x16_16x8_db_at"); got != "fast:256x128x16_16x8_db" {
 		t.Errorf("natural of a spec not the default: %s", got)
 	}

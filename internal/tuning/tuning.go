@@ -290,16 +290,17 @@ func AutoSplitK(groups, k, wave, slots int) int {
 	return best
 }
 
-// TransposedAMinK is the K per work group (K over its split) from which a
-// kernel reading A transposed (Kernel.TransposeA) is kept where it is the
-// default: under it, its 128 accumulators per invocation leave too few K
-// steps to pay for their start and end, and the transpose for itself.
-// H100, 256x128x16_16x8_db_at against 128x256x8_8x8_db (one glmul bench
-// run, docs/PERFORMANCE.md "A transposed"): 0.77× at 8192×256×8192,
-// 0.90× at K 512, 0.99× at K 1024, 1.04× at K 2048; split into 4 slices,
-// 0.84× at 1024³ (256 each) and 0.94× at 1000×4096×1000 (1024 each),
-// 1.06× at 1024×8192×1024 (2048 each); 1.01–1.08× from 2048³ to 8192³.
-const TransposedAMinK = 2048
+// TransposedAMinN is the width of B (N) from which a default kernel that
+// reads A transposed (Kernel.TransposeA) is kept: the transpose of A costs
+// a pass over its M·K elements (0.04 ms at 4096², 0.2 ms at 8192² on the
+// H100), the product's gain (about 7%) grows with M·K·N, so they break
+// even near N = 1000. H100, 256x128x16_16x8_db_at against
+// 128x256x8_8x8_db in one glmul bench run (docs/PERFORMANCE.md
+// "A transposed"), M×K×N: 0.77× at 8192×8192×256, 0.90× at N 512, 0.99×
+// at N 1024, 1.04× at N 2048; 0.84× at 1024³, 0.94× at 1000×4096×1000,
+// 1.06× at 1024×8192×1024; 1.01–1.08× from 2048³ to 8192³, 1.05× at
+// 4096×1024×4096.
+const TransposedAMinN = 2048
 
 // NaturalFor returns the built-in configuration that stands in for the
 // built-in default spec, which reads A transposed, where A is read as it
@@ -311,10 +312,10 @@ func NaturalFor(spec string) string {
 	return ""
 }
 
-// UseTransposedA reports whether a product whose work groups each run
-// kPerGroup steps of K should keep a default kernel that reads A
-// transposed, rather than the same configuration reading A as it is.
-func UseTransposedA(kPerGroup int) bool { return kPerGroup >= TransposedAMinK }
+// UseTransposedA reports whether a product n columns wide should keep a
+// default kernel that reads A transposed, rather than one reading A as it
+// is (glcompute's Info.NaturalKernel).
+func UseTransposedA(n int) bool { return n >= TransposedAMinN }
 
 // OneGroupPerSM is the size of block tile (accumulators per work group)
 // from which a work group is taken to occupy a multiprocessor alone: its
