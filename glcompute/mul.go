@@ -40,8 +40,17 @@ type MulOptions struct {
 	// at idle clocks until it has been busy for a while, and a run or two
 	// of a fast kernel is too short to raise them. It applies only when
 	// the device has been idle for RampIdle or more, since its last Mul or
-	// its creation. Zero value: only the Warmup runs.
+	// its creation, unless AlwaysMinWarmup. Zero value: only the Warmup
+	// runs.
 	MinWarmup time.Duration
+	// AlwaysMinWarmup applies MinWarmup whenever the device was idle: a
+	// stream of short products with CPU work between them (a benchmark
+	// over kernels and shapes, compiling each kernel on first use) can
+	// leave an H100's clock at 570-645 MHz of its 1980 for seconds, no
+	// idle gap of RampIdle among them (docs/PERFORMANCE.md, "Clocks in a
+	// stream of short products"). For measurements; a single product
+	// after Open needs no ramp.
+	AlwaysMinWarmup bool
 	// SteadyWarmup, if positive, continues the warm-up after the Warmup
 	// runs (and MinWarmup) in batches of runs of at least 5 ms, until
 	// three batches in a row agree within 2% on their fastest run (the
@@ -252,7 +261,7 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 	if err != nil {
 		return Timings{}, err
 	}
-	if d.idle() < RampIdle {
+	if d.idle() < RampIdle && !o.AlwaysMinWarmup {
 		o.MinWarmup = 0
 	}
 	var t Timings

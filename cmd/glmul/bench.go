@@ -162,7 +162,7 @@ func (f *benchFlags) shape(d *glcompute.Device, s [3]int, seed uint64, p *progre
 		if in == nil {
 			in = measure.NewInputs(m, k, n, seed)
 		}
-		r, err := measure.Product(d, in, measure.Options{Kernel: kern, Warmup: 1, Reps: f.reps, Validate: f.mode})
+		r, err := measure.Product(d, in, measure.Options{Kernel: kern, Warmup: 1, Reps: f.reps, Validate: f.mode, Ramp: true})
 		if err != nil {
 			row.Skipped = err.Error()
 			rows = append(rows, row)

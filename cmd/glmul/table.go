@@ -281,7 +281,7 @@ func (m *tableMeasurer) row(n int, kernels []string, cpuMax int, seed uint64) (t
 	}
 
 	for _, k := range kernels {
-		res, err := measure.Product(m.dev, in, measure.Options{Kernel: k, Warmup: 1, Reps: m.reps, Context: m.ctx})
+		res, err := measure.Product(m.dev, in, measure.Options{Kernel: k, Warmup: 1, Reps: m.reps, Context: m.ctx, Ramp: true})
 		if err != nil {
 			return r, err
 		}

@@ -242,11 +242,12 @@ func (f *tuneFlags) classResults(d *glcompute.Device, path string) ([]classResul
 // sweep measures tiled32 as the baseline, the built-in choice and every
 // candidate with tuning.Sweep on r's products, stepping p; a candidate's
 // rate is its geometric mean over them, valid if every product was. Each
-// measurement has a context of its own: on the H100 a context in which a
-// kernel that spills had run ran the 512-invocation kernels 3-4 times
-// slower from then on (128x256x8_8x8_db: 39.8 TFLOPS first, 14.4 after 135
-// other candidates, 10.8 at the end of one glmul bench of all of them), and
-// a sweep in one context cached 64x64 tiles at 31 TFLOPS over it.
+// measurement has a context of its own, which starts at the GPU's highest
+// clock: in one context, compiling candidate after candidate with short
+// products between them left the H100 at 570-645 MHz of its 1980
+// (128x256x8_8x8_db: 39.8 TFLOPS first, 14.4 after 135 other candidates),
+// and a sweep cached 64x64 tiles at 31 TFLOPS over it (docs/PERFORMANCE.md,
+// "Clocks in a stream of short products").
 func (f *tuneFlags) sweep(d *glcompute.Device, r *classResult, p *progress) (baseline tuning.Candidate, cands []tuning.Candidate) {
 	ins := make([]*measure.Inputs, len(r.shapes))
 	for i, s := range r.shapes {

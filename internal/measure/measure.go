@@ -103,6 +103,10 @@ type Options struct {
 	// Once runs the product once, pipelined, without warm-up, timed runs
 	// or stages measured alone (glcompute.MulOptions.Stages unset).
 	Once bool
+	// Ramp warms up for MinWarmup before every product with a Warmup,
+	// not only after the device was idle (glcompute.MulOptions.
+	// AlwaysMinWarmup): for series of products (bench, table).
+	Ramp bool
 	// Validating, if set, is called before a validation that will run,
 	// with its mode (Auto resolved), for a message on slow checks.
 	Validating func(validate.Mode)
@@ -136,7 +140,7 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, Warmup: o.Warmup, Reps: o.Reps,
 		SplitK: o.SplitK, Progress: o.Progress, MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory, Context: o.Context, Stages: !o.Once}
 	if o.Warmup > 0 {
-		mo.MinWarmup, mo.SteadyWarmup = MinWarmup, MaxWarmup
+		mo.MinWarmup, mo.SteadyWarmup, mo.AlwaysMinWarmup = MinWarmup, MaxWarmup, o.Ramp
 	}
 	r := Result{M: in.A.Rows, K: in.A.Cols, N: in.B.Cols}
 	t, err := dev.Mul(in.C, in.A, in.B, mo)

@@ -158,9 +158,11 @@ void main()
     for (uint kt = kBegin; kt < kEnd; kt += uint(BK)) {
 #if DB
         bool more = kt + uint(BK) < kEnd;
+#ifndef MIDLOAD
         if (more) {
             LOAD_GLOBAL(kt + uint(BK))
         }
+#endif
 #else
         LOAD_GLOBAL(kt)
         STORE_SHARED(0)
@@ -171,8 +173,51 @@ void main()
         uint aOffX = uint(buf * A_SIZE) + (ty ^ 4u); // k-groups c4 odd: rows swizzled
 #endif
         uint bOff = uint(buf * B_SIZE) + tx;
+#ifdef PF
+        vec4 a[GM];
+        vec4 b[GN];
+        #pragma optionNV(unroll all)
+        for (int i = 0; i < GM; i++) a[i] = As[aOff + uint(i * THREADS_Y)];
+        #pragma optionNV(unroll all)
+        for (int j = 0; j < GN; j++) b[j] = Bs[bOff + uint(j * THREADS_X)];
         #pragma optionNV(unroll all)
         for (int k = 0; k < BK; k++) {
+#ifdef MIDLOAD
+            if (k == BK / 2 && more) {
+                LOAD_GLOBAL(kt + uint(BK))
+            }
+#endif
+            vec4 an[GM];
+            vec4 bn[GN];
+            if (k + 1 < BK) {
+                #pragma optionNV(unroll all)
+                for (int i = 0; i < GM; i++) an[i] = As[aOff + uint((k + 1) * ASTR + i * THREADS_Y)];
+                #pragma optionNV(unroll all)
+                for (int j = 0; j < GN; j++) bn[j] = Bs[bOff + uint((k + 1) * (BN / 4) + j * THREADS_X)];
+            }
+            #pragma optionNV(unroll all)
+            for (int i = 0; i < GM; i++) {
+                #pragma optionNV(unroll all)
+                for (int r = 0; r < 4; r++) {
+                    #pragma optionNV(unroll all)
+                    for (int j = 0; j < GN; j++) {
+                        acc[i * 4 + r][j] = fma(vec4(a[i][r]), b[j], acc[i * 4 + r][j]);
+                    }
+                }
+            }
+            if (k + 1 < BK) {
+                a = an;
+                b = bn;
+            }
+        }
+#else
+        #pragma optionNV(unroll all)
+        for (int k = 0; k < BK; k++) {
+#ifdef MIDLOAD
+            if (k == BK / 2 && more) {
+                LOAD_GLOBAL(kt + uint(BK))
+            }
+#endif
             vec4 a[GM];
             vec4 b[GN];
             #pragma optionNV(unroll all)
@@ -187,6 +232,18 @@ void main()
             for (int j = 0; j < GN; j++) {
                 b[j] = Bs[bOff + uint(k * (BN / 4) + j * THREADS_X)];
             }
+#ifdef ORDER
+            #pragma optionNV(unroll all)
+            for (int j = 0; j < GN; j++) {
+                #pragma optionNV(unroll all)
+                for (int i = 0; i < GM; i++) {
+                    #pragma optionNV(unroll all)
+                    for (int r = 0; r < 4; r++) {
+                        acc[i * 4 + r][j] = fma(vec4(a[i][r]), b[j], acc[i * 4 + r][j]);
+                    }
+                }
+            }
+#else
             #pragma optionNV(unroll all)
             for (int i = 0; i < GM; i++) {
                 #pragma optionNV(unroll all)
@@ -197,7 +254,9 @@ void main()
                     }
                 }
             }
+#endif
         }
+#endif
 #if DB
         if (more) {
             STORE_SHARED(buf ^ 1)

@@ -67,6 +67,12 @@ func main() {
 		if !ok {
 			mode, spec = "nat", arg
 		}
+		// at+PF+MIDLOAD: extra #defines for the prototype
+		flags := strings.Split(mode, "+")
+		mode, defs := flags[0], ""
+		for _, f := range flags[1:] {
+			defs += "#define " + f + " 1\n"
+		}
 		cfg, err := shaders.ParseFastConfig(spec)
 		if err != nil {
 			fmt.Println(err)
@@ -81,7 +87,7 @@ func main() {
 		switch mode {
 		case "at": // A transposed in global memory
 			i := strings.Index(src, "#line 1\n")
-			src, abuf = src[:i]+"#define AG 1\n#line 1\n"+fastat, bat
+			src, abuf = src[:i]+defs+"#define AG 1\n#line 1\n"+fastat, bat
 		case "tr": // A natural, transposed on its way into shared memory
 			i := strings.Index(src, "#line 1\n")
 			src = src[:i] + "#define AG 0\n#line 1\n" + fastat
@@ -130,7 +136,7 @@ func main() {
 			maxErr = max(maxErr, abs(s-float64(out[i*n+j])))
 		}
 		fl := 2 * float64(n) * float64(n) * float64(n)
-		fmt.Printf("%-4s %-22s %.3f ms %.2f TFLOPS (best %.2f) maxerr %.2g %v\n", mode, spec, ts[2]*1e3, fl/ts[2]/1e12, fl/ts[0]/1e12, maxErr, glw.CheckError("probe"))
+		fmt.Printf("%-16s %-22s %.3f ms %.2f TFLOPS (best %.2f) maxerr %.2g %v\n", strings.Join(flags, "+"), spec, ts[2]*1e3, fl/ts[2]/1e12, fl/ts[0]/1e12, maxErr, glw.CheckError("probe"))
 		p.Release()
 	}
 }
