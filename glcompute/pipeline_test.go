@@ -113,7 +113,7 @@ func TestSteadyWarmup(t *testing.T) {
 
 // TestMinWarmupAfterIdle: MinWarmup is skipped within RampIdle of the
 // device's creation or its last product, and applied after it was idle
-// longer.
+// longer, or always with AlwaysMinWarmup.
 func TestMinWarmupAfterIdle(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -133,9 +133,14 @@ func TestMinWarmupAfterIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if busy.WarmupTime >= minW || idle.WarmupTime < minW {
-		t.Errorf("warm-up %v right after a product and %v after %v idle; want under and over MinWarmup %v",
-			busy.WarmupTime, idle.WarmupTime, RampIdle+100*time.Millisecond, minW)
+	o.AlwaysMinWarmup = true
+	always, err := d.Mul(c, a, b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if busy.WarmupTime >= minW || idle.WarmupTime < minW || always.WarmupTime < minW {
+		t.Errorf("warm-up %v right after a product, %v after %v idle, %v right after one with AlwaysMinWarmup; want under, over and over MinWarmup %v",
+			busy.WarmupTime, idle.WarmupTime, RampIdle+100*time.Millisecond, always.WarmupTime, minW)
 	}
 	if r := validate.CheckFull(a, b, c); !r.OK {
 		t.Error(r.Err())
