@@ -528,16 +528,18 @@ func (h *hostProduct) offA4(r0 int) int {
 }
 
 // transposeA writes rows [r0, r0+rows) of A as columns of bufT (the last
-// rows also the zero columns up to ldt), between storage barriers: the
-// one before keeps it from overwriting what an earlier product's kernel
-// still reads, the one after makes it visible to the kernel. It leaves
-// its own program and bindings: the kernel's are made again after it.
+// rows also the zero columns up to ldt), then the storage barrier that
+// makes them visible to the kernel. No barrier before it: no dispatch
+// still queued reads what it writes (bands write disjoint columns, and the
+// runs of a product and products follow a glFinish or a readback); one
+// there cost the pipelined 4096³ 0.5-1.3 ms of its overlap on the H100.
+// It leaves its own program and bindings: the kernel's are made again
+// after it.
 func (h *hostProduct) transposeA(r0, rows int) {
 	cols := rows
 	if r0+rows == h.m {
 		cols = h.ldt - r0
 	}
-	glw.BarrierStorage()
 	h.tr.prog.Use()
 	h.d.bindStorage(h.tr, 0, h.bufA, 0, 0)
 	h.bufT.BindStorage(2)

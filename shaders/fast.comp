@@ -112,7 +112,7 @@ shared vec4 Bs[NBUF * B_SIZE];
         uint idx = tid + uint(i * THREADS);                                      \
         uint r = idx / uint(BM / 4), c4 = idx % uint(BM / 4);                    \
         ra[i] = vec4(0.0);                                                       \
-        if ((A_VEC4 % THREADS == 0 || idx < uint(A_VEC4)) && (kt) + r < kEnd && row0 + c4 * 4u < lda) \
+        if ((A_VEC4 % THREADS == 0 || idx < uint(A_VEC4)) && (kt) + r < kEnd && row0 + c4 * 4u < M) \
             ra[i] = A[offA4 + ((kt) + r) * lda4 + row0 / 4u + c4];               \
     }
 #define STORE_A(buf)                                                             \
