@@ -498,15 +498,21 @@ func (d *Device) releaseContext() {
 // the calling thread. f may change any GL state: what resident calls
 // remember of their bindings (d.bound) is forgotten.
 func (d *Device) call(f func()) {
-	d.callKeeping(func() {
+	d.enter(true, func() {
 		d.bound = boundState{}
 		f()
 	})
 }
 
 // callKeeping is call for an f that changes no GL state but what resident
-// calls record in d.bound (a resident product, a fence).
-func (d *Device) callKeeping(f func()) {
+// calls record in d.bound (a resident product, a fence) and binds no
+// buffer to the copy targets: a borrowed call then saves and restores
+// those two bindings less.
+func (d *Device) callKeeping(f func()) { d.enter(false, f) }
+
+// enter runs f as call does; copies says whether f may bind buffers to
+// the copy targets, which a borrowed call then saves and restores too.
+func (d *Device) enter(copies bool, f func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.released {
@@ -515,7 +521,12 @@ func (d *Device) callKeeping(f func()) {
 	if d.borrowed {
 		d.checkHostContext()
 		if !d.scoped {
-			s := glw.SaveState(stateBindings)
+			var s glw.State
+			if copies {
+				s = glw.SaveState(stateBindings)
+			} else {
+				s = glw.SaveStorageState(stateBindings)
+			}
 			d.saved = &s
 			defer func() { d.saved = nil; s.Restore() }()
 		}

@@ -133,6 +133,7 @@ func TestMulBatchedEverySize(t *testing.T) {
 // engineState is what a host has bound; borrowed calls must leave it as is.
 type engineState struct {
 	program, vao, arrayBuffer, ssbo int32
+	copyRead, copyWrite             int32
 	indexed                         [4][3]int64
 	activeTexture                   int32
 	texBuffers                      [3]int32 // buffer textures at units 0–2
@@ -144,6 +145,8 @@ func readEngineState() engineState {
 	gl.GetIntegerv(gl.VERTEX_ARRAY_BINDING, &s.vao)
 	gl.GetIntegerv(gl.ARRAY_BUFFER_BINDING, &s.arrayBuffer)
 	gl.GetIntegerv(gl.SHADER_STORAGE_BUFFER_BINDING, &s.ssbo)
+	gl.GetIntegerv(gl.COPY_READ_BUFFER_BINDING, &s.copyRead)
+	gl.GetIntegerv(gl.COPY_WRITE_BUFFER_BINDING, &s.copyWrite)
 	for i := range s.indexed {
 		var b int32
 		gl.GetIntegeri_v(gl.SHADER_STORAGE_BUFFER_BINDING, uint32(i), &b)
@@ -162,7 +165,8 @@ func readEngineState() engineState {
 
 // setUpEngine binds what a game engine would have bound mid-frame: its own
 // program, a VAO and an array buffer, SSBO ranges at 0–3 and a generic one,
-// buffer textures at units 0–2 and unit 2 active.
+// buffers at both copy targets, buffer textures at units 0–2 and unit 2
+// active.
 // It returns the engine's particle buffer (256 floats).
 func setUpEngine(t *testing.T) uint32 {
 	t.Helper()
@@ -193,6 +197,8 @@ func setUpEngine(t *testing.T) uint32 {
 		gl.BindBufferRange(gl.SHADER_STORAGE_BUFFER, uint32(i), bufs[i], 64*i, 256)
 	}
 	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, bufs[3])
+	gl.BindBuffer(gl.COPY_READ_BUFFER, bufs[1])
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, bufs[2])
 	var texs [3]uint32
 	gl.GenTextures(3, &texs[0])
 	for i, tex := range texs {
