@@ -127,7 +127,8 @@ type Info struct {
 	// NaturalKernel, set where DefaultKernel reads A transposed
 	// (shaders.Kernel.TransposeA), replaces it where A is read as it is:
 	// resident products, products in panels or without room for the
-	// transpose, and short K (tuning.UseTransposedA).
+	// transpose, and products narrower than tuning.TransposedAMinN
+	// columns (tuning.UseTransposedA).
 	NaturalKernel string `json:"natural_kernel,omitempty"`
 	// ClassKernels are the configurations glmul tune chose for the shape
 	// classes other than square (tuning.LongK, tuning.ThinK), by class

@@ -291,6 +291,8 @@ func (d *Device) natural(spec string) string {
 // else the default, or Info.SmallGridKernel where tuning.UseSmallGrid says
 // the default's large tiles fit the product badly; a default that reads A
 // transposed reads it as it is where B is narrow (tuning.UseTransposedA).
+// A class's tuned configuration is kept as it is, _at or not: tune
+// measured it, transpose included, on products of that class.
 func (d *Device) kernelFor(m, kDim, n int) string {
 	if spec, ok := d.info.ClassKernels[string(tuning.Classify(m, kDim, n))]; ok {
 		return spec
@@ -318,7 +320,7 @@ func (d *Device) chooseKernels() {
 	cache, path, cacheErr := d.tuningCache()
 	i.DefaultKernel, i.DefaultKernelSource = d.chooseDefaultKernel(cache, path, cacheErr)
 	if k, err := shaders.Lookup(i.DefaultKernel); err == nil && k.TransposeA {
-		i.NaturalKernel = tuning.NaturalFor(i.DefaultKernel)
+		i.NaturalKernel = tuning.NaturalFor(d.tuningDriver())
 		if nk, err := shaders.Lookup(i.NaturalKernel); err != nil || d.fits(nk) != nil {
 			i.NaturalKernel = shaders.Natural(i.DefaultKernel)
 		}

@@ -43,7 +43,8 @@ type MulOptions struct {
 	// its creation, unless AlwaysMinWarmup. Zero value: only the Warmup
 	// runs.
 	MinWarmup time.Duration
-	// AlwaysMinWarmup applies MinWarmup whenever the device was idle: a
+	// AlwaysMinWarmup applies MinWarmup however briefly the device was
+	// idle: a
 	// stream of short products with CPU work between them (a benchmark
 	// over kernels and shapes, compiling each kernel on first use) can
 	// leave an H100's clock at 570-645 MHz of its 1980 for seconds, no
@@ -225,7 +226,7 @@ func formatBytes(b float64) string {
 // row padding is zeroed). Safe from any goroutine.
 //
 // The GPU buffers of A, B and C are kept for the next Mul, which reuses
-// them where they are large enough (see poolBuffers). They are freed by
+// them where they are large enough (see keepBuffers). They are freed by
 // Release, by a product in panels or under MaxGPUMemory, or when an
 // allocation fails.
 //
@@ -904,11 +905,11 @@ func (h *hostProduct) readBack(c blas32.General, t *Timings) error {
 	return h.d.checkError("reading C back")
 }
 
-// release returns A, B and C's buffers to the device's pool and deletes
-// the workspace.
+// release returns A, B and C's buffers (and A's transpose) to the
+// device's pool and deletes the workspace.
 func (h *hostProduct) release() {
-	for _, b := range h.held {
-		h.d.keepBuffer(b)
+	if len(h.held) > 0 { // a product that failed before allocating keeps the pool as it was
+		h.d.keepBuffers(h.held)
 	}
 	h.held, h.bufA, h.bufB, h.bufC, h.bufT = nil, 0, 0, 0, 0
 	h.work.Release()

@@ -360,23 +360,27 @@ func TestEdges(t *testing.T) {
 // the same configuration runs with A as it is.
 func TestTransposedA(t *testing.T) {
 	const spec = "fast:128x128x8_8x8_db_at"
-	shapes := append([]conformance.Shape{{M: 600, K: 20, N: 300}, {M: 700, K: 12, N: 300}, {M: 129, K: 33, N: 257}, {M: 3, K: 41, N: 5}}, conformance.Shapes...)
-	d := openDevice(t, BackendEGL)
-	for _, stages := range []bool{false, true} {
-		for _, splits := range []int{1, 3} {
-			for _, maxGroups := range []int{0, 1} {
-				t.Run(fmt.Sprintf("stages=%v/split=%d/max-groups=%d", stages, splits, maxGroups), func(t *testing.T) {
-					conformance.Run(t, shapes, func(c, a, b blas32.General) error {
-						tm, err := d.Mul(c, a, b, &MulOptions{Kernel: spec, SplitK: splits, MaxGroups: maxGroups, Stages: stages, Reps: 2})
-						if err == nil && tm.Kernel != spec {
-							t.Errorf("ran %q, want %q", tm.Kernel, spec)
-						}
-						return err
+	shapes := append([]conformance.Shape{{M: 600, K: 20, N: 300}, {M: 700, K: 12, N: 300}, {M: 601, K: 21, N: 130}, {M: 1023, K: 9, N: 68},
+		{M: 129, K: 33, N: 257}, {M: 3, K: 41, N: 5}}, conformance.Shapes...)
+	for _, backend := range []Backend{BackendEGL, BackendGLES} {
+		d := openDevice(t, backend)
+		for _, stages := range []bool{false, true} {
+			for _, splits := range []int{0, 1, 3} { // 0: automatic
+				for _, maxGroups := range []int{0, 1} {
+					t.Run(fmt.Sprintf("%s/stages=%v/split=%d/max-groups=%d", backend, stages, splits, maxGroups), func(t *testing.T) {
+						conformance.Run(t, shapes, func(c, a, b blas32.General) error {
+							tm, err := d.Mul(c, a, b, &MulOptions{Kernel: spec, SplitK: splits, MaxGroups: maxGroups, Stages: stages, Reps: 2})
+							if err == nil && tm.Kernel != spec {
+								t.Errorf("ran %q, want %q", tm.Kernel, spec)
+							}
+							return err
+						})
 					})
-				})
+				}
 			}
 		}
 	}
+	d := openDevice(t, BackendEGL)
 	t.Run("edges", func(t *testing.T) {
 		d := openDevice(t, BackendEGL)
 		d.info.SMCount, d.info.SmallGridKernel = 132, "fast:64x64x8_8x4_db"

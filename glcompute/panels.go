@@ -75,7 +75,7 @@ func (d *Device) planPanels(m, k, n int, o *MulOptions) (plan dispatch.PanelPlan
 		return a <= lim && b <= lim && c <= lim && extra <= lim && (o.MaxGPUMemory <= 0 || a+b+c+extra <= float64(o.MaxGPUMemory))
 	}
 	if kern.TransposeA { // A's transpose beside A, B and C; without room for it, A as it is
-		if fits(4 * float64(k) * ld(m)) {
+		if d.fits(shaders.Transpose()) == nil && fits(4*float64(k)*ld(m)) {
 			return plan, false, nil
 		}
 		o.Kernel = d.natural(o.Kernel)

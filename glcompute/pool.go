@@ -6,8 +6,9 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/glw"
 )
 
-// poolBuffers is how many device buffers the Device keeps after a host
-// product (Mul) for the next one: one product's A, B and C.
+// The Device keeps the device buffers of its last host product (Mul) for
+// the next one: A, B and C, and A's transpose for a kernel that reads A
+// transposed (keepBuffers).
 //
 // A product of the size of the last one (or smaller) then makes no new
 // GPU memory: `go test ./glcompute` on llvmpipe went from 56 s to 23-29 s
@@ -16,7 +17,6 @@ import (
 // (see glcompute.RampIdle and docs/PERFORMANCE.md). The cost: the buffers
 // of the last product stay allocated until the next product, a product
 // in panels, a failed allocation, or Release.
-const poolBuffers = 3
 
 // pooled is a device buffer kept for reuse.
 type pooled struct {
@@ -51,14 +51,18 @@ func (d *Device) takeBuffer(bytes int, immutable bool) (b pooled, ok bool) {
 	return b, ok
 }
 
-// keepBuffer returns b to the pool, deleting the oldest kept buffers
-// beyond poolBuffers. A zero buffer is ignored. On the device thread.
-func (d *Device) keepBuffer(b pooled) {
-	if b.buf == 0 {
-		return
+// keepBuffers returns a product's buffers to the pool, deleting the
+// oldest kept ones beyond that product's count: the pool holds one
+// product's buffers. Zero buffers are ignored. On the device thread.
+func (d *Device) keepBuffers(bs []pooled) {
+	n := 0
+	for _, b := range bs {
+		if b.buf != 0 {
+			d.pool = append(d.pool, b)
+			n++
+		}
 	}
-	d.pool = append(d.pool, b)
-	for len(d.pool) > poolBuffers {
+	for len(d.pool) > n {
 		d.pool[0].buf.Release()
 		d.pool = d.pool[1:]
 	}

@@ -51,6 +51,19 @@ func TestBufferReuse(t *testing.T) {
 	if len(held()) != 3 || sameSet(first, held()) {
 		t.Errorf("after a larger product the pool holds %v (before: %v)", held(), first)
 	}
+	// A kernel that reads A transposed holds a fourth buffer; the same
+	// product again reuses all four.
+	at := &MulOptions{Kernel: "fast:128x128x8_8x8_db_at"}
+	mul(300, 300, 300, at)
+	four := held()
+	mul(300, 300, 300, at)
+	if len(four) != 4 || !sameSet(four, held()) {
+		t.Errorf("a transposed-A product kept %v, then %v; want the same 4", four, held())
+	}
+	mul(37, 53, 29, nil) // three of them reused, the pool back to three
+	if n := len(held()); n != 3 {
+		t.Errorf("after a product of 3 buffers the pool holds %d", n)
+	}
 	mul(1000, 16, 16, &MulOptions{Kernel: "fast:64x64x8_8x4", MaxBinding: 16 << 10}) // in panels
 	if n := len(held()); n != 0 {
 		t.Errorf("a product in panels left %d pooled buffers", n)
@@ -134,18 +147,22 @@ func TestTransposedADefault(t *testing.T) {
 	if got := d.natural("fast:256x128x16_16x8_db_at"); got != "fast:256x128x16_16x8_db" {
 		t.Errorf("natural of a spec not the default: %s", got)
 	}
+	// Wide enough that kernelFor keeps the _at default: mulFast must drop it.
 	rng := rand.New(rand.NewPCG(9, 9))
-	a, b := cpu.Random(130, 4100, rng), cpu.Random(4100, 72, rng) // rows of multiples of 4: the fast kernel
-	ma, _ := d.NewMatrix(130, 4100)
-	mb, _ := d.NewMatrix(4100, 72)
-	mc, err := d.NewMatrix(130, 72)
+	a, b := cpu.Random(8, 12, rng), cpu.Random(12, 2048, rng) // rows of multiples of 4: the fast kernel
+	if got := d.KernelFor(8, 12, 2048); got != at {
+		t.Fatalf("8×12×2048 runs %s, want %s", got, at)
+	}
+	ma, _ := d.NewMatrix(8, 12)
+	mb, _ := d.NewMatrix(12, 2048)
+	mc, err := d.NewMatrix(8, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := errors.Join(ma.Upload(a), mb.Upload(b), mc.Mul(ma, mb)); err != nil {
 		t.Fatal(err)
 	}
-	c := cpu.New(130, 72)
+	c := cpu.New(8, 2048)
 	if err := mc.Download(c); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,8 @@
 //   THREADS (BM/TM)·(BN/TN) as a literal: GLSL 4.30 takes only literals in
 //           layout(local_size_x = ...)
 //   AT      1: A arrives transposed (its K rows of lda floats, lda ≥ M a
-//           multiple of 4, columns past M zero), written by transpose.comp
+//           multiple of 4; the columns past M of the last vec4 are read
+//           into rows of C never written), written by transpose.comp
 //           before the product; 0: A in its natural layout
 //   WX      how many of a warp's 32 invocations lie along a row of C (the
 //           warp tile is WX·TN columns by (32/WX)·TM rows, strided), a

@@ -43,7 +43,8 @@ type Kernel struct {
 	// storage bindings 0 and 1 would be, instead of through those bindings.
 	Textures bool
 	// TransposeA kernels read A transposed: K rows of Ld(M) floats (M
-	// rounded up to Align, the columns past M zero), which the caller
+	// rounded up to Align; the padding columns are read but used only
+	// for rows past M), which the caller
 	// writes with Transpose before the product; lda is that row stride
 	// and offA4 the first column's offset. Products that cannot give them
 	// that run the configuration without it (Natural).

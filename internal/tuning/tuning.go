@@ -302,11 +302,12 @@ func AutoSplitK(groups, k, wave, slots int) int {
 // 4096×1024×4096.
 const TransposedAMinN = 2048
 
-// NaturalFor returns the built-in configuration that stands in for the
-// built-in default spec, which reads A transposed, where A is read as it
-// is; "" for any other spec (the caller drops its _at).
-func NaturalFor(spec string) string {
-	if spec == NVIDIADefault {
+// NaturalFor returns the built-in configuration that stands in for a
+// default that reads A transposed (the built-in one or a tuned one) where
+// A is read as it is, measured for the vendor; "" where none was (the
+// caller drops the default's _at).
+func NaturalFor(d Driver) string {
+	if strings.Contains(d.Vendor, "NVIDIA") {
 		return NVIDIANatural
 	}
 	return ""

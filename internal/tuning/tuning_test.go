@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -244,5 +245,20 @@ func TestClasses(t *testing.T) {
 	}
 	if _, ok := c.LookupClass(d, ThinK); ok {
 		t.Error("thin-k was never tuned")
+	}
+}
+
+// TestNaturalFor: NVIDIA's stand-in for its transposed-A default is a
+// configuration that reads A as it is; other vendors have none.
+func TestNaturalFor(t *testing.T) {
+	nv := Driver{Vendor: "NVIDIA Corporation", Renderer: "NVIDIA H100 80GB HBM3/PCIe/SSE2"}
+	if got := NaturalFor(nv); got != NVIDIANatural || strings.HasSuffix(got, "_at") || !strings.HasSuffix(NVIDIADefault, "_at") {
+		t.Errorf("NaturalFor(NVIDIA) = %q; default %q", got, NVIDIADefault)
+	}
+	if got := NaturalFor(Driver{Vendor: "Mesa", Renderer: "llvmpipe (LLVM 15.0.6, 256 bits)"}); got != "" {
+		t.Errorf("NaturalFor(llvmpipe) = %q, want none", got)
+	}
+	if UseTransposedA(TransposedAMinN-1) || !UseTransposedA(TransposedAMinN) {
+		t.Errorf("UseTransposedA does not switch at TransposedAMinN = %d", TransposedAMinN)
 	}
 }
