@@ -76,12 +76,13 @@ shared vec4 Bs[NBUF * B_SIZE];
     for (int i = 0; i < A_LOADS; i++) {                                          \
         uint idx = tid + uint(i * THREADS);                                      \
         uint c4 = BLK_C4(idx), m4 = BLK_M4(idx);                                 \
-                for (int r = 0; r < 4; r++) {                                            \
-            uint row = row0 + m4 * 4u + uint(r);                                 \
-            ra[i * 4 + r] = vec4(0.0);                                           \
-            if ((A_BLK % THREADS == 0 || idx < uint(A_BLK)) && row < M && (kt) + c4 * 4u < kEndA) \
-                ra[i * 4 + r] = A[offA4 + row * lda4 + (kt) / 4u + c4];         \
-        }                                                                        \
+        bool ok = (A_BLK % THREADS == 0 || idx < uint(A_BLK)) && (kt) + c4 * 4u < kEndA; \
+        uint rr = row0 + m4 * 4u;                                                \
+        uint base = offA4 + rr * lda4 + (kt) / 4u + c4;                          \
+        ra[i * 4] = ok && rr < M ? A[base] : vec4(0.0);                          \
+        ra[i * 4 + 1] = ok && rr + 1u < M ? A[base + lda4] : vec4(0.0);          \
+        ra[i * 4 + 2] = ok && rr + 2u < M ? A[base + 2u * lda4] : vec4(0.0);     \
+        ra[i * 4 + 3] = ok && rr + 3u < M ? A[base + 3u * lda4] : vec4(0.0);     \
     }
 #define STORE_A(buf)                                                             \
     for (int i = 0; i < A_LOADS; i++) {                                          \

@@ -97,6 +97,10 @@ func main() {
 			fmt.Println(arg, err)
 			continue
 		}
+		if dir := os.Getenv("DUMP"); dir != "" { // the driver's program binary (NVIDIA: its assembly as text)
+			_, bin := p.Binary()
+			os.WriteFile(dir+"/"+strings.Join(flags, "+")+"_"+spec+".bin", bin, 0o644)
+		}
 		p.Use()
 		for _, u := range []string{"M", "K", "N", "lda", "ldb", "ldc", "ksplit"} {
 			glw.SetUint(p.Uniform(u), uint32(n))
