@@ -70,8 +70,17 @@ shared vec4 Bs[NBUF * B_SIZE];
             As[uint((buf) * A_SIZE) + idx] = ra[i];                              \
     }
 #else
+#ifdef CF
+// k-groups fastest: a warp's load covers 32/BK4 row groups, each row's BK
+// floats contiguous; no swizzle (the stores' bank conflicts are once a step)
+#define BLK_C4(idx) ((idx) % uint(BK4))
+#define BLK_M4(idx) ((idx) / uint(BK4))
+#define SWZ(c4) 0u
+#else
 #define BLK_C4(idx) ((idx) % 2u + 2u * (((idx) / 8u) % uint(BK4 / 2)))
 #define BLK_M4(idx) (((idx) % 8u) / 2u + 4u * ((idx) / uint(4 * BK4)))
+#define SWZ(c4) (((c4) & 1u) * 4u)
+#endif
 #define LOAD_A(kt)                                                               \
     for (int i = 0; i < A_LOADS; i++) {                                          \
         uint idx = tid + uint(i * THREADS);                                      \
@@ -89,7 +98,7 @@ shared vec4 Bs[NBUF * B_SIZE];
         uint idx = tid + uint(i * THREADS);                                      \
         uint c4 = BLK_C4(idx), m4 = BLK_M4(idx);                                 \
         if (A_BLK % THREADS == 0 || idx < uint(A_BLK)) {                         \
-            uint base = uint((buf) * A_SIZE) + c4 * uint(4 * ASTR) + (m4 ^ ((c4 & 1u) * 4u)); \
+            uint base = uint((buf) * A_SIZE) + c4 * uint(4 * ASTR) + (m4 ^ SWZ(c4)); \
             As[base] = vec4(ra[i * 4].x, ra[i * 4 + 1].x, ra[i * 4 + 2].x, ra[i * 4 + 3].x); \
             As[base + uint(ASTR)] = vec4(ra[i * 4].y, ra[i * 4 + 1].y, ra[i * 4 + 2].y, ra[i * 4 + 3].y); \
             As[base + uint(2 * ASTR)] = vec4(ra[i * 4].z, ra[i * 4 + 1].z, ra[i * 4 + 2].z, ra[i * 4 + 3].z); \
@@ -171,7 +180,7 @@ void main()
 #endif
         uint aOff = uint(buf * A_SIZE) + ty;
 #if !AG
-        uint aOffX = uint(buf * A_SIZE) + (ty ^ 4u); // k-groups c4 odd: rows swizzled
+        uint aOffX = uint(buf * A_SIZE) + (ty ^ SWZ(1u)); // k-groups c4 odd: rows swizzled
 #endif
         uint bOff = uint(buf * B_SIZE) + tx;
 #ifdef PF

@@ -90,7 +90,7 @@ func main() {
 			src, abuf = src[:i]+defs+"#define AG 1\n#line 1\n"+fastat, bat
 		case "tr": // A natural, transposed on its way into shared memory
 			i := strings.Index(src, "#line 1\n")
-			src = src[:i] + "#define AG 0\n#line 1\n" + fastat
+			src = src[:i] + defs + "#define AG 0\n#line 1\n" + fastat
 		}
 		p, err := glw.NewComputeProgram(mode+".comp", src)
 		if err != nil {
