@@ -17,8 +17,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/glmul/glmul/glcompute/internal/egl"
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/probe"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -28,17 +28,7 @@ var fastat string
 func init() { runtime.LockOSThread() }
 
 func main() {
-	c, err := egl.NewContext(0, 4, 3)
-	if err == nil {
-		err = c.MakeCurrent()
-	}
-	if err == nil {
-		err = glw.Init(egl.GetProcAddress)
-	}
-	if err != nil {
-		fmt.Println(err)
-		os.Exit(1)
-	}
+	probe.Context()
 	fmt.Println(glw.Renderer(), glw.Version())
 	n, _ := strconv.Atoi(os.Args[1])
 	reps, _ := strconv.Atoi(os.Getenv("REPS"))
@@ -73,12 +63,7 @@ func main() {
 		for _, f := range flags[1:] {
 			defs += "#define " + f + " 1\n"
 		}
-		cfg, err := shaders.ParseFastConfig(spec)
-		if err != nil {
-			fmt.Println(err)
-			continue
-		}
-		k, err := shaders.Fast(cfg)
+		k, err := shaders.Lookup("fast:" + spec)
 		if err != nil {
 			fmt.Println(err)
 			continue
@@ -101,17 +86,11 @@ func main() {
 			_, bin := p.Binary()
 			os.WriteFile(dir+"/"+strings.Join(flags, "+")+"_"+spec+".bin", bin, 0o644)
 		}
-		p.Use()
-		for _, u := range []string{"M", "K", "N", "lda", "ldb", "ldc", "ksplit"} {
-			glw.SetUint(p.Uniform(u), uint32(n))
-		}
-		for _, u := range []string{"x0", "y0", "offA4", "offB4", "offC4"} {
-			glw.SetUint(p.Uniform(u), 0)
-		}
+		probe.SetSquare(p, n)
 		abuf.BindStorage(0)
 		bb.BindStorage(1)
 		bc.BindStorage(2)
-		gx, gy := (n+cfg.BN-1)/cfg.BN, (n+cfg.BM-1)/cfg.BM
+		gx, gy := (n+k.TileN-1)/k.TileN, (n+k.TileM-1)/k.TileM
 		run := func() time.Duration {
 			s := time.Now()
 			for i := 0; i < reps; i++ {

@@ -20,8 +20,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/glmul/glmul/glcompute/internal/egl"
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/probe"
 	"github.com/go-gl/gl/v4.3-core/gl"
 )
 
@@ -74,17 +74,7 @@ func main() {
 	gn, _ := strconv.Atoi(os.Args[5])
 	tex, _ := strconv.Atoi(os.Args[6])
 	adj, _ := strconv.Atoi(os.Args[7])
-	c, err := egl.NewContext(0, 4, 3)
-	if err == nil {
-		err = c.MakeCurrent()
-	}
-	if err == nil {
-		err = glw.Init(egl.GetProcAddress)
-	}
-	if err != nil {
-		fmt.Println(err)
-		os.Exit(1)
-	}
+	probe.Context()
 	var tb, ta int32
 	gl.GetIntegerv(gl.MAX_TEXTURE_BUFFER_SIZE, &tb)
 	gl.GetIntegerv(gl.TEXTURE_BUFFER_OFFSET_ALIGNMENT, &ta)

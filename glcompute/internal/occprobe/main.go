@@ -19,8 +19,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/glmul/glmul/glcompute/internal/egl"
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/probe"
 	"github.com/glmul/glmul/shaders"
 	"github.com/go-gl/gl/v4.3-core/gl"
 )
@@ -28,17 +28,7 @@ import (
 func init() { runtime.LockOSThread() }
 
 func main() {
-	c, err := egl.NewContext(0, 4, 3)
-	if err == nil {
-		err = c.MakeCurrent()
-	}
-	if err == nil {
-		err = glw.Init(egl.GetProcAddress)
-	}
-	if err != nil {
-		fmt.Println(err)
-		os.Exit(1)
-	}
+	probe.Context()
 	fmt.Println(glw.Renderer(), glw.Version())
 	if os.Args[1] == "-ext" {
 		for _, name := range os.Args[2:] {
@@ -60,12 +50,7 @@ func main() {
 	bc, _ := glw.NewStorageBuffer(4*n*n, nil, glw.StaticRead)
 	bo, _ := glw.NewStorageBuffer(4*2*1024, nil, glw.StaticRead)
 	for _, spec := range os.Args[2:] {
-		cfg, err := shaders.ParseFastConfig(spec)
-		if err != nil {
-			fmt.Println(err)
-			continue
-		}
-		k, err := shaders.Fast(cfg)
+		k, err := shaders.Lookup("fast:" + spec)
 		if err != nil {
 			fmt.Println(err)
 			continue
@@ -84,15 +69,9 @@ func main() {
 			fmt.Println(spec, "instrumented:", err)
 			continue
 		}
-		gx, gy := (n+cfg.BN-1)/cfg.BN, (n+cfg.BM-1)/cfg.BM
+		gx, gy := (n+k.TileN-1)/k.TileN, (n+k.TileM-1)/k.TileM
 		setup := func(p glw.Program) {
-			p.Use()
-			for _, u := range []string{"M", "K", "N", "lda", "ldb", "ldc", "ksplit"} {
-				glw.SetUint(p.Uniform(u), uint32(n))
-			}
-			for _, u := range []string{"x0", "y0", "offA4", "offB4", "offC4"} {
-				glw.SetUint(p.Uniform(u), 0)
-			}
+			probe.SetSquare(p, n)
 			ba.BindStorage(0)
 			ba.BindStorage(1)
 			bc.BindStorage(2)
