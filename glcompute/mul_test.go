@@ -355,32 +355,44 @@ func TestEdges(t *testing.T) {
 
 // TestTransposedA runs a kernel that reads A transposed (_at: a transpose
 // pass before each product or band) once and pipelined in bands, split
-// along K, in chunks of one work group, beside edge strips computed from A
-// as it is; and checks that without room for the transpose, or in panels,
-// the same configuration runs with A as it is.
+// along K (automatically, 3 ways, not at all), in chunks of one work group,
+// on OpenGL ES, beside edge strips computed from A as it is; and checks
+// that without room for the transpose, or in panels, the same
+// configuration runs with A as it is. (Eight runs of the shapes, not every
+// combination: softpipe in CI takes about 9 s a run.)
 func TestTransposedA(t *testing.T) {
 	const spec = "fast:128x128x8_8x8_db_at"
 	shapes := append([]conformance.Shape{{M: 600, K: 20, N: 300}, {M: 700, K: 12, N: 300}, {M: 601, K: 21, N: 130}, {M: 1023, K: 9, N: 68},
 		{M: 129, K: 33, N: 257}, {M: 3, K: 41, N: 5}}, conformance.Shapes...)
-	for _, backend := range []Backend{BackendEGL, BackendGLES} {
-		d := openDevice(t, backend)
-		for _, stages := range []bool{false, true} {
-			for _, splits := range []int{0, 1, 3} { // 0: automatic
-				for _, maxGroups := range []int{0, 1} {
-					t.Run(fmt.Sprintf("%s/stages=%v/split=%d/max-groups=%d", backend, stages, splits, maxGroups), func(t *testing.T) {
-						conformance.Run(t, shapes, func(c, a, b blas32.General) error {
-							tm, err := d.Mul(c, a, b, &MulOptions{Kernel: spec, SplitK: splits, MaxGroups: maxGroups, Stages: stages, Reps: 2})
-							if err == nil && tm.Kernel != spec {
-								t.Errorf("ran %q, want %q", tm.Kernel, spec)
-							}
-							return err
-						})
-					})
-				}
-			}
+	type run struct {
+		backend           Backend
+		stages            bool
+		splits, maxGroups int // splits 0: automatic
+	}
+	runs := []run{{BackendGLES, false, 0, 0}, {BackendEGL, true, 1, 1}}
+	for _, stages := range []bool{false, true} {
+		for _, splits := range []int{0, 1, 3} {
+			runs = append(runs, run{BackendEGL, stages, splits, 0})
 		}
 	}
-	d := openDevice(t, BackendEGL)
+	devs := map[Backend]*Device{}
+	for _, r := range runs {
+		d := devs[r.backend]
+		if d == nil {
+			d = openDevice(t, r.backend)
+			devs[r.backend] = d
+		}
+		t.Run(fmt.Sprintf("%s/stages=%v/split=%d/max-groups=%d", r.backend, r.stages, r.splits, r.maxGroups), func(t *testing.T) {
+			conformance.Run(t, shapes, func(c, a, b blas32.General) error {
+				tm, err := d.Mul(c, a, b, &MulOptions{Kernel: spec, SplitK: r.splits, MaxGroups: r.maxGroups, Stages: r.stages, Reps: 2})
+				if err == nil && tm.Kernel != spec {
+					t.Errorf("ran %q, want %q", tm.Kernel, spec)
+				}
+				return err
+			})
+		})
+	}
+	d := devs[BackendEGL]
 	t.Run("edges", func(t *testing.T) {
 		d := openDevice(t, BackendEGL)
 		d.info.SMCount, d.info.SmallGridKernel = 132, "fast:64x64x8_8x4_db"
