@@ -44,13 +44,12 @@ type MulOptions struct {
 	// runs.
 	MinWarmup time.Duration
 	// AlwaysMinWarmup applies MinWarmup however briefly the device was
-	// idle: a
-	// stream of short products with CPU work between them (a benchmark
-	// over kernels and shapes, compiling each kernel on first use) can
-	// leave an H100's clock at 570-645 MHz of its 1980 for seconds, no
-	// idle gap of RampIdle among them (docs/PERFORMANCE.md, "Clocks in a
-	// stream of short products"). For measurements; a single product
-	// after Open needs no ramp.
+	// idle: a stream of short products with CPU work between them (a
+	// benchmark over kernels and shapes, compiling each kernel on first
+	// use) can leave an H100's clock at 570-645 MHz of its 1980 for
+	// seconds, no idle gap of RampIdle among them (docs/PERFORMANCE.md,
+	// "Clocks in a stream of short products"). For measurements; a single
+	// product after Open needs no ramp.
 	AlwaysMinWarmup bool
 	// SteadyWarmup, if positive, continues the warm-up after the Warmup
 	// runs (and MinWarmup) in batches of runs of at least 5 ms, until
