@@ -61,8 +61,9 @@
 //     storage block is the matrix (or a batch) itself.
 //   - Each call, or each Scope, saves and restores the state glmul
 //     touches: the current program, the generic shader storage binding,
-//     indexed bindings 0–2 (buffer, offset and size) and the copy-read
-//     and copy-write bindings; a kernel that reads through buffer
+//     indexed bindings 0–2 (buffer, offset and size) and, for calls that
+//     copy through them (uploads, downloads, host products), the
+//     copy-read and copy-write bindings; a kernel that reads through buffer
 //     textures (the cpu family, llvmpipe's default) also the active
 //     texture unit and the buffer textures of units 0 and 1. Other state
 //     (VAOs, array buffers, other textures, framebuffers) is never

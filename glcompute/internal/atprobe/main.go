@@ -84,7 +84,9 @@ func main() {
 		}
 		if dir := os.Getenv("DUMP"); dir != "" { // the driver's program binary (NVIDIA: its assembly as text)
 			_, bin := p.Binary()
-			os.WriteFile(dir+"/"+strings.Join(flags, "+")+"_"+spec+".bin", bin, 0o644)
+			if err := os.WriteFile(dir+"/"+strings.Join(flags, "+")+"_"+spec+".bin", bin, 0o644); err != nil {
+				fmt.Println(err)
+			}
 		}
 		probe.SetSquare(p, n)
 		abuf.BindStorage(0)
