@@ -139,6 +139,37 @@ shared vec4 Bs[NBUF * B_SIZE];
     }
 #endif
 
+// LOAD_WHOLE(kt) is LOAD_GLOBAL for a K step that lies wholly inside the
+// matrices: no bounds to check, so no branch around each load. It must stay
+// in a branch of its own (see the K loop): without one, NVIDIA's compiler
+// sinks the loads to the shared stores at the end of the step, where their
+// latency is no longer hidden (measured: 46.1 to 42.0 TFLOPS at 4096³).
+#if AT
+#define LOAD_WHOLE_A(kt)                                                         \
+    for (int i = 0; i < A_LOADS; i++) {                                          \
+        uint idx = tid + uint(i * THREADS);                                      \
+        uint r = idx / uint(BM / 4), c4 = idx % uint(BM / 4);                    \
+        if (A_VEC4 % THREADS == 0 || idx < uint(A_VEC4))                         \
+            ra[i] = A[offA4 + ((kt) + r) * lda4 + row0 / 4u + c4];               \
+    }
+#else
+#define LOAD_WHOLE_A(kt)                                                         \
+    for (int i = 0; i < A_LOADS; i++) {                                          \
+        uint idx = tid + uint(i * THREADS);                                      \
+        uint r = idx / uint(BK4), c = (idx % uint(BK4)) * 4u;                    \
+        if (A_VEC4 % THREADS == 0 || idx < uint(A_VEC4))                         \
+            ra[i] = A[offA4 + (row0 + r) * lda4 + ((kt) + c) / 4u];              \
+    }
+#endif
+#define LOAD_WHOLE(kt)                                                           \
+    LOAD_WHOLE_A(kt)                                                             \
+    for (int i = 0; i < B_LOADS; i++) {                                          \
+        uint idx = tid + uint(i * THREADS);                                      \
+        uint r = idx / uint(BN / 4), c4 = idx % uint(BN / 4);                    \
+        if (B_VEC4 % THREADS == 0 || idx < uint(B_VEC4))                         \
+            rb[i] = B[offB4 + ((kt) + r) * ldb4 + col0 / 4u + c4];               \
+    }
+
 #define LOAD_GLOBAL(kt)                                                          \
     LOAD_A(kt)                                                                   \
     for (int i = 0; i < B_LOADS; i++) {                                          \
@@ -177,6 +208,11 @@ void main()
     // The last split also reads A's zero padding up to lda; the others stop
     // at a multiple of BK, so their vec4s never straddle kEnd.
     uint kEndA = kEnd == K ? lda : kEnd;
+    // The block tile's rows lie inside A and its columns inside B (to ldb,
+    // the zero padding included): a K step inside [kBegin, kEnd) then reads
+    // nothing out of bounds (LOAD_WHOLE). The natural layout's vec4s of A
+    // stop at kEnd or, past it, in the zero padding up to lda.
+    bool whole = row0 + uint(BM) <= M && col0 + uint(BN) <= ldb;
 
     vec4 ra[A_LOADS];
     vec4 rb[B_LOADS];
@@ -200,11 +236,17 @@ void main()
     for (uint kt = kBegin; kt < kEnd; kt += uint(BK)) {
 #if DB
         bool more = kt + uint(BK) < kEnd;
-        if (more) {
+        if (more && whole && kt + uint(2 * BK) <= kEnd) {
+            LOAD_WHOLE(kt + uint(BK))
+        } else if (more) {
             LOAD_GLOBAL(kt + uint(BK))
         }
 #else
-        LOAD_GLOBAL(kt)
+        if (whole && kt + uint(BK) <= kEnd) {
+            LOAD_WHOLE(kt)
+        } else {
+            LOAD_GLOBAL(kt)
+        }
         STORE_SHARED(0)
         barrier();
 #endif

@@ -69,6 +69,9 @@ func main() {
 			continue
 		}
 		src, abuf := k.Source, ba
+		if k.TransposeA { // a production _at kernel: A transposed in global memory
+			abuf = bat
+		}
 		switch mode {
 		case "at": // A transposed in global memory
 			i := strings.Index(src, "#line 1\n")
@@ -76,6 +79,9 @@ func main() {
 		case "tr": // A natural, transposed on its way into shared memory
 			i := strings.Index(src, "#line 1\n")
 			src = src[:i] + defs + "#define AG 0\n#line 1\n" + fastat
+		default: // fast.comp itself, with the flags' #defines
+			i := strings.Index(src, "#line 1\n")
+			src = src[:i] + defs + src[i:]
 		}
 		p, err := glw.NewComputeProgram(mode+".comp", src)
 		if err != nil {
