@@ -126,9 +126,10 @@ type Info struct {
 	SmallGridKernel string `json:"small_grid_kernel,omitempty"`
 	// NaturalKernel, set where DefaultKernel reads A transposed
 	// (shaders.Kernel.TransposeA), replaces it where A is read as it is:
-	// resident products, products in panels or without room for the
-	// transpose, and products narrower than tuning.TransposedAMinN
-	// columns (tuning.UseTransposedA).
+	// products in panels or without room for the transpose (for a resident
+	// product: where the transpose kernel does not fit or its scratch
+	// buffer cannot be had), and products narrower than
+	// tuning.TransposedAMinN columns (tuning.UseTransposedA).
 	NaturalKernel string `json:"natural_kernel,omitempty"`
 	// ClassKernels are the configurations glmul tune chose for the shape
 	// classes other than square (tuning.LongK, tuning.ThinK), by class
@@ -175,6 +176,11 @@ type Device struct {
 	born     time.Time
 	lastWork atomic.Int64
 	pool     []pooled // device buffers kept for the next host product
+	// scratchT holds A transposed for resident products whose kernel reads
+	// it so (residentTranspose): scratchBytes of it, grown to the largest
+	// A seen and kept until Release.
+	scratchT     glw.Buffer
+	scratchBytes int64
 	// texs are the buffer textures of A and B for kernels that read
 	// through textures (created on first use), texBound says they view a
 	// buffer now, and texBlock is the most bytes one views (0: the driver
@@ -473,6 +479,10 @@ func (d *Device) releaseObjects() {
 	if d.stager != nil {
 		d.stager.release()
 		d.stager = nil
+	}
+	if d.scratchT != 0 {
+		d.scratchT.Release()
+		d.scratchT, d.scratchBytes = 0, 0
 	}
 	d.drainPool()
 	for i := range d.texs {

@@ -19,7 +19,12 @@ import (
 // Gemm only queues work: no readback, no glFinish; it returns at once.
 // With no transposes, α = 1, β = 0 and compact matrices whose rows are
 // multiples of 4 floats starting on 4-float boundaries, it runs the
-// device's fast kernel; otherwise the general gemm.comp. A memory barrier
+// device's fast kernel; otherwise the general gemm.comp. Where the fast
+// kernel reads A transposed (NVIDIA's default, for C of 2048 columns or
+// more), a pass before it writes A's transpose into a scratch buffer that
+// the Device keeps for later products, as large as the largest such A
+// (K×M floats), until Release; without room for it the product reads A as
+// it is (Info.NaturalKernel). A memory barrier
 // after the dispatches makes c visible to any later draw, compute pass or
 // buffer read (inside a Scope, to glmul's later products; the Scope's end
 // makes it visible to everything); use Device.Fence to learn when it is
@@ -132,11 +137,18 @@ func (d *Device) bindOperands(p *program, a, b, c *Matrix) (offA, offB, offC int
 }
 
 // mulFast runs c = a·b with the device's fast kernel on resident matrices:
-// kernelFor's choice (with A as it is: natural), or the generic
-// fast configuration where that reads through buffer textures and a or b
-// spans more than one views.
+// kernelFor's choice, reading A transposed where it does and the device
+// has room for the transpose (mulTransposed), else its stand-in that reads
+// A as it is (natural); or the generic fast configuration where that
+// reads through buffer textures and a or b spans more than one views.
 func (d *Device) mulFast(c, a, b *Matrix) error {
-	spec := d.natural(d.kernelFor(c.Rows, a.Cols, c.Cols))
+	spec := d.kernelFor(c.Rows, a.Cols, c.Cols)
+	if k, err := shaders.Lookup(spec); err == nil && k.TransposeA {
+		if ran, err := d.mulTransposed(spec, c, a, b); ran {
+			return err
+		}
+		spec = d.natural(spec)
+	}
 	if k, err := shaders.Lookup(spec); err == nil && k.Textures && max(d.extent(a.Offset, a.span()), d.extent(b.Offset, b.span())) > d.texBlock {
 		spec = tuning.GenericDefault
 	}
@@ -146,6 +158,97 @@ func (d *Device) mulFast(c, a, b *Matrix) error {
 				uniform{"ldb", b.Stride}, uniform{"ldc", c.Stride}, uniform{"offA4", offA / 4}, uniform{"offB4", offB / 4},
 				uniform{"offC4", offC / 4}, uniform{"ksplit", a.Cols}) // no split on the resident path
 		})
+}
+
+// mulTransposed runs c = a·b on resident matrices with spec, a kernel
+// that reads A transposed: transpose.comp writes A's transpose (k rows of
+// m floats, rounded up to vec4s) into d.scratchT, a storage barrier, then
+// the kernel reads it there. No barrier before the transpose: every
+// resident product ends with one, which also holds the transpose's writes
+// until the last product's reads of the scratch are done. ran is false,
+// and nothing ran, where the transpose kernel does not fit the device or
+// the scratch does not fit one binding or could not be had (kept from an
+// earlier product, or grown now); the caller then reads A as it is.
+func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err error) {
+	m, k, n := c.Rows, a.Cols, c.Cols
+	tk := shaders.Transpose()
+	ldt := roundUp(m, tk.Align)
+	bytes := 4 * int64(k) * int64(ldt)
+	if d.fits(tk) != nil || d.checkBlock("A's transpose", bytes) != nil {
+		return false, nil
+	}
+	grow := false
+	run := func() {
+		if d.scratchBytes < bytes {
+			grow = true
+			return
+		}
+		var p, tr *program
+		var plan dispatch.Plan
+		if p, err = d.program(spec); err == nil {
+			if tr, err = d.programOf(tk); err == nil {
+				plan, err = p.plan(m, n, DefaultMaxGroups)
+			}
+		}
+		if err != nil {
+			d.bound = boundState{}
+			return
+		}
+		scratch := boundRange{d.scratchT, 0, bytes}
+		d.clearErrors()
+		if !d.bound.valid || d.bound.prog != tr.prog {
+			tr.prog.Use()
+		}
+		offA := d.bind(tr, 0, a, a.Offset, a.span())
+		d.bindScratch(tr, 2, scratch)
+		tr.setUints(uniform{"rows", m}, uniform{"cols", ldt}, uniform{"K", k}, uniform{"lda", a.Stride},
+			uniform{"ldt", ldt}, uniform{"offA", offA}, uniform{"offT", 0})
+		if _, err = tr.dispatchTiles(k, ldt, DefaultMaxGroups); err != nil {
+			d.bound = boundState{}
+			return
+		}
+		glw.BarrierStorage()
+		p.prog.Use()
+		d.bindScratch(p, 0, scratch)
+		offB, offC := d.bind(p, 1, b, b.Offset, b.span()), d.bind(p, 2, c, c.Offset, c.span())
+		p.setUints(uniform{"M", m}, uniform{"K", k}, uniform{"N", n}, uniform{"lda", ldt},
+			uniform{"ldb", b.Stride}, uniform{"ldc", c.Stride}, uniform{"offA4", 0}, uniform{"offB4", offB / 4},
+			uniform{"offC4", offC / 4}, uniform{"ksplit", k}) // no split on the resident path
+		err = d.dispatchPlan(p, plan)
+		d.bound.valid = d.scoped && err == nil
+		d.bound.prog = p.prog
+	}
+	d.callKeeping(run)
+	if !grow {
+		return true, err
+	}
+	// Growing binds a copy target (newBuffer): a call of its own.
+	var gerr error
+	d.call(func() {
+		if d.scratchT != 0 {
+			d.scratchT.Release()
+			d.scratchT, d.scratchBytes = 0, 0
+		}
+		if d.scratchT, gerr = d.newBuffer(int(bytes), nil, glw.StaticDraw, "creating a buffer for A's transpose"); gerr == nil {
+			d.scratchBytes = bytes
+		}
+	})
+	if gerr != nil {
+		return false, nil // out of memory: A as it is needs no scratch
+	}
+	grow = false
+	d.callKeeping(run)
+	return true, err
+}
+
+// bindScratch binds r, a range of one of glmul's own buffers, to storage
+// binding index for p unless a Scope's last resident call left it bound
+// there (as bind does for matrices).
+func (d *Device) bindScratch(p *program, index uint32, r boundRange) {
+	if !d.bound.valid || d.bound.ranges[index] != r {
+		d.bindStorage(p, index, r.buf, r.start, r.size)
+	}
+	d.bound.ranges[index] = r
 }
 
 // dispatchPlan runs the chunks of plan with program p (in use, its

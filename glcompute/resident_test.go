@@ -16,6 +16,7 @@ import (
 
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute/internal/glfwctx"
+	"github.com/glmul/glmul/shaders"
 )
 
 // gemmRef returns α·op(A)·op(B) + β·C0 in float64 and the error bound of a
@@ -466,4 +467,101 @@ func TestResidentAndHostPathsShareProgram(t *testing.T) {
 		}
 		check("host", host)
 	}
+}
+
+// TestResidentTransposedA: with a default that reads A transposed, resident
+// products wide enough to keep it transpose A into the device's scratch
+// buffer first (grown to the largest A, reused), alone, back to back with
+// different A's and with natural products between them, in and out of a
+// Scope; where the transpose kernel does not fit, they read A as it is.
+func TestResidentTransposedA(t *testing.T) {
+	const at, natural = "fast:128x128x8_8x8_db_at", "fast:64x64x8_4x4"
+	rng := rand.New(rand.NewPCG(61, 62))
+	setDefaults := func(d *Device) {
+		d.info.DefaultKernel, d.info.NaturalKernel, d.info.SmallGridKernel, d.info.ClassKernels = at, natural, "", nil
+	}
+	// m rows of A not a multiple of 4 or of the tile, k not of BK; n ≥
+	// tuning.TransposedAMinN keeps _at; n = 64 reads A as it is.
+	shapes := [][3]int{{130, 36, 2048}, {8, 12, 2048}, {3, 20, 2048}, {70, 28, 64}, {129, 44, 2048}}
+	type product struct {
+		a, b       blas32.General
+		ga, gb, gc *Matrix
+	}
+	var ps []product
+	d := openDevice(t, BackendEGL)
+	setDefaults(d)
+	for i, s := range shapes {
+		a, b := paddedRandom(s[0], s[1], 0, rng), paddedRandom(s[1], s[2], 0, rng)
+		// A at an element offset in its buffer (a multiple of 4: the fast layout).
+		ps = append(ps, product{a, b, resident(t, d, a, 4*i), resident(t, d, b, 8), resident(t, d, paddedRandom(s[0], s[2], 0, rng), 0)})
+	}
+	check := func(what string) {
+		t.Helper()
+		for _, p := range ps {
+			m, n := p.a.Rows, p.b.Cols
+			got := cpu.New(m, n)
+			if err := p.gc.Download(got); err != nil {
+				t.Fatal(err)
+			}
+			ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, p.a, p.b, 0, blas32.General{Rows: m, Cols: n, Stride: n})
+			for i := range ref {
+				if e := math.Abs(float64(got.Data[i]) - ref[i]); !(e <= bound[i]) && e != 0 {
+					t.Fatalf("%s: %d×%d×%d: C[%d] = %v, want %v", what, m, p.a.Cols, n, i, got.Data[i], ref[i])
+				}
+			}
+		}
+	}
+	mulAll := func() error {
+		var errs []error
+		for _, p := range ps {
+			errs = append(errs, p.gc.Mul(p.ga, p.gb))
+		}
+		return errors.Join(errs...)
+	}
+	poison := func() {
+		for _, p := range ps {
+			p.gc.Upload(paddedRandom(p.gc.Rows, p.gc.Cols, 0, rng))
+		}
+	}
+	if err := mulAll(); err != nil {
+		t.Fatal(err)
+	}
+	check("one after another")
+	poison()
+	if err := d.Scope(func() error { return errors.Join(mulAll(), mulAll()) }); err != nil {
+		t.Fatal(err)
+	}
+	check("in a Scope, twice")
+	d.call(func() {
+		if _, ok := d.programs[at]; !ok {
+			t.Errorf("no resident product ran %s", at)
+		}
+		if _, ok := d.programs[natural]; !ok {
+			t.Errorf("the narrow product did not run %s", natural)
+		}
+		// The largest A's transpose: 44 rows of 132 floats.
+		if want := int64(4 * 44 * 132); d.scratchBytes != want || d.scratchT == 0 {
+			t.Errorf("scratch of %d bytes, want %d", d.scratchBytes, want)
+		}
+	})
+
+	// A device whose shared memory holds the kernel but not the transpose.
+	d2 := openDevice(t, BackendEGL)
+	setDefaults(d2)
+	k, _ := shaders.Lookup(at)
+	if tk := shaders.Transpose(); tk.SharedBytes <= k.SharedBytes {
+		t.Fatalf("the transpose (%d bytes of shared memory) fits wherever %s (%d) does", tk.SharedBytes, at, k.SharedBytes)
+	}
+	d2.info.MaxSharedMemory = k.SharedBytes
+	a, b := paddedRandom(40, 16, 0, rng), paddedRandom(16, 2048, 0, rng)
+	ps = []product{{a, b, resident(t, d2, a, 0), resident(t, d2, b, 0), resident(t, d2, cpu.New(40, 2048), 0)}}
+	if err := mulAll(); err != nil {
+		t.Fatal(err)
+	}
+	check("no room for the transpose")
+	d2.call(func() {
+		if _, ok := d2.programs[at]; ok || d2.scratchT != 0 {
+			t.Errorf("without room for the transpose a resident product compiled %s or made a scratch", at)
+		}
+	})
 }

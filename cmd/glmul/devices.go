@@ -99,7 +99,7 @@ func writeDevices(w io.Writer, reports []deviceReport) error {
 			i.MaxSharedMemory, float64(i.MaxSSBOBlockSize)/(1<<20), i.TimerBits)
 		natural := ""
 		if i.NaturalKernel != "" {
-			natural = fmt.Sprintf("; with A as it is (resident products, N < %d): %s", tuning.TransposedAMinN, i.NaturalKernel)
+			natural = fmt.Sprintf("; with A as it is (N < %d, panels): %s", tuning.TransposedAMinN, i.NaturalKernel)
 		}
 		if _, err := fmt.Fprintf(w, "        kernel: %s (%s)%s\n", i.DefaultKernel, i.DefaultKernelSource, natural); err != nil {
 			return err
