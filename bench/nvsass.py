@@ -4,7 +4,10 @@
 GL gives no SASS, but NVIDIA's shader disk cache keeps it: each compiled
 program is a zstd frame holding an "NVuc" container that nvdisasm reads as a
 raw binary. Three steps (the first and third on the GPU machine, where the
-driver and CUDA's nvdisasm are; the middle one here, where zstd is):
+driver and CUDA's nvdisasm are; the middle one here, where zstd is).
+.device/ is the device recipe's folder (../shared/device/prepare.sh makes
+it, with on-device.sh; build atprobe into it: go build -o .device/atprobe
+./glcompute/internal/atprobe):
 
     # on the GPU machine: compile the kernel into an empty cache directory
     mkdir -p /tmp/glc

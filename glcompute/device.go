@@ -177,8 +177,8 @@ type Device struct {
 	lastWork atomic.Int64
 	pool     []pooled // device buffers kept for the next host product
 	// scratchT holds A transposed for resident products whose kernel reads
-	// it so (residentTranspose): scratchBytes of it, grown to the largest
-	// A seen and kept until Release.
+	// it so (mulTransposed): scratchBytes of it, grown to the largest A
+	// seen, never shrunk, and kept until Release.
 	scratchT     glw.Buffer
 	scratchBytes int64
 	// texs are the buffer textures of A and B for kernels that read
@@ -445,8 +445,9 @@ func (i Info) ShadingLanguage() string {
 // Info returns the device's strings and limits. Safe from any goroutine.
 func (d *Device) Info() Info { return d.info }
 
-// Release deletes what the Device made (programs, and for an owned context
-// the context itself and its thread). It is idempotent; using the Device
+// Release deletes what the Device made (programs, the buffers it keeps
+// between calls, and for an owned context the context itself and its
+// thread). It is idempotent; using the Device
 // afterwards panics. Owned: safe from any goroutine. Borrowed: call it on
 // the host's thread with its context current.
 func (d *Device) Release() {
@@ -469,8 +470,8 @@ func (d *Device) Release() {
 	d.thread.Stop()
 }
 
-// releaseObjects deletes the programs and staging buffers; on the device
-// thread.
+// releaseObjects deletes the programs, the staging buffers and the
+// scratch buffer of resident transposes; on the device thread.
 func (d *Device) releaseObjects() {
 	for name, p := range d.programs {
 		p.release()

@@ -1,6 +1,7 @@
 package glcompute
 
 import (
+	"errors"
 	"math"
 
 	"gonum.org/v1/gonum/blas"
@@ -20,11 +21,13 @@ import (
 // With no transposes, α = 1, β = 0 and compact matrices whose rows are
 // multiples of 4 floats starting on 4-float boundaries, it runs the
 // device's fast kernel; otherwise the general gemm.comp. Where the fast
-// kernel reads A transposed (NVIDIA's default, for C of 2048 columns or
-// more), a pass before it writes A's transpose into a scratch buffer that
-// the Device keeps for later products, as large as the largest such A
-// (K×M floats), until Release; without room for it the product reads A as
-// it is (Info.NaturalKernel). A memory barrier
+// kernel chosen reads A transposed (NVIDIA's default where C has 2048
+// columns or more, or a tuned class's _at configuration), a pass before it
+// writes A's transpose into a scratch buffer that the Device keeps for
+// later products, as large as the largest such A (K rows of M floats
+// rounded up to a multiple of 4), until Release; without room for it the
+// product reads A as it is (Info.NaturalKernel for the default, else the
+// configuration without its _at). A memory barrier
 // after the dispatches makes c visible to any later draw, compute pass or
 // buffer read (inside a Scope, to glmul's later products; the Scope's end
 // makes it visible to everything); use Device.Fence to learn when it is
@@ -166,9 +169,10 @@ func (d *Device) mulFast(c, a, b *Matrix) error {
 // the kernel reads it there. No barrier before the transpose: every
 // resident product ends with one, which also holds the transpose's writes
 // until the last product's reads of the scratch are done. ran is false,
-// and nothing ran, where the transpose kernel does not fit the device or
-// the scratch does not fit one binding or could not be had (kept from an
-// earlier product, or grown now); the caller then reads A as it is.
+// and nothing ran, where the transpose kernel does not fit the device, or
+// the scratch does not fit one binding or the driver is out of memory for
+// it (it is kept from earlier products, grown where too small); the
+// caller then reads A as it is.
 func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err error) {
 	m, k, n := c.Rows, a.Cols, c.Cols
 	tk := shaders.Transpose()
@@ -222,22 +226,29 @@ func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err erro
 	if !grow {
 		return true, err
 	}
-	// Growing binds a copy target (newBuffer): a call of its own.
+	// Growing binds a copy target (newBuffer): a call that saves those too,
+	// which runs the product as well, so that no other goroutine's product
+	// can come between. The scratch never shrinks.
 	var gerr error
 	d.call(func() {
-		if d.scratchT != 0 {
-			d.scratchT.Release()
-			d.scratchT, d.scratchBytes = 0, 0
-		}
-		if d.scratchT, gerr = d.newBuffer(int(bytes), nil, glw.StaticDraw, "creating a buffer for A's transpose"); gerr == nil {
+		if d.scratchBytes < bytes {
+			if d.scratchT != 0 {
+				d.scratchT.Release()
+				d.scratchT, d.scratchBytes = 0, 0
+			}
+			if d.scratchT, gerr = d.newBuffer(int(bytes), nil, glw.StaticDraw, "creating a buffer for A's transpose"); gerr != nil {
+				return
+			}
 			d.scratchBytes = bytes
 		}
+		run()
 	})
-	if gerr != nil {
-		return false, nil // out of memory: A as it is needs no scratch
+	switch {
+	case errors.Is(gerr, ErrOutOfMemory):
+		return false, nil // A as it is needs no scratch
+	case gerr != nil:
+		return true, gerr
 	}
-	grow = false
-	d.callKeeping(run)
 	return true, err
 }
 

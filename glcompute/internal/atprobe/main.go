@@ -69,9 +69,6 @@ func main() {
 			continue
 		}
 		src, abuf := k.Source, ba
-		if k.TransposeA { // a production _at kernel: A transposed in global memory
-			abuf = bat
-		}
 		switch mode {
 		case "at": // A transposed in global memory
 			i := strings.Index(src, "#line 1\n")
@@ -82,6 +79,9 @@ func main() {
 		default: // fast.comp itself, with the flags' #defines
 			i := strings.Index(src, "#line 1\n")
 			src = src[:i] + defs + src[i:]
+			if k.TransposeA { // an _at configuration: A transposed in global memory
+				abuf = bat
+			}
 		}
 		p, err := glw.NewComputeProgram(mode+".comp", src)
 		if err != nil {
