@@ -156,11 +156,16 @@ func (d *Device) mulFast(c, a, b *Matrix) error {
 		spec = tuning.GenericDefault
 	}
 	return d.resident(func() (*program, error) { return d.program(spec) }, a, b, c,
-		func(p *program, offA, offB, offC int) {
-			p.setUints(uniform{"M", c.Rows}, uniform{"K", a.Cols}, uniform{"N", c.Cols}, uniform{"lda", a.Stride},
-				uniform{"ldb", b.Stride}, uniform{"ldc", c.Stride}, uniform{"offA4", offA / 4}, uniform{"offB4", offB / 4},
-				uniform{"offC4", offC / 4}, uniform{"ksplit", a.Cols}) // no split on the resident path
-		})
+		func(p *program, offA, offB, offC int) { setResidentFast(p, c, a.Stride, b, offA, offB, offC) })
+}
+
+// setResidentFast sets a fast kernel's uniforms for the resident product
+// c = A·b, A of c.Rows rows (or their transpose) lda apart: the element
+// offsets of A, b and c in their bound ranges, and no K split.
+func setResidentFast(p *program, c *Matrix, lda int, b *Matrix, offA, offB, offC int) {
+	p.setUints(uniform{"M", c.Rows}, uniform{"K", b.Rows}, uniform{"N", c.Cols}, uniform{"lda", lda},
+		uniform{"ldb", b.Stride}, uniform{"ldc", c.Stride}, uniform{"offA4", offA / 4}, uniform{"offB4", offB / 4},
+		uniform{"offC4", offC / 4}, uniform{"ksplit", b.Rows})
 }
 
 // mulTransposed runs c = a·b on resident matrices with spec, a kernel
@@ -200,24 +205,17 @@ func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err erro
 		}
 		scratch := boundRange{d.scratchT, 0, bytes}
 		d.clearErrors()
-		if !d.bound.valid || d.bound.prog != tr.prog {
-			tr.prog.Use()
-		}
+		tr.prog.Use() // a resident product leaves its kernel in use, never the transpose
 		offA := d.bind(tr, 0, a, a.Offset, a.span())
 		d.bindScratch(tr, 2, scratch)
-		tr.setUints(uniform{"rows", m}, uniform{"cols", ldt}, uniform{"K", k}, uniform{"lda", a.Stride},
-			uniform{"ldt", ldt}, uniform{"offA", offA}, uniform{"offT", 0})
-		if _, err = tr.dispatchTiles(k, ldt, DefaultMaxGroups); err != nil {
+		if err = tr.transpose(m, ldt, k, a.Stride, ldt, offA, 0, DefaultMaxGroups); err != nil {
 			d.bound = boundState{}
 			return
 		}
-		glw.BarrierStorage()
 		p.prog.Use()
 		d.bindScratch(p, 0, scratch)
 		offB, offC := d.bind(p, 1, b, b.Offset, b.span()), d.bind(p, 2, c, c.Offset, c.span())
-		p.setUints(uniform{"M", m}, uniform{"K", k}, uniform{"N", n}, uniform{"lda", ldt},
-			uniform{"ldb", b.Stride}, uniform{"ldc", c.Stride}, uniform{"offA4", 0}, uniform{"offB4", offB / 4},
-			uniform{"offC4", offC / 4}, uniform{"ksplit", k}) // no split on the resident path
+		setResidentFast(p, c, ldt, b, 0, offB, offC)
 		err = d.dispatchPlan(p, plan)
 		d.bound.valid = d.scoped && err == nil
 		d.bound.prog = p.prog

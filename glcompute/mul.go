@@ -543,10 +543,22 @@ func (h *hostProduct) transposeA(r0, rows int) {
 	h.tr.prog.Use()
 	h.d.bindStorage(h.tr, 0, h.bufA, 0, 0)
 	h.bufT.BindStorage(2)
-	h.tr.setUints(uniform{"rows", rows}, uniform{"cols", cols}, uniform{"K", h.k}, uniform{"lda", h.lda},
-		uniform{"ldt", h.ldt}, uniform{"offA", r0 * h.lda}, uniform{"offT", r0})
-	h.tr.dispatchTiles(h.k, cols, h.o.MaxGroups) // T has K rows; the plan was checked in plan
+	h.tr.transpose(rows, cols, h.k, h.lda, h.ldt, r0*h.lda, r0, h.o.MaxGroups) // its plan was checked in plan
+}
+
+// transpose queues transpose.comp (tr, in use, with A bound at 0 and T at
+// 2): rows rows of A (K floats each, lda apart, from element offA) become
+// columns offT… of T (K rows, ldt apart), cols of them, those past rows
+// written as zero; then the storage barrier that makes T visible to the
+// kernel.
+func (tr *program) transpose(rows, cols, k, lda, ldt, offA, offT, maxGroups int) error {
+	tr.setUints(uniform{"rows", rows}, uniform{"cols", cols}, uniform{"K", k}, uniform{"lda", lda},
+		uniform{"ldt", ldt}, uniform{"offA", offA}, uniform{"offT", offT})
+	if _, err := tr.dispatchTiles(k, cols, maxGroups); err != nil {
+		return err
+	}
 	glw.BarrierStorage()
+	return nil
 }
 
 // plan compiles the kernel and plans the dispatches and the K split.
@@ -659,17 +671,14 @@ func (h *hostProduct) alloc() error {
 		h.d.drainPool()
 	}
 	immutable := h.d.stage().bufferStorage
-	bufs := []struct {
+	type wanted struct {
 		buf   *glw.Buffer
 		bytes int
 		name  string
-	}{{&h.bufA, 4 * h.m * h.lda, "A"}, {&h.bufB, 4 * h.k * h.ldb, "B"}, {&h.bufC, 4 * h.m * h.ldc, "C"}}
+	}
+	bufs := []wanted{{&h.bufA, 4 * h.m * h.lda, "A"}, {&h.bufB, 4 * h.k * h.ldb, "B"}, {&h.bufC, 4 * h.m * h.ldc, "C"}}
 	if h.tr != nil {
-		bufs = append(bufs, struct {
-			buf   *glw.Buffer
-			bytes int
-			name  string
-		}{&h.bufT, 4 * h.k * h.ldt, "A's transpose"})
+		bufs = append(bufs, wanted{&h.bufT, 4 * h.k * h.ldt, "A's transpose"})
 	}
 	for _, x := range bufs {
 		b, ok := h.d.takeBuffer(x.bytes, immutable)
