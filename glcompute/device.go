@@ -80,9 +80,11 @@ type Options struct {
 	GetProcAddress func(name string) unsafe.Pointer
 	// GLLoaded, for NewDeviceFromCurrent only, says the host has already
 	// loaded go-gl/gl v4.3-core for this context (gl.Init or
-	// gl.InitWithProcAddrFunc), so glmul loads nothing and the host's
-	// pointers stay as they are. Zero value false: glmul loads them (see
-	// GetProcAddress). A host on another go-gl package (v4.6-core, ...)
+	// gl.InitWithProcAddrFunc), so glmul loads none of go-gl's pointers and
+	// the host's stay as they are; glmul still looks up the one entry point
+	// of its own that go-gl's 4.3 package lacks
+	// (glGetNamedBufferParameteri64v, through GetProcAddress when given).
+	// Zero value false: glmul loads them (see GetProcAddress). A host on another go-gl package (v4.6-core, ...)
 	// has pointers of its own that glmul never touches.
 	GLLoaded bool
 }
@@ -162,6 +164,10 @@ type Device struct {
 	// textures) rounded up to a multiple of 16, so that offsets in vec4s
 	// stay whole.
 	bindAlign int
+	// named: the context has direct state access (OpenGL 4.5 or
+	// GL_ARB_direct_state_access), so WrapBuffer reads a host buffer's
+	// size without binding it (glw.Buffer.NamedSize says why that matters).
+	named bool
 	// scoped: inside Scope, calls neither save nor restore the host's
 	// state and put only storage barriers after their dispatches.
 	scoped bool
@@ -406,6 +412,7 @@ func (d *Device) initInfo() error {
 	i.MaxWorkGroupCount, i.MaxWorkGroupSize = l.MaxWorkGroupCount, l.MaxWorkGroupSize
 	i.MaxWorkGroupInvocations, i.MaxSharedMemory = l.MaxWorkGroupInvocations, l.MaxSharedMemory
 	i.MaxSSBOBlockSize = l.MaxSSBOBlockSize
+	d.named = glw.HaveNamed() && !i.ES && (i.Major > 4 || i.Major == 4 && i.Minor >= 5 || glw.HasExtension("GL_ARB_direct_state_access"))
 	if !i.ES {
 		i.TimerBits = glw.TimerBits()
 		if glw.HasExtension("GL_NV_shader_thread_group") {
@@ -521,6 +528,23 @@ func (d *Device) call(f func()) {
 // buffer to the copy targets: a borrowed call then saves and restores
 // those two bindings less.
 func (d *Device) callKeeping(f func()) { d.enter(false, f) }
+
+// query runs f, which reads GL objects without changing any GL state, on
+// the device thread, or for a borrowed context on the caller's thread with
+// nothing saved or restored: the host's bindings are not touched at all.
+func (d *Device) query(f func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.released {
+		panic("glcompute: use of a released Device")
+	}
+	if d.borrowed {
+		d.checkHostContext()
+		f()
+		return
+	}
+	d.thread.Call(f)
+}
 
 // enter runs f as call does; copies says whether f may bind buffers to
 // the copy targets, which a borrowed call then saves and restores too.
@@ -654,25 +678,25 @@ func NewDeviceFromCurrent(opts *Options) (*Device, error) {
 	if opts != nil {
 		d.opts = *opts
 	}
-	var load func() error
+	var getProc func(string) unsafe.Pointer
 	switch {
 	case egl.CurrentContext() != 0:
 		d.hostContext, d.info.BackendNote = egl.CurrentContext, "the host's EGL context"
-		load = func() error { return glw.Init(egl.GetProcAddress) }
+		getProc = egl.GetProcAddress
 	case glx.CurrentContext() != 0:
 		d.hostContext, d.info.BackendNote = glx.CurrentContext, "the host's GLX context"
-		load = glw.InitGLX
+		getProc = glx.GetProcAddress
 	default:
 		return nil, fmt.Errorf("%w: no OpenGL context (EGL or GLX) is current on this thread; make the host's context current first", ErrNoContext)
 	}
 	d.hostCurrent = d.hostContext()
 	if d.opts.GetProcAddress != nil {
-		load = func() error { return glw.Init(d.opts.GetProcAddress) }
+		getProc = d.opts.GetProcAddress
 	}
-	if !d.opts.GLLoaded {
-		if err := load(); err != nil {
-			return nil, fmt.Errorf("%w: loading OpenGL functions from the current context: %w", ErrNoContext, err)
-		}
+	if d.opts.GLLoaded {
+		glw.LoadNamed(getProc) // go-gl's are the host's; glmul's own extra entry points still need loading
+	} else if err := glw.Init(getProc); err != nil {
+		return nil, fmt.Errorf("%w: loading OpenGL functions from the current context: %w", ErrNoContext, err)
 	}
 	d.info.Backend = BackendBorrowed
 	if err := d.initInfo(); err != nil {

@@ -72,17 +72,52 @@
 //     starts or ends a query the host has running. Out of memory is
 //     detected from the new buffer's size, where the driver refuses at all.
 //   - Resident calls (Gemm, GemmBatched, Fence, Upload) only queue work:
-//     no glFinish, no readback. Download waits for the results it reads;
+//     no glFinish, no readback, no glClientWaitSync. Each product ends
+//     with a glFlush (a submission, not a wait; see "NVIDIA and
+//     glBufferSubData" below). Upload hands matrices up to
+//     DirectUploadBytes to glBufferSubData and larger ones to two staging
+//     buffers that take turns, waiting only when both still hold copies
+//     the GPU has not made. Download waits for the results it reads;
 //     Mul and BLAS.Sgemm, which take host matrices, wait for their
 //     product. The barrier after a call
 //     covers every later use (draws, compute, buffer reads); inside a
 //     Scope, glmul's own later calls, the Scope's end adding the rest.
+//   - WrapBuffer binds nothing: it reads the buffer's size with
+//     glGetNamedBufferParameteri64v where the context has direct state
+//     access (OpenGL 4.5 or GL_ARB_direct_state_access: NVIDIA, AMD,
+//     Intel and Mesa drivers of this decade); on an older context it binds
+//     the buffer to the generic shader storage target for the query and
+//     flushes.
 //   - go-gl's function pointers are process-wide: glmul loads them
 //     through Options.GetProcAddress (the host's loader) when given,
-//     loads nothing with Options.GLLoaded, else through eglGetProcAddress
-//     or glXGetProcAddress.
+//     loads none with Options.GLLoaded, else through eglGetProcAddress
+//     or glXGetProcAddress. It looks up one entry point of its own,
+//     glGetNamedBufferParameteri64v, which go-gl's 4.3 package lacks.
 //   - A call on a thread where the borrowed context is not current panics
 //     (it would otherwise do nothing, or act on another context).
+//
+// # NVIDIA and glBufferSubData
+//
+// NVIDIA's driver (seen with 580.159.04 on an H100, headless EGL) can lose
+// a glBufferSubData to the next compute dispatch: if a buffer is bound as
+// shader storage (glBindBuffer, glBindBufferBase or glBindBufferRange, or
+// used by a dispatch) while an earlier glBufferData or glBufferSubData of
+// it has not been flushed, the next glBufferSubData is not seen by the
+// next dispatch, which reads the buffer as it was before. Nothing of
+// glmul's is needed to see it: glBufferData, glBindBuffer(
+// GL_SHADER_STORAGE_BUFFER), glBindBuffer(…, 0), glBufferSubData, then a
+// dispatch that reads the buffer does it. A glFlush between the bind and
+// the write prevents it where the bind was to the generic target, or was
+// followed by a dispatch (not after a bare indexed bind); a glFinish
+// between the first write and the bind always does. glmul therefore never
+// binds a host's buffer outside a product (WrapBuffer reads its size
+// without binding it), flushes after every product, and writes with
+// glBufferSubData through the copy-write target, which does not trigger
+// it. A host that binds its own buffers as shader storage between
+// creating and writing them should flush after its dispatches
+// (docs/PERFORMANCE.md, "An NVIDIA driver bug behind issue 22", has the
+// sequences measured; TestHostWriteAfterWrap and TestHostWriteAfterProduct
+// fail on that driver without glmul's measures).
 //
 // # Threading
 //

@@ -270,14 +270,24 @@ func (d *Device) dispatchPlan(p *program, plan dispatch.Plan) error {
 
 // finishDispatch puts the barrier after a resident call's dispatches
 // (every kind of later use; inside a Scope only glmul's own later
-// products, the Scope's end adding the rest), checks for GL errors and,
-// on an owned context, unbinds the program; on the device thread.
+// products, the Scope's end adding the rest), flushes them to the GPU,
+// checks for GL errors and, on an owned context, unbinds the program; on
+// the device thread.
+//
+// The flush is a driver workaround, not a wait: on NVIDIA 580.159.04 (H100,
+// EGL), a buffer that a dispatch bound as shader storage while a
+// glBufferData or glBufferSubData of it was still unflushed ignores the
+// next glBufferSubData (the host's, say) until a later one: the next
+// dispatch reads the older contents. A glFlush after the dispatch prevents
+// it (TestHostWriteAfterProduct; glcompute/doc.go, "NVIDIA and
+// glBufferSubData"). It costs about 3 µs a call on the H100.
 func (d *Device) finishDispatch(p *program) error {
 	if d.scoped {
 		glw.BarrierStorage()
 	} else {
 		glw.BarrierAll()
 	}
+	glw.Flush()
 	d.detachTextures()
 	var err error
 	if !d.borrowed { // no error reading on a borrowed context

@@ -92,11 +92,20 @@ func (d *Device) WrapBuffer(buffer uint32, offset, rows, cols, stride int) (*Mat
 		return nil, err
 	}
 	var isBuffer bool
-	d.call(func() {
+	size := func() {
 		if isBuffer = glw.IsBuffer(buffer); isBuffer {
-			m.size = m.buf.Size()
+			if d.named {
+				m.size = m.buf.NamedSize()
+			} else {
+				m.size = m.buf.Size()
+			}
 		}
-	})
+	}
+	if d.named {
+		d.query(size) // binds nothing: no state to save
+	} else {
+		d.call(size)
+	}
 	switch {
 	case !isBuffer:
 		panic("glcompute: WrapBuffer: not a buffer object of this context")
@@ -154,12 +163,27 @@ func (d *Device) extent(first, count int) int64 {
 	return 4*int64(first+count) - 4*int64(first)/align*align
 }
 
-// Upload copies src, which must have m's shape, into m, through the
-// staging buffers (glBufferSubData for a row larger than one). Only m's
-// elements are written: the gaps of a stride wider than Cols and the rest
-// of the buffer keep their contents.
+// DirectUploadBytes is the largest matrix (Rows·Cols·4 bytes) that Upload
+// hands to glBufferSubData straight from Go memory rather than through the
+// staging buffers.
+const DirectUploadBytes = 1 << 20
+
+// Upload copies src, which must have m's shape, into m. Only m's elements
+// are written: the gaps of a stride wider than Cols and the rest of the
+// buffer keep their contents. It queues the copy and returns without
+// waiting for the GPU, as glBufferSubData does: src may be reused at once.
+// Matrices up to DirectUploadBytes go through glBufferSubData (one call,
+// or one a row where m's stride leaves gaps); larger ones through two
+// staging buffers in host-visible memory (glBufferSubData for a row larger
+// than one), which wait for the GPU only when both still hold copies it
+// has not made yet: back-to-back uploads of more than twice the staging
+// size (Options.StagingBytes) wait, smaller ones do not.
 func (m *Matrix) Upload(src blas32.General) error {
-	return m.transfer(src, "uploading a matrix", func(st *stager, v view) error { return st.upload(v, src) }, m.buf.WriteAt)
+	staged := func(st *stager, v view) error { return st.upload(v, src) }
+	if 4*int64(m.Rows)*int64(m.Cols) <= DirectUploadBytes {
+		staged = nil
+	}
+	return m.transfer(src, "uploading a matrix", staged, m.buf.WriteAt)
 }
 
 // Download copies m into dst, which must have m's shape, through the
@@ -175,9 +199,9 @@ func (m *Matrix) Download(dst blas32.General) error {
 }
 
 // transfer checks host and, on the device thread, moves m's elements
-// with staged (through the staging buffers) or, where a row is larger
-// than a staging buffer, with direct over the blocks of eachBlock; GL
-// errors are reported as what.
+// with staged (through the staging buffers) or, where staged is nil or a
+// row is larger than a staging buffer, with direct over the blocks of
+// eachBlock; GL errors are reported as what.
 func (m *Matrix) transfer(host blas32.General, what string, staged func(*stager, view) error, direct func(offset, size int, host unsafe.Pointer)) error {
 	m.check(m.d)
 	if host.Rows != m.Rows || host.Cols != m.Cols {
@@ -188,6 +212,8 @@ func (m *Matrix) transfer(host blas32.General, what string, staged func(*stager,
 	m.d.call(func() {
 		m.d.clearErrors()
 		switch st := m.d.stage(); {
+		case staged == nil:
+			m.eachBlock(host, direct)
 		case 4*m.Stride <= st.bytes:
 			err = staged(st, view{buf: m.buf, off: m.Offset, stride: m.Stride, keepGaps: true})
 		case m.d.info.ES:

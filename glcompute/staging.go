@@ -38,6 +38,12 @@ type stager struct {
 	// copiedIn and copiedOut sum the wall time of the host's copies into
 	// and out of the staging buffers: the host's busy time in transfers.
 	copiedIn, copiedOut time.Duration
+	// upNext is the staging buffer the next upload chunk goes through:
+	// uploads take turns across calls, so that back-to-back small uploads
+	// find the other buffer free rather than wait for their own last copy.
+	upNext int
+	// waits counts the times slot had to wait for the GPU (tests).
+	waits int
 }
 
 // stageSlot is one staging buffer.
@@ -77,14 +83,17 @@ func (d *Device) Staging() string {
 }
 
 // slot returns staging buffer i of one direction holding at least need
-// bytes, after waiting for the GPU's last copy through it. Buffers are
-// made on first use as large as the transfer needs (up to the stager's
-// size, so small products pin little memory) and grown when a larger one
-// comes.
+// bytes, after the GPU's last copy through it: polled first, waited for
+// only if it is still to come. Buffers are made on first use as large as
+// the transfer needs (up to the stager's size, so small products pin
+// little memory) and grown when a larger one comes.
 func (s *stager) slot(slots *[2]stageSlot, i int, write bool, need int) (*stageSlot, error) {
 	sl := &slots[i]
 	if sl.fence != 0 {
-		sl.fence.Signaled(^uint64(0))
+		if !sl.fence.Done() {
+			s.waits++
+			sl.fence.Signaled(^uint64(0))
+		}
 		sl.fence.Release()
 	}
 	if sl.buf != 0 && sl.size >= need {
@@ -169,10 +178,11 @@ func (s *stager) upload(dst view, src blas32.General) error {
 	if err != nil {
 		return err
 	}
-	for c, r0 := 0, 0; r0 < src.Rows; c, r0 = c+1, r0+per {
+	for r0 := 0; r0 < src.Rows; r0 += per {
 		r1 := min(r0+per, src.Rows)
 		n := (r1 - r0) * stride
-		sl, err := s.slot(&s.up, c%2, true, 4*n)
+		sl, err := s.slot(&s.up, s.upNext%2, true, 4*n)
+		s.upNext++
 		if err != nil {
 			return err
 		}

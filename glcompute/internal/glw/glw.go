@@ -32,7 +32,11 @@ var ErrOutOfMemory = errors.New("GL_OUT_OF_MEMORY")
 // dispatching entry points through GLX and EGL, so contexts of both kinds
 // work with either.
 func Init(getProc func(string) unsafe.Pointer) error {
-	return gl.InitWithProcAddrFunc(getProc)
+	if err := gl.InitWithProcAddrFunc(getProc); err != nil {
+		return err
+	}
+	LoadNamed(getProc)
+	return nil
 }
 
 // String returns glGetString(name).
@@ -387,6 +391,15 @@ func NewFence() Fence { return Fence(gl.FenceSync(gl.SYNC_GPU_COMMANDS_COMPLETE,
 func (f Fence) Signaled(timeoutNs uint64) bool {
 	r := gl.ClientWaitSync(uintptr(f), gl.SYNC_FLUSH_COMMANDS_BIT, timeoutNs)
 	return r == gl.ALREADY_SIGNALED || r == gl.CONDITION_SATISFIED || r == gl.WAIT_FAILED
+}
+
+// Done reports whether the fence has passed, without waiting and without
+// glClientWaitSync (glGetSynciv): a poll that an engine's frame can afford.
+// The fence must have been flushed.
+func (f Fence) Done() bool {
+	var v int32
+	gl.GetSynciv(uintptr(f), gl.SYNC_STATUS, 1, nil, &v)
+	return v == gl.SIGNALED
 }
 
 // Release deletes the fence; the zero Fence is ignored.

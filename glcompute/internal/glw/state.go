@@ -113,15 +113,15 @@ func TimerBusy() bool {
 	return q != 0
 }
 
-// InitGLX loads the GL functions through glXGetProcAddress, for a context
-// made current by GLX (GLFW on X11).
-func InitGLX() error { return gl.Init() }
-
-// WriteAt copies size bytes from src into b at offset (glBufferSubData).
+// WriteAt copies size bytes from src into b at offset (glBufferSubData),
+// through the copy-write target, leaving it unbound. Not the shader
+// storage target: on NVIDIA 580.159.04 binding a buffer there while an
+// earlier write to it is unflushed makes the next dispatch read the
+// buffer's older contents (see NamedSize); the copy targets do not.
 func (b Buffer) WriteAt(offset, size int, src unsafe.Pointer) {
-	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, uint32(b))
-	gl.BufferSubData(gl.SHADER_STORAGE_BUFFER, offset, size, src)
-	gl.BindBuffer(gl.SHADER_STORAGE_BUFFER, 0)
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, uint32(b))
+	gl.BufferSubData(gl.COPY_WRITE_BUFFER, offset, size, src)
+	gl.BindBuffer(gl.COPY_WRITE_BUFFER, 0)
 }
 
 // Size returns the buffer's size in bytes.

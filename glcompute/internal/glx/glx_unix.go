@@ -7,6 +7,7 @@ package glx
 
 /*
 #cgo pkg-config: gl
+#include <stdlib.h>
 #include <GL/glx.h>
 */
 import "C"
@@ -16,3 +17,12 @@ import "unsafe"
 // CurrentContext returns the GLX context current on the calling thread, 0
 // if none.
 func CurrentContext() uintptr { return uintptr(unsafe.Pointer(C.glXGetCurrentContext())) }
+
+// GetProcAddress returns the address of the GL function name through
+// glXGetProcAddressARB (never nil for a well-formed name: GLX does not say
+// whether the current context supports it).
+func GetProcAddress(name string) unsafe.Pointer {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return unsafe.Pointer(C.glXGetProcAddressARB((*C.GLubyte)(unsafe.Pointer(cs))))
+}
