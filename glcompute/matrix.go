@@ -98,6 +98,7 @@ func (d *Device) WrapBuffer(buffer uint32, offset, rows, cols, stride int) (*Mat
 				m.size = m.buf.NamedSize()
 			} else {
 				m.size = m.buf.Size()
+				glw.Flush() // see glw.Buffer.NamedSize: the bind must not meet an unflushed write
 			}
 		}
 	}
