@@ -2,6 +2,7 @@
 #   make run    install what is missing, build, multiply two 1024×1024 matrices
 #   make test   install what is missing, run every test (GL ones on Mesa if no GPU)
 #   make test-drivers  the GL tests again on Mesa's zink (over lavapipe) and softpipe
+#   make test-embed    the engine host and a raylib program borrowing their contexts (Mesa)
 # ./make.sh ARGS does the same where make itself is not installed yet.
 
 GO ?= go
@@ -11,11 +12,12 @@ BIN := bin/glmul
 # which --no-install-recommends would skip), EGL and GL headers and loaders
 # (glvnd), Mesa's drivers (llvmpipe: OpenGL 4.5 on the CPU), the X11 headers
 # that GLFW compiles against, Xvfb for the GLFW tests, and lavapipe (Mesa's
-# Vulkan on the CPU) for zink in test-drivers.
+# Vulkan on the CPU) for zink in test-drivers; libxkbcommon-dev for raylib's
+# GLFW in test-embed.
 APT_PACKAGES := make gcc libc6-dev pkg-config \
 	libegl-dev libgl-dev libegl1 libgl1 libegl-mesa0 libglx-mesa0 libgl1-mesa-dri \
 	libx11-dev libxrandr-dev libxinerama-dev libxcursor-dev libxi-dev libxxf86vm-dev \
-	xvfb xauth mesa-vulkan-drivers
+	xvfb xauth mesa-vulkan-drivers libxkbcommon-dev
 
 # Packages whose code never touches GL: tested with the race detector.
 PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/conformance/... ./internal/dispatch/... \
@@ -28,7 +30,7 @@ PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/conformance/... .
 FUZZTIME ?= 10s
 FUZZ_TARGETS := FuzzRead:./internal/matfile FuzzParseShape:./cmd/glmul FuzzLookup:./shaders FuzzLoad:./internal/tuning
 
-.PHONY: all deps build run test test-drivers vet fuzz clean
+.PHONY: all deps build run test test-drivers test-embed vet fuzz clean
 
 all: build
 
@@ -50,6 +52,9 @@ test: vet
 
 test-drivers: deps
 	GO=$(GO) scripts/test-drivers.sh
+
+test-embed: deps
+	GO=$(GO) scripts/test-embed.sh
 
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \

@@ -10,9 +10,9 @@ import (
 	"unsafe"
 
 	"github.com/glmul/glmul/glcompute/internal/egl"
-	"github.com/glmul/glmul/glcompute/internal/glfwctx"
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/glcompute/internal/glx"
+	"github.com/glmul/glmul/glcompute/internal/window"
 	"github.com/glmul/glmul/glcompute/internal/thread"
 )
 
@@ -266,7 +266,7 @@ func (d *Device) open() error {
 	var autoNote string
 	if backend == BackendAuto {
 		backend = BackendEGL
-		if glfwctx.HaveDisplay() {
+		if window.GLFW != nil && window.HaveDisplay() {
 			if err := d.openGLFW(RequiredMajor, RequiredMinor); err == nil {
 				d.info.Backend = BackendGLFW
 				return d.initGL()
@@ -297,16 +297,20 @@ func (d *Device) open() error {
 }
 
 func (d *Device) openGLFW(major, minor int) error {
-	c, err := glfwctx.NewContext(major, minor)
+	w := window.GLFW
+	if w == nil {
+		return fmt.Errorf("%w: the GLFW back end is not linked into this program: import _ \"github.com/glmul/glmul/glcompute/glfw\"", ErrNoContext)
+	}
+	c, err := w.New(major, minor)
 	if err != nil {
-		if errors.Is(err, glfwctx.ErrNoDisplay) {
+		if errors.Is(err, window.ErrNoDisplay) {
 			return fmt.Errorf("%w: %w", ErrNoContext, err)
 		}
 		// The display works but refused a 4.3 core context: find out what
 		// it offers, for an error that says so.
 		if major > 0 {
-			if probe, perr := glfwctx.NewContext(0, 0); perr == nil {
-				found := describeCurrent(glfwctx.GetProcAddress)
+			if probe, perr := w.New(0, 0); perr == nil {
+				found := describeCurrent(w.GetProcAddress)
 				probe.Release()
 				return fmt.Errorf("%w: OpenGL %d.%d core with compute shaders is needed; the GLFW (GLX) driver offers %s", ErrUnsupported, major, minor, found)
 			}
@@ -314,7 +318,7 @@ func (d *Device) openGLFW(major, minor int) error {
 		return fmt.Errorf("%w: %w", ErrNoContext, err)
 	}
 	d.ctx = c
-	return d.loadGL(glfwctx.GetProcAddress)
+	return d.loadGL(w.GetProcAddress)
 }
 
 func (d *Device) openEGL(major, minor int) error {

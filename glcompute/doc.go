@@ -6,7 +6,8 @@
 //
 // Open creates a GL context of its own, in one of three ways:
 //
-//   - BackendGLFW: a hidden GLFW window (needs a display: X11 or Wayland);
+//   - BackendGLFW: a hidden GLFW window (needs a display: X11 or Wayland)
+//     in programs that import package glcompute/glfw, which links GLFW;
 //   - BackendEGL: headless EGL on a device (EGL_EXT_platform_device,
 //     hardware GPUs before Mesa's software device), else Mesa's surfaceless
 //     platform. Needs no display: servers, containers, CI.
@@ -15,8 +16,10 @@
 //     no GL timer (times are the wall clock's) and, without
 //     ARB_buffer_storage, no persistent mappings (no HostMatrix).
 //
-// BackendAuto (the default) uses GLFW when DISPLAY or WAYLAND_DISPLAY is set
-// and a window opens, EGL otherwise.
+// BackendAuto (the default) uses GLFW when package glcompute/glfw is
+// linked in, DISPLAY or WAYLAND_DISPLAY is set and a window opens, EGL
+// otherwise. glcompute itself links no windowing library, so that a game
+// engine with its own GLFW (raylib) can link it.
 //
 // A host that owns its context (a game engine) lends it instead:
 // NewDeviceFromCurrent uses the context current on the calling thread,

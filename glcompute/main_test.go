@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	_ "github.com/glmul/glmul/glcompute/glfw" // BackendGLFW in the tests
 )
 
 // xvfbDisplay is the display of the Xvfb that TestMain started for the GLFW

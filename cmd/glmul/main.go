@@ -11,6 +11,8 @@ package main
 
 import (
 	"os"
+
+	_ "github.com/glmul/glmul/glcompute/glfw" // the GLFW back end (-backend glfw, auto with a display)
 )
 
 func main() { os.Exit(exitCode(run(os.Args[1:], os.Stdout, os.Stderr), os.Stderr)) }

@@ -16,10 +16,12 @@ import (
 	"unsafe"
 
 	"github.com/go-gl/glfw/v3.3/glfw"
+
+	"github.com/glmul/glmul/glcompute/internal/window"
 )
 
 // ErrNoDisplay is returned when there is no display to open a window on.
-var ErrNoDisplay = errors.New("glfw: no display")
+var ErrNoDisplay = window.ErrNoDisplay
 
 var lib struct {
 	sync.Mutex
@@ -33,9 +35,7 @@ type Context struct {
 }
 
 // HaveDisplay reports whether DISPLAY or WAYLAND_DISPLAY is set.
-func HaveDisplay() bool {
-	return os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != ""
-}
+func HaveDisplay() bool { return window.HaveDisplay() }
 
 // guard runs f and turns a go-gl/glfw panic into an error.
 func guard(what string, f func() error) (err error) {

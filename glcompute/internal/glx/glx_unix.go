@@ -19,10 +19,10 @@ import "unsafe"
 func CurrentContext() uintptr { return uintptr(unsafe.Pointer(C.glXGetCurrentContext())) }
 
 // GetProcAddress returns the address of the GL function name through
-// glXGetProcAddressARB (never nil for a well-formed name: GLX does not say
+// glXGetProcAddress, as go-gl loads its own (never nil for a well-formed name: GLX does not say
 // whether the current context supports it).
 func GetProcAddress(name string) unsafe.Pointer {
 	cs := C.CString(name)
 	defer C.free(unsafe.Pointer(cs))
-	return unsafe.Pointer(C.glXGetProcAddressARB((*C.GLubyte)(unsafe.Pointer(cs))))
+	return unsafe.Pointer(C.glXGetProcAddress((*C.GLubyte)(unsafe.Pointer(cs))))
 }
