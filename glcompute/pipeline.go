@@ -1,6 +1,8 @@
 package glcompute
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -78,19 +80,22 @@ type pipeline struct {
 	steps  []pipeStep
 	report func(done, total int)
 	// The pass in progress: its figures, whether the GL timer times the
-	// steps, their queries and the wall time of their dispatch calls.
+	// steps, their queries (a GL_TIMESTAMP before and after each step's
+	// dispatches) and the wall time of their dispatch calls.
 	pt      passTimes
 	timed   bool
-	queries []glw.Query
+	queries [][2]glw.Query
 	calls   []time.Duration
 }
 
 // passTimes are one pipelined pass's figures. wall runs from the first
 // upload to the last block of C in host memory; hostIn and hostOut are
 // the host's busy time copying into and out of staging; compute is the
-// GPU's busy time in the steps' dispatches by the GL timer where it is
-// usable (gpuTimer), else the wall time of the dispatch calls (a driver
-// that computes within the call, as llvmpipe does).
+// GPU's time with the steps' dispatches in flight by the GL timer where it
+// is usable (gpuTimer: each step between two GL_TIMESTAMP queries, the
+// intervals merged where they overlap), else the wall time of the
+// dispatch calls (a driver that computes within the call, as llvmpipe
+// does). Either way compute ≤ wall.
 type passTimes struct {
 	wall, hostIn, hostOut, compute time.Duration
 	gpuTimer                       bool
@@ -116,7 +121,8 @@ func (pl *pipeline) run() (passTimes, error) {
 	pl.queries, pl.calls = nil, make([]time.Duration, 0, len(pl.steps))
 	defer func() {
 		for i := range pl.queries {
-			pl.queries[i].Release()
+			pl.queries[i][0].Release()
+			pl.queries[i][1].Release()
 		}
 	}()
 	start := time.Now()
@@ -179,9 +185,9 @@ func (pl *pipeline) compute(s *pipeStep) error {
 			return err
 		}
 	}
-	var q *glw.Query
+	var q *[2]glw.Query
 	if pl.timed {
-		pl.queries = append(pl.queries, glw.NewQuery())
+		pl.queries = append(pl.queries, [2]glw.Query{glw.NewQuery(), glw.NewQuery()})
 		q = &pl.queries[len(pl.queries)-1]
 	}
 	call, err := pl.dispatch(s, q)
@@ -189,16 +195,16 @@ func (pl *pipeline) compute(s *pipeStep) error {
 	return err
 }
 
-// dispatch queues a step's dispatches after its uploads, timed by q if
-// not nil, and returns the wall time of the calls.
-func (pl *pipeline) dispatch(s *pipeStep, q *glw.Query) (time.Duration, error) {
+// dispatch queues a step's dispatches after its uploads, between the
+// timestamps q if not nil, and returns the wall time of the calls.
+func (pl *pipeline) dispatch(s *pipeStep, q *[2]glw.Query) (time.Duration, error) {
 	start := time.Now()
 	if q != nil {
-		q.BeginTimeElapsed()
+		q[0].Timestamp()
 	}
 	err := s.run()
 	if q != nil {
-		glw.EndTimeElapsed()
+		q[1].Timestamp()
 	}
 	glw.Flush()
 	return time.Since(start), err
@@ -215,25 +221,60 @@ func (pl *pipeline) arrived(finish func() error, done int) error {
 	return nil
 }
 
-// computeTime sums the GL timer's queries where they look real, else the
-// dispatch calls' wall time.
-func (pl *pipeline) computeTime(queries []glw.Query, calls []time.Duration) (time.Duration, bool) {
-	var sum time.Duration
+// computeTime is the GPU's time with the steps' dispatches in flight by
+// the GL timestamps around them, where they look real, else the dispatch
+// calls' wall time, summed.
+//
+// Not a sum of per-step GL_TIME_ELAPSED queries, as it was: NVIDIA starts
+// such a query while earlier work (the last step's dispatches, the copies
+// queued before it) is still running, so the steps' queries overlap and
+// their sum reached twice the pass's wall time at 16384³ (issue 22: "15054
+// GFLOPS kernel, 29629 end to end"). Merged timestamp intervals cannot
+// exceed the span from the first step's start to the last one's end.
+func (pl *pipeline) computeTime(queries [][2]glw.Query, calls []time.Duration) (time.Duration, bool) {
 	if len(queries) == len(calls) && len(queries) > 0 {
+		spans := make([][2]uint64, len(queries))
 		gpu := make([]time.Duration, len(queries))
-		for i := range queries {
-			gpu[i] = time.Duration(queries[i].Nanoseconds())
-			sum += gpu[i]
+		for i, q := range queries {
+			spans[i] = [2]uint64{q[0].Nanoseconds(), q[1].Nanoseconds()}
+			gpu[i] = time.Duration(spans[i][1] - spans[i][0])
+			if spans[i][1] < spans[i][0] {
+				gpu[i] = 0 // a timer that ran backwards is no timer (timerPlausible refuses it)
+			}
 		}
 		if timerPlausible(gpu, calls) {
-			return sum, true
+			return mergedSpan(spans), true
 		}
 	}
-	sum = 0
+	var sum time.Duration
 	for _, c := range calls {
 		sum += c
 	}
 	return sum, false
+}
+
+// mergedSpan is the length of the union of the intervals [s[0], s[1]]
+// (nanoseconds): time covered twice counts once.
+func mergedSpan(spans [][2]uint64) time.Duration {
+	s := slices.Clone(spans)
+	slices.SortFunc(s, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	var total, end uint64
+	started := false
+	for _, x := range s {
+		if x[1] < x[0] {
+			continue
+		}
+		switch {
+		case !started || x[0] >= end:
+			started = true
+			total += x[1] - x[0]
+			end = x[1]
+		case x[1] > end:
+			total += x[1] - end
+			end = x[1]
+		}
+	}
+	return time.Duration(total)
 }
 
 // hostPart returns the HostMatrix whose whole rows p is, held on the GPU

@@ -60,3 +60,24 @@ func TestWriteErrorsAreReturned(t *testing.T) {
 		t.Error("Table.Write markdown to a failing writer: no error")
 	}
 }
+
+// TestKernelSlowerThanEndToEnd: separate runs may disagree (a kernel's
+// timed runs slower than the whole pipelined product after them); the
+// report must say so rather than print the two rates as if consistent.
+// The overlapping pass cannot produce it (its compute time is a merge of
+// GPU timestamps within the pass: glcompute's TestMergedSpan).
+func TestKernelSlowerThanEndToEnd(t *testing.T) {
+	r := Run{M: 16384, K: 16384, N: 16384, Kernel: "fast", Timings: Timings{Runs: 3, Steps: 4},
+		Summary: Summary{TimingSource: "gl-timer", KernelMeanMS: 584, KernelMedMS: 300, KernelMinMS: 190, EndToEndMS: 297}}
+	var b bytes.Buffer
+	r.Write(&b, Text)
+	if !strings.Contains(b.String(), "note       the compute runs' mean (584.00 ms) is longer than the whole pipelined product (297.00 ms)") {
+		t.Errorf("no note on a kernel mean longer than end to end:\n%s", b.String())
+	}
+	r.Summary.KernelMeanMS = 190
+	b.Reset()
+	r.Write(&b, Text)
+	if strings.Contains(b.String(), "note ") {
+		t.Errorf("a note on consistent figures:\n%s", b.String())
+	}
+}

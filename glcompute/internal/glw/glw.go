@@ -368,6 +368,10 @@ func (q Query) BeginTimeElapsed() { gl.BeginQuery(gl.TIME_ELAPSED, uint32(q)) }
 // EndTimeElapsed ends the running GL_TIME_ELAPSED query.
 func EndTimeElapsed() { gl.EndQuery(gl.TIME_ELAPSED) }
 
+// Timestamp records the GPU's time once the commands before it are done
+// (glQueryCounter GL_TIMESTAMP); Nanoseconds reads it.
+func (q Query) Timestamp() { gl.QueryCounter(uint32(q), gl.TIMESTAMP) }
+
 // Nanoseconds waits for the query's result and returns it.
 func (q Query) Nanoseconds() uint64 {
 	var ns uint64
