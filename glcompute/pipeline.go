@@ -225,12 +225,14 @@ func (pl *pipeline) arrived(finish func() error, done int) error {
 // the GL timestamps around them, where they look real, else the dispatch
 // calls' wall time, summed.
 //
-// Not a sum of per-step GL_TIME_ELAPSED queries, as it was: NVIDIA starts
-// such a query while earlier work (the last step's dispatches, the copies
-// queued before it) is still running, so the steps' queries overlap and
-// their sum reached twice the pass's wall time at 16384³ (issue 22: "15054
-// GFLOPS kernel, 29629 end to end"). Merged timestamp intervals cannot
-// exceed the span from the first step's start to the last one's end.
+// Not a sum of per-step GL_TIME_ELAPSED queries, as it was: where a GPU
+// lets a step's work overlap the last one's, such a sum counts the shared
+// time twice and can exceed the pass itself. Merged timestamp intervals
+// cannot exceed the span from the first step's start to the last one's
+// end. (On the H100, `glmul mul` of 8192² gave 22.99 ms either way: the
+// steps did not overlap there. Issue 22's "15054 GFLOPS kernel, 29629 end
+// to end" at 16384³ came from the separate compute runs instead: see
+// report's note.)
 func (pl *pipeline) computeTime(queries [][2]glw.Query, calls []time.Duration) (time.Duration, bool) {
 	if len(queries) == len(calls) && len(queries) > 0 {
 		spans := make([][2]uint64, len(queries))
