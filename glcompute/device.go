@@ -12,8 +12,8 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/egl"
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/glcompute/internal/glx"
-	"github.com/glmul/glmul/glcompute/internal/window"
 	"github.com/glmul/glmul/glcompute/internal/thread"
+	"github.com/glmul/glmul/glcompute/internal/window"
 )
 
 // Backend selects how Open creates its context.
@@ -47,6 +47,7 @@ const (
 )
 
 // Options configure Open. A nil *Options means the zero value of every field.
+// A negative Device or StagingBytes panics (a programmer error).
 type Options struct {
 	// Backend chooses the context. Zero value "": BackendAuto.
 	Backend Backend
@@ -239,6 +240,7 @@ func (d *Device) worked() { d.lastWork.Store(int64(time.Since(d.born))) }
 // Open creates a context as opts say, checks that it offers OpenGL 4.3
 // compute shaders, and returns the Device. The caller must Release it.
 func Open(opts *Options) (*Device, error) {
+	opts.check()
 	d := &Device{thread: thread.New(), programs: map[string]*program{}, born: time.Now()}
 	if opts != nil {
 		d.opts = *opts
@@ -258,6 +260,17 @@ func Open(opts *Options) (*Device, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// check panics on a negative field (nil is the zero Options).
+func (o *Options) check() {
+	switch {
+	case o == nil:
+	case o.Device < 0:
+		panic("glcompute: Options.Device is negative")
+	case o.StagingBytes < 0:
+		panic("glcompute: Options.StagingBytes is negative")
+	}
 }
 
 // open runs on the device thread.
@@ -453,13 +466,14 @@ func (i Info) ShadingLanguage() string {
 	return "GLSL " + i.GLSLVersion
 }
 
-// Info returns the device's strings and limits. Safe from any goroutine.
+// Info returns the device's strings and limits, also after Release. Safe
+// from any goroutine.
 func (d *Device) Info() Info { return d.info }
 
 // Release deletes what the Device made (programs, the buffers it keeps
 // between calls, and for an owned context the context itself and its
 // thread). It is idempotent; using the Device
-// afterwards panics. Owned: safe from any goroutine. Borrowed: call it on
+// afterwards panics, except Info, which goes on describing it. Owned: safe from any goroutine. Borrowed: call it on
 // the host's thread with its context current.
 func (d *Device) Release() {
 	d.mu.Lock()
@@ -678,6 +692,7 @@ const stateBindings = 3
 // Thread rule: call NewDeviceFromCurrent, and every method of the Device it
 // returns, on the host's GL thread with the same context current.
 func NewDeviceFromCurrent(opts *Options) (*Device, error) {
+	opts.check()
 	d := &Device{programs: map[string]*program{}, borrowed: true, born: time.Now()}
 	if opts != nil {
 		d.opts = *opts

@@ -2,6 +2,7 @@ package glcompute
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -38,6 +39,10 @@ func (d *Device) NewHostMatrix(rows, cols int) (*HostMatrix, error) {
 		panic("glcompute: matrix dimension below 1")
 	}
 	stride := roundUp(cols, 4)
+	bytes64, ok := floatBytes(rows, stride)
+	if !ok || bytes64 > math.MaxInt {
+		return nil, fmt.Errorf("%w: a %d×%d host matrix has more elements than any buffer can hold", ErrTooLarge, rows, cols)
+	}
 	h := &HostMatrix{General: blas32.General{Rows: rows, Cols: cols, Stride: stride}, d: d}
 	var err error
 	d.call(func() {
@@ -45,7 +50,7 @@ func (d *Device) NewHostMatrix(rows, cols int) (*HostMatrix, error) {
 			err = fmt.Errorf("%w: a HostMatrix needs persistent buffer mappings (glBufferStorage, GL 4.4), which this driver or Options.NoPersistentMapping rules out", ErrUnsupported)
 			return
 		}
-		bytes := 4 * rows * stride
+		bytes := int(bytes64)
 		buf, ptr, ok := glw.NewMappedBuffer(bytes, glw.MapReadWrite)
 		if !ok {
 			err = fmt.Errorf("%w: a %d×%d host matrix (%s of mapped memory)", ErrOutOfMemory, rows, cols, formatBytes(float64(bytes)))

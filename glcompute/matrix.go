@@ -2,6 +2,8 @@ package glcompute
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"unsafe"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -42,7 +44,10 @@ func (d *Device) NewMatrix(rows, cols int) (*Matrix, error) {
 	if rows < 1 || cols < 1 {
 		panic("glcompute: matrix dimension below 1")
 	}
-	bytes := 4 * int64(rows) * int64(cols)
+	bytes, ok := floatBytes(rows, cols)
+	if !ok {
+		return nil, fmt.Errorf("%w: a %d×%d matrix has more elements than any buffer can hold", ErrTooLarge, rows, cols)
+	}
 	if err := d.checkBlock(fmt.Sprintf("a %d×%d float32 matrix is", rows, cols), bytes); err != nil {
 		return nil, err
 	}
@@ -55,6 +60,16 @@ func (d *Device) NewMatrix(rows, cols int) (*Matrix, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// floatBytes is the size of rows×cols float32s in bytes; ok is false
+// where it does not fit an int64 (or the element count an int).
+func floatBytes(rows, cols int) (bytes int64, ok bool) {
+	hi, lo := bits.Mul64(uint64(rows), uint64(cols))
+	if hi != 0 || lo > math.MaxInt64/4 || lo > math.MaxInt {
+		return 0, false
+	}
+	return 4 * int64(lo), true
 }
 
 // newBuffer creates a storage buffer of size bytes holding data (nil:
@@ -88,6 +103,9 @@ func (d *Device) WrapBuffer(buffer uint32, offset, rows, cols, stride int) (*Mat
 		panic("glcompute: bad shape for WrapBuffer")
 	}
 	m := &Matrix{Rows: rows, Cols: cols, Stride: stride, Offset: offset, d: d, buf: glw.Buffer(buffer)}
+	if end, ok := floatBytes(rows, stride); !ok || int64(offset) > math.MaxInt64/4-end/4 { // its last byte's index must fit an int64
+		return nil, fmt.Errorf("%w: WrapBuffer: a %d×%d matrix with stride %d at offset %d lies beyond any buffer", ErrTooLarge, rows, cols, stride, offset)
+	}
 	if err := d.checkExtent(fmt.Sprintf("WrapBuffer: the %d×%d matrix with stride %d", rows, cols, stride), offset, m.span()); err != nil {
 		return nil, err
 	}

@@ -22,6 +22,8 @@ const DefaultMaxGroups = dispatch.DefaultMaxGroups
 
 // MulOptions configure one Mul. A nil *MulOptions means the zero value of
 // every field.
+//
+// A negative count, size or duration panics (a programmer error).
 type MulOptions struct {
 	// Kernel names the compute shader as shaders.Lookup reads it:
 	// "tiled32" (the paper's), "fast" (the device's tuned or built-in
@@ -96,6 +98,27 @@ type MulOptions struct {
 	// MinWarmup, SteadyWarmup and Reps are ignored, and Progress is called
 	// as each block of C arrives.
 	Stages bool
+}
+
+// check panics on a negative field.
+func (o *MulOptions) check() {
+	for _, f := range []struct {
+		v    int64
+		name string
+	}{
+		{int64(o.MaxGroups), "glcompute: MulOptions.MaxGroups is negative"},
+		{int64(o.Warmup), "glcompute: MulOptions.Warmup is negative"},
+		{int64(o.MinWarmup), "glcompute: MulOptions.MinWarmup is negative"},
+		{int64(o.SteadyWarmup), "glcompute: MulOptions.SteadyWarmup is negative"},
+		{int64(o.SplitK), "glcompute: MulOptions.SplitK is negative"},
+		{int64(o.Reps), "glcompute: MulOptions.Reps is negative"},
+		{o.MaxBinding, "glcompute: MulOptions.MaxBinding is negative"},
+		{o.MaxGPUMemory, "glcompute: MulOptions.MaxGPUMemory is negative"},
+	} {
+		if f.v < 0 {
+			panic(f.name)
+		}
+	}
 }
 
 // Timings of one Mul. Wall-clock times are measured on the CPU after
@@ -245,13 +268,14 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 	if opts != nil {
 		o = *opts
 	}
+	o.check()
 	if o.Kernel == "" || o.Kernel == "fast" {
 		o.Kernel = d.kernelFor(a.Rows, a.Cols, b.Cols)
 	}
-	if o.Reps <= 0 {
+	if o.Reps == 0 {
 		o.Reps = 1
 	}
-	if o.MaxGroups <= 0 {
+	if o.MaxGroups == 0 {
 		o.MaxGroups = DefaultMaxGroups
 	}
 	if lim := min(d.info.MaxWorkGroupCount[0], d.info.MaxWorkGroupCount[1]); o.MaxGroups > lim {

@@ -1,0 +1,62 @@
+package glcompute
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// TestSizesBeyondAnyBuffer: shapes whose element count overflows int64
+// bytes are ErrTooLarge with words that say so (issue 23: NewMatrix with
+// rows×cols overflowing reported "could not allocate -16 bytes",
+// ErrOutOfMemory).
+func TestSizesBeyondAnyBuffer(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	for _, s := range [][2]int{{1 << 40, 1 << 40}, {math.MaxInt / 2, 3}, {1 << 62, 4}, {3, math.MaxInt}} {
+		_, err := d.NewMatrix(s[0], s[1])
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "more elements than any buffer") {
+			t.Errorf("NewMatrix(%d, %d): %v, want ErrTooLarge saying the matrix is beyond any buffer", s[0], s[1], err)
+		}
+		if _, err := d.NewHostMatrix(s[0], s[1]); !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrUnsupported) {
+			t.Errorf("NewHostMatrix(%d, %d): %v, want ErrTooLarge", s[0], s[1], err)
+		}
+	}
+	m := newMatrix(t, d, 4, 4)
+	for _, w := range [][4]int{{0, 1 << 40, 4, 1 << 40}, {math.MaxInt - 3, 1, 1, 1}, {0, 3, 1, math.MaxInt}} {
+		_, err := d.WrapBuffer(m.Buffer(), w[0], w[1], w[2], w[3])
+		if !errors.Is(err, ErrTooLarge) {
+			t.Errorf("WrapBuffer(offset %d, %d×%d, stride %d): %v, want ErrTooLarge", w[0], w[1], w[2], w[3], err)
+		}
+	}
+}
+
+// TestNegativeOptionsPanic: negative option fields are programmer errors
+// (issue 23: they were accepted and treated as defaults).
+func TestNegativeOptionsPanic(t *testing.T) {
+	mustPanic(t, "Options.StagingBytes is negative", func() { Open(&Options{Backend: BackendEGL, StagingBytes: -1}) })
+	mustPanic(t, "Options.Device is negative", func() { Open(&Options{Backend: BackendEGL, Device: -2}) })
+	mustPanic(t, "Options.StagingBytes is negative", func() { NewDeviceFromCurrent(&Options{StagingBytes: -1}) })
+	d := openDevice(t, BackendEGL)
+	g := blas32.General{Rows: 4, Cols: 4, Stride: 4, Data: make([]float32, 16)}
+	for name, o := range map[string]MulOptions{
+		"Reps": {Reps: -1}, "Warmup": {Warmup: -1}, "MaxGroups": {MaxGroups: -64}, "SplitK": {SplitK: -2},
+		"MaxBinding": {MaxBinding: -1}, "MaxGPUMemory": {MaxGPUMemory: -1}, "MinWarmup": {MinWarmup: -1}, "SteadyWarmup": {SteadyWarmup: -1},
+	} {
+		mustPanic(t, "MulOptions."+name+" is negative", func() { d.Mul(g, g, g, &o) })
+	}
+}
+
+// TestInfoAfterRelease: Info keeps describing a released Device, as its
+// documentation says; other methods panic.
+func TestInfoAfterRelease(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	want := d.Info()
+	d.Release()
+	if got := d.Info(); got.Renderer != want.Renderer || got.Version != want.Version {
+		t.Errorf("Info after Release: %q %q, want %q %q", got.Renderer, got.Version, want.Renderer, want.Version)
+	}
+	mustPanic(t, "use of a released Device", func() { d.NewMatrix(2, 2) })
+}
