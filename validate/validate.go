@@ -77,6 +77,35 @@ type Result struct {
 	RelFrobenius float64 `json:"rel_frobenius,omitempty"`
 }
 
+// MarshalJSON writes r with its non-finite numbers (a NaN or Inf in C
+// makes WorstRatio +Inf), which JSON has no numbers for, as null, and
+// "nonfinite": true beside them; finite ones stay numbers.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result // without this method
+	nonfinite := false
+	num := func(x float64) *float64 {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			nonfinite = true
+			return nil
+		}
+		return &x
+	}
+	v := struct {
+		plain
+		WorstRatio   *float64 `json:"worst_ratio"`
+		Got          *float64 `json:"got"`
+		Want         *float64 `json:"want"`
+		Bound        *float64 `json:"bound"`
+		RelFrobenius *float64 `json:"rel_frobenius,omitempty"`
+		NonFinite    bool     `json:"nonfinite,omitempty"`
+	}{plain: plain(r), WorstRatio: num(r.WorstRatio), Got: num(r.Got), Want: num(r.Want), Bound: num(r.Bound)}
+	if r.RelFrobenius != 0 {
+		v.RelFrobenius = num(r.RelFrobenius)
+	}
+	v.NonFinite = nonfinite
+	return json.Marshal(v)
+}
+
 // Err returns nil if the check passed, else an error naming the worst element.
 func (r Result) Err() error {
 	if r.OK || r.Mode == None {
@@ -276,35 +305,4 @@ func checkShapes(a, b, c blas32.General) {
 	if a.Cols != b.Rows || c.Rows != a.Rows || c.Cols != b.Cols {
 		panic("validate: shapes of A, B and C do not agree")
 	}
-}
-
-// MarshalJSON writes non-finite numbers (a NaN element, an infinite ratio)
-// as the strings "NaN", "+Inf" and "-Inf", which encoding/json cannot write
-// as numbers.
-func (r Result) MarshalJSON() ([]byte, error) {
-	type plain Result
-	out := struct {
-		plain
-		WorstRatio any `json:"worst_ratio"`
-		Got        any `json:"got"`
-		Want       any `json:"want"`
-		Bound      any `json:"bound"`
-		RelFrob    any `json:"rel_frobenius,omitempty"`
-	}{plain(r), jsonNumber(r.WorstRatio), jsonNumber(r.Got), jsonNumber(r.Want), jsonNumber(r.Bound), nil}
-	if r.RelFrobenius != 0 {
-		out.RelFrob = jsonNumber(r.RelFrobenius)
-	}
-	return json.Marshal(out)
-}
-
-func jsonNumber(x float64) any {
-	switch {
-	case math.IsNaN(x):
-		return "NaN"
-	case math.IsInf(x, 1):
-		return "+Inf"
-	case math.IsInf(x, -1):
-		return "-Inf"
-	}
-	return x
 }

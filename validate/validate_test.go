@@ -127,7 +127,7 @@ func TestJSONOfAFailedCheck(t *testing.T) {
 	if err := json.Unmarshal(out, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back["ok"] != false || back["worst_ratio"] != "+Inf" || back["got"] != "NaN" || back["row"] != 1.0 || back["col"] != 1.0 {
+	if back["ok"] != false || back["worst_ratio"] != nil || back["got"] != nil || back["nonfinite"] != true || back["row"] != 1.0 || back["col"] != 1.0 {
 		t.Fatalf("JSON %s", out)
 	}
 }
@@ -147,5 +147,32 @@ func TestFullAcceptsPropagatedNaNAndInf(t *testing.T) {
 	a.Data[0] = 1
 	if r := CheckFull(a, b, c); r.OK {
 		t.Fatal("NaN where the reference is finite accepted")
+	}
+}
+
+// TestResultJSON: a NaN or Inf in C makes WorstRatio +Inf, which
+// encoding/json cannot write (issue 23: JSON reports carried it badly):
+// non-finite figures are null with "nonfinite": true, finite ones numbers.
+func TestResultJSON(t *testing.T) {
+	r := Result{Mode: Full, WorstRatio: math.Inf(1), Row: 2, Col: 3, Got: math.NaN(), Want: 1.5, Bound: 1e-6}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if back["worst_ratio"] != nil || back["got"] != nil || back["want"] != 1.5 || back["nonfinite"] != true || back["row"] != 2.0 || back["mode"] != "full" {
+		t.Errorf("JSON %s", b)
+	}
+	if _, ok := back["rel_frobenius"]; ok {
+		t.Errorf("rel_frobenius present though 0: %s", b)
+	}
+	b, _ = json.Marshal(Result{Mode: Full, OK: true, WorstRatio: 0.25, RelFrobenius: 1e-7})
+	back = nil
+	json.Unmarshal(b, &back)
+	if back["worst_ratio"] != 0.25 || back["rel_frobenius"] != 1e-7 || back["nonfinite"] != nil {
+		t.Errorf("JSON %s", b)
 	}
 }
