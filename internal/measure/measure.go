@@ -176,7 +176,7 @@ func (r Result) EndToEnd() time.Duration { return r.Timings.EndToEnd }
 // Overlap is how much shorter the pipelined product was than its stages
 // (upload, one mean run, readback) one after another.
 func (r Result) Overlap() time.Duration {
-	return r.Timings.Upload + Mean(r.Timings.Compute) + r.Timings.Readback - r.Timings.EndToEnd
+	return max(0, r.Timings.Upload+Mean(r.Timings.Compute)+r.Timings.Readback-r.Timings.EndToEnd)
 }
 
 // Summary returns the figures a report prints.

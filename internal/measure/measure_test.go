@@ -33,6 +33,12 @@ func TestSummary(t *testing.T) {
 	if s := r.Summary(); s.TimingSource != "wall" || s.GFLOPSMean != 1 || s.KernelMinMS != 2000 {
 		t.Fatalf("%+v", s)
 	}
+	// A pipelined product longer than its stages one after another
+	// overlapped nothing: 0, not a negative overlap (issue 23).
+	r.Timings.EndToEnd = 5 * time.Second
+	if s := r.Summary(); s.OverlapMS != 0 {
+		t.Errorf("overlap %v ms for a pipelined pass longer than its stages", s.OverlapMS)
+	}
 	if GFLOPS(1e9, 0) != 0 {
 		t.Error("GFLOPS of a zero time is not 0")
 	}

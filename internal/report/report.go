@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/glmul/glmul/validate"
@@ -97,7 +98,8 @@ type Summary struct {
 	GFLOPSMedian float64 `json:"gflops_median"`
 	// GFLOPSEndToEnd is the rate of the pipelined product, host memory to
 	// host memory: EndToEndMS. OverlapMS is how much less that is than
-	// upload, one mean run and readback one after another.
+	// upload, one mean run and readback one after another; 0 when the
+	// pipelined product was no shorter (never negative).
 	GFLOPSEndToEnd float64 `json:"gflops_end_to_end"`
 	EndToEndMS     float64 `json:"end_to_end_ms"`
 	OverlapMS      float64 `json:"overlap_ms"`
@@ -165,11 +167,11 @@ func (r *Run) writeText(out io.Writer) error {
 	}
 	src := "GL timer"
 	if s.TimingSource == "wall" {
-		src = "wall clock after glFinish: no usable GL timer (OpenGL ES has none; llvmpipe's reads ≈0)"
+		src = "wall clock after glFinish: " + noTimer(i.Version)
 	}
 	switch {
 	case t.Overlapping && s.TimingSource == "wall":
-		p("compute", "%8.2f ms: the dispatch calls' wall time, summed (no usable GL timer)", s.KernelMeanMS)
+		p("compute", "%8.2f ms: the dispatch calls' wall time, summed (%s)", s.KernelMeanMS, noTimer(i.Version))
 	case t.Overlapping:
 		p("compute", "%8.2f ms: the GPU's time with the steps' dispatches in flight (GL timestamps around each step; time two steps share counts once)", s.KernelMeanMS)
 	default:
@@ -206,6 +208,15 @@ func (r *Run) writeText(out io.Writer) error {
 	}
 	p("validate", "%s", r.Validation)
 	return w.err
+}
+
+// noTimer says why kernel times come from the wall clock on the context
+// whose GL_VERSION is version.
+func noTimer(version string) string {
+	if strings.HasPrefix(version, "OpenGL ES") {
+		return "OpenGL ES has no GL timer"
+	}
+	return "this driver's GL timer gave no plausible times (llvmpipe's read ≈0)"
 }
 
 // errWriter keeps the first write error (a full disk, a closed pipe), so

@@ -81,3 +81,23 @@ func TestKernelSlowerThanEndToEnd(t *testing.T) {
 		t.Errorf("a note on consistent figures:\n%s", b.String())
 	}
 }
+
+// TestNoTimerSaysWhy: the wall-clock note names the real reason: OpenGL ES
+// has no GL timer; a desktop driver's timer gave nothing plausible (issue
+// 23: desktop GL reports said "OpenGL ES has none").
+func TestNoTimerSaysWhy(t *testing.T) {
+	for version, want := range map[string]string{
+		"OpenGL 4.5 (Core Profile) Mesa 22.3.6": "this driver's GL timer gave no plausible times",
+		"OpenGL ES 3.2 Mesa 22.3.6":             "OpenGL ES has no GL timer",
+	} {
+		for _, overlapping := range []bool{false, true} {
+			r := Run{M: 3, K: 4, N: 5, Device: Device{Version: version}, Timings: Timings{Runs: 1, Overlapping: overlapping},
+				Summary: Summary{TimingSource: "wall"}}
+			var b bytes.Buffer
+			r.Write(&b, Text)
+			if !strings.Contains(b.String(), want) || strings.Contains(version, "ES") != strings.Contains(b.String(), "OpenGL ES") {
+				t.Errorf("%s (overlapping %v): want %q:\n%s", version, overlapping, want, b.String())
+			}
+		}
+	}
+}
