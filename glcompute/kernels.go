@@ -329,31 +329,56 @@ func (d *Device) chooseKernels() {
 		i.SmallGridKernel = k.Spec()
 	}
 	if cacheErr == nil {
-		i.ClassKernels = d.classKernels(cache)
+		var ignored []string
+		i.ClassKernels, ignored = d.classKernels(cache)
+		for _, why := range ignored {
+			i.DefaultKernelSource += "; " + why
+		}
 	}
 }
 
-// classKernels returns the cached configurations of the shape classes
-// other than square that still parse and fit; nil without any (or with
-// Options.IgnoreTuned).
-func (d *Device) classKernels(cache tuning.Cache) map[string]string {
-	if d.opts.IgnoreTuned {
-		return nil
+// tunedKernel returns the kernel a cache entry names if glmul may use it:
+// it parses, is a configuration of a family that glmul tune sweeps (fast,
+// or cpu on OpenGL on a CPU: never tiled32 or an internal kernel, which a
+// hand-edited or foreign cache could name) and fits this device; else an
+// error that says why, for the kernel source's words.
+func (d *Device) tunedKernel(e tuning.Entry, path string) (shaders.Kernel, error) {
+	k, err := shaders.Lookup(e.Kernel)
+	switch {
+	case err != nil:
+		return k, fmt.Errorf("the tuned %q in %s is not a kernel of this build; ignored", e.Kernel, path)
+	case k.Name != "fast" && k.Name != "cpu":
+		return k, fmt.Errorf("the tuned %q in %s is not a fast or cpu configuration, which is all glmul tune caches; ignored", e.Kernel, path)
+	case d.fits(k) != nil:
+		return k, fmt.Errorf("the tuned %q in %s does not fit this device; ignored", e.Kernel, path)
 	}
-	var out map[string]string
+	return k, nil
+}
+
+// classKernels returns the cached configurations of the shape classes
+// other than square that glmul may use (tunedKernel), and why the others
+// are ignored; nil without any (or with Options.IgnoreTuned).
+func (d *Device) classKernels(cache tuning.Cache) (out map[string]string, ignored []string) {
+	if d.opts.IgnoreTuned {
+		return nil, nil
+	}
+	path, _ := tuning.Path()
 	for _, cl := range tuning.Classes {
 		e, ok := cache.LookupClass(d.tuningDriver(), cl)
 		if cl == tuning.Square || !ok {
 			continue
 		}
-		if k, err := shaders.Lookup(e.Kernel); err == nil && d.fits(k) == nil {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[string(cl)] = k.Spec()
+		k, err := d.tunedKernel(e, path)
+		if err != nil {
+			ignored = append(ignored, fmt.Sprintf("%s class: %v", cl, err))
+			continue
 		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[string(cl)] = k.Spec()
 	}
-	return out
+	return out, ignored
 }
 
 // tuningCache reads the tuning cache at tuning.Path, once per device (an
@@ -392,9 +417,8 @@ func (d *Device) chooseDefaultKernel(cache tuning.Cache, path string, cacheErr e
 	if !ok {
 		return builtin, builtinSource
 	}
-	k, err := shaders.Lookup(e.Kernel)
-	if err != nil || d.fits(k) != nil {
-		return builtin, builtinSource + fmt.Sprintf("; the tuned %q in %s does not fit this build or device", e.Kernel, path)
+	if _, err := d.tunedKernel(e, path); err != nil {
+		return builtin, builtinSource + "; " + err.Error()
 	}
 	return e.Kernel, fmt.Sprintf("tuned by glmul tune on %s (%s)", e.When.Format("2006-01-02"), path)
 }

@@ -2,11 +2,15 @@ package glcompute
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/internal/tuning"
 )
 
 // TestSizesBeyondAnyBuffer: shapes whose element count overflows int64
@@ -59,4 +63,35 @@ func TestInfoAfterRelease(t *testing.T) {
 		t.Errorf("Info after Release: %q %q, want %q %q", got.Renderer, got.Version, want.Renderer, want.Version)
 	}
 	mustPanic(t, "use of a released Device", func() { d.NewMatrix(2, 2) })
+}
+
+// TestCacheKernelOutsideFamily: a tuning cache entry naming a kernel glmul
+// tune never caches (tiled32, an internal kernel, a name of no kernel) is
+// not used, and the kernel source says so (issue 23: it ran silently).
+func TestCacheKernelOutsideFamily(t *testing.T) {
+	info := openDevice(t, BackendEGL).Info()
+	drv := tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version}
+	for _, bad := range []string{"tiled32", "gemm", "fast:1x2x3"} {
+		path := filepath.Join(t.TempDir(), "tuned.json")
+		t.Setenv("GLMUL_TUNE_CACHE", path)
+		c := tuning.Cache{}
+		c.Put(tuning.Entry{Driver: drv, Class: tuning.Square, Kernel: bad})
+		c.Put(tuning.Entry{Driver: drv, Class: tuning.LongK, Kernel: bad})
+		if err := c.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		d, err := Open(&Options{Backend: BackendEGL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := d.Info()
+		long := d.KernelFor(8, 100, 8)
+		d.Release()
+		if got.DefaultKernel == bad || long == bad || got.ClassKernels[string(tuning.LongK)] != "" {
+			t.Errorf("cache naming %q: default %s, long-k %s, class kernels %v", bad, got.DefaultKernel, long, got.ClassKernels)
+		}
+		if !strings.Contains(got.DefaultKernelSource, fmt.Sprintf("%q in %s", bad, path)) || !strings.Contains(got.DefaultKernelSource, "ignored") {
+			t.Errorf("cache naming %q: the kernel source does not say it was ignored: %s", bad, got.DefaultKernelSource)
+		}
+	}
 }
