@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -128,17 +129,51 @@ func Path() (string, error) {
 // Load reads the cache at path; a missing file is an empty cache.
 func Load(path string) (Cache, error) {
 	var c Cache
-	b, err := os.ReadFile(path)
+	b, err := readCache(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
 	if err != nil {
-		return c, fmt.Errorf("tuning: %w", err)
+		return c, err
 	}
 	if err := json.Unmarshal(b, &c); err != nil {
 		return c, fmt.Errorf("tuning: %s is not a glmul tuning cache (%w); delete it (glmul tune then writes a new one)", path, err)
 	}
 	return c, nil
+}
+
+// MaxCacheBytes bounds the tuning cache that Load reads: a few hundred
+// bytes an entry, three classes per driver; anything larger is not a cache
+// glmul wrote.
+const MaxCacheBytes = 1 << 20
+
+// readCache reads the cache file at path: a regular file of at most
+// MaxCacheBytes. A FIFO, device or directory is refused before it is
+// opened (reading a FIFO would wait for a writer, /dev/zero never ends).
+func readCache(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("tuning: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("tuning: %s is not a regular file (%s); point GLMUL_TUNE_CACHE at a file, or remove it", path, fi.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tuning: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxCacheBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("tuning: reading %s: %w", path, err)
+	}
+	if len(b) > MaxCacheBytes {
+		return nil, fmt.Errorf("tuning: %s is larger than %d bytes, too large for a glmul tuning cache; delete it (glmul tune then writes a new one)", path, MaxCacheBytes)
+	}
+	return b, nil
 }
 
 // Lookup returns the entry for d's square products, if any.
