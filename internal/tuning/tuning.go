@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/renameio/v2"
+	"github.com/glmul/glmul/internal/outfile"
 )
 
 // Driver identifies a GL driver: a tuned configuration is valid for exactly
@@ -211,7 +211,8 @@ func (c *Cache) Delete(d Driver, cl Class) {
 // measured on more shapes than the class's one product.
 const TunedMargin = 1.05
 
-// Save writes the cache to path atomically, creating its directory.
+// Save writes the cache to path through outfile (atomically; a link's
+// target is replaced, the link kept), creating path's directory.
 func (c Cache) Save(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("tuning: %w", err)
@@ -220,7 +221,7 @@ func (c Cache) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := renameio.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := outfile.Write(path, nil, append(b, '\n')); err != nil {
 		return fmt.Errorf("tuning: %w", err)
 	}
 	return nil

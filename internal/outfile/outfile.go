@@ -1,0 +1,212 @@
+package outfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Stdout is the path that names standard output.
+const Stdout = "-"
+
+// maxLinks is how many symbolic links a path may pass through, as Linux's
+// own limit (ELOOP after 40).
+const maxLinks = 40
+
+// Write writes data to path (see the package documentation for what a
+// path means); stdout receives it when path is "-".
+func Write(path string, stdout io.Writer, data []byte) error {
+	return WriteWith(path, stdout, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteWith calls write once with a writer to path (see the package
+// documentation for what a path means); stdout is that writer when path
+// is "-". write may write in as many pieces as it likes. A regular file
+// is replaced only if write returns nil and every write succeeded; its
+// first write error is returned even if write dropped it.
+func WriteWith(path string, stdout io.Writer, write func(io.Writer) error) error {
+	if path == Stdout {
+		if stdout == nil {
+			return errors.New("outfile: -: standard output cannot take this file; name a file")
+		}
+		return stream(stdout, "standard output", write)
+	}
+	t, err := resolve(path)
+	if err != nil {
+		return err
+	}
+	inPlace, err := t.classify()
+	switch {
+	case err != nil:
+		return err
+	case inPlace:
+		return t.writeInPlace(write)
+	}
+	return t.replace(write)
+}
+
+// Check returns an error unless WriteWith could write path, writing
+// nothing: for a command to call before long work, so that the work is not
+// lost at the end. A regular file's or a new path's directory must exist
+// and take a new file; a device or FIFO is not opened (a FIFO would wait
+// for its reader), so a permission error there shows only when written.
+// "-" passes: whether there is a stdout is the caller's to know.
+func Check(path string) error {
+	if path == Stdout {
+		return nil
+	}
+	t, err := resolve(path)
+	if err != nil {
+		return err
+	}
+	if inPlace, err := t.classify(); err != nil || inPlace {
+		return err
+	}
+	dir := filepath.Dir(t.final)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("outfile: %s: there is no directory %s", t, dir)
+	}
+	f, err := os.CreateTemp(dir, ".glmul-outfile-check-*")
+	if err != nil {
+		return fmt.Errorf("outfile: %s: cannot write in %s: %w", t, dir, pathless(err))
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
+}
+
+// dest is a path the caller gave and where its links lead.
+type dest struct {
+	path  string      // as the caller gave it
+	final string      // path with every link followed; path if none
+	info  fs.FileInfo // final's Lstat; nil if it does not exist
+}
+
+// String names the path for errors: "link.npy (a link to /data/c.npy)".
+func (t dest) String() string {
+	if t.final == t.path {
+		return t.path
+	}
+	return fmt.Sprintf("%s (a link to %s)", t.path, t.final)
+}
+
+// resolve follows path's symbolic links to the file they name, which may
+// not exist. Only the last element is followed: links among the
+// directories above it are resolved by the kernel, and the rename that
+// replaces a file works through them.
+func resolve(path string) (dest, error) {
+	t := dest{path: path, final: path}
+	if path == "" {
+		return t, errors.New("outfile: no file named (the path is empty)")
+	}
+	for range maxLinks {
+		fi, err := os.Lstat(t.final)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return t, nil
+		case err != nil:
+			return t, fmt.Errorf("outfile: %s: %w", t, pathless(err))
+		case fi.Mode()&fs.ModeSymlink == 0:
+			t.info = fi
+			return t, nil
+		}
+		link, err := os.Readlink(t.final)
+		if err != nil {
+			return t, fmt.Errorf("outfile: %s: %w", t, pathless(err))
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(t.final), link)
+		}
+		t.final = link
+	}
+	return t, fmt.Errorf("outfile: %s: more than %d symbolic links (a loop?)", t.path, maxLinks)
+}
+
+// classify says whether t is written in place (a device or a FIFO) or
+// replaced (a regular file or nothing yet), or why it cannot be written.
+func (t dest) classify() (inPlace bool, err error) {
+	if t.info == nil {
+		return false, nil
+	}
+	switch m := t.info.Mode(); {
+	case m.IsRegular():
+		return false, nil
+	case m.IsDir():
+		return false, fmt.Errorf("outfile: %s: is a directory; name a file in it (%s) or another path",
+			t, filepath.Join(t.path, "FILE"))
+	case m&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeNamedPipe) != 0:
+		return true, nil
+	case m&fs.ModeSocket != 0:
+		return false, fmt.Errorf("outfile: %s: is a socket; glmul writes regular files, devices and FIFOs", t)
+	}
+	return false, fmt.Errorf("outfile: %s: is not a regular file, device or FIFO (mode %v)", t, t.info.Mode())
+}
+
+// writeInPlace writes a device or FIFO through an ordinary open: no
+// O_CREATE (it exists), no O_TRUNC (a device is not a file to empty).
+func (t dest) writeInPlace(write func(io.Writer) error) error {
+	f, err := os.OpenFile(t.final, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("outfile: %s: %w", t, pathless(err))
+	}
+	err = stream(f, t.String(), write)
+	if m := t.info.Mode(); err == nil && m&fs.ModeDevice != 0 && m&fs.ModeCharDevice == 0 {
+		if err = f.Sync(); err != nil { // a block device: its data on the disk
+			err = fmt.Errorf("outfile: %s: %w", t, pathless(err))
+		}
+	}
+	if cerr := f.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("outfile: %s: %w", t, pathless(cerr))
+	}
+	return err
+}
+
+// stream calls write with w, naming the file in write errors. It returns
+// write's error or, if write returned nil, the first write error.
+func stream(w io.Writer, name string, write func(io.Writer) error) error {
+	nw := &namingWriter{w: w, name: name}
+	if err := write(nw); err != nil {
+		return err
+	}
+	return nw.err
+}
+
+// namingWriter passes writes to w; its errors name the file rather than a
+// temporary file, and after the first one it writes nothing more, so that
+// a device never receives data with a gap in it.
+type namingWriter struct {
+	w    io.Writer
+	name string
+	err  error // the first write error
+}
+
+func (nw *namingWriter) Write(p []byte) (int, error) {
+	if nw.err != nil {
+		return 0, nw.err
+	}
+	n, err := nw.w.Write(p)
+	if err != nil {
+		nw.err = fmt.Errorf("outfile: writing %s: %w", nw.name, pathless(err))
+	}
+	return n, nw.err
+}
+
+// pathless returns a *fs.PathError's or *os.LinkError's own error, so that
+// a message names the path the caller gave and not a temporary file.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}

@@ -1,0 +1,52 @@
+//go:build !windows
+
+package outfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/google/renameio/v2"
+)
+
+// replace writes a regular file atomically. renameio does the part it is
+// good at: a temporary file opened with O_EXCL, the existing file's
+// permission bits, fsync, rename, and removal on failure. What it does not
+// do is ours: following links (it would rename over the link itself) and
+// telling devices apart (it would replace them). Its temporary directory
+// is named, the target's own: by default it may pick $TMPDIR.
+func (t dest) replace(write func(io.Writer) error) error {
+	dir := filepath.Dir(t.final)
+	pf, err := renameio.NewPendingFile(t.final, renameio.WithTempDir(dir),
+		renameio.WithPermissions(0o644), renameio.WithExistingPermissions())
+	if err != nil {
+		return fmt.Errorf("outfile: %s: cannot write in %s: %w", t, dir, pathless(err))
+	}
+	defer pf.Cleanup()
+	if err := stream(pf, t.String(), write); err != nil {
+		return err
+	}
+	if err := pf.CloseAtomicallyReplace(); err != nil {
+		return fmt.Errorf("outfile: %s: %w", t, pathless(err))
+	}
+	return syncDir(dir, t)
+}
+
+// syncDir makes the rename in dir durable. A file system that cannot sync
+// a directory (EINVAL) has nothing more to offer and is not an error.
+func syncDir(dir string, t dest) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("outfile: %s: written, but its directory: %w", t, pathless(err))
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("outfile: %s: written, but syncing %s: %w", t, dir, pathless(err))
+	}
+	return nil
+}
+
