@@ -91,7 +91,7 @@ func TestFormats(t *testing.T) {
 	}
 }
 
-func TestFig3PNGAndSVG(t *testing.T) {
+func TestPlotFig3PNGAndSVG(t *testing.T) {
 	tb := example()
 	var b bytes.Buffer
 	if err := tb.Fig3(&b, "png"); err != nil {
@@ -121,10 +121,10 @@ func TestFig3PNGAndSVG(t *testing.T) {
 	if err := xml.Unmarshal(b.Bytes(), &svg); err != nil || svg.XMLName.Local != "svg" {
 		t.Fatalf("SVG: %v %v", err, svg.XMLName)
 	}
-	if !strings.HasPrefix(svg.Width, "453.5") || !strings.HasPrefix(svg.Height, "396.8") {
-		t.Errorf("SVG %s × %s, want 16 cm × 14 cm in points", svg.Width, svg.Height)
+	if !strings.HasPrefix(svg.Width, "453.5") || !strings.HasPrefix(svg.Height, "566.9") {
+		t.Errorf("SVG %s × %s, want 16 cm × 20 cm in points", svg.Width, svg.Height)
 	}
-	for _, want := range []string{"speed-up over naive CPU", "GPU tiled32, GFLOPS", "paper GPU"} {
+	for _, want := range []string{"speed-up over naive CPU", "GPU: kernel tiled32", "GPU: Quadro 4000"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("SVG lacks %q", want)
 		}
