@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -29,6 +32,11 @@ func TestMulFiles(t *testing.T) {
 		code, _, stderr := glmul("mul", "-a", a, "-b", b, "-o", out, "-backend", "egl", "-validate", "full")
 		if code != 0 || !strings.Contains(stderr, "validate   full: ok") {
 			t.Fatalf("%s: exit %d\n%s", ext, code, stderr)
+		}
+		// The data are the files: the product line names them, no seed
+		// (issue 23).
+		if !strings.Contains(stderr, "A 3×4 from "+a+", B 4×2 from "+b) || strings.Contains(stderr, "seed") {
+			t.Errorf("%s: the product line does not name the input files, or claims a seed:\n%s", ext, stderr)
 		}
 		c, err := matfile.Read(out)
 		if err != nil || c.Rows != 3 || c.Cols != 2 {
@@ -73,7 +81,7 @@ func TestMulBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"-a", a, "-b", b5}, 2, "give -a, -b and -o"},
+		{[]string{"-a", a, "-b", b5}, 2, "give -o FILE for C"},
 		{[]string{"-a", a, "-b", b5, "-o", filepath.Join(dir, "c.txt")}, 2, "unknown file type"},
 		{[]string{"-a", a, "-b", a, "-o", a}, 2, "is an input"},
 		{[]string{"-a", a, "-b", b5, "-o", filepath.Join(dir, "none", "c.npy")}, 1, "there is no directory"},
@@ -97,5 +105,141 @@ func TestMulBadInput(t *testing.T) {
 	}
 	if c, _ := matfile.Read(out); !math.IsNaN(float64(c.Data[0])) || !math.IsNaN(float64(c.Data[1])) || !math.IsNaN(float64(c.Data[2])) || c.Data[3] != 0 {
 		t.Errorf("NaN input: C = %v", c.Data)
+	}
+}
+
+// npyFile builds a C-order .npy file by hand (matfile writes '<f4' only):
+// dtype descr, data as given.
+func npyFile(descr, shape string, data []byte) []byte {
+	dict := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape)
+	dict += strings.Repeat(" ", (64-(10+len(dict)+1)%64)%64) + "\n"
+	var b bytes.Buffer
+	b.WriteString("\x93NUMPY\x01\x00")
+	binary.Write(&b, binary.LittleEndian, uint16(len(dict)))
+	b.WriteString(dict)
+	b.Write(data)
+	return b.Bytes()
+}
+
+// f8 is vs as little-endian float64 bytes.
+func f8(vs ...float64) []byte {
+	var b bytes.Buffer
+	binary.Write(&b, binary.LittleEndian, vs)
+	return b.Bytes()
+}
+
+// TestMulArgs: A and B as two arguments, with flags before, between or
+// after them (or after "--"), as -a and -b still; a clear usage error for
+// both forms at once or a wrong count.
+func TestMulArgs(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.mtx")
+	os.WriteFile(a, npyFile("<f8", "(2, 3)", f8(1, 2, 3, 4, 5, 6)), 0o644)
+	os.WriteFile(b, []byte("%%MatrixMarket matrix array real general\n3 2\n1\n0\n1\n0\n1\n1\n"), 0o644)
+	out := filepath.Join(dir, "c.npy")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string // in stderr; for exit 0, C = [[4, 5], [10, 11]] too
+	}{
+		{[]string{a}, 2, "mul: give A and B as two arguments, not 1"},
+		{[]string{a, b, a, "-o", out}, 2, "mul: give A and B as two arguments, not 3"},
+		{[]string{a, b, "-a", a, "-o", out}, 2, "either as two arguments or with -a and -b, not both"},
+		{[]string{"-b", b, a, "-o", out}, 2, "not both"},
+		{[]string{a, b}, 2, "mul: give -o FILE for C: glmul mul A.npy B.npy -o C.npy"},
+		{[]string{"-o", out}, 2, "mul: give the matrices A and B: glmul mul A.npy B.npy -o C.npy (or -a A.npy -b B.npy)"},
+		{[]string{"-o", out, "--", a, "-x.npy", b}, 2, `not 3 (["` + a + `" "-x.npy" "` + b + `"])`},
+		{[]string{a, b, "-o", out, "-bogus"}, 2, "mul: flag provided but not defined: -bogus"},
+		{[]string{"-h"}, 0, "glmul mul A.npy B.npy -o C.npy [flags]\n  glmul mul -a A.npy -b B.npy -o C.npy [flags]"},
+		{[]string{a, b, "-o", out}, 0, "validate"},
+		{[]string{"-validate", "full", a, "-o", out, b}, 0, "validate   full: ok"},
+		{[]string{"-o", out, "-validate", "full", "--", a, b}, 0, "validate   full: ok"},
+		{[]string{"-a", a, "-b", b, "-o", out}, 0, "validate"},
+	} {
+		if c.code == 0 && c.args[0] != "-h" {
+			needGL(t)
+			os.Remove(out)
+		}
+		code, _, stderr := glmul(append([]string{"mul", "-backend", "egl"}, c.args...)...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("mul %q: exit %d, %s\nwant exit %d and %q", c.args, code, stderr, c.code, c.want)
+			continue
+		}
+		if code == 0 && c.args[0] != "-h" {
+			if m, err := matfile.Read(out); err != nil || fmt.Sprint(m.Data) != "[4 5 10 11]" {
+				t.Errorf("mul %q: C = %v, %v; want [4 5 10 11]", c.args, m.Data, err)
+			}
+		}
+	}
+	// -h documents the new flag and the .mtx and float64 conventions.
+	_, _, help := glmul("mul", "-h")
+	for _, want := range []string{"-allow-overflow", "beyond float32's range", "means the sum of\nits entries", "too small for float32"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("mul -h lacks %q:\n%s", want, help)
+		}
+	}
+}
+
+// TestMulInputs: float64 beyond float32's range is refused unless
+// -allow-overflow; underflows and .mtx duplicates are told on stderr; a
+// short file or an unsupported dtype fails naming the file. No output is
+// left where the product fails.
+func TestMulInputs(t *testing.T) {
+	needGL(t)
+	dir := t.TempDir()
+	file := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := file("a.npy", npyFile("<f8", "(2, 3)", f8(1, 2, 3, 4, 5, 6)))
+	over := file("over.npy", npyFile("<f8", "(2, 3)", f8(1, 1e39, 3, 4, 5, 6)))
+	under := file("under.npy", npyFile("<f8", "(2, 3)", f8(1e-50, 2, 3, 4, 5, 6)))
+	short := file("short.npy", npyFile("<f8", "(2, 3)", f8(1, 2)))
+	half := file("half.npy", npyFile("<f2", "(3, 100)", make([]byte, 2*3*100))) // 4 bytes an element are more than the file
+	b := file("b.mtx", []byte("%%MatrixMarket matrix array real general\n3 2\n1\n0\n1\n0\n1\n1\n"))
+	bOver := file("b-over.mtx", []byte("%%MatrixMarket matrix coordinate real general\n3 2 1\n1 1 -4e38\n"))
+	bDup := file("b-dup.mtx", []byte("%%MatrixMarket matrix coordinate real general\n3 2 6\n1 1 0.5\n3 1 1\n1 1 0.25\n2 2 1\n3 2 1\n1 1 0.25\n"))
+	out := filepath.Join(dir, "out", "c.npy")
+	os.Mkdir(filepath.Dir(out), 0o755)
+	for _, c := range []struct {
+		name  string
+		args  []string
+		code  int
+		wants []string // in stderr
+		c     string   // C, for exit 0
+	}{
+		{"overflow", []string{over, b}, 1, []string{"glmul: " + over + ": element [0, 1] (row, column from 0, as NumPy indexes) is 1e+39, beyond float32's range (largest magnitude 3.4028235e+38): it would become +Inf in float32; rescale the data, or pass -allow-overflow"}, ""},
+		{"overflow-allowed", []string{"-allow-overflow", over, b}, 0, []string{over + ": 1 float64 value beyond float32's range became ±Inf (-allow-overflow)", "validate   full: ok"}, "[NaN +Inf 10 11]"},
+		{"overflow-mtx", []string{a, bOver}, 1, []string{bOver + ":3: entry (1, 1) (row, column from 1, as the file numbers them) is -4e38, beyond float32's range", "-allow-overflow"}, ""},
+		{"underflow", []string{under, b}, 0, []string{under + ": 1 nonzero value too small for float32 (below ≈1.4e-45) became 0"}, "[3 5 10 11]"},
+		{"duplicates", []string{a, bDup}, 0, []string{bDup + ": 2 duplicate entries summed into an earlier entry at the same position (MatrixMarket's coordinate convention)"}, "[4 5 10 11]"},
+		{"short", []string{short, b}, 1, []string{short + ": the header says 2×3 <f8 (48 bytes of data), the file holds 16"}, ""},
+		{"float16", []string{a, half}, 1, []string{half + ": dtype \"<f2\" (float16) is not supported; glmul reads float32 ('<f4', '>f4') and float64 ('<f8', '>f8')"}, ""},
+	} {
+		os.Remove(out)
+		n := len(c.args) // flags, then A and B: given with -a and -b here
+		args := append([]string{"mul", "-backend", "egl", "-o", out}, c.args[:n-2]...)
+		code, _, stderr := glmul(append(args, "-a", c.args[n-2], "-b", c.args[n-1])...)
+		if code != c.code {
+			t.Errorf("%s: exit %d, want %d\n%s", c.name, code, c.code, stderr)
+			continue
+		}
+		for _, w := range c.wants {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%s: stderr lacks %q:\n%s", c.name, w, stderr)
+			}
+		}
+		if code == 0 && !strings.Contains(stderr, "wrote C") {
+			t.Errorf("%s: no C written:\n%s", c.name, stderr)
+		}
+		if m, err := matfile.Read(out); c.code == 0 && (err != nil || fmt.Sprint(m.Data) != c.c) {
+			t.Errorf("%s: C = %v, %v; want %s", c.name, m.Data, err, c.c)
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(out)); c.code != 0 && len(entries) != 0 {
+			t.Errorf("%s: files left behind: %v", c.name, entries)
+		}
 	}
 }

@@ -1,25 +1,46 @@
 // Package matfile reads and writes users' matrices for glmul mul: NumPy
-// .npy files (float32 or float64, either byte order, C or Fortran order,
-// rank 2) through github.com/sbinet/npyio, and MatrixMarket .mtx files
+// .npy files (float32 or float64, either byte order: dtype '<f4', '>f4',
+// '<f8' or '>f8'; C or Fortran order; rank 2), their headers through
+// github.com/sbinet/npyio, and MatrixMarket .mtx files
 // (array or coordinate; real, integer or pattern; general or symmetric),
 // read into dense row-major float32 matrices. It is pure Go.
 //
 // # Types
 //
-// glmul computes in float32. float64 input is rounded to the nearest
-// float32 (values beyond float32's range become ±Inf, as a float32 BLAS
-// would see them); integer MatrixMarket entries are converted; pattern
-// entries are 1. A coordinate file that lists an entry twice means their
-// sum, as SciPy reads it; a symmetric file's entry (i, j) is also (j, i),
-// whichever triangle it is in. A .mtx file may ask for at most 2^28 dense
-// elements. .npy headers are read as NumPy writes them (format versions
-// 1.0 and 2.0, numpy.save's key order). Output is float32: .npy with dtype '<f4', C order;
-// .mtx as "array real general".
+// glmul computes in float32. float64 input (a .npy '<f8' or '>f8', a .mtx
+// real value) is rounded to the nearest float32. A value beyond float32's
+// range is an error (ErrOverflow, naming the first one's place and value)
+// unless ReadOptions.AllowOverflow lets it become ±Inf, as a float32 BLAS
+// would see it; a nonzero value below float32's smallest subnormal becomes
+// 0, not an error. ReadInfo counts both, for the caller to tell the user.
+// NaN and ±Inf in a file are data: kept as they are. Integer MatrixMarket
+// entries are converted; pattern entries are 1.
+//
+// # Duplicates and symmetry
+//
+// A coordinate .mtx file that lists a position more than once means the
+// sum of its entries: MatrixMarket's convention, as SciPy reads it. They
+// are summed (each addition done in float64, then rounded to float32; a
+// sum beyond float32's range is an overflow as one value is) and the
+// entries added to an earlier one are counted in ReadInfo.Duplicates. A
+// symmetric file's entry (i, j) is also (j, i), whichever triangle it is
+// in; a file that lists both (i, j) and (j, i) means their sum, counted
+// as a duplicate too.
+//
+// # Limits and output
+//
+// A .mtx file may ask for at most 2^28 dense elements. .npy headers are
+// read as NumPy writes them (format versions 1.0 and 2.0, numpy.save's
+// key order). Output is float32: .npy with dtype '<f4', C order; .mtx as
+// "array real general".
 //
 // # Errors
 //
 // Every error names the file and says what is wrong with it: not the
 // format, a truncated or overlong file, a header that disagrees with the
 // data, an unsupported dtype or field, a rank other than 2, an empty
-// matrix.
+// matrix, a value beyond float32's range. A .npy file is read in full or
+// not at all: one that ends sooner than its size said when it was opened
+// (still being written, on a network mount) is an error saying how many
+// elements were expected and how many were read, never zeros.
 package matfile

@@ -3,7 +3,9 @@ package matfile
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -82,7 +84,15 @@ func TestReadNPYErrors(t *testing.T) {
 		{"overlong", npyBytes("<f4", false, "(2, 3)", append(good, 0, 0, 0, 0)), "the file holds 28"},
 		{"rank1", npyBytes("<f4", false, "(6,)", good), "1-dimensional"},
 		{"rank3", npyBytes("<f4", false, "(1, 2, 3)", good), "3-dimensional"},
-		{"int64", npyBytes("<i8", false, "(2, 3)", make([]byte, 48)), "dtype \"<i8\" is not supported"},
+		{"int64", npyBytes("<i8", false, "(2, 3)", make([]byte, 48)), "dtype \"<i8\" (int64) is not supported; glmul reads float32 ('<f4', '>f4') and float64 ('<f8', '>f8')"},
+		// Item sizes under 4 bytes once met "larger than the file" first,
+		// where 4 bytes an element were more than the file.
+		{"float16", npyBytes("<f2", false, "(64, 64)", make([]byte, 2*64*64)), "dtype \"<f2\" (float16) is not supported; glmul reads float32"},
+		{"bool", npyBytes("|b1", false, "(64, 64)", make([]byte, 64*64)), "dtype \"|b1\" (bool) is not supported; glmul reads float32"},
+		{"int8", npyBytes("|i1", false, "(64, 64)", make([]byte, 64*64)), "dtype \"|i1\" (int8) is not supported"},
+		{"uint16", npyBytes(">u2", false, "(64, 64)", make([]byte, 2*64*64)), "dtype \">u2\" (uint16) is not supported"},
+		{"complex128", npyBytes("<c16", false, "(2, 3)", make([]byte, 96)), "dtype \"<c16\" (complex128) is not supported"},
+		{"no-order", npyBytes("|f4", false, "(2, 3)", good), "a.astype(np.float32)"},
 		{"empty", npyBytes("<f4", false, "(0, 3)", nil), "empty 0×3"},
 		{"not-npy", []byte("hello, world"), "not a valid .npy file"},
 		{"no-newline", []byte("\x93NUMPY\x01\x00\x04\x00abcd"), "not a valid .npy file"},
@@ -183,4 +193,145 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("inconsistent matrix %d×%d stride %d, %d floats", m.Rows, m.Cols, m.Stride, len(m.Data))
 		}
 	})
+}
+
+// shortReader is a file that ends after n bytes although its size, when
+// opened, said more: truncated between the size check and the read.
+type shortReader struct {
+	b   []byte
+	err error // after the bytes; io.EOF for a plain truncation
+}
+
+func (r *shortReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, r.err
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// A .npy file shorter when read than its size said is an error naming the
+// file and the elements expected and read, never a matrix of zeros.
+func TestReadNPYShortRead(t *testing.T) {
+	diskErr := errors.New("input/output error")
+	f4 := npyBytes("<f4", false, "(2, 3)", floats(binary.LittleEndian, false, 1, 2, 3, 4, 5, 6))
+	f8 := npyBytes(">f8", true, "(2, 3)", floats(binary.BigEndian, true, 1, 4, 2, 5, 3, 6))
+	for _, c := range []struct {
+		name string
+		file []byte
+		keep int // bytes of data that remain
+		err  error
+		want string
+	}{
+		{"f4-element-boundary", f4, 12, io.EOF, "expected 6 elements (2×3 <f4) but read 3: the file ended 12 bytes into its data, which held 24"},
+		{"f4-mid-element", f4, 14, io.EOF, "expected 6 elements (2×3 <f4) but read 3: the file ended 14 bytes"},
+		{"f4-no-data", f4, 0, io.EOF, "expected 6 elements (2×3 <f4) but read 0"},
+		{"f8-one-short", f8, 40, io.EOF, "expected 6 elements (2×3 >f8) but read 5"},
+		{"f4-disk-error", f4, 8, diskErr, "reading the data: expected 6 elements, read 2: input/output error"},
+	} {
+		data := len(c.file) - map[bool]int{true: 48, false: 24}[c.name[:2] == "f8"]
+		r := &shortReader{b: c.file[:data+c.keep], err: c.err}
+		m, _, err := readNPY(r, int64(len(c.file)), "a.npy", ReadOptions{})
+		if err == nil || !strings.HasPrefix(err.Error(), "a.npy: ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v (matrix %v), want an error naming a.npy and %q", c.name, err, m.Data, c.want)
+		}
+		if c.err != io.EOF && !errors.Is(err, c.err) {
+			t.Errorf("%s: %v does not wrap %v", c.name, err, c.err)
+		}
+	}
+	// The whole file through the same reader reads.
+	if m, _, err := readNPY(&shortReader{b: f8, err: io.EOF}, int64(len(f8)), "a.npy", ReadOptions{}); err != nil || fmt.Sprint(m.Data) != "[1 2 3 4 5 6]" {
+		t.Errorf("whole file: %v %v", m.Data, err)
+	}
+}
+
+// float64 values beyond float32's range are an error naming the place,
+// the value and float32's largest, unless allowed; nonzero values below
+// its smallest become 0 and are counted; NaN and ±Inf are data.
+func TestReadFloat64Range(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
+	const max32 = "3.4028235e+38"
+	for _, c := range []struct {
+		name    string
+		file    []byte
+		want    string // the error without AllowOverflow; "" for none
+		with    string // the matrix with AllowOverflow
+		over    int
+		under   int
+		noAllow string // the matrix without AllowOverflow, where it reads
+	}{
+		{name: "npy-C", file: npyBytes("<f8", false, "(2, 2)", floats(binary.LittleEndian, true, 1, 2, 1e39, 4)),
+			want: "npy-C.npy: element [1, 0] (row, column from 0, as NumPy indexes) is 1e+39, beyond float32's range (largest magnitude " + max32 + "): it would become +Inf in float32",
+			with: "[1 2 +Inf 4]", over: 1},
+		{name: "npy-Fortran", file: npyBytes(">f8", true, "(2, 2)", floats(binary.BigEndian, true, 1, 2, -5e300, 1e40)),
+			want: "npy-Fortran.npy: element [0, 1] (row, column from 0, as NumPy indexes) is -5e+300, beyond float32's range (largest magnitude " + max32 + "): it would become -Inf in float32 (2 such values in the file)",
+			with: "[1 -Inf 2 +Inf]", over: 2},
+		{name: "npy-underflow", file: npyBytes("<f8", false, "(1, 4)", floats(binary.LittleEndian, true, 1e-50, -1e-300, 1e-40, 0)),
+			with: "[0 -0 1e-40 0]", under: 2, noAllow: "[0 -0 1e-40 0]"},
+		{name: "npy-edges", file: npyBytes("<f8", false, "(1, 4)", floats(binary.LittleEndian, true, math.MaxFloat32, 3.4028235e38, inf, nan)),
+			with: "[3.4028235e+38 3.4028235e+38 +Inf NaN]", noAllow: "[3.4028235e+38 3.4028235e+38 +Inf NaN]"},
+		{name: "npy-f4-inf", file: npyBytes("<f4", false, "(1, 2)", floats(binary.LittleEndian, false, inf, nan)),
+			with: "[+Inf NaN]", noAllow: "[+Inf NaN]"},
+		{name: "mtx-array", file: []byte("%%MatrixMarket matrix array real general\n2 1\n1\n-1e39\n"),
+			want: "mtx-array.mtx:4: entry (2, 1) (row, column from 1, as the file numbers them) is -1e39, beyond float32's range (largest magnitude " + max32 + "): it would become -Inf in float32",
+			with: "[1 -Inf]", over: 1},
+		{name: "mtx-beyond-float64", file: []byte("%%MatrixMarket matrix coordinate real general\n1 2 2\n1 2 1e400\n1 1 -1e-400\n"),
+			want: "mtx-beyond-float64.mtx:3: entry (1, 2) (row, column from 1, as the file numbers them) is 1e400, beyond float32's range",
+			with: "[-0 +Inf]", over: 1, under: 1},
+		{name: "mtx-duplicate-sum", file: []byte("%%MatrixMarket matrix coordinate real general\n1 1 2\n1 1 3e38\n1 1 3e38\n"),
+			want: "mtx-duplicate-sum.mtx:4: entry (1, 1) (row, column from 1, as the file numbers them) is 3e38, summed with 3e+38 from earlier entries there, beyond float32's range",
+			with: "[+Inf]", over: 1},
+		{name: "mtx-underflow", file: []byte("%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n2 1 1e-46\n2 2 0x1p-2000\n"),
+			with: "[0 0 0 0]", under: 2, noAllow: "[0 0 0 0]"},
+		{name: "mtx-data", file: []byte("%%MatrixMarket matrix array real general\n3 1\ninf\n-Infinity\nnan\n"),
+			with: "[+Inf -Inf NaN]", noAllow: "[+Inf -Inf NaN]"},
+		{name: "mtx-zeros", file: []byte("%%MatrixMarket matrix array real general\n2 1\n0.000e-400\n-0x0p-3000\n"),
+			with: "[0 -0]", noAllow: "[0 -0]"},
+	} {
+		ext := ".npy"
+		if strings.HasPrefix(c.name, "mtx") {
+			ext = ".mtx"
+		}
+		path := filepath.Join(t.TempDir(), c.name+ext)
+		if err := os.WriteFile(path, c.file, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, info, err := ReadWith(path, nil)
+		switch {
+		case c.want != "" && (err == nil || !errors.Is(err, ErrOverflow) || !strings.HasPrefix(err.Error(), path) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want ErrOverflow naming the file and %q", c.name, err, c.want)
+		case c.want == "" && (err != nil || fmt.Sprint(m.Data) != c.noAllow || info.Underflows != c.under || info.Overflows != 0):
+			t.Errorf("%s: %v %+v %v, want %v with %d underflows", c.name, m.Data, info, err, c.noAllow, c.under)
+		}
+		m, info, err = ReadWith(path, &ReadOptions{AllowOverflow: true})
+		if err != nil || fmt.Sprint(m.Data) != c.with || info.Overflows != c.over || info.Underflows != c.under {
+			t.Errorf("%s allowed: %v %+v %v, want %v with %d overflows, %d underflows", c.name, m.Data, info, err, c.with, c.over, c.under)
+		}
+	}
+}
+
+// Duplicate coordinate entries are summed, as MatrixMarket means, and
+// counted: in a symmetric file, (j, i) after (i, j) too.
+func TestReadMTXDuplicates(t *testing.T) {
+	for _, c := range []struct {
+		name, text, want string
+		dups             int
+	}{
+		{"none", "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 2\n", "[1 0 0 2]", 0},
+		{"twice", "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n1 1 5\n2 2 2\n", "[6 0 0 2]", 1},
+		{"thrice", "%%MatrixMarket matrix coordinate integer general\n2 2 4\n2 1 1\n2 1 1\n2 1 1\n1 2 1\n", "[0 1 3 0]", 2},
+		{"pattern", "%%MatrixMarket matrix coordinate pattern general\n1 1 2\n1 1\n1 1\n", "[2]", 1},
+		{"symmetric-both-triangles", "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 2 7\n2 1 4\n", "[0 11 11 0]", 1},
+		{"symmetric-pair", "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n2 1 7\n1 1 4\n", "[4 7 7 0]", 0},
+		{"cancel", "%%MatrixMarket matrix coordinate real general\n1 1 2\n1 1 1.5\n1 1 -1.5\n", "[0]", 1},
+		{"array", "%%MatrixMarket matrix array real general\n1 2\n1\n1\n", "[1 1]", 0},
+	} {
+		path := filepath.Join(t.TempDir(), c.name+".mtx")
+		os.WriteFile(path, []byte(c.text), 0o644)
+		m, info, err := ReadWith(path, nil)
+		if err != nil || fmt.Sprint(m.Data) != c.want || info.Duplicates != c.dups {
+			t.Errorf("%s: %v, %d duplicates, %v; want %v, %d", c.name, m.Data, info.Duplicates, err, c.want, c.dups)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,7 @@ type mtxReader struct {
 	name string
 	line int
 	h    mtxHeader
+	nw   narrowing
 }
 
 func (r *mtxReader) errf(format string, args ...any) error {
@@ -50,33 +52,83 @@ func (r *mtxReader) next() (string, bool) {
 	return "", false
 }
 
-// value parses one entry of the file's field.
-func (r *mtxReader) value(f string) (float32, error) {
+// value parses one entry of the file's field. A real value beyond even
+// float64's range (1e400) comes back as ±math.MaxFloat64, and a nonzero
+// one below it (1e-400) as ±math.SmallestNonzeroFloat64, so that rounding
+// to float32 counts them as what they are: an overflow, an underflow.
+func (r *mtxReader) value(f string) (float64, error) {
 	if r.h.field == "integer" {
 		v, err := strconv.ParseInt(f, 10, 64)
-		return float32(v), err
+		return float64(v), err
 	}
 	v, err := strconv.ParseFloat(f, 64)
-	return float32(v), err
+	switch {
+	case errors.Is(err, strconv.ErrRange) && math.IsInf(v, 0):
+		return math.Copysign(math.MaxFloat64, v), nil
+	case err == nil && v == 0 && nonzeroMantissa(f):
+		return math.Copysign(math.SmallestNonzeroFloat64, v), nil
+	}
+	return v, err
+}
+
+// nonzeroMantissa reports whether a number's text has a nonzero digit
+// before its exponent ("1e-400", "0x1p-2000"; not "0.0e5").
+func nonzeroMantissa(s string) bool {
+	s = strings.ToLower(strings.TrimLeft(s, "+-"))
+	if hex, ok := strings.CutPrefix(s, "0x"); ok {
+		mant, _, _ := strings.Cut(hex, "p")
+		return strings.ContainsAny(mant, "123456789abcdef")
+	}
+	mant, _, _ := strings.Cut(s, "e")
+	return strings.ContainsAny(mant, "123456789")
 }
 
 // readMTX reads a MatrixMarket matrix from r into a dense matrix; name is
 // for messages.
-func readMTX(in io.Reader, name string) (blas32.General, error) {
+func readMTX(in io.Reader, name string, o ReadOptions) (blas32.General, ReadInfo, error) {
 	r := &mtxReader{sc: bufio.NewScanner(in), name: name}
 	r.sc.Buffer(make([]byte, 64<<10), 1<<20)
 	dims, err := r.header()
 	if err != nil {
-		return blas32.General{}, err
+		return blas32.General{}, ReadInfo{}, err
 	}
 	rows, cols := dims[0], dims[1]
 	m := blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: make([]float32, rows*cols)}
 	// Entries add up: a coordinate file that lists (i, j) twice means the
 	// sum (SciPy reads it so); a symmetric one's (i, j) is also (j, i).
-	set := func(i, j int, v float32) {
-		m.Data[i*cols+j] += v
+	// seen marks the positions set (a symmetric pair at its lower one), to
+	// count the entries summed into an earlier one.
+	var seen []uint64
+	dups := 0
+	if r.h.format == "coordinate" {
+		seen = make([]uint64, (rows*cols+63)/64)
+	}
+	set := func(i, j int, v float64, text string) {
+		k := i*cols + j
+		if seen != nil {
+			lo := k
+			if r.h.symmetry == "symmetric" && j > i {
+				lo = j*cols + i
+			}
+			if seen[lo/64]&(1<<(lo%64)) != 0 {
+				dups++
+				// The sum in float64, rounded once: a sum beyond
+				// float32's range is an overflow as one value is.
+				v += float64(m.Data[k])
+			}
+			seen[lo/64] |= 1 << (lo % 64)
+		}
+		old := m.Data[k] // 0 but for a duplicate
+		f, first := r.nw.round(v)
+		if first {
+			r.nw.where = fmt.Sprintf("%s:%d: entry (%d, %d) (row, column from 1, as the file numbers them) is %s", r.name, r.line, i+1, j+1, text)
+			if old != 0 {
+				r.nw.where += fmt.Sprintf(", summed with %v from earlier entries there", old)
+			}
+		}
+		m.Data[k] = f
 		if r.h.symmetry == "symmetric" && i != j {
-			m.Data[j*cols+i] += v
+			m.Data[j*cols+i] = f
 		}
 	}
 	if r.h.format == "array" {
@@ -85,15 +137,20 @@ func readMTX(in io.Reader, name string) (blas32.General, error) {
 		err = r.coordinate(rows, cols, dims[2], set)
 	}
 	if err != nil {
-		return m, err
+		return m, ReadInfo{}, err
 	}
 	if t, ok := r.next(); ok {
-		return m, r.errf("data after the last entry the header announces: %q", t)
+		return m, ReadInfo{}, r.errf("data after the last entry the header announces: %q", t)
 	}
 	if err := r.sc.Err(); err != nil {
-		return m, fmt.Errorf("%s: %w", name, err)
+		return m, ReadInfo{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return m, nil
+	if err := r.nw.check(o); err != nil {
+		return m, ReadInfo{}, err
+	}
+	info := r.nw.info()
+	info.Duplicates = dups
+	return m, info, nil
 }
 
 // header reads the banner and the size line: rows, cols (and entries,
@@ -134,7 +191,7 @@ func (r *mtxReader) header() ([]int, error) {
 
 // array reads a column-major array; a symmetric one lists the lower
 // triangle only.
-func (r *mtxReader) array(rows, cols int, set func(i, j int, v float32)) error {
+func (r *mtxReader) array(rows, cols int, set func(i, j int, v float64, text string)) error {
 	for j := 0; j < cols; j++ {
 		i0 := 0
 		if r.h.symmetry == "symmetric" {
@@ -149,14 +206,14 @@ func (r *mtxReader) array(rows, cols int, set func(i, j int, v float32)) error {
 			if err != nil {
 				return r.errf("%q is not a %s value", t, r.h.field)
 			}
-			set(i, j, v)
+			set(i, j, v, t)
 		}
 	}
 	return nil
 }
 
 // coordinate reads nnz "i j [value]" entries, 1-based.
-func (r *mtxReader) coordinate(rows, cols, nnz int, set func(i, j int, v float32)) error {
+func (r *mtxReader) coordinate(rows, cols, nnz int, set func(i, j int, v float64, text string)) error {
 	fields := 3
 	if r.h.field == "pattern" {
 		fields = 2
@@ -174,13 +231,14 @@ func (r *mtxReader) coordinate(rows, cols, nnz int, set func(i, j int, v float32
 		if err != nil || ij[0] < 1 || ij[0] > rows || ij[1] < 1 || ij[1] > cols {
 			return r.errf("entry %q: indices must be whole numbers within 1…%d and 1…%d", t, rows, cols)
 		}
-		v := float32(1)
+		v, text := 1.0, "1 (pattern)"
 		if fields == 3 {
 			if v, err = r.value(f[2]); err != nil {
 				return r.errf("entry %q: %q is not a %s value", t, f[2], r.h.field)
 			}
+			text = f[2]
 		}
-		set(ij[0]-1, ij[1]-1, v)
+		set(ij[0]-1, ij[1]-1, v, text)
 	}
 	return nil
 }

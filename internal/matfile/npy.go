@@ -7,15 +7,17 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/sbinet/npyio/npy"
 	"gonum.org/v1/gonum/blas/blas32"
 )
 
-// readNPY reads a rank-2 float32 or float64 .npy array from r, which holds
-// size bytes; name is for messages.
-func readNPY(r io.Reader, size int64, name string) (m blas32.General, err error) {
+// readNPY reads a rank-2 float32 or float64 .npy array from r; size is
+// the file's size when it was opened (r may yet end sooner, if the file
+// shrank since); name is for messages.
+func readNPY(r io.Reader, size int64, name string, o ReadOptions) (m blas32.General, info ReadInfo, err error) {
 	defer func() {
 		// npyio indexes a header it has not checked: a corrupt one panics.
 		if p := recover(); p != nil {
@@ -31,54 +33,58 @@ func readNPY(r io.Reader, size int64, name string) (m blas32.General, err error)
 			hdr, at = int64(binary.LittleEndian.Uint32(pre[8:12])), 12
 		}
 		if at+hdr > size {
-			return m, fmt.Errorf("%s: not a valid .npy file: its header announces %d bytes, the file holds %d", name, hdr, size)
+			return m, info, fmt.Errorf("%s: not a valid .npy file: its header announces %d bytes, the file holds %d", name, hdr, size)
 		}
 	}
+	// npyio reads the header only (its binary.Read reads in full); the
+	// data are read below, where a short read is an error: npyio's own
+	// data reader ignores io.EOF and leaves zeros.
 	cr := &countingReader{r: br}
-	nr, err := npy.NewReader(fullReader{cr})
+	nr, err := npy.NewReader(cr)
 	if err != nil {
-		return m, fmt.Errorf("%s: not a valid .npy file: %w", name, err)
+		return m, info, fmt.Errorf("%s: not a valid .npy file: %w", name, err)
 	}
 	d := nr.Header.Descr
+	// The dtype first: its item size decides what the file's size means.
+	order, item, err := npyDtype(d.Type)
+	if err != nil {
+		return m, info, fmt.Errorf("%s: %w", name, err)
+	}
 	if len(d.Shape) != 2 {
-		return m, fmt.Errorf("%s: a %d-dimensional array (shape %v); glmul multiplies matrices: rank 2", name, len(d.Shape), d.Shape)
+		return m, info, fmt.Errorf("%s: a %d-dimensional array (shape %v); glmul multiplies matrices: rank 2", name, len(d.Shape), d.Shape)
 	}
 	rows, cols := d.Shape[0], d.Shape[1]
 	if rows < 1 || cols < 1 {
-		return m, fmt.Errorf("%s: an empty %d×%d matrix", name, rows, cols)
+		return m, info, fmt.Errorf("%s: an empty %d×%d matrix", name, rows, cols)
 	}
-	if rows > 1<<40 || cols > 1<<40 || float64(rows)*float64(cols)*4 > float64(size) {
-		return m, fmt.Errorf("%s: the header's shape %d×%d is larger than the file (%d bytes)", name, rows, cols, size)
-	}
-	item := 0
-	if strings.HasPrefix(d.Type, "=") {
-		return m, fmt.Errorf("%s: dtype %q: native byte order '=' is not supported; save with an explicit '<' or '>'", name, d.Type)
-	}
-	switch strings.TrimLeft(d.Type, "<>|") {
-	case "f4":
-		item = 4
-	case "f8":
-		item = 8
-	default:
-		return m, fmt.Errorf("%s: dtype %q is not supported: glmul reads float32 ('<f4', '>f4') and float64 ('<f8', '>f8')", name, d.Type)
+	if rows > 1<<40 || cols > 1<<40 || float64(rows)*float64(cols)*float64(item) > float64(size) {
+		return m, info, fmt.Errorf("%s: the header's shape %d×%d of %s is larger than the file (%d bytes)", name, rows, cols, d.Type, size)
 	}
 	n := int64(rows) * int64(cols)
 	if want := cr.n + n*int64(item); size != want {
-		return m, fmt.Errorf("%s: the header says %d×%d %s (%d bytes of data), the file holds %d", name, rows, cols, d.Type, n*int64(item), size-cr.n)
+		return m, info, fmt.Errorf("%s: the header says %d×%d %s (%d bytes of data), the file holds %d", name, rows, cols, d.Type, n*int64(item), size-cr.n)
 	}
-	data := make([]float32, n)
-	if item == 4 {
-		err = nr.Read(&data)
-	} else {
-		wide := make([]float64, n)
-		if err = nr.Read(&wide); err == nil {
-			for i, v := range wide {
-				data[i] = float32(v)
-			}
+	var nw narrowing
+	place := func(i int64) (row, col int64) { // file order to (row, column)
+		if d.Fortran {
+			return i % int64(rows), i / int64(rows)
 		}
+		return i / int64(cols), i % int64(cols)
 	}
-	if err != nil && !errors.Is(err, io.EOF) {
-		return m, fmt.Errorf("%s: reading the data: %w", name, err)
+	hdr := cr.n
+	data, got, err := readNPYData(cr, n, order, item, &nw, func(i int64, v float64) {
+		row, col := place(i)
+		nw.where = fmt.Sprintf("%s: element [%d, %d] (row, column from 0, as NumPy indexes) is %s", name, row, col, strconv.FormatFloat(v, 'g', -1, 64))
+	})
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return m, info, fmt.Errorf("%s: expected %d elements (%d×%d %s) but read %d: the file ended %d bytes into its data, which held %d bytes when it was opened (is it still being written?)",
+			name, n, rows, cols, d.Type, got, cr.n-hdr, n*int64(item))
+	case err != nil:
+		return m, info, fmt.Errorf("%s: reading the data: expected %d elements, read %d: %w", name, n, got, err)
+	}
+	if err := nw.check(o); err != nil {
+		return m, info, err
 	}
 	m = blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: data}
 	if d.Fortran { // column-major on disk
@@ -90,7 +96,91 @@ func readNPY(r io.Reader, size int64, name string) (m blas32.General, err error)
 		}
 		m.Data = t
 	}
-	return m, nil
+	return m, nw.info(), nil
+}
+
+// npyDtype returns the byte order and item size of the dtypes glmul reads:
+// float32 and float64, with an explicit byte order.
+func npyDtype(descr string) (binary.ByteOrder, int, error) {
+	switch descr {
+	case "<f4":
+		return binary.LittleEndian, 4, nil
+	case ">f4":
+		return binary.BigEndian, 4, nil
+	case "<f8":
+		return binary.LittleEndian, 8, nil
+	case ">f8":
+		return binary.BigEndian, 8, nil
+	case "=f4", "=f8":
+		return nil, 0, fmt.Errorf("dtype %q: native byte order '=' is not supported; save with an explicit '<' or '>'", descr)
+	}
+	what := ""
+	if s := dtypeName(descr); s != "" {
+		what = " (" + s + ")"
+	}
+	return nil, 0, fmt.Errorf("dtype %q%s is not supported; glmul reads float32 ('<f4', '>f4') and float64 ('<f8', '>f8'): convert it first, e.g. with NumPy np.save(path, a.astype(np.float32))", descr, what)
+}
+
+// dtypeName names a NumPy dtype for messages ("<f2": float16), or "".
+func dtypeName(descr string) string {
+	s := strings.TrimLeft(descr, "<>|=")
+	if len(s) < 2 {
+		return ""
+	}
+	size, err := strconv.Atoi(s[1:])
+	if err != nil || size < 1 || size > 64 {
+		return ""
+	}
+	switch s[0] {
+	case 'b':
+		if size == 1 {
+			return "bool"
+		}
+	case 'i':
+		return fmt.Sprintf("int%d", 8*size)
+	case 'u':
+		return fmt.Sprintf("uint%d", 8*size)
+	case 'f':
+		return fmt.Sprintf("float%d", 8*size)
+	case 'c':
+		return fmt.Sprintf("complex%d", 8*size)
+	}
+	return ""
+}
+
+// readNPYData reads n elements of item bytes (4: float32, 8: float64) in
+// order from r into float32s, in file order; float64 ones are rounded
+// through nw, and overflowed(i, v) is called for the first that overflows.
+// It returns how many whole elements it read: fewer than n only with an
+// error (io.EOF or io.ErrUnexpectedEOF where the data end early).
+func readNPYData(r io.Reader, n int64, order binary.ByteOrder, item int, nw *narrowing, overflowed func(i int64, v float64)) ([]float32, int64, error) {
+	data := make([]float32, n)
+	buf := make([]byte, min(n*int64(item), 1<<20)) // 1 MiB: a whole number of items
+	var got int64
+	for got < n {
+		chunk := buf[:min(n-got, int64(len(buf)/item))*int64(item)]
+		k, err := io.ReadFull(r, chunk)
+		whole := chunk[:k/item*item]
+		if item == 4 {
+			for i := range len(whole) / 4 {
+				data[got+int64(i)] = math.Float32frombits(order.Uint32(whole[4*i:]))
+			}
+		} else {
+			for i := range len(whole) / 8 {
+				v := math.Float64frombits(order.Uint64(whole[8*i:]))
+				f, first := nw.round(v)
+				if first {
+					overflowed(got+int64(i), v)
+				}
+				data[got+int64(i)] = f
+			}
+		}
+		got += int64(len(whole) / item)
+		if err != nil {
+			return data, got, err
+		}
+	}
+	return data, got, nil
 }
 
 // writeNPY writes m as a C-order '<f4' .npy array (format version 1.0).
@@ -126,9 +216,3 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
-
-// fullReader fills every Read completely or fails: npyio reads each
-// element with one Read and does not look at the count.
-type fullReader struct{ r io.Reader }
-
-func (f fullReader) Read(p []byte) (int, error) { return io.ReadFull(f.r, p) }

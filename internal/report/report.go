@@ -64,12 +64,17 @@ func (t Timings) MarshalJSON() ([]byte, error) { return json.Marshal(t.Full) }
 
 // Run is the result of one glmul product.
 type Run struct {
-	Device     Device          `json:"device"`
-	Kernel     string          `json:"kernel"`
-	M          int             `json:"m"`
-	K          int             `json:"k"`
-	N          int             `json:"n"`
-	Seed       uint64          `json:"seed"`
+	Device Device `json:"device"`
+	Kernel string `json:"kernel"`
+	M      int    `json:"m"`
+	K      int    `json:"k"`
+	N      int    `json:"n"`
+	// Seed drew the random inputs (and Freivalds' vectors): for inputs
+	// read from files (Inputs), only the vectors.
+	Seed uint64 `json:"seed"`
+	// Inputs names the files A and B were read from (glmul mul); empty
+	// for random inputs, which the product line names by their seed.
+	Inputs     []string        `json:"inputs,omitempty"`
 	Warmup     int             `json:"warmup"`
 	MaxGroups  int             `json:"max_groups"`
 	Timings    Timings         `json:"timings"`
@@ -138,7 +143,11 @@ func (r *Run) writeText(out io.Writer) error {
 	p := func(label, format string, args ...any) {
 		fmt.Fprintf(w, "%-10s %s\n", label, fmt.Sprintf(format, args...))
 	}
-	p("product", "C = A·B in float32, A %d×%d, B %d×%d, seed %d", r.M, r.K, r.K, r.N, r.Seed)
+	if len(r.Inputs) == 2 {
+		p("product", "C = A·B in float32, A %d×%d from %s, B %d×%d from %s", r.M, r.K, r.Inputs[0], r.K, r.N, r.Inputs[1])
+	} else {
+		p("product", "C = A·B in float32, A %d×%d, B %d×%d, seed %d", r.M, r.K, r.K, r.N, r.Seed)
+	}
 	p("device", "%s | %s | %s | %s", i.Vendor, i.Renderer, i.Version, i.GLSLVersion)
 	if i.BackendNote != "" {
 		p("backend", "%s (%s)", i.Backend, i.BackendNote)
