@@ -958,11 +958,15 @@ func (o *MulOptions) stopped() error {
 // timerPlausible reports whether GL_TIME_ELAPSED results look real. Mesa's
 // llvmpipe (22.x) runs compute on the CPU outside its timer and reports
 // about zero; a real timer gives a positive time for every run and, summed,
-// a sizeable share of the wall-clock time (which adds only CPU overhead).
+// a sizeable share of the wall-clock time (which adds only CPU overhead),
+// and at least minGPUTime a run: no dispatch finishes faster, so a smaller
+// reading is no timer, whatever the wall clock says (under Wine the Go
+// clock advances in steps of about a millisecond and read 0 for runs that
+// llvmpipe's timer put at 56 ns: 9362 GFLOPS reported on a 2-core CPU).
 func timerPlausible(gpu, wall []time.Duration) bool {
 	var g, w time.Duration
 	for i := range gpu {
-		if gpu[i] <= 0 {
+		if gpu[i] < minGPUTime {
 			return false
 		}
 		g += gpu[i]
@@ -970,6 +974,10 @@ func timerPlausible(gpu, wall []time.Duration) bool {
 	}
 	return g*20 >= w
 }
+
+// minGPUTime is the least time a GL timer may give a run of dispatches:
+// launching one takes microseconds on any GPU.
+const minGPUTime = time.Microsecond
 
 // progress reports completed dispatches through fences.
 type progress struct {

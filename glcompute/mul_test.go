@@ -577,6 +577,9 @@ func TestTimerPlausible(t *testing.T) {
 		{[]time.Duration{900 * ms, 950 * ms}, []time.Duration{s, s}, true},
 		{[]time.Duration{60 * ms}, []time.Duration{s}, true},
 		{[]time.Duration{40 * ms}, []time.Duration{s}, false},
+		// Wine's clock: wall times of 0; llvmpipe's timer 56 ns a run.
+		{[]time.Duration{56, 60}, []time.Duration{0, 0}, false},
+		{[]time.Duration{5 * time.Microsecond}, []time.Duration{0}, true},
 	} {
 		if got := timerPlausible(c.gpu, c.wall); got != c.want {
 			t.Errorf("timerPlausible(%v, %v) = %v, want %v", c.gpu, c.wall, got, c.want)

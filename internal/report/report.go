@@ -205,8 +205,14 @@ func (r *Run) writeText(out io.Writer) error {
 	} else {
 		p("pipelined", "%8.2f ms end to end in one step (too few rows of tiles to pipeline)", s.EndToEndMS)
 	}
-	p("GFLOPS", "%s kernel (mean), %s (median); %s end to end (pipelined, host memory to host memory)",
-		FormatGFLOPS(s.GFLOPSMean), FormatGFLOPS(s.GFLOPSMedian), FormatGFLOPS(s.GFLOPSEndToEnd))
+	if s.KernelMeanMS > 0 {
+		p("GFLOPS", "%s kernel (mean), %s (median); %s end to end (pipelined, host memory to host memory)",
+			FormatGFLOPS(s.GFLOPSMean), FormatGFLOPS(s.GFLOPSMedian), FormatGFLOPS(s.GFLOPSEndToEnd))
+	} else {
+		// A run shorter than the clock's step (Windows, Wine): no rate.
+		p("GFLOPS", "kernel unknown (its runs took less than the clock can tell); %s end to end (pipelined, host memory to host memory)",
+			FormatGFLOPS(s.GFLOPSEndToEnd))
+	}
 	if s.EndToEndMS > 0 && s.KernelMeanMS > s.EndToEndMS {
 		// Only separate runs can disagree so: the kernel's runs alone, the
 		// pipelined pass after them. The figures stand as measured (on the

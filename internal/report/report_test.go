@@ -101,3 +101,14 @@ func TestNoTimerSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelFasterThanTheClock: runs the clock read as 0 ms (Windows'
+// and Wine's coarse clock) give no kernel rate, not 0 or millions.
+func TestKernelFasterThanTheClock(t *testing.T) {
+	r := Run{M: 64, K: 64, N: 64, Timings: Timings{Runs: 10}, Summary: Summary{TimingSource: "wall", EndToEndMS: 0.57, GFLOPSEndToEnd: 0.915}}
+	var b bytes.Buffer
+	r.Write(&b, Text)
+	if !strings.Contains(b.String(), "GFLOPS     kernel unknown (its runs took less than the clock can tell); 0.915 end to end") {
+		t.Errorf("report:\n%s", b.String())
+	}
+}
