@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -122,16 +124,43 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer d.Release()
+	abandoned := false
+	defer func() {
+		if !abandoned { // else the device thread is stuck in a run; the process exits
+			d.Release()
+		}
+	}()
 	noteKernelChoice(d, stderr)
+	ctx, stop := notifyInterrupt()
+	defer stop()
 	p := newProgress(f.progress, stderr, "bench", len(f.shapes)*len(f.kernels))
-	var rows []benchRow
-	for si, s := range f.shapes {
-		rows = append(rows, f.shape(d, s, uint64(si), p, stderr)...)
+	var done finished[benchRow]
+	err, abandoned = awaitWork(ctx, stderr, "bench", func() error {
+		for si, s := range f.shapes {
+			if err := f.shape(ctx, d, s, uint64(si), p, &done, stderr); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	rows := done.take()
+	if !abandoned {
+		p.done()
 	}
-	p.done()
-	if err := writeBench(stdout, f.format, d.Info(), rows); err != nil {
+	interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil
+	if err != nil && !interrupted {
 		return err
+	}
+	if len(rows) > 0 {
+		if err := writeBench(stdout, f.format, d.Info(), rows, interrupted); err != nil {
+			return err
+		}
+	}
+	if interrupted {
+		if len(rows) == 0 {
+			return interruptedError{"no product had finished: nothing to print"}
+		}
+		return interruptedError{fmt.Sprintf("the rows above are the %d of %d products that finished", len(rows), len(f.shapes)*len(f.kernels))}
 	}
 	for _, r := range rows {
 		if r.Skipped == "" && !r.Valid {
@@ -141,51 +170,66 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// shape measures every kernel on one shape.
-func (f *benchFlags) shape(d *glcompute.Device, s [3]int, seed uint64, p *progress, stderr io.Writer) []benchRow {
+// shape measures every kernel on one shape, adding a row to done for each
+// (skipped where it cannot run) and stepping p. It stops at Ctrl-C (ctx
+// done), returning context.Canceled.
+func (f *benchFlags) shape(ctx context.Context, d *glcompute.Device, s [3]int, seed uint64, p *progress, done *finished[benchRow], stderr io.Writer) error {
 	m, k, n := s[0], s[1], s[2]
 	shape := fmt.Sprintf("%dx%dx%d", m, k, n)
-	var rows []benchRow
 	var in *measure.Inputs
 	for _, kern := range f.kernels {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		row := benchRow{M: m, K: k, N: n, Shape: shape, Kernel: kern}
 		if err := checkHostMemory(m, k, n); err != nil {
 			row.Skipped = err.Error()
-			rows = append(rows, row)
+			done.add(row, nil)
 			continue
 		}
 		if _, err := d.Plan(m, k, n, &glcompute.MulOptions{Kernel: kern}); err != nil {
 			row.Skipped = err.Error()
-			rows = append(rows, row)
+			done.add(row, nil)
 			continue
 		}
 		if in == nil {
 			in = measure.NewInputs(m, k, n, seed)
 		}
-		r, err := measure.Product(d, in, measure.Options{Kernel: kern, Warmup: 1, Reps: f.reps, Validate: f.mode, Ramp: true})
+		r, err := measure.Product(d, in, measure.Options{Kernel: kern, Warmup: 1, Reps: f.reps, Validate: f.mode, Ramp: true, Context: ctx})
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return err
+		}
 		if err != nil {
 			row.Skipped = err.Error()
-			rows = append(rows, row)
+			done.add(row, nil)
 			continue
 		}
 		med := measure.Median(r.Times)
 		row.Spec, row.Times, row.Source = r.Kernel, r.Times, r.Source
 		row.MedianMS, row.GFLOPS = float64(med)/1e6, r.GFLOPS(med)
 		row.Validation, row.Valid = string(r.Validation.Mode), r.Validation.OK
-		if !row.Valid {
-			fmt.Fprintf(stderr, "glmul bench: %s %s: %v\n", shape, kern, r.Validation.Err())
-		}
-		rows = append(rows, row)
-		p.step(fmt.Sprintf("bench %s %s: %s GFLOPS", shape, r.Kernel, report.FormatGFLOPS(row.GFLOPS)))
+		done.add(row, func() {
+			if !row.Valid {
+				fmt.Fprintf(stderr, "glmul bench: %s %s: %v\n", shape, kern, r.Validation.Err())
+			}
+			p.step(fmt.Sprintf("bench %s %s: %s GFLOPS", shape, r.Kernel, report.FormatGFLOPS(row.GFLOPS)))
+		})
 	}
-	return rows
+	return nil
 }
 
-func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []benchRow) error {
+// writeBench prints rows in format; interrupted (by Ctrl-C) says that the
+// products after them were not measured.
+func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []benchRow, interrupted bool) error {
 	if format == benchFormat {
 		return writeGoBench(w, info, rows)
 	}
-	t := report.Table{JSON: map[string]any{"device": info, "results": rows}}
+	js := map[string]any{"device": info, "results": rows}
+	t := report.Table{JSON: js}
+	if interrupted {
+		js["interrupted"] = true
+		t.Notes = []string{"interrupted: products after the last row were not measured"}
+	}
 	if format == report.CSV {
 		t.Header = []string{"m", "k", "n", "kernel", "spec", "timing_source", "runs", "median_ms", "gflops", "validation", "valid", "skipped"}
 		for _, r := range rows {

@@ -5,13 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/outfile"
 )
 
 // deviceFlags are the flags that choose the OpenGL context, shared by every
@@ -129,32 +129,19 @@ func parseCommand(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// checkWritable returns an error unless a file can be written at path:
-// its directory exists (made first when mkdir) and takes a new file. It
-// runs before long work, so that the work is not lost at the end.
+// checkWritable returns an error unless outfile can write path (see
+// outfile.Check: a link's target's directory, a device in place, "-"),
+// its directory made first when mkdir. It runs before long work, so that
+// the work is not lost at the end.
 func checkWritable(flag, path string, mkdir bool) error {
-	dir := filepath.Dir(path)
-	if mkdir {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	if mkdir && path != outfile.Stdout {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return fmt.Errorf("%s %s: cannot make its directory: %w", flag, path, err)
 		}
 	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s %s: is a directory", flag, path)
+	if err := outfile.Check(path); err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
 	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%s %s: there is no directory %s", flag, path, dir)
-	}
-	f, err := os.CreateTemp(dir, ".glmul-write-check-*")
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // not the name of the probe file
-		}
-		return fmt.Errorf("%s %s: cannot write in %s: %w", flag, path, dir, err)
-	}
-	f.Close()
-	os.Remove(f.Name())
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,10 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/renameio/v2"
-
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/internal/measure"
+	"github.com/glmul/glmul/internal/outfile"
 	"github.com/glmul/glmul/internal/report"
 	"github.com/glmul/glmul/validate"
 )
@@ -37,7 +37,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 var errReported = errors.New("failed")
 
 // exitCode prints err and maps it to the exit status: 0 ok, 1 failure,
-// 2 usage.
+// 2 usage, 130 interrupted by Ctrl-C (interruptedError).
 func exitCode(err error, stderr io.Writer) int {
 	switch {
 	case err == nil:
@@ -46,6 +46,11 @@ func exitCode(err error, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errReported):
 		return 1
+	}
+	var stopped interruptedError
+	if errors.As(err, &stopped) {
+		fmt.Fprintf(stderr, "glmul: %v\n", err)
+		return 130
 	}
 	var u usageError
 	if errors.As(err, &u) {
@@ -128,7 +133,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.maxBinding, "max-binding", "", "run in panels whose matrices take at most `SIZE` bytes a binding (e.g. 1MiB; default: the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE)")
 	fs.StringVar(&o.maxGPUMem, "max-gpu-mem", "", "use at most `SIZE` bytes of GPU buffers (e.g. 8MiB, 2GiB), streaming panels when the product needs more (default: no cap)")
 	fs.BoolVar(&o.mapped, "mapped", false, "make A, B and C in mapped host memory that the GPU copies directly (glcompute.HostMatrix, like pinned memory) instead of ordinary Go slices")
-	fs.StringVar(&o.dumpProgram, "dump-program", "", "write the driver's program binary of the kernel to `FILE` (NVIDIA's holds the assembly) and exit")
+	fs.StringVar(&o.dumpProgram, "dump-program", "", "write the driver's program binary of the kernel to `FILE` (- for stdout; NVIDIA's holds the assembly) and exit")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs (uniform on [-1, 1))")
 	fs.StringVar(&o.format, "format", "text", "output: text|json|csv")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto|on|off (auto: when stderr is a terminal)")
@@ -153,7 +158,8 @@ Flags:
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
 		fmt.Fprint(stderr, `
-Exit status: 0 ok, 1 failure (validation included), 2 usage error.
+Exit status: 0 ok, 1 failure (validation included), 2 usage error,
+130 interrupted by Ctrl-C after printing what finished.
 `)
 	}
 	return fs
@@ -331,7 +337,12 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer dev.Release()
+	abandoned := false
+	defer func() {
+		if !abandoned { // else the device thread is stuck in a run; the process exits
+			dev.Release()
+		}
+	}()
 	noteKernelChoice(dev, stderr)
 	// Refuse what cannot run before the inputs are made.
 	if _, err := dev.Plan(o.m, o.k, o.nCols, &glcompute.MulOptions{Kernel: o.kernel, MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, SplitK: o.splitK}); err != nil {
@@ -341,19 +352,11 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 		dev.PrepareStaging() // while the inputs are made
 	}
 
-	var in *measure.Inputs
-	if o.mapped {
-		var release func()
-		if in, release, err = measure.NewMappedInputs(dev, o.m, o.k, o.nCols, o.seed); err != nil {
-			return err
-		}
-		defer release()
-	} else {
-		in = measure.NewInputs(o.m, o.k, o.nCols, o.seed)
-	}
+	ctx, stop := notifyInterrupt()
+	defer stop()
 	mode, _ := validate.ParseMode(o.validate)
 	mo := measure.Options{Kernel: o.kernel, MaxGroups: o.maxGroups, Warmup: o.warmup, Reps: o.reps, SplitK: o.splitK, Validate: mode,
-		MaxBinding: o.binding, MaxGPUMemory: o.gpuMem}
+		MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, Context: ctx}
 	bar := newBar(o.progress, stderr, "GPU runs")
 	if bar != nil {
 		mo.Progress = func(done, total int) {
@@ -362,9 +365,33 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 		}
 		mo.Validating = func(m validate.Mode) { fmt.Fprintf(stderr, "validating (%s, float64 on the CPU)...\n", m) }
 	}
-	r, err := measure.Product(dev, in, mo)
-	if bar != nil {
+	// The inputs, the runs and the validation run through awaitWork: Ctrl-C
+	// stops them within a second, even inside one long dispatch.
+	var r measure.Result
+	var releaseInputs func() // mapped inputs
+	err, abandoned = awaitWork(ctx, stderr, "glmul", func() (err error) {
+		var in *measure.Inputs
+		if o.mapped {
+			in, releaseInputs, err = measure.NewMappedInputs(dev, o.m, o.k, o.nCols, o.seed)
+		} else {
+			in = measure.NewInputs(o.m, o.k, o.nCols, o.seed)
+		}
+		if err == nil {
+			err = ctx.Err() // Ctrl-C while the inputs were made
+		}
+		if err == nil {
+			r, err = measure.Product(dev, in, mo)
+		}
+		return err
+	})
+	if !abandoned && releaseInputs != nil {
+		defer releaseInputs()
+	}
+	if bar != nil && !abandoned {
 		bar.Finish()
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return interruptedError{fmt.Sprintf("nothing to report: the %d×%d×%d product stopped before its runs and validation ended", o.m, o.k, o.nCols)}
 	}
 	if err != nil {
 		return err
@@ -385,7 +412,9 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// dumpProgram writes the kernel's program binary to o.dumpProgram.
+// dumpProgram writes the kernel's program binary to o.dumpProgram
+// (through outfile: "-" is stdout, a device is written in place, a link's
+// target is replaced), and says so on stdout unless the binary went there.
 func dumpProgram(o *options, stdout io.Writer) error {
 	if err := glcompute.CheckKernel(o.kernel); err != nil {
 		return usagef("-kernel: %v", err)
@@ -393,8 +422,8 @@ func dumpProgram(o *options, stdout io.Writer) error {
 	if err := o.dev.check(); err != nil {
 		return err
 	}
-	if err := checkWritable("-dump-program", o.dumpProgram, false); err != nil {
-		return usagef("%v", err)
+	if err := outfile.Check(o.dumpProgram); err != nil {
+		return usagef("-dump-program: %v", err)
 	}
 	dev, err := o.dev.open()
 	if err != nil {
@@ -405,8 +434,11 @@ func dumpProgram(o *options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := renameio.WriteFile(o.dumpProgram, data, 0o644); err != nil {
+	if err := outfile.Write(o.dumpProgram, stdout, data); err != nil {
 		return err
+	}
+	if o.dumpProgram == outfile.Stdout {
+		return nil
 	}
 	fmt.Fprintf(stdout, "wrote %d bytes of %s's program binary to %s\n", len(data), o.kernel, o.dumpProgram)
 	return nil

@@ -1,35 +1,31 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/google/renameio/v2"
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/internal/measure"
+	"github.com/glmul/glmul/internal/outfile"
 	"github.com/glmul/glmul/internal/report"
 	"github.com/glmul/glmul/internal/table"
 )
 
 // errInterrupted ends a table stopped by Ctrl-C after printing what was
 // measured.
-var errInterrupted = errors.New("interrupted: the table above holds the sizes measured before Ctrl-C")
+var errInterrupted = interruptedError{"the table above holds the sizes measured before Ctrl-C"}
 
 // tableFlags are glmul table's flags, checked.
 type tableFlags struct {
@@ -95,8 +91,8 @@ func parseTable(args []string, stderr io.Writer) (*tableFlags, error) {
 		}
 	}
 	for _, p := range f.plots {
-		if err := checkWritable("table: -plot", p, false); err != nil {
-			return nil, usagef("%v", err)
+		if err := outfile.Check(p); err != nil {
+			return nil, usagef("table: -plot: %v", err)
 		}
 	}
 	return f, checkProgress("table: ", f.progress)
@@ -137,12 +133,8 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 		Reps:         f.reps,
 		ComparePaper: f.compare,
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := notifyInterrupt()
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop() // a second Ctrl-C ends the process at once
-	}()
 	m := &tableMeasurer{dev: d, ctx: ctx, stderr: stderr, progress: f.progress, reps: f.reps}
 	var measureErr error
 	t.Rows, measureErr, abandoned = m.measure(f.sizes, f.kernels, f.cpuMax)
@@ -185,17 +177,17 @@ func (f *tableFlags) reformat(stdout, stderr io.Writer) error {
 	return writeTable(&t, stdout, stderr, f.format, f.plots)
 }
 
-// writeTable prints t and draws it to each plot file, atomically.
+// writeTable prints t and draws it to each plot file through outfile (a
+// link's target replaced atomically, a device written in place). A plot
+// never goes to stdout: the table does, and the file's extension picks
+// the plot's format, so "-" is refused.
 func writeTable(t *table.Table, stdout, stderr io.Writer, format report.Format, plots []string) error {
 	if err := t.Write(stdout, format); err != nil {
 		return err
 	}
 	for _, p := range plots {
-		var b bytes.Buffer
-		if err := t.Fig3(&b, strings.TrimPrefix(strings.ToLower(filepath.Ext(p)), ".")); err != nil {
-			return err
-		}
-		if err := renameio.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(p)), ".")
+		if err := outfile.WriteWith(p, nil, func(w io.Writer) error { return t.Fig3(w, ext) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "glmul table: wrote Fig. 3 to %s\n", p)
@@ -210,36 +202,22 @@ type tableMeasurer struct {
 	stderr   io.Writer
 	progress string
 	reps     int
-	mu       sync.Mutex
-	done     []table.Row // the rows measured so far
+	done     finished[table.Row] // the rows measured so far
 }
 
 // measure measures a row per size, stopping at the first error. It runs
-// them in a goroutine so that Ctrl-C acts within a second even when what
+// them through awaitWork so that Ctrl-C acts within a second even when what
 // runs cannot stop (a GPU dispatch, gonum's product): a second after
 // Ctrl-C, a row still in progress is abandoned (the caller must then not
 // wait for the device, and exits). It returns the rows measured and, on
 // Ctrl-C, errInterrupted.
 func (m *tableMeasurer) measure(sizes []int, kernels []string, cpuMax int) (rows []table.Row, err error, abandoned bool) {
-	result := make(chan error, 1)
-	go func() { result <- m.rows(sizes, kernels, cpuMax) }()
-	select {
-	case err = <-result:
-	case <-m.ctx.Done():
-		select {
-		case err = <-result:
-		case <-time.After(time.Second):
-			err, abandoned = context.Canceled, true
-			fmt.Fprintln(m.stderr, "\ntable: Ctrl-C: the product in progress is abandoned")
-		}
-	}
-	m.mu.Lock()
-	rows = slices.Clone(m.done)
-	m.mu.Unlock()
+	err, abandoned = awaitWork(m.ctx, m.stderr, "table", func() error { return m.rows(sizes, kernels, cpuMax) })
+	rows = m.done.take()
 	if errors.Is(err, context.Canceled) {
 		err = errInterrupted
 		if len(rows) == 0 {
-			err = errors.New("interrupted by Ctrl-C before the first size was measured")
+			err = interruptedError{"before the first size was measured: nothing to print"}
 		}
 	}
 	return rows, err, abandoned
@@ -253,9 +231,7 @@ func (m *tableMeasurer) rows(sizes []int, kernels []string, cpuMax int) error {
 		if err != nil {
 			return err
 		}
-		m.mu.Lock()
-		m.done = append(m.done, row)
-		m.mu.Unlock()
+		m.done.add(row, nil)
 	}
 	return nil
 }

@@ -159,7 +159,8 @@ func startUntil(t *testing.T, test, child, marker string) (*exec.Cmd, *bytes.Buf
 }
 
 // TestTableCtrlC interrupts a table during the naive CPU loop of its second
-// size: the first size must still be printed, and the exit status is 1.
+// size: the first size must still be printed, and the exit status is 130,
+// as every command's after Ctrl-C.
 func TestTableCtrlC(t *testing.T) {
 	if os.Getenv("GLMUL_TEST_CHILD") == "table" {
 		os.Exit(exitCode(run([]string{"table", "-sizes", "64,3000", "-backend", "egl", "-reps", "1", "-progress", "on", "-format", "csv"}, os.Stdout, os.Stderr), os.Stderr))
@@ -169,8 +170,8 @@ func TestTableCtrlC(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
 	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != 1 {
-		t.Fatalf("exit: %v, want status 1", err)
+	if !ok || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want status 130", err)
 	}
 	out := stdout.String()
 	if !strings.Contains(out, "\n64,") || strings.Contains(out, "\n3000,") {
@@ -181,7 +182,7 @@ func TestTableCtrlC(t *testing.T) {
 // TestTableCtrlCDuringGPU interrupts a table while a GPU product that
 // runs for seconds (tiled32 at N=1024 on llvmpipe, one dispatch) cannot be
 // stopped: glmul must still exit within a second or so, with the first
-// size printed and status 1.
+// size printed and status 130.
 func TestTableCtrlCDuringGPU(t *testing.T) {
 	if os.Getenv("GLMUL_TEST_CHILD") == "table-gpu" {
 		os.Exit(exitCode(run([]string{"table", "-sizes", "64,1024", "-kernels", "tiled32", "-cpu-max", "64", "-backend", "egl", "-reps", "1", "-format", "csv"}, os.Stdout, os.Stderr), os.Stderr))
@@ -197,8 +198,8 @@ func TestTableCtrlCDuringGPU(t *testing.T) {
 		t.Skip("the GPU finished N=1024 before Ctrl-C; the abandoned run needs a slow device (llvmpipe in CI)")
 	}
 	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != 1 {
-		t.Fatalf("exit: %v, want status 1", err)
+	if !ok || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want status 130", err)
 	}
 	if took > 2*time.Second {
 		t.Errorf("exited %v after Ctrl-C, want about a second", took.Round(time.Millisecond))

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,8 +44,11 @@ type classResult struct {
 	Saved      bool               `json:"saved"`   // Best beat Builtin by tuning.TunedMargin
 	Tiled32    tuning.Candidate   `json:"tiled32"`
 	Candidates []tuning.Candidate `json:"candidates"`
-	shapes     [][3]int
-	cached     string // the class's kernel in the cache before this run, if any
+	// Interrupted: Ctrl-C stopped the sweep; Candidates are those its
+	// first pass measured, Best the fastest of them, and nothing was saved.
+	Interrupted bool `json:"interrupted,omitempty"`
+	shapes      [][3]int
+	cached      string // the class's kernel in the cache before this run, if any
 }
 
 // beatsBuiltin reports whether r's winner is to be cached: another than
@@ -157,7 +162,12 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer d.Release()
+	abandoned := false
+	defer func() {
+		if !abandoned { // else a device's thread is stuck in a run; the process exits
+			d.Release()
+		}
+	}()
 	if f.specs == nil {
 		f.specs = d.Candidates()
 	}
@@ -174,44 +184,146 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	for i := range results {
 		total += results[i].runs(f.specs)
 	}
+	ctx, stop := notifyInterrupt()
+	defer stop()
 	p := newProgress(f.progress, stderr, "tuning", total)
-	saved, saveErr, err := f.tuneClasses(d, results, path, p)
-	p.done()
-	if err != nil {
+	var st tuneState
+	err, abandoned = awaitWork(ctx, stderr, "tune", func() error { return f.tuneClasses(ctx, d, results, path, p, &st) })
+	done, measured := st.classes.take(), st.measured.take() // in this order: see tuneState
+	if !abandoned {
+		p.done()
+	}
+	interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil
+	if err != nil && !interrupted {
 		return err
+	}
+	if interrupted && len(done) < len(results) {
+		if cut := interruptedClass(results[len(done)], measured); len(cut.Candidates) > 0 {
+			done = append(done, cut)
+		}
 	}
 	// The results are printed even when saving failed: minutes of
 	// measuring are not thrown away.
-	if err := f.write(stdout, d.Info(), results, path, saved, time.Since(started)); err != nil {
-		return err
+	if len(done) > 0 {
+		if err := f.write(stdout, d.Info(), done, path, st.saved, time.Since(started)); err != nil {
+			return err
+		}
 	}
-	if saveErr != nil {
-		return fmt.Errorf("tune: the results above could not be saved to %s: %w", path, saveErr)
+	if st.saveErr != nil {
+		err := fmt.Errorf("tune: the results above could not be saved to %s: %w", path, st.saveErr)
+		if !interrupted {
+			return err
+		}
+		fmt.Fprintf(stderr, "glmul: %v\n", err)
+	}
+	if interrupted {
+		return interruptedError{f.kept(results, done, path, st.saveErr == nil)}
 	}
 	return nil
 }
 
-// tuneClasses sweeps each class of results, saving each outcome to the
-// cache at path (with -save): a class's winner, or the removal of its entry
-// where the built-in choice stays. It returns the classes saved and the
-// first save error (after which it saves no more), and fails only if a
-// class has no valid candidate.
-func (f *tuneFlags) tuneClasses(d *glcompute.Device, results []classResult, path string, p *progress) (saved []string, saveErr, err error) {
-	for i := range results {
-		r := &results[i]
-		r.Tiled32, r.Candidates = f.sweep(d, r, p)
+// tuneState is what the sweeps finished, shared between the goroutine
+// that runs them and runTune, which prints it when they end or Ctrl-C
+// stops them. runTune takes classes before measured: a class's first-pass
+// candidates are recorded before the class, so measured then holds every
+// candidate of the class that Ctrl-C interrupted.
+type tuneState struct {
+	classes  finished[classResult]    // the classes whose sweep finished, each saved (-save) as it is added
+	measured finished[classCandidate] // every first-pass measurement, tiled32's included
+	saved    []string                 // the classes whose winner was cached; written under classes' lock
+	saveErr  error                    // the first save error, after which none is saved; likewise
+}
+
+// classCandidate is a candidate measured in the first pass of class's
+// sweep.
+type classCandidate struct {
+	class tuning.Class
+	tuning.Candidate
+}
+
+// tuneClasses sweeps each class of results, adding each finished one to
+// st and saving its outcome to the cache at path (with -save): a class's
+// winner, or the removal of its entry where the built-in choice stays. It
+// saves no more after the first save error (st.saveErr), fails if a class
+// has no valid candidate, and stops at Ctrl-C (ctx done) with
+// context.Canceled, neither keeping nor saving the class it interrupted.
+func (f *tuneFlags) tuneClasses(ctx context.Context, d *glcompute.Device, results []classResult, path string, p *progress, st *tuneState) error {
+	for _, r := range results { // r is a copy: st holds what runTune prints
+		r.Tiled32, r.Candidates = f.sweep(ctx, d, &r, p, &st.measured)
+		if err := ctx.Err(); err != nil {
+			return err // the sweep was cut short: its ranking means nothing
+		}
 		if len(r.Candidates) == 0 || !r.Candidates[0].Valid {
-			return nil, nil, fmt.Errorf("tune: no candidate ran and validated on %s for %s products (%s)", d.Info().Renderer, r.Class, strings.Join(r.Shapes, ", "))
+			return fmt.Errorf("tune: no candidate ran and validated on %s for %s products (%s)", d.Info().Renderer, r.Class, strings.Join(r.Shapes, ", "))
 		}
 		r.Best = r.Candidates[0]
 		r.Saved = r.beatsBuiltin()
-		if f.save && saveErr == nil {
-			if saveErr = saveTuned(path, d.Info(), r); saveErr == nil && r.Saved {
-				saved = append(saved, string(r.Class))
+		st.classes.add(r, func() {
+			if f.save && st.saveErr == nil {
+				if st.saveErr = saveTuned(path, d.Info(), &r); st.saveErr == nil && r.Saved {
+					st.saved = append(st.saved, string(r.Class))
+				}
+			}
+		})
+	}
+	return nil
+}
+
+// interruptedClass returns r, the class Ctrl-C interrupted, with the
+// candidates of its first pass measured so far, ranked (Best: the first),
+// and marked Interrupted: printed, never saved.
+func interruptedClass(r classResult, measured []classCandidate) classResult {
+	r.Interrupted = true
+	for _, m := range measured {
+		switch {
+		case m.class != r.Class:
+		case m.Kernel == "tiled32" && r.Tiled32.Kernel == "":
+			r.Tiled32 = m.Candidate
+		default:
+			r.Candidates = append(r.Candidates, m.Candidate)
+			if m.Kernel == builtinChoice {
+				r.Builtin = m.Candidate
 			}
 		}
 	}
-	return saved, saveErr, nil
+	tuning.Rank(r.Candidates)
+	if len(r.Candidates) > 0 {
+		r.Best = r.Candidates[0]
+	}
+	return r
+}
+
+// kept says what an interrupted tune kept, for its last line: done are
+// the classes printed (the last one interrupted, if it measured anything)
+// of results, the classes it was to tune.
+func (f *tuneFlags) kept(results, done []classResult, path string, savedOK bool) string {
+	var names []string
+	var cut *classResult
+	for i := range done {
+		if done[i].Interrupted {
+			cut = &done[i]
+		} else {
+			names = append(names, string(done[i].Class))
+		}
+	}
+	var s string
+	switch {
+	case len(names) == 0:
+		s = "no shape class finished"
+	case !f.save:
+		s = fmt.Sprintf("%s finished (not saved: -save=false)", strings.Join(names, ", "))
+	case !savedOK:
+		s = fmt.Sprintf("%s finished (saving failed)", strings.Join(names, ", "))
+	default:
+		s = fmt.Sprintf("%s finished (saved to %s)", strings.Join(names, ", "), path)
+	}
+	switch {
+	case cut != nil:
+		s += fmt.Sprintf("; %s was interrupted: the candidates it measured so far (%d) are printed, not saved", cut.Class, len(cut.Candidates))
+	case len(done) < len(results):
+		s += fmt.Sprintf("; %s was interrupted before its first candidate", results[len(done)].Class)
+	}
+	return s
 }
 
 // classResults returns the classes to tune, with their products, checked
@@ -248,13 +360,22 @@ func (f *tuneFlags) classResults(d *glcompute.Device, path string) ([]classResul
 // (128x256x8_8x8_db: 39.8 TFLOPS first, 14.4 after 135 other candidates),
 // and a sweep cached 64x64 tiles at 31 TFLOPS over it (docs/PERFORMANCE.md,
 // "Clocks in a stream of short products").
-func (f *tuneFlags) sweep(d *glcompute.Device, r *classResult, p *progress) (baseline tuning.Candidate, cands []tuning.Candidate) {
+//
+// Each first-pass measurement goes to measured as it ends. Once ctx is done
+// (Ctrl-C), the product in progress stops after its run and every further
+// measurement returns at once with ctx's error, unrecorded; the ranking
+// returned then means nothing.
+func (f *tuneFlags) sweep(ctx context.Context, d *glcompute.Device, r *classResult, p *progress, measured *finished[classCandidate]) (baseline tuning.Candidate, cands []tuning.Candidate) {
 	ins := make([]*measure.Inputs, len(r.shapes))
 	for i, s := range r.shapes {
 		ins[i] = measure.NewInputs(s[0], s[1], s[2], 1)
 	}
 	measureOne := func(spec string) tuning.Candidate {
 		c := tuning.Candidate{Kernel: spec}
+		if err := ctx.Err(); err != nil {
+			c.Error = err.Error()
+			return c
+		}
 		if err := d.Fits(spec); spec != builtinChoice && err != nil {
 			c.Error = err.Error()
 			return c
@@ -267,7 +388,7 @@ func (f *tuneFlags) sweep(d *glcompute.Device, r *classResult, p *progress) (bas
 		defer fresh.Release()
 		logSum := 0.0
 		for _, in := range ins {
-			res, err := measure.Product(fresh, in, measure.Options{Kernel: spec, Warmup: 1, Reps: f.reps, Validate: validate.Auto})
+			res, err := measure.Product(fresh, in, measure.Options{Kernel: spec, Warmup: 1, Reps: f.reps, Validate: validate.Auto, Context: ctx})
 			if err != nil {
 				c.Error = err.Error()
 				return c
@@ -283,11 +404,17 @@ func (f *tuneFlags) sweep(d *glcompute.Device, r *classResult, p *progress) (bas
 		return c
 	}
 	total, label := r.runs(f.specs), fmt.Sprintf("tune %s", r.Class)
+	record := func(i int, c tuning.Candidate) {
+		if c.Error != "" && ctx.Err() != nil {
+			return // stopped by Ctrl-C, not measured
+		}
+		measured.add(classCandidate{r.Class, c}, func() {
+			p.step(fmt.Sprintf("%s %d/%d %s: %s", label, i+1, total, c.Kernel, candidateStatus(c)))
+		})
+	}
 	baseline = measureOne("tiled32")
-	p.step(fmt.Sprintf("%s 1/%d tiled32: %s", label, total, candidateStatus(baseline)))
-	cands = tuning.Sweep(f.specs, measureOne, tuning.Finalists, tuning.Rounds, func(i int, c tuning.Candidate) {
-		p.step(fmt.Sprintf("%s %d/%d %s: %s", label, i+2, total, c.Kernel, candidateStatus(c)))
-	}, r.keep()...)
+	record(0, baseline)
+	cands = tuning.Sweep(f.specs, measureOne, tuning.Finalists, tuning.Rounds, func(i int, c tuning.Candidate) { record(i+1, c) }, r.keep()...)
 	for _, c := range cands {
 		if c.Kernel == builtinChoice {
 			r.Builtin = c
@@ -331,21 +458,30 @@ func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResul
 	if len(saved) > 0 {
 		savedTo = path
 	}
+	tuned := len(results)
+	if tuned > 0 && results[tuned-1].Interrupted {
+		tuned--
+	}
 	t := report.Table{Header: []string{"class", "rank", "kernel", "GFLOPS", "vs best", "valid"},
 		JSON: map[string]any{"device": info, "n": f.n, "reps": f.reps, "builtin_default": builtin, "classes": results,
 			"saved_to": savedTo, "seconds": took.Seconds()},
 		Preamble: [][2]string{
 			{"device", fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, info.API())},
 			{"tuned", fmt.Sprintf("%d shape class(es), %d candidates and the built-in choice each, in %.0f s; a rate is the geometric mean over the class's products of medians of %d runs, every product validated",
-				len(results), len(f.specs), took.Seconds(), f.reps)}}}
+				tuned, len(f.specs), took.Seconds(), f.reps)}}}
 	skipped := 0
 	for _, r := range results {
-		verdict := "tuned"
-		if !r.Saved {
-			verdict = fmt.Sprintf("the built-in choice kept: the best is not %.0f%% faster", 100*(tuning.TunedMargin-1))
+		if r.Interrupted {
+			t.Preamble = append(t.Preamble, [2]string{"stopped", fmt.Sprintf("%s (%s): Ctrl-C after %d of its %d first-pass candidates; fastest so far %s: %s GFLOPS (tiled32: %s); not saved",
+				r.Class, strings.Join(r.Shapes, ", "), len(r.Candidates), r.runs(f.specs)-1, r.Best.Kernel, report.FormatGFLOPS(r.Best.GFLOPS), report.FormatGFLOPS(r.Tiled32.GFLOPS))})
+		} else {
+			verdict := "tuned"
+			if !r.Saved {
+				verdict = fmt.Sprintf("the built-in choice kept: the best is not %.0f%% faster", 100*(tuning.TunedMargin-1))
+			}
+			t.Preamble = append(t.Preamble, [2]string{"best", fmt.Sprintf("%s (%s): %s: %s GFLOPS (built-in choice: %s; tiled32: %s); %s", r.Class, strings.Join(r.Shapes, ", "), r.Best.Kernel,
+				report.FormatGFLOPS(r.Best.GFLOPS), report.FormatGFLOPS(r.Builtin.GFLOPS), report.FormatGFLOPS(r.Tiled32.GFLOPS), verdict)})
 		}
-		t.Preamble = append(t.Preamble, [2]string{"best", fmt.Sprintf("%s (%s): %s: %s GFLOPS (built-in choice: %s; tiled32: %s); %s", r.Class, strings.Join(r.Shapes, ", "), r.Best.Kernel,
-			report.FormatGFLOPS(r.Best.GFLOPS), report.FormatGFLOPS(r.Builtin.GFLOPS), report.FormatGFLOPS(r.Tiled32.GFLOPS), verdict)})
 		for i, c := range r.Candidates {
 			if c.Error != "" && c.GFLOPS == 0 {
 				skipped++
@@ -355,8 +491,12 @@ func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResul
 			if c.Kernel == builtinChoice {
 				mark = " (built-in choice, shape by shape)"
 			}
+			vsBest := "-"
+			if r.Best.GFLOPS > 0 { // an interrupted class may have measured only invalid ones
+				vsBest = fmt.Sprintf("%.0f%%", 100*c.GFLOPS/r.Best.GFLOPS)
+			}
 			t.Rows = append(t.Rows, []string{string(r.Class), fmt.Sprint(i + 1), c.Kernel + mark, report.FormatGFLOPS(c.GFLOPS),
-				fmt.Sprintf("%.0f%%", 100*c.GFLOPS/r.Best.GFLOPS), fmt.Sprint(c.Valid)})
+				vsBest, fmt.Sprint(c.Valid)})
 		}
 	}
 	if len(saved) > 0 {

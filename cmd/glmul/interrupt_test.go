@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/glmul/glmul/internal/tuning"
+)
+
+// Ctrl-C in glmul -n, bench and tune: each child is this test binary
+// running the command, interrupted once a progress line says a first unit
+// finished. tiled32 runs at about 0.13 GFLOPS on Mesa llvmpipe (a 512³
+// dispatch takes about 2 s), so there the signal lands in a product that
+// cannot finish in time; a device that finishes first skips, as
+// TestTableCtrlCDuringGPU does.
+
+func TestInterruptedExitCode(t *testing.T) {
+	var b bytes.Buffer
+	err := fmt.Errorf("wrapped: %w", interruptedError{"the rows above are the 1 of 2 products that finished"})
+	if got := exitCode(err, &b); got != 130 {
+		t.Errorf("exitCode(%v) = %d, want 130", err, got)
+	}
+	if want := "glmul: wrapped: interrupted by Ctrl-C: the rows above are the 1 of 2 products that finished\n"; b.String() != want {
+		t.Errorf("stderr %q, want %q", b.String(), want)
+	}
+}
+
+// child is a glmul command running in a child process.
+type child struct {
+	cmd            *exec.Cmd
+	stdout, stderr *lockedBuffer
+	exited         chan error // the result of Wait, once
+}
+
+// lockedBuffer is a bytes.Buffer that the child's output goroutines and
+// the test may use at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startChild runs test in a child process with GLMUL_TEST_CHILD=name and
+// returns once its stderr shows marker, failing the test if the child
+// ends first or 60 s pass.
+func startChild(t *testing.T, test, name, marker string) *child {
+	t.Helper()
+	c := &child{stdout: new(lockedBuffer), stderr: new(lockedBuffer), exited: make(chan error, 1)}
+	c.cmd = exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	c.cmd.Env = append(os.Environ(), "GLMUL_TEST_CHILD="+name)
+	c.cmd.Stdout, c.cmd.Stderr = c.stdout, c.stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.exited <- c.cmd.Wait() }()
+	deadline := time.After(60 * time.Second)
+	for !strings.Contains(c.stderr.String(), marker) {
+		select {
+		case err := <-c.exited:
+			t.Fatalf("child ended (%v) before %q:\n%s", err, marker, c.stderr.String())
+		case <-deadline:
+			c.cmd.Process.Kill()
+			t.Fatalf("no %q within 60 s:\n%s", marker, c.stderr.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return c
+}
+
+// interrupt sends SIGINT to the child and waits for it to end. It returns
+// false if the child had ended with status 0 (the device was too fast to
+// be interrupted); otherwise the child must end with status 130 within
+// 2 s (a second's grace for a dispatch that cannot stop, and the exit).
+func (c *child) interrupt(t *testing.T) bool {
+	t.Helper()
+	sent := time.Now()
+	c.cmd.Process.Signal(syscall.SIGINT)
+	var err error
+	select {
+	case err = <-c.exited:
+	case <-time.After(10 * time.Second):
+		c.cmd.Process.Kill()
+		t.Fatalf("still running 10 s after Ctrl-C; stderr:\n%s", c.stderr.String())
+	}
+	took := time.Since(sent)
+	if err == nil {
+		return false
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want status 130; stderr:\n%s", err, c.stderr.String())
+	}
+	if took > 2*time.Second {
+		t.Errorf("exited %v after Ctrl-C, want a second or so", took.Round(time.Millisecond))
+	}
+	return true
+}
+
+// TestBenchCtrlC interrupts glmul bench inside the second shape's first
+// dispatch: the first shape's row must be printed, in CSV.
+func TestBenchCtrlC(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "bench" {
+		os.Exit(exitCode(run([]string{"bench", "-shapes", "64,512", "-kernels", "tiled32", "-reps", "3", "-backend", "egl", "-format", "csv"}, os.Stdout, os.Stderr), os.Stderr))
+	}
+	needGL(t)
+	c := startChild(t, "TestBenchCtrlC", "bench", "bench 64x64x64 tiled32:")
+	time.Sleep(time.Second) // into 512³'s warm-up dispatch (about 2 s on llvmpipe)
+	if !c.interrupt(t) {
+		t.Skip("the device finished 512³ before Ctrl-C; the test needs a slow one (llvmpipe in CI)")
+	}
+	out := c.stdout.String()
+	if !strings.HasPrefix(out, "m,k,n,kernel,") || !strings.Contains(out, "\n64,64,64,tiled32,tiled32,") || strings.Contains(out, "\n512,") {
+		t.Fatalf("stdout should hold the CSV row of 64³ and not 512³:\n%s", out)
+	}
+	if !strings.Contains(c.stderr.String(), "glmul: interrupted by Ctrl-C: the rows above are the 1 of 2 products that finished\n") {
+		t.Errorf("stderr:\n%s", c.stderr.String())
+	}
+}
+
+// TestMultiplyCtrlC interrupts glmul -n inside its second run (of 21, about
+// 2 s each): nothing is printed on stdout, one line on stderr says so.
+func TestMultiplyCtrlC(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "multiply" {
+		os.Exit(exitCode(run([]string{"-n", "512", "-kernel", "tiled32", "-reps", "20", "-backend", "egl", "-progress", "on"}, os.Stdout, os.Stderr), os.Stderr))
+	}
+	needGL(t)
+	c := startChild(t, "TestMultiplyCtrlC", "multiply", "(1/21)") // the progress bar after the first run
+	time.Sleep(500 * time.Millisecond)
+	if !c.interrupt(t) {
+		t.Skip("the device finished 21 runs of 512³ before Ctrl-C; the test needs a slow one (llvmpipe in CI)")
+	}
+	if out := c.stdout.String(); out != "" {
+		t.Errorf("stdout should be empty:\n%s", out)
+	}
+	if !strings.Contains(c.stderr.String(), "glmul: interrupted by Ctrl-C: nothing to report: the 512×512×512 product stopped before its runs and validation ended\n") {
+		t.Errorf("stderr:\n%s", c.stderr.String())
+	}
+}
+
+// TestTuneCtrlC interrupts glmul tune in the second class's sweep, once
+// its first candidate is measured: the first class is printed and its
+// outcome saved (its seeded cache entry replaced or removed); the second
+// class's candidates so far are printed and its seeded entry is left as it
+// was.
+func TestTuneCtrlC(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "tune" {
+		os.Exit(exitCode(run([]string{"tune", "-n", "64", "-classes", "square,long-k", "-candidates", "cpu:8x8_8x8,cpu:4x4_4x4", "-reps", "1", "-backend", "egl"}, os.Stdout, os.Stderr), os.Stderr))
+	}
+	info := needGL(t)
+	cache := filepath.Join(t.TempDir(), "tuned.json")
+	t.Setenv("GLMUL_TUNE_CACHE", cache) // the child's
+	drv := tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version}
+	when := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	var seeded tuning.Cache
+	for _, cl := range []tuning.Class{tuning.Square, tuning.LongK} {
+		seeded.Put(tuning.Entry{Driver: drv, Class: cl, Kernel: "cpu:4x4_4x4", GFLOPS: 1e-3, N: 8, When: when})
+	}
+	if err := seeded.Save(cache); err != nil {
+		t.Fatal(err)
+	}
+	// Each class measures tiled32, then cpu:8x8_8x8, cpu:4x4_4x4 and fast.
+	c := startChild(t, "TestTuneCtrlC", "tune", "tune long-k 2/4 cpu:8x8_8x8:")
+	if !c.interrupt(t) {
+		t.Fatalf("tune finished before Ctrl-C:\n%s", c.stdout.String())
+	}
+
+	out := c.stdout.String()
+	if n := strings.Count(out, "\n  square "); n != 3 {
+		t.Errorf("stdout should hold square's 3 candidates; it holds %d:\n%s", n, out)
+	}
+	n := strings.Count(out, "\n  long-k ") // the ones measured before Ctrl-C took effect
+	for _, want := range []string{"tuned   1 shape class(es)", "\nbest    square (", "\nstopped long-k (",
+		fmt.Sprintf("Ctrl-C after %d of its 3 first-pass candidates", n), "not saved", "cpu:8x8_8x8"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if n < 1 || n > 2 {
+		t.Errorf("stdout holds %d rows of long-k, want the first candidate (or the first two)", n)
+	}
+	want := fmt.Sprintf("glmul: interrupted by Ctrl-C: square finished (saved to %s); long-k was interrupted: the candidates it measured so far (%d) are printed, not saved\n", cache, n)
+	if !strings.Contains(c.stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, c.stderr.String())
+	}
+
+	got, err := tuning.Load(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := got.LookupClass(drv, tuning.Square); ok && e.When.Equal(when) {
+		t.Errorf("square finished, but its cache entry is still the seeded one: %+v", e)
+	}
+	if e, ok := got.LookupClass(drv, tuning.LongK); !ok || !e.When.Equal(when) || e.Kernel != "cpu:4x4_4x4" || e.GFLOPS != 1e-3 || e.N != 8 {
+		t.Errorf("long-k was interrupted, but its cache entry changed: %+v (present: %v)", e, ok)
+	}
+}
