@@ -11,7 +11,6 @@ import (
 
 	"github.com/glmul/glmul/glcompute/internal/egl"
 	"github.com/glmul/glmul/glcompute/internal/glw"
-	"github.com/glmul/glmul/glcompute/internal/glx"
 	"github.com/glmul/glmul/glcompute/internal/thread"
 	"github.com/glmul/glmul/glcompute/internal/window"
 )
@@ -671,6 +670,14 @@ func (d *Device) Scope(f func() error) error {
 	return f()
 }
 
+// nativeBinding is a window system's OpenGL binding (GLX, WGL): its
+// current context, and its loader for GL functions.
+type nativeBinding struct {
+	name    string
+	current func() uintptr
+	getProc func(string) unsafe.Pointer
+}
+
 // stateBindings is how many indexed shader storage bindings glmul uses
 // (0, 1, 2), all saved and restored in borrowed mode.
 const stateBindings = 3
@@ -702,11 +709,11 @@ func NewDeviceFromCurrent(opts *Options) (*Device, error) {
 	case egl.CurrentContext() != 0:
 		d.hostContext, d.info.BackendNote = egl.CurrentContext, "the host's EGL context"
 		getProc = egl.GetProcAddress
-	case glx.CurrentContext() != 0:
-		d.hostContext, d.info.BackendNote = glx.CurrentContext, "the host's GLX context"
-		getProc = glx.GetProcAddress
+	case native.current() != 0:
+		d.hostContext, d.info.BackendNote = native.current, "the host's "+native.name+" context"
+		getProc = native.getProc
 	default:
-		return nil, fmt.Errorf("%w: no OpenGL context (EGL or GLX) is current on this thread; make the host's context current first", ErrNoContext)
+		return nil, fmt.Errorf("%w: no OpenGL context (EGL or %s) is current on this thread; make the host's context current first", ErrNoContext, native.name)
 	}
 	d.hostCurrent = d.hostContext()
 	if d.opts.GetProcAddress != nil {

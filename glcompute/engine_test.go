@@ -15,7 +15,6 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cpu"
-	"github.com/glmul/glmul/glcompute/internal/egl"
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/internal/conformance"
 )
@@ -128,33 +127,35 @@ func engineRunner(d *Device) conformance.GemmRunner {
 	}
 }
 
-// hostEGL makes a fresh headless EGL context current on the calling
-// thread, locked to it, as a host's, with go-gl loaded for the test's own
-// GL calls; the returned function releases it.
+// hostEGL makes a fresh host context current on the calling thread,
+// locked to it, as an engine's (headless EGL; GLFW's WGL on Windows,
+// newTestHost), with go-gl loaded for the test's own GL calls through
+// hostProc; the returned function releases it.
 func hostEGL(t *testing.T) (release func()) {
 	t.Helper()
 	runtime.LockOSThread()
-	t.Setenv("DISPLAY", "")
-	c, err := egl.NewContext(0, 4, 3)
+	if runtime.GOOS != "windows" {
+		t.Setenv("DISPLAY", "")
+	}
+	getProc, free, err := newTestHost()
 	if err != nil {
 		runtime.UnlockOSThread()
 		noGL(t, err.Error())
 	}
+	hostProc = getProc
 	release = func() {
-		c.ReleaseCurrent()
-		c.Release()
+		free()
 		runtime.UnlockOSThread()
 	}
-	if err := c.MakeCurrent(); err != nil {
-		release()
-		t.Fatal(err)
-	}
-	if err := gl.InitWithProcAddrFunc(egl.GetProcAddress); err != nil {
+	if err := gl.InitWithProcAddrFunc(getProc); err != nil {
 		release()
 		t.Fatal(err)
 	}
 	return release
 }
+
+// hostProc loads GL functions for the context hostEGL made current.
+var hostProc func(string) unsafe.Pointer
 
 // withBorrowedEGL runs f with a fresh host EGL context current (hostEGL)
 // and a Device borrowing it.
@@ -384,7 +385,7 @@ func TestUploadDownloadTouchOnlyElements(t *testing.T) {
 	openDevice(t, BackendEGL)              // skips or fails here without GL
 	for _, staging := range []int{0, 16} { // 16 bytes: rows over it go direct
 		t.Run(fmt.Sprintf("staging=%d", staging), func(t *testing.T) {
-			d, err := Open(&Options{Backend: BackendEGL, StagingBytes: staging})
+			d, err := Open(&Options{Backend: onPlatform(BackendEGL), StagingBytes: staging})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -775,7 +776,7 @@ func TestBorrowedLoader(t *testing.T) {
 	hostLoader := func(name string) unsafe.Pointer {
 		lookups++
 		looked = append(looked, name)
-		return egl.GetProcAddress(name)
+		return hostProc(name)
 	}
 	d, err := NewDeviceFromCurrent(&Options{GetProcAddress: hostLoader})
 	if err != nil {

@@ -40,8 +40,8 @@ func TestSizesBeyondAnyBuffer(t *testing.T) {
 // TestNegativeOptionsPanic: negative option fields are programmer errors
 // (issue 23: they were accepted and treated as defaults).
 func TestNegativeOptionsPanic(t *testing.T) {
-	mustPanic(t, "Options.StagingBytes is negative", func() { Open(&Options{Backend: BackendEGL, StagingBytes: -1}) })
-	mustPanic(t, "Options.Device is negative", func() { Open(&Options{Backend: BackendEGL, Device: -2}) })
+	mustPanic(t, "Options.StagingBytes is negative", func() { Open(&Options{Backend: onPlatform(BackendEGL), StagingBytes: -1}) })
+	mustPanic(t, "Options.Device is negative", func() { Open(&Options{Backend: onPlatform(BackendEGL), Device: -2}) })
 	mustPanic(t, "Options.StagingBytes is negative", func() { NewDeviceFromCurrent(&Options{StagingBytes: -1}) })
 	d := openDevice(t, BackendEGL)
 	g := blas32.General{Rows: 4, Cols: 4, Stride: 4, Data: make([]float32, 16)}
@@ -72,7 +72,7 @@ func TestCacheKernelOutsideFamily(t *testing.T) {
 	info := openDevice(t, BackendEGL).Info()
 	drv := tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version}
 	for _, bad := range []string{"tiled32", "gemm", "fast:1x2x3"} {
-		path := filepath.Join(t.TempDir(), "tuned.json")
+		path := filepath.Join(tempDir(t), "tuned.json")
 		t.Setenv("GLMUL_TUNE_CACHE", path)
 		c := tuning.Cache{}
 		c.Put(tuning.Entry{Driver: drv, Class: tuning.Square, Kernel: bad})
@@ -80,7 +80,7 @@ func TestCacheKernelOutsideFamily(t *testing.T) {
 		if err := c.Save(path); err != nil {
 			t.Fatal(err)
 		}
-		d, err := Open(&Options{Backend: BackendEGL})
+		d, err := Open(&Options{Backend: onPlatform(BackendEGL)})
 		if err != nil {
 			t.Fatal(err)
 		}

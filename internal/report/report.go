@@ -206,8 +206,12 @@ func (r *Run) writeText(out io.Writer) error {
 		p("pipelined", "%8.2f ms end to end in one step (too few rows of tiles to pipeline)", s.EndToEndMS)
 	}
 	if s.KernelMeanMS > 0 {
+		med := FormatGFLOPS(s.GFLOPSMedian)
+		if s.KernelMedMS == 0 {
+			med = "unknown" // most runs shorter than the clock's step
+		}
 		p("GFLOPS", "%s kernel (mean), %s (median); %s end to end (pipelined, host memory to host memory)",
-			FormatGFLOPS(s.GFLOPSMean), FormatGFLOPS(s.GFLOPSMedian), FormatGFLOPS(s.GFLOPSEndToEnd))
+			FormatGFLOPS(s.GFLOPSMean), med, FormatGFLOPS(s.GFLOPSEndToEnd))
 	} else {
 		// A run shorter than the clock's step (Windows, Wine): no rate.
 		p("GFLOPS", "kernel unknown (its runs took less than the clock can tell); %s end to end (pipelined, host memory to host memory)",

@@ -216,11 +216,14 @@ func (r Row) gpu(kernel string) (GPUResult, bool) {
 	return GPUResult{}, false
 }
 
-// num prints a figure with about four significant digits.
+// num prints a figure with about four significant digits. No time, rate
+// or speed-up measured is exactly 0: a 0 is a run shorter than the clock
+// can tell (Windows' and Wine's clocks step in about a millisecond), and a
+// rate or ratio made from it, so it prints as "—", unknown.
 func num(x float64) string {
 	switch {
 	case x == 0:
-		return "0"
+		return "—"
 	case math.Abs(x) >= 1000:
 		return strconv.FormatFloat(x, 'f', 0, 64)
 	case math.Abs(x) >= 100:

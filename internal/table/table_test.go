@@ -137,3 +137,11 @@ func abs(x int) int {
 	}
 	return x
 }
+
+// TestZeroTimeIsUnknown: a time the clock read as 0 (Windows, Wine) and
+// the rates made from it print as unknown, not as 0 GFLOPS or 0× (issue 26).
+func TestZeroTimeIsUnknown(t *testing.T) {
+	if num(0) != "—" || num(0.5) != "0.5" || num(12.345) != "12.35" {
+		t.Errorf("num(0) %q, num(0.5) %q, num(12.345) %q", num(0), num(0.5), num(12.345))
+	}
+}

@@ -134,6 +134,9 @@ func NewContextES(device, major, minor int) (*Context, error) {
 }
 
 func newContextFor(es bool, device, major, minor int) (*Context, error) {
+	if unavailable != "" {
+		return nil, fmt.Errorf("%w: %s", ErrNoContext, unavailable)
+	}
 	client := eglClientExtensions()
 	if client == "" {
 		return nil, fmt.Errorf("%w: EGL client extensions unavailable (is libEGL installed? error %s)", ErrNoContext, errorName(eglGetError()))

@@ -47,6 +47,10 @@ type (
 	eglDevice  = C.EGLDeviceEXT
 )
 
+// unavailable is "": EGL is this platform's (glvnd's libEGL, Mesa's or a
+// GPU vendor's).
+const unavailable = ""
+
 const (
 	platformDevice      = C.EGL_PLATFORM_DEVICE_EXT
 	platformSurfaceless = C.EGL_PLATFORM_SURFACELESS_MESA

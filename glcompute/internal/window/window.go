@@ -8,6 +8,7 @@ package window
 import (
 	"errors"
 	"os"
+	"runtime"
 	"unsafe"
 )
 
@@ -36,7 +37,8 @@ var GLFW *Maker
 // ErrNoDisplay says there is no display to open a window on.
 var ErrNoDisplay = errors.New("glfw: no display")
 
-// HaveDisplay reports whether DISPLAY or WAYLAND_DISPLAY is set.
+// HaveDisplay reports whether a window can open: always on Windows (its
+// desktop, or Wine's), else where DISPLAY or WAYLAND_DISPLAY is set.
 func HaveDisplay() bool {
-	return os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != ""
+	return runtime.GOOS == "windows" || os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != ""
 }

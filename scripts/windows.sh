@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# glmul for Windows, built on Linux with MinGW-w64, and tested under Wine
+# (issue 26). Wine + Xvfb give a WGL context on Mesa llvmpipe: the GLFW
+# path a Windows user takes.
+#
+#   scripts/windows.sh build [OUT]   cross-compile glmul.exe (default bin/glmul.exe)
+#   scripts/windows.sh test          the library's GL suite (glcompute), glmul.exe -n 64
+#                                    and glmul.exe table -sizes 32,64, under Wine
+#
+# Needs gcc-mingw-w64-x86-64 (build), wine, wine64 and xvfb (test): `make
+# windows` / `make test-windows` install them. The Wine prefix is kept in
+# ${XDG_CACHE_HOME:-~/.cache}/glmul/wine between runs.
+#
+# Wine 8 (Debian 12) lacks bcryptprimitives.dll, whose ProcessPrng every Go
+# ≥ 1.22 program calls at start ("bcryptprimitives.dll not found"):
+# scripts/windows/processprng.c builds a stand-in into the prefix. Wine 9
+# ships one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+export GOOS=windows GOARCH=amd64 CGO_ENABLED=1 CC=${CC_WINDOWS:-x86_64-w64-mingw32-gcc}
+
+build() {
+	out=${1:-bin/glmul.exe}
+	mkdir -p "$(dirname "$out")"
+	$GO build -o "$out" ./cmd/glmul
+	echo "built $out (windows/amd64)"
+}
+
+prefix() {
+	export WINEDEBUG=-all WINEARCH=win64
+	export WINEPREFIX=${WINEPREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/glmul/wine}
+	local dll=$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll
+	if [ ! -f "$WINEPREFIX/system.reg" ]; then
+		mkdir -p "$WINEPREFIX"
+		echo "windows: making a Wine prefix in $WINEPREFIX (once)"
+		xvfb-run -a wine wineboot -i >/dev/null 2>&1 || true
+		wineserver -w || true
+	fi
+	if [ ! -f "$dll" ]; then
+		$CC -shared -O2 -o "$dll" scripts/windows/processprng.c -ladvapi32
+	fi
+}
+
+wine_run() { # wine_run DIR PROGRAM ARGS...: PROGRAM under Wine + Xvfb, from DIR
+	local dir=$1
+	shift
+	(cd "$dir" && xvfb-run -a -s "-screen 0 640x480x24" wine "$@")
+}
+
+test_windows() {
+	prefix
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	build "$tmp/glmul.exe"
+	$GO test -c -o "$tmp/glcompute.test.exe" ./glcompute
+	echo "== glcompute tests under Wine (WGL through GLFW, Mesa llvmpipe)"
+	GLMUL_REQUIRE_GL=1 wine_run glcompute "$tmp/glcompute.test.exe" -test.count=1 -test.v -test.timeout 600s >"$tmp/glcompute.log" 2>&1 || {
+		grep -E -- '--- FAIL|panic:|_test\.go:[0-9]+:' "$tmp/glcompute.log" | head -40
+		echo "windows: glcompute tests FAILED under Wine" >&2
+		exit 1
+	}
+	echo "ok   glcompute   $(grep -c -- '--- PASS' "$tmp/glcompute.log") passed $(grep -c -- '--- SKIP' "$tmp/glcompute.log") skipped"
+	grep -E -- '--- SKIP' "$tmp/glcompute.log" | sed 's/^ *//' | sort | uniq -c | sed 's/^/     /' | head -20
+	echo "== glmul.exe -n 64"
+	wine_run . "$tmp/glmul.exe" -n 64 2>&1 | grep -v '^X connection'
+	echo "== glmul.exe table -sizes 32,64"
+	wine_run . "$tmp/glmul.exe" table -sizes 32,64 -format markdown 2>&1 | grep -v '^X connection'
+}
+
+case "${1:-}" in
+build) build "${2:-}" ;;
+test) test_windows ;;
+*)
+	sed -n '2,17p' "$0" >&2
+	exit 2
+	;;
+esac
