@@ -46,7 +46,8 @@ const (
 )
 
 // Options configure Open. A nil *Options means the zero value of every field.
-// A negative Device or StagingBytes panics (a programmer error).
+// A negative Device, StagingBytes or MaxDispatchTime panics (a programmer
+// error).
 type Options struct {
 	// Backend chooses the context. Zero value "": BackendAuto.
 	Backend Backend
@@ -70,6 +71,14 @@ type Options struct {
 	// carry host matrices to and from the GPU in chunks of rows; a row
 	// must fit one. Zero value: DefaultStagingBytes (32 MiB).
 	StagingBytes int
+	// MaxDispatchTime is the longest one compute dispatch should run:
+	// glmul times a kernel's first dispatches as they grow and sizes the
+	// rest to half of it (pacing.go). Zero value: for an owned Device on
+	// Windows, whose GPU watchdog (TDR) resets a GPU after 2 s of work
+	// without a pause, DefaultMaxDispatchTimeWindows (500 ms); elsewhere,
+	// and for a borrowed Device (measuring takes glFinish calls), no
+	// pacing: dispatches of at most MulOptions.MaxGroups² work groups.
+	MaxDispatchTime time.Duration
 	// GetProcAddress, for NewDeviceFromCurrent only, is the host's own GL
 	// loader (SDL_GL_GetProcAddress, glfw.GetProcAddress, ...). go-gl keeps
 	// its function pointers in process-wide variables, shared with a host
@@ -269,6 +278,8 @@ func (o *Options) check() {
 		panic("glcompute: Options.Device is negative")
 	case o.StagingBytes < 0:
 		panic("glcompute: Options.StagingBytes is negative")
+	case o.MaxDispatchTime < 0:
+		panic("glcompute: Options.MaxDispatchTime is negative")
 	}
 }
 

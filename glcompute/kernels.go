@@ -27,6 +27,8 @@ type program struct {
 	// cap: a resident product re-plans the same shape every call.
 	planned    dispatch.Plan
 	plannedFor [3]int
+	// pace, if set, sizes dispatches to a time budget (pacing.go).
+	pace *pacer
 }
 
 // plan returns the dispatch plan of a rows×cols result in chunks of at
@@ -76,9 +78,14 @@ func (p *program) dispatchTiles(rows, cols, maxGroups int) (int, error) {
 	return len(plan.Chunks), nil
 }
 
-// dispatchChunks queues p, the current program, over plan's chunks.
+// dispatchChunks queues p, the current program, over plan's chunks (each
+// in dispatches sized to the budget, with a pacer).
 func (p *program) dispatchChunks(plan dispatch.Plan) {
 	for _, ch := range plan.Chunks {
+		if p.pace != nil {
+			p.dispatchPaced(ch)
+			continue
+		}
 		p.setUint("x0", uint32(ch.X0))
 		p.setUint("y0", uint32(ch.Y0))
 		glw.Dispatch(ch.GroupsX, ch.GroupsY)
@@ -179,6 +186,9 @@ func (d *Device) programOf(k shaders.Kernel) (*program, error) {
 		return nil, fmt.Errorf("%w: %w", ErrDriver, err)
 	}
 	p := &program{kernel: k, prog: prog}
+	if b := maxDispatchTime(d.opts, d.borrowed); b > 0 {
+		p.pace = &pacer{budget: b}
+	}
 	d.programs[spec] = p
 	return p, nil
 }

@@ -42,6 +42,7 @@ func TestSizesBeyondAnyBuffer(t *testing.T) {
 func TestNegativeOptionsPanic(t *testing.T) {
 	mustPanic(t, "Options.StagingBytes is negative", func() { Open(&Options{Backend: onPlatform(BackendEGL), StagingBytes: -1}) })
 	mustPanic(t, "Options.Device is negative", func() { Open(&Options{Backend: onPlatform(BackendEGL), Device: -2}) })
+	mustPanic(t, "Options.MaxDispatchTime is negative", func() { Open(&Options{Backend: onPlatform(BackendEGL), MaxDispatchTime: -1}) })
 	mustPanic(t, "Options.StagingBytes is negative", func() { NewDeviceFromCurrent(&Options{StagingBytes: -1}) })
 	d := openDevice(t, BackendEGL)
 	g := blas32.General{Rows: 4, Cols: 4, Stride: 4, Data: make([]float32, 16)}

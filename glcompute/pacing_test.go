@@ -1,0 +1,55 @@
+package glcompute
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/validate"
+)
+
+// TestDispatchPacing: with a dispatch budget (Windows' default guards its
+// GPU watchdog, TDR), no dispatch runs longer than the budget, even on the
+// slowest device glmul meets: llvmpipe running the paper's kernel, whose
+// one 12×12-group dispatch of this product takes several budgets there.
+// The product stays right.
+func TestDispatchPacing(t *testing.T) {
+	const budget = 40 * time.Millisecond
+	d, err := Open(&Options{Backend: onPlatform(BackendEGL), MaxDispatchTime: budget})
+	if err != nil {
+		noGL(t, err.Error())
+	}
+	defer d.Release()
+	rng := rand.New(rand.NewPCG(26, 1))
+	const n = 384
+	a, b, c := cpu.Random(n, n, rng), cpu.Random(n, n, rng), cpu.New(n, n)
+	start := time.Now()
+	if _, err := d.Mul(c, a, b, &MulOptions{Kernel: "tiled32", Reps: 2}); err != nil {
+		t.Fatal(err)
+	}
+	whole := time.Since(start)
+	if r := validate.CheckFull(a, b, c); !r.OK {
+		t.Fatalf("paced product wrong: %v", r.Err())
+	}
+	var pc *pacer
+	for _, p := range d.programs {
+		if p.kernel.Name == "tiled32" {
+			pc = p.pace
+		}
+	}
+	if pc == nil || len(pc.times) == 0 {
+		t.Fatalf("no paced dispatches measured (programs %v)", d.programs)
+	}
+	slowest := pc.slowestCall
+	for _, x := range pc.times {
+		slowest = max(slowest, x)
+	}
+	t.Logf("%d measured dispatches %v; slowest unmeasured call %v; the whole Mul %v", len(pc.times), pc.times, pc.slowestCall, whole)
+	if slowest > budget {
+		t.Errorf("a dispatch ran %v, over the %v budget", slowest, budget)
+	}
+	if whole < 2*budget {
+		t.Skipf("this device ran the product in %v: too fast to show pacing", whole)
+	}
+}
