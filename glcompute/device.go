@@ -287,6 +287,9 @@ func (o *Options) check() {
 func (d *Device) open() error {
 	backend := d.opts.Backend
 	var autoNote string
+	if backend == BackendAuto && !egl.Available() {
+		backend = BackendGLFW // Windows: WGL or nothing, and its own error
+	}
 	if backend == BackendAuto {
 		backend = BackendEGL
 		if window.GLFW != nil && window.HaveDisplay() {

@@ -133,6 +133,10 @@ func NewContextES(device, major, minor int) (*Context, error) {
 	return newContextFor(true, device, major, minor)
 }
 
+// Available reports whether this platform's OpenGL has EGL at all
+// (Linux and the BSDs; not Windows or macOS).
+func Available() bool { return unavailable == "" }
+
 func newContextFor(es bool, device, major, minor int) (*Context, error) {
 	if unavailable != "" {
 		return nil, fmt.Errorf("%w: %s", ErrNoContext, unavailable)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -69,6 +70,9 @@ func NewContext(major, minor int) (*Context, error) {
 		})
 		if err != nil {
 			glfw.Terminate()
+			if runtime.GOOS == "windows" {
+				return nil, fmt.Errorf("%w: GLFW cannot make a window here (no desktop session? %v)", ErrNoDisplay, err)
+			}
 			return nil, fmt.Errorf("%w: cannot open display %q (%v)", ErrNoDisplay, os.Getenv("DISPLAY"), err)
 		}
 	}

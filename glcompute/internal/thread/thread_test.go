@@ -2,7 +2,6 @@ package thread
 
 import (
 	"sync"
-	"syscall"
 	"testing"
 )
 
@@ -10,7 +9,7 @@ func TestCallsRunOnOneOSThreadInOrder(t *testing.T) {
 	th := New()
 	defer th.Stop()
 	var tid int
-	th.Call(func() { tid = syscall.Gettid() })
+	th.Call(func() { tid = osThreadID() })
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	count := 0
@@ -19,7 +18,7 @@ func TestCallsRunOnOneOSThreadInOrder(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			th.Call(func() {
-				if got := syscall.Gettid(); got != tid {
+				if got := osThreadID(); got != tid {
 					t.Errorf("ran on thread %d, want %d", got, tid)
 				}
 				mu.Lock()

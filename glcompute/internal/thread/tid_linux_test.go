@@ -1,0 +1,6 @@
+package thread
+
+import "syscall"
+
+// osThreadID identifies the calling OS thread.
+func osThreadID() int { return syscall.Gettid() }
