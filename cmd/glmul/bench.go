@@ -55,7 +55,7 @@ On Mesa llvmpipe choose small -shapes: the defaults run for hours there.`, []str
 	f.dev.register(fs)
 	shapes := fs.String("shapes", defaultBenchShapes, "comma-separated `list` of N (square) or MxKxN")
 	kernels := fs.String("kernels", "tiled32,fast", "comma-separated kernels: tiled32, fast, fast:BMxBNxBK_TMxTN, cpu:LXxLY_TMxTN...")
-	fs.IntVar(&f.reps, "reps", 10, "timed runs per shape and kernel, after a warm-up until steady (at least 0.5 s after 0.5 s idle, at most 0.8 s)")
+	fs.IntVar(&f.reps, "reps", 10, fmt.Sprintf("timed runs per shape and kernel, 1 to %d, after a warm-up: one run in full, more until 0.5 s has passed, then batches of runs until their times are steady, none begun after 0.8 s", maxReps))
 	mode := fs.String("validate", "auto", "auto|full|freivalds|none")
 	format := fs.String("format", "text", "output: text|csv|json|bench (Go benchmark lines for benchstat)")
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (a line per product when not a terminal)")
@@ -69,7 +69,7 @@ On Mesa llvmpipe choose small -shapes: the defaults run for hours there.`, []str
 	if f.kernels, err = parseKernels("bench: -kernels", *kernels); err != nil {
 		return nil, err
 	}
-	if err := positive("bench: ", "-reps", f.reps); err != nil {
+	if err := checkReps("bench: ", f.reps); err != nil {
 		return nil, err
 	}
 	if f.mode, err = validate.ParseMode(*mode); err != nil {
@@ -241,14 +241,35 @@ func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []b
 	}
 	t.Preamble = [][2]string{{"device", fmt.Sprintf("%s | %s | %s (%s)", info.Vendor, info.Renderer, info.API(), info.Backend)}}
 	t.Header = []string{"shape", "kernel", "median ms", "GFLOPS", "valid", "timer"}
+	// A skipped row says why below the table, not in a cell: a reason
+	// (a sentence) in a column widened it, and every row with it, by the
+	// sentence's length. Kernels of a shape skipped alike share a line.
+	var skips []benchSkip
 	for _, r := range rows {
-		if r.Skipped != "" {
-			t.Rows = append(t.Rows, []string{r.Shape, r.Kernel, "-", "-", "skipped: " + firstLine(r.Skipped), ""})
+		if r.Skipped == "" {
+			t.Rows = append(t.Rows, []string{r.Shape, r.Spec, fmt.Sprintf("%.3f", r.MedianMS), report.FormatGFLOPS(r.GFLOPS), fmt.Sprint(r.Valid), r.Source})
 			continue
 		}
-		t.Rows = append(t.Rows, []string{r.Shape, r.Spec, fmt.Sprintf("%.3f", r.MedianMS), report.FormatGFLOPS(r.GFLOPS), fmt.Sprint(r.Valid), r.Source})
+		t.Rows = append(t.Rows, []string{r.Shape, r.Kernel, "-", "-", "skipped", "-"})
+		why := firstLine(r.Skipped)
+		if n := len(skips); n > 0 && skips[n-1].shape == r.Shape && skips[n-1].why == why {
+			skips[n-1].kernels = append(skips[n-1].kernels, r.Kernel)
+		} else {
+			skips = append(skips, benchSkip{r.Shape, []string{r.Kernel}, why})
+		}
+	}
+	for _, s := range skips {
+		t.Notes = append(t.Notes, fmt.Sprintf("skipped %s %s: %s", s.shape, strings.Join(s.kernels, ", "), s.why))
 	}
 	return t.Write(w, format)
+}
+
+// benchSkip is the reason kernels of a shape were skipped, for the line
+// under bench's text table.
+type benchSkip struct {
+	shape   string
+	kernels []string
+	why     string
 }
 
 // writeGoBench writes Go benchmark lines, one per timed run, so that

@@ -3,11 +3,14 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/internal/tuning"
 )
 
@@ -174,4 +177,162 @@ func TestCorruptCacheIsNoted(t *testing.T) {
 	if code != 0 || strings.Count(stderr, "note: the built-in kernel configuration is used") != 1 || !strings.Contains(stderr, "not a glmul tuning cache") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
+}
+
+// TestTuneShowFormats: tune -show honours -format (issue 23, item 7):
+// json is an object with the cache's entries, the device and the kernel
+// each shape class uses; text is as before; tune has no csv.
+func TestTuneShowFormats(t *testing.T) {
+	info := needGL(t)
+	d, err := glcompute.Open(&glcompute.Options{Backend: glcompute.BackendEGL, IgnoreTuned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ""
+	for _, c := range d.Candidates() {
+		if c != info.DefaultKernel && d.Fits(c) == nil {
+			spec = c
+			break
+		}
+	}
+	d.Release()
+	if spec == "" {
+		t.Fatalf("no candidate but the default %s fits %s", info.DefaultKernel, info.Renderer)
+	}
+	cache := filepath.Join(t.TempDir(), "tuned.json")
+	t.Setenv("GLMUL_TUNE_CACHE", cache)
+	var c tuning.Cache
+	c.Put(tuning.Entry{Driver: tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version}, Class: tuning.LongK, Kernel: spec, GFLOPS: 1, N: 64})
+	c.Put(tuning.Entry{Driver: tuning.Driver{Vendor: "Other", Renderer: "GPU", Version: "1.0"}, Kernel: "fast:64x64x8_8x4", GFLOPS: 2, N: 64}) // before classes: square
+	if err := c.Save(cache); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		format string
+		check  func(code int, stdout, stderr string) string // what is wrong, or ""
+	}{
+		{"text", func(code int, stdout, stderr string) string {
+			for _, w := range []string{"cache    " + cache + " (2 entries)", "Other | GPU | 1.0, square: fast:64x64x8_8x4", "device   " + info.Vendor,
+				"uses     " + info.DefaultKernel + ": ", "uses     " + spec + " for long-k products (tuned by glmul tune)"} {
+				if code != 0 || !strings.Contains(stdout, w) {
+					return fmt.Sprintf("exit %d, lacks %q", code, w)
+				}
+			}
+			return ""
+		}},
+		{"json", func(code int, stdout, stderr string) string {
+			type class struct{ Class, Kernel, Source string }
+			var j struct {
+				Cache   string
+				Entries []tuning.Entry
+				Device  glcompute.Info
+				Classes []class
+			}
+			if err := json.Unmarshal([]byte(stdout), &j); code != 0 || err != nil {
+				return fmt.Sprintf("exit %d, not JSON: %v", code, err)
+			}
+			if j.Cache != cache || len(j.Entries) != 2 || j.Entries[0].Class != tuning.LongK || j.Entries[1].Class != tuning.Square || j.Device.Renderer != info.Renderer {
+				return fmt.Sprintf("cache %q, entries %+v, device %+v", j.Cache, j.Entries, j.Device)
+			}
+			want := []class{{"square", info.DefaultKernel, info.DefaultKernelSource}, {"long-k", spec, "tuned by glmul tune"}}
+			if len(j.Classes) != 3 || j.Classes[0] != want[0] || j.Classes[1] != want[1] || j.Classes[2].Class != "thin-k" || j.Classes[2].Kernel != info.DefaultKernel {
+				return fmt.Sprintf("classes %+v, want %+v and thin-k on %s", j.Classes, want, info.DefaultKernel)
+			}
+			return ""
+		}},
+		{"csv", func(code int, stdout, stderr string) string {
+			if code != 2 || stdout != "" || !strings.Contains(stderr, "use text, json") {
+				return fmt.Sprintf("exit %d, want 2 and %q", code, "use text, json")
+			}
+			return ""
+		}},
+	} {
+		code, stdout, stderr := glmul("tune", "-show", "-backend", "egl", "-format", tc.format)
+		if wrong := tc.check(code, stdout, stderr); wrong != "" {
+			t.Errorf("tune -show -format %s: %s\n%s%s", tc.format, wrong, stdout, stderr)
+		}
+	}
+}
+
+// TestBenchTextAligned: bench's text table keeps its columns aligned
+// when a product is skipped (issue 23, item 8): the reason goes on a line
+// under the table, once for the kernels skipped alike, and not in a cell,
+// where it widened its column by a sentence.
+func TestBenchTextAligned(t *testing.T) {
+	info := needGL(t)
+	big := int(math.Sqrt(float64(info.MaxSSBOBlockSize/4))) + 1 // over one storage binding
+	for _, c := range []struct {
+		shapes, kernels string
+		skipped         []string // the note lines wanted, each in full up to "..."
+	}{
+		{"16,20x7x9", "tiled32,fast", nil},
+		{"16,99999999,20x7x9", "tiled32,fast", []string{"skipped 99999999x99999999x99999999 tiled32, fast: the 99999999×99999999 by 99999999×99999999 product needs ... GiB of host memory for A, B and C; this machine has ..."}},
+		{"99999999x99999999x1,16,1x99999999x99999999", "fast", []string{"skipped 99999999x99999999x1 fast: the 99999999×99999999 by 99999999×1 product needs ...", "skipped 1x99999999x99999999 fast: the 1×99999999 by 99999999×99999999 product needs ..."}},
+		// tiled32 cannot run in panels: refused before its inputs are made.
+		{fmt.Sprintf("16,%d", big), "tiled32", []string{fmt.Sprintf("skipped %[1]dx%[1]dx%[1]d tiled32: glcompute: matrix too large: ...does not fit one shader storage binding...", big)}},
+	} {
+		code, stdout, stderr := glmul("bench", "-backend", "egl", "-shapes", c.shapes, "-kernels", c.kernels, "-reps", "1", "-progress", "off", "-validate", "full")
+		if code != 0 {
+			t.Errorf("-shapes %s: exit %d: %s", c.shapes, code, stderr)
+			continue
+		}
+		lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+		rows := strings.Count(c.shapes, ",") + 1
+		rows *= strings.Count(c.kernels, ",") + 1
+		if len(lines) != 2+rows+len(c.skipped) || !strings.HasPrefix(lines[0], "device ") {
+			t.Errorf("-shapes %s: want the device, a header, %d rows and %d notes:\n%s", c.shapes, rows, len(c.skipped), stdout)
+			continue
+		}
+		// Every cell of a row is one word, right-aligned: the words of
+		// every row end at the same columns, and the header's last too.
+		header, table := lines[1], lines[2:2+rows]
+		for _, row := range table {
+			if got, want := wordEnds(row), wordEnds(table[0]); fmt.Sprint(got) != fmt.Sprint(want) || len(got) != 6 {
+				t.Errorf("-shapes %s: the cells of %q end at %v, those of %q at %v:\n%s", c.shapes, row, got, table[0], want, stdout)
+			}
+			if e := wordEnds(header); e[len(e)-1] != wordEnds(row)[len(wordEnds(row))-1] {
+				t.Errorf("-shapes %s: header %q and row %q end apart:\n%s", c.shapes, header, row, stdout)
+			}
+		}
+		for i, want := range c.skipped {
+			if note := lines[2+rows+i]; !matchDots(note, want) {
+				t.Errorf("-shapes %s: note %d is %q, want %q", c.shapes, i, note, want)
+			}
+		}
+	}
+}
+
+// matchDots reports whether s starts with the parts of pattern between
+// "..." in order, each "..." standing for any text.
+func matchDots(s, pattern string) bool {
+	parts := strings.Split(pattern, "...")
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	for _, p := range parts[1:] {
+		i := strings.Index(s, p)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(p):]
+	}
+	return true
+}
+
+// wordEnds returns the column (in runes) after each word of line.
+func wordEnds(line string) []int {
+	var ends []int
+	col, in := 0, false
+	for _, r := range line {
+		if r == ' ' && in {
+			ends = append(ends, col)
+		}
+		in = r != ' '
+		col++
+	}
+	if in {
+		ends = append(ends, col)
+	}
+	return ends
 }

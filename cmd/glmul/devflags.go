@@ -156,22 +156,37 @@ func noteKernelChoice(dev *glcompute.Device, stderr io.Writer) {
 }
 
 // checkHostMemory returns an error if an m×k by k×n product's three
-// float32 matrices would take more than the machine's memory
-// (/proc/meminfo's MemTotal; no check where that cannot be read): Go
-// would otherwise crash allocating them.
+// float32 matrices would take more than the machine's memory (hostMemory;
+// no check where that cannot be read): Go would otherwise crash
+// allocating them.
 func checkHostMemory(m, k, n int) error {
-	need := 4 * (float64(m)*float64(k) + float64(k)*float64(n) + float64(m)*float64(n))
+	need := productBytes(m, k, n)
+	if total, ok := hostMemory(); ok && need > total {
+		return fmt.Errorf("the %d×%d by %d×%d product needs %.1f GiB of host memory for A, B and C; this machine has %.1f GiB",
+			m, k, k, n, need/(1<<30), total/(1<<30))
+	}
+	return nil
+}
+
+// productBytes is the size of an m×k by k×n product's A, B and C in
+// float32, in float64 so that no size overflows.
+func productBytes(m, k, n int) float64 {
+	return 4 * (float64(m)*float64(k) + float64(k)*float64(n) + float64(m)*float64(n))
+}
+
+// hostMemory returns the machine's memory in bytes, /proc/meminfo's
+// MemTotal; ok is false where that cannot be read.
+func hostMemory() (bytes float64, ok bool) {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
-		return nil
+		return 0, false
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
-			if kib, err := strconv.ParseFloat(f[1], 64); err == nil && need > kib*1024 {
-				return fmt.Errorf("the %d×%d by %d×%d product needs %.1f GiB of host memory for A, B and C; this machine has %.1f GiB",
-					m, k, k, n, need/(1<<30), kib/(1<<20))
+			if kib, err := strconv.ParseFloat(f[1], 64); err == nil {
+				return kib * 1024, true
 			}
 		}
 	}
-	return nil
+	return 0, false
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -21,9 +22,25 @@ import (
 // version is the release; a build from a git checkout adds its revision.
 const version = "0.1.0"
 
-// maxReps caps -reps: each run's times are kept, and a billion runs would
-// not end anyway.
+// maxReps caps -reps in every command: each run's times are kept, and a
+// billion runs would not end anyway.
 const maxReps = 1_000_000
+
+// maxWarmup caps the main command's -warmup: its runs are not bounded in
+// time (measure.MaxWarmup bounds only the runs added after them), and
+// the added runs raise an idle GPU's clocks without help, so more than a
+// few are rarely of use; 10000 covers a third of a second of the shortest
+// products on an H100 (about 30 µs a run at n = 128).
+const maxWarmup = 10_000
+
+// checkReps returns a usage error unless reps is 1 to maxReps; cmd
+// ("bench: ", or "" for the main command) prefixes the message.
+func checkReps(cmd string, reps int) error {
+	if reps < 1 || reps > maxReps {
+		return usagef("%s-reps must be 1 to %d (got %d)", cmd, maxReps, reps)
+	}
+	return nil
+}
 
 // usageError is a command-line mistake: exit status 2.
 type usageError struct{ msg string }
@@ -70,12 +87,30 @@ func exitCode(err error, stderr io.Writer) int {
 	return 1
 }
 
+// hintFor returns a line on what to do about err, or "". It reads the
+// environment: there a Mesa override variable, not the driver, may be
+// what caps the version.
 func hintFor(err error) string {
 	msg := err.Error()
+	needed := errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "is needed")
 	switch {
+	case errors.Is(err, glcompute.ErrNoContext) && strings.Contains(msg, "glfw: no display"):
+		return "-backend glfw needs a display (X11 or Wayland: DISPLAY or WAYLAND_DISPLAY); on a server use -backend egl (headless), or run glmul under xvfb-run"
+	case errors.Is(err, glcompute.ErrNoContext) && strings.Contains(msg, "OpenGL ES") && len(mesaOverrides("MESA_GLES_VERSION_OVERRIDE")) > 0:
+		return overrideHint(mesaOverrides("MESA_GLES_VERSION_OVERRIDE"), "OpenGL ES 3.1 is needed")
 	case errors.Is(err, glcompute.ErrNoContext):
 		return "install an OpenGL 4.3 driver (on Debian/Ubuntu 'make deps' installs Mesa, which runs on the CPU), or choose a backend with -backend egl|glfw"
-	case errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "is needed"):
+	case needed && len(mesaOverrides("MESA_GL_VERSION_OVERRIDE", "MESA_GLSL_VERSION_OVERRIDE")) > 0:
+		set := mesaOverrides("MESA_GL_VERSION_OVERRIDE", "MESA_GLSL_VERSION_OVERRIDE")
+		hint := overrideHint(set, "OpenGL 4.3 core and GLSL 4.30 are needed")
+		if !strings.HasPrefix(set[0], "MESA_GL_VERSION_OVERRIDE=") {
+			// The GLSL cap alone: the error names the version of the
+			// compatibility context glcompute probed with, 4.5 on Mesa 22
+			// llvmpipe, which reads as if the driver were at fault.
+			hint += "; below GLSL 4.30 Mesa makes no 4.3 core context, whatever OpenGL version it reports"
+		}
+		return hint
+	case needed:
 		return "glmul needs OpenGL 4.3 compute shaders: a GPU driver from 2012 or later, or Mesa 20+ (llvmpipe) on the CPU"
 	case errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "the driver offers"):
 		return "choose a smaller fast configuration (glmul tune -show names the one this device uses)"
@@ -87,6 +122,28 @@ func hintFor(err error) string {
 		return "raise -max-gpu-mem"
 	}
 	return ""
+}
+
+// mesaOverrides returns NAME=value for each variable of names (Mesa's
+// version overrides) that the environment sets.
+func mesaOverrides(names ...string) []string {
+	var set []string
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			set = append(set, n+"="+v)
+		}
+	}
+	return set
+}
+
+// overrideHint says that the override variables set cap the version Mesa
+// offers, below what is needed, and to unset them.
+func overrideHint(set []string, needed string) string {
+	caps, it := "caps", "it"
+	if len(set) > 1 {
+		caps, it = "cap", "them"
+	}
+	return fmt.Sprintf("%s in the environment %s the version Mesa offers (%s): unset %s", strings.Join(set, " and "), caps, needed, it)
 }
 
 // options are the flags of the main command.
@@ -123,8 +180,8 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.IntVar(&o.n, "n", 0, "multiply two `N`×N matrices")
 	fs.StringVar(&o.shape, "shape", "", "multiply an M×K matrix A by a K×N matrix B, given as `MxKxN` (e.g. 100x77x130)")
-	fs.IntVar(&o.reps, "reps", 10, "timed runs; the report gives their mean (as the paper did), median and min")
-	fs.IntVar(&o.warmup, "warmup", 1, "untimed runs before the timed ones, continued for 0.5 s if the GPU was idle 0.5 s or more and then until their times are steady, at most 0.8 s (0: none)")
+	fs.IntVar(&o.reps, "reps", 10, fmt.Sprintf("timed runs, 1 to %d; the report gives their mean (as the paper did), median and min", maxReps))
+	fs.IntVar(&o.warmup, "warmup", 1, fmt.Sprintf("untimed runs before the timed ones, 0 to %d, each in full however long it takes; then, if the context had done no work for 0.5 s, more until 0.5 s has passed since the warm-up began; then batches of runs (5 ms or more) until their times are steady, none begun after 0.8 s (0: none of this)", maxWarmup))
 	fs.StringVar(&o.validate, "validate", "auto", "check the product on the CPU: auto|full|freivalds|none (auto: full up to 1024³ multiply-adds, freivalds above)")
 	o.dev.register(fs)
 	fs.IntVar(&o.splitK, "split-k", 0, "split the inner dimension `S` ways (fast kernel), for results too small to fill the GPU; 0: automatic (grids under about a wave of work groups: 128 on a GPU, the CPU's threads on llvmpipe); 1: no split")
@@ -230,11 +287,11 @@ func (o *options) check() error {
 	default:
 		return usagef("give a size: -n N for N×N matrices, or -shape MxKxN")
 	}
-	if o.reps < 1 || o.reps > maxReps {
-		return usagef("-reps must be 1 to %d (got %d)", maxReps, o.reps)
+	if err := checkReps("", o.reps); err != nil {
+		return err
 	}
-	if o.warmup < 0 {
-		return usagef("-warmup must be 0 or more (got %d)", o.warmup)
+	if o.warmup < 0 || o.warmup > maxWarmup {
+		return usagef("-warmup must be 0 to %d (got %d)", maxWarmup, o.warmup)
 	}
 	if o.splitK < 0 {
 		return usagef("-split-k must be 0 or more (got %d)", o.splitK)

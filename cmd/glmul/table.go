@@ -49,7 +49,7 @@ func parseTable(args []string, stderr io.Writer) (*tableFlags, error) {
 	f.dev.register(fs)
 	sizes := fs.String("sizes", "128,256,512,1024,2048,4096", "comma-separated square `sizes`")
 	kernels := fs.String("kernels", "tiled32", "GPU kernels, the paper's first: tiled32, fast, fast:BMxBNxBK_TMxTN, cpu:LXxLY_TMxTN")
-	fs.IntVar(&f.reps, "reps", 10, "timed GPU runs per size and kernel, after a warm-up until steady (at least 0.5 s after 0.5 s idle, at most 0.8 s); the mean is reported, as in the paper")
+	fs.IntVar(&f.reps, "reps", 10, fmt.Sprintf("timed GPU runs per size and kernel, 1 to %d, after a warm-up: one run in full, more until 0.5 s has passed, then batches of runs until their times are steady, none begun after 0.8 s; the mean is reported, as in the paper", maxReps))
 	fs.IntVar(&f.cpuMax, "cpu-max", 0, "skip the naive CPU loop above `N` (0: never skip; it takes minutes at 4096)")
 	format := fs.String("format", "text", "output: text|markdown|csv|json")
 	compare := fs.String("compare", "", "`paper`: add the published Table 1 and our ratios to it")
@@ -70,9 +70,10 @@ func parseTable(args []string, stderr io.Writer) (*tableFlags, error) {
 	if f.kernels, err = parseKernels("table: -kernels", *kernels); err != nil {
 		return nil, err
 	}
+	if err := checkReps("table: ", f.reps); err != nil {
+		return nil, err
+	}
 	switch {
-	case f.reps < 1:
-		return nil, usagef("table: -reps must be at least 1 (got %d)", f.reps)
 	case f.cpuMax < 0:
 		return nil, usagef("table: -cpu-max must be 0 or more (got %d)", f.cpuMax)
 	case *compare != "" && *compare != "paper":

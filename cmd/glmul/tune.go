@@ -22,6 +22,12 @@ import (
 // product takes seconds and a sweep of dozens of candidates many minutes.
 const llvmpipeTuneN = 256
 
+// maxTuneN caps tune's -n: the long-k class's largest K is 4N, and
+// glcompute takes dimensions up to 2³¹. The host's memory refuses far
+// smaller sizes first (checkHostMemory); this bound keeps the classes'
+// shapes from overflowing before that check.
+const maxTuneN = 1 << 29
+
 // tuneFlags are glmul tune's flags, checked.
 type tuneFlags struct {
 	dev      deviceFlags
@@ -92,8 +98,8 @@ glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, s
 	f := &tuneFlags{}
 	f.dev.register(fs)
 	fs.IntVar(&f.n, "n", 2048, "size `N` that the classes' products scale with (see -classes; default 2048, 256 on Mesa llvmpipe)")
-	fs.IntVar(&f.reps, "reps", 5, "timed runs per candidate; the median counts")
-	fs.BoolVar(&f.show, "show", false, "print the tuning cache and the configuration this device uses, and exit")
+	fs.IntVar(&f.reps, "reps", 5, fmt.Sprintf("timed runs per candidate and product, 1 to %d; the median counts", maxReps))
+	fs.BoolVar(&f.show, "show", false, "print the tuning cache and the configuration each shape class uses on this device (in -format), and exit")
 	fs.BoolVar(&f.save, "save", true, "store the winner in the tuning cache")
 	only := fs.String("candidates", "all", "`all` (the device's kernel family: cpu on Mesa llvmpipe, else fast), or a comma-separated list of fast:... or cpu:... specs to try")
 	classes := fs.String("classes", "all", "shape classes to tune, each on three products: `all`, or a comma-separated list of square ((N/2)³, N³, (2N)³), long-k ((N/32)×2N×(N/32), (N/8)×4N×(N/8), (N/2)×2N×(N/2)) and thin-k (N×64×N, 2N×128×2N, (N/2)×32×(N/2))")
@@ -103,7 +109,13 @@ glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, s
 		return nil, err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.nSet = f.nSet || fl.Name == "n" })
-	if err := positive("tune: ", "-n", f.n, "-reps", f.reps); err != nil {
+	if err := positive("tune: ", "-n", f.n); err != nil {
+		return nil, err
+	}
+	if f.n > maxTuneN {
+		return nil, usagef("tune: -n must be 1 to %d (got %d): the long-k products' K is 4N, and a dimension may be at most 2³¹", maxTuneN, f.n)
+	}
+	if err := checkReps("tune: ", f.reps); err != nil {
 		return nil, err
 	}
 	var err error
@@ -147,7 +159,14 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if f.show {
-		return showTuning(&f.dev, path, stdout)
+		return showTuning(&f.dev, path, stdout, f.format)
+	}
+	// Refuse at once what the machine cannot hold, as the other commands
+	// do; a default -n is checked once the device has settled it.
+	if f.nSet {
+		if err := f.checkHostMemory(); err != nil {
+			return err
+		}
 	}
 	if f.save { // before minutes of measuring, not after
 		if err := checkWritable("tune: the cache", path, true); err != nil {
@@ -174,6 +193,11 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	if !f.nSet && strings.Contains(d.Info().Renderer, "llvmpipe") {
 		f.n = llvmpipeTuneN
 		fmt.Fprintf(stderr, "tune: on llvmpipe (the CPU) -n defaults to %d: 2048 would take many minutes\n", f.n)
+	}
+	if !f.nSet {
+		if err := f.checkHostMemory(); err != nil {
+			return err
+		}
 	}
 	results, err := f.classResults(d, path)
 	if err != nil {
@@ -218,6 +242,29 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	}
 	if interrupted {
 		return interruptedError{f.kept(results, done, path, st.saveErr == nil)}
+	}
+	return nil
+}
+
+// checkHostMemory returns an error if a class's products, whose inputs
+// its sweep holds together (sweep), take more than the machine's memory:
+// the error checkHostMemory gives the other commands, for a class.
+func (f *tuneFlags) checkHostMemory() error {
+	total, ok := hostMemory()
+	if !ok {
+		return nil
+	}
+	for _, c := range f.classes {
+		need := 0.0
+		var shapes []string
+		for _, s := range c.Shapes(f.n) {
+			need += productBytes(s[0], s[1], s[2])
+			shapes = append(shapes, fmt.Sprintf("%d×%d×%d", s[0], s[1], s[2]))
+		}
+		if need > total {
+			return fmt.Errorf("tune: -n %d: the %s products (%s), measured together, need %.1f GiB of host memory for their A, B and C; this machine has %.1f GiB",
+				f.n, c, strings.Join(shapes, ", "), need/(1<<30), total/(1<<30))
+		}
 	}
 	return nil
 }
@@ -513,19 +560,29 @@ func firstLine(s string) string {
 	return s
 }
 
-// showTuning prints the cache and what this device uses now.
-func showTuning(dev *deviceFlags, path string, stdout io.Writer) error {
+// showTuning prints the cache and what this device uses now, in format:
+// text lines, or a JSON object (showJSON).
+func showTuning(dev *deviceFlags, path string, stdout io.Writer, format report.Format) error {
 	cache, err := tuning.Load(path)
 	if err != nil {
 		return err
 	}
+	for i := range cache.Entries {
+		if cache.Entries[i].Class == "" { // written before classes
+			cache.Entries[i].Class = tuning.Square
+		}
+	}
+	if format == report.JSON {
+		d, err := dev.open()
+		if err != nil {
+			return err
+		}
+		defer d.Release()
+		return (&report.Table{JSON: newShowJSON(path, cache, d.Info())}).Write(stdout, report.JSON)
+	}
 	fmt.Fprintf(stdout, "cache    %s (%d entries)\n", path, len(cache.Entries))
 	for _, e := range cache.Entries {
-		cl := e.Class
-		if cl == "" {
-			cl = tuning.Square
-		}
-		fmt.Fprintf(stdout, "  %s | %s | %s, %s: %s, %.1f GFLOPS at n=%d, %s\n", e.Vendor, e.Renderer, e.Version, cl, e.Kernel, e.GFLOPS, e.N, e.When.Format("2006-01-02"))
+		fmt.Fprintf(stdout, "  %s | %s | %s, %s: %s, %.1f GFLOPS at n=%d, %s\n", e.Vendor, e.Renderer, e.Version, e.Class, e.Kernel, e.GFLOPS, e.N, e.When.Format("2006-01-02"))
 	}
 	d, err := dev.open()
 	if err != nil {
@@ -541,4 +598,44 @@ func showTuning(dev *deviceFlags, path string, stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// showJSON is glmul tune -show -format json: the cache, the device, and
+// the kernel each shape class uses on it.
+type showJSON struct {
+	Cache   string         `json:"cache"`
+	Entries []tuning.Entry `json:"entries"` // every driver's, as the file holds them
+	Device  glcompute.Info `json:"device"`
+	Classes []showClass    `json:"classes"`
+}
+
+// showClass is the kernel a shape class's products run on the device.
+type showClass struct {
+	Class  tuning.Class `json:"class"`
+	Kernel string       `json:"kernel"`
+	// Source says where the choice came from: glmul tune, or, for square
+	// products and a class it did not tune, the default kernel's source
+	// (glcompute.Info.DefaultKernelSource). An untuned class runs the
+	// default shape by shape: its small-grid or natural-A variant where a
+	// product fits it badly (Info.SmallGridKernel, Info.NaturalKernel).
+	Source string `json:"source"`
+}
+
+func newShowJSON(path string, cache tuning.Cache, i glcompute.Info) showJSON {
+	s := showJSON{Cache: path, Entries: cache.Entries, Device: i}
+	if s.Entries == nil {
+		s.Entries = []tuning.Entry{}
+	}
+	for _, c := range tuning.Classes {
+		k, ok := i.ClassKernels[string(c)]
+		switch {
+		case ok:
+			s.Classes = append(s.Classes, showClass{c, k, "tuned by glmul tune"})
+		case c == tuning.Square:
+			s.Classes = append(s.Classes, showClass{c, i.DefaultKernel, i.DefaultKernelSource})
+		default:
+			s.Classes = append(s.Classes, showClass{c, i.DefaultKernel, "not tuned for this class: the default, shape by shape (" + i.DefaultKernelSource + ")"})
+		}
+	}
+	return s
 }

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestHintsNameTheCause: where the environment, not the driver, keeps
+// glmul from a context, the hint says so (issue 23, item 8): a Mesa
+// override variable caps the version (unset it), and -backend glfw has no
+// display (use -backend egl or xvfb-run). Each case runs in a child
+// process: Mesa reads its overrides once per process.
+func TestHintsNameTheCause(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "hint" {
+		code, _, stderr := glmul(strings.Fields(os.Getenv("GLMUL_TEST_ARGS"))...)
+		fmt.Printf("exit=%d\n%s", code, stderr)
+		return
+	}
+	info := needGL(t)
+	for _, c := range []struct {
+		env, args []string
+		mesa      bool // Mesa's variables: skipped on other drivers
+		want      []string
+		not       string // the hint this case used to get
+	}{
+		{[]string{"MESA_GL_VERSION_OVERRIDE=3.3"}, []string{"-n", "64", "-backend", "egl"}, true,
+			[]string{"hint: MESA_GL_VERSION_OVERRIDE=3.3 in the environment caps the version Mesa offers", "unset it"}, "a GPU driver from 2012"},
+		{[]string{"MESA_GLSL_VERSION_OVERRIDE=130"}, []string{"-n", "64", "-backend", "egl"}, true,
+			[]string{"hint: MESA_GLSL_VERSION_OVERRIDE=130 in the environment caps the version Mesa offers", "GLSL 4.30", "unset it"}, "a GPU driver from 2012"},
+		{[]string{"MESA_GL_VERSION_OVERRIDE=3.3", "MESA_GLSL_VERSION_OVERRIDE=130"}, []string{"-n", "64", "-backend", "egl"}, true,
+			[]string{"hint: MESA_GL_VERSION_OVERRIDE=3.3 and MESA_GLSL_VERSION_OVERRIDE=130 in the environment cap", "unset them"}, "a GPU driver from 2012"},
+		{[]string{"MESA_GLES_VERSION_OVERRIDE=3.0"}, []string{"-n", "64", "-backend", "gles"}, true,
+			[]string{"hint: MESA_GLES_VERSION_OVERRIDE=3.0 in the environment caps the version Mesa offers (OpenGL ES 3.1 is needed)", "unset it"}, "install an OpenGL 4.3 driver"},
+		{nil, []string{"-n", "64", "-backend", "glfw"}, false,
+			[]string{"neither DISPLAY nor WAYLAND_DISPLAY is set", "hint: -backend glfw needs a display (X11 or Wayland", "use -backend egl", "xvfb-run"}, "install an OpenGL 4.3 driver"},
+	} {
+		if c.mesa && !strings.Contains(info.Version, "Mesa") {
+			t.Logf("%v: needs Mesa's override variables; driver %q", c.env, info.Version)
+			continue
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHintsNameTheCause$")
+		for _, kv := range os.Environ() { // no display, no override but the case's
+			name, _, _ := strings.Cut(kv, "=")
+			if name != "DISPLAY" && name != "WAYLAND_DISPLAY" && !strings.HasPrefix(name, "MESA_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, "GLMUL_TEST_CHILD=hint", "GLMUL_TEST_ARGS="+strings.Join(c.args, " "))
+		cmd.Env = append(cmd.Env, c.env...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		s := string(out)
+		ok := strings.Contains(s, "exit=1\n") && !strings.Contains(s, c.not)
+		for _, w := range c.want {
+			ok = ok && strings.Contains(s, w)
+		}
+		if !ok {
+			t.Errorf("%v glmul %v: want exit 1 and %q, not %q:\n%s", c.env, c.args, c.want, c.not, s)
+		}
+	}
+}
