@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/internal/tuning"
@@ -57,7 +58,7 @@ other commands picks EGL device N; -backend gles the ES context.`, []string{"[-f
 }
 
 // probeDevices opens and releases a context on each EGL device, and on
-// GLFW where DISPLAY is set.
+// GLFW where DISPLAY is set; on Windows, GLFW's WGL context alone.
 func probeDevices() []deviceReport {
 	var out []deviceReport
 	try := func(r deviceReport, o glcompute.Options) {
@@ -70,6 +71,10 @@ func probeDevices() []deviceReport {
 			d.Release()
 		}
 		out = append(out, r)
+	}
+	if runtime.GOOS == "windows" { // WGL only: EGL is no part of Windows' OpenGL
+		try(deviceReport{Backend: "glfw", Name: "hidden GLFW window (WGL)"}, glcompute.Options{Backend: glcompute.BackendGLFW})
+		return out
 	}
 	devs := glcompute.EGLDevices()
 	for i, name := range devs {

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/glmul/glmul/glcompute"
 )
 
 // TestHintsNameTheCause: where the environment, not the driver, keeps
@@ -63,6 +65,21 @@ func TestHintsNameTheCause(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf("%v glmul %v: want exit 1 and %q, not %q:\n%s", c.env, c.args, c.want, c.not, s)
+		}
+	}
+}
+
+// TestHintsOnWindows: on Windows no hint points at Debian packages, EGL or
+// Xvfb (issue 26).
+func TestHintsOnWindows(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("%w: egl: EGL is not part of OpenGL on this platform", glcompute.ErrNoContext),
+		fmt.Errorf("%w: glfw: no display: GLFW cannot make a window here", glcompute.ErrNoContext),
+		fmt.Errorf("%w: OpenGL 4.3 core with compute shaders is needed", glcompute.ErrUnsupported),
+	} {
+		h := hintOn(err, "windows")
+		if h == "" || strings.Contains(h, "make deps") || strings.Contains(h, "-backend egl") || strings.Contains(h, "xvfb") {
+			t.Errorf("%v: hint %q", err, h)
 		}
 	}
 }

@@ -90,10 +90,19 @@ func exitCode(err error, stderr io.Writer) int {
 // hintFor returns a line on what to do about err, or "". It reads the
 // environment: there a Mesa override variable, not the driver, may be
 // what caps the version.
-func hintFor(err error) string {
+func hintFor(err error) string { return hintOn(err, runtime.GOOS) }
+
+// hintOn is hintFor on operating system goos.
+func hintOn(err error, goos string) string {
 	msg := err.Error()
 	needed := errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "is needed")
 	switch {
+	case goos == "windows" && errors.Is(err, glcompute.ErrNoContext) && strings.Contains(msg, "EGL is not part"):
+		return "on Windows glmul makes its context through GLFW (WGL): leave -backend out, or use -backend glfw"
+	case goos == "windows" && errors.Is(err, glcompute.ErrNoContext):
+		return "glmul needs a desktop session and an OpenGL 4.3 driver: your GPU vendor's (NVIDIA, AMD, Intel); Windows' own driver stops at OpenGL 1.1"
+	case goos == "windows" && needed:
+		return "glmul needs OpenGL 4.3 compute shaders: install your GPU vendor's current driver (Windows Update's may lack OpenGL)"
 	case errors.Is(err, glcompute.ErrNoContext) && strings.Contains(msg, "glfw: no display"):
 		return "-backend glfw needs a display (X11 or Wayland: DISPLAY or WAYLAND_DISPLAY); on a server use -backend egl (headless), or run glmul under xvfb-run"
 	case errors.Is(err, glcompute.ErrNoContext) && strings.Contains(msg, "OpenGL ES") && len(mesaOverrides("MESA_GLES_VERSION_OVERRIDE")) > 0:
