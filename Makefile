@@ -3,6 +3,9 @@
 #   make test   install what is missing, run every test (GL ones on Mesa if no GPU)
 #   make test-drivers  the GL tests again on Mesa's zink (over lavapipe) and softpipe
 #   make test-embed    the engine host and a raylib program borrowing their contexts (Mesa)
+#   make windows       bin/glmul.exe, cross-compiled with MinGW-w64; make test-windows runs it under Wine
+#   make check-arm64   compile every package for linux/arm64 (a Raspberry Pi 5: GLES 3.1), cgo included
+#   make results       measure again on llvmpipe the figures README quotes (docs/results/llvmpipe; minutes)
 # ./make.sh ARGS does the same where make itself is not installed yet.
 
 GO ?= go
@@ -19,6 +22,15 @@ APT_PACKAGES := make gcc libc6-dev pkg-config \
 	libx11-dev libxrandr-dev libxinerama-dev libxcursor-dev libxi-dev libxxf86vm-dev \
 	xvfb xauth mesa-vulkan-drivers libxkbcommon-dev
 
+# Windows on Linux: MinGW-w64 builds glmul.exe; Wine (its 64-bit loader is
+# wine64) and Xvfb run it and the GL tests on Mesa through WGL.
+WINDOWS_APT := gcc-mingw-w64-x86-64 wine wine64 xvfb xauth
+
+# linux/arm64: a cross gcc and libc for cgo; go vet compiles and checks
+# every package, C included, without linking (that would need arm64 GL
+# libraries).
+ARM64_APT := gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+
 # Packages whose code never touches GL: tested with the race detector.
 PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/conformance/... ./internal/dispatch/... \
 	./internal/report/... ./internal/table/... ./internal/tuning/... ./internal/matfile/... ./glcompute/internal/thread/...
@@ -30,7 +42,7 @@ PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/conformance/... .
 FUZZTIME ?= 10s
 FUZZ_TARGETS := FuzzRead:./internal/matfile FuzzParseShape:./cmd/glmul FuzzLookup:./shaders FuzzLoad:./internal/tuning
 
-.PHONY: all deps build run test test-drivers test-embed vet fuzz clean
+.PHONY: all deps build run test test-drivers test-embed windows test-windows check-arm64 results vet fuzz clean
 
 all: build
 
@@ -55,6 +67,21 @@ test-drivers: deps
 
 test-embed: deps
 	GO=$(GO) scripts/test-embed.sh
+
+windows: deps
+	@scripts/deps.sh $(WINDOWS_APT)
+	GO=$(GO) scripts/windows.sh build bin/glmul.exe
+
+test-windows: deps
+	@scripts/deps.sh $(WINDOWS_APT)
+	GO=$(GO) scripts/windows.sh test
+
+check-arm64: deps
+	@scripts/deps.sh $(ARM64_APT)
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc $(GO) vet ./...
+
+results: deps
+	GO=$(GO) scripts/results.sh llvmpipe docs/results/llvmpipe
 
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \

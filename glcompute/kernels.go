@@ -356,11 +356,11 @@ func (d *Device) tunedKernel(e tuning.Entry, path string) (shaders.Kernel, error
 	k, err := shaders.Lookup(e.Kernel)
 	switch {
 	case err != nil:
-		return k, fmt.Errorf("the tuned %q in %s is not a kernel of this build; ignored", e.Kernel, path)
+		return k, fmt.Errorf("the tuned %q in %s is not a kernel of this build, ignored", e.Kernel, path)
 	case k.Name != "fast" && k.Name != "cpu":
-		return k, fmt.Errorf("the tuned %q in %s is not a fast or cpu configuration, which is all glmul tune caches; ignored", e.Kernel, path)
+		return k, fmt.Errorf("the tuned %q in %s is not a fast or cpu configuration, which is all glmul tune caches, ignored", e.Kernel, path)
 	case d.fits(k) != nil:
-		return k, fmt.Errorf("the tuned %q in %s does not fit this device; ignored", e.Kernel, path)
+		return k, fmt.Errorf("the tuned %q in %s does not fit this device, ignored", e.Kernel, path)
 	}
 	return k, nil
 }

@@ -237,7 +237,7 @@ func Builtin(d Driver) (kernel, source string) {
 	case OnCPU(d):
 		return LlvmpipeDefault, "built-in default for Mesa llvmpipe (tuned on 2 CPU cores)"
 	}
-	return GenericDefault, "generic default (this vendor was never tuned; run glmul tune)"
+	return GenericDefault, "generic default (this vendor was never tuned: run glmul tune)"
 }
 
 // EdgeGroupsPerIdleSlot is how many of the edge kernel's work groups per
