@@ -62,7 +62,7 @@ func (l *lockedBuffer) String() string {
 
 // startChild runs test in a child process with GLMUL_TEST_CHILD=name and
 // returns once its stderr shows marker, failing the test if the child
-// ends first or 60 s pass.
+// fails first or 60 s pass (and skipping it if the child succeeds first).
 func startChild(t *testing.T, test, name, marker string) *child {
 	t.Helper()
 	c := &child{stdout: new(lockedBuffer), stderr: new(lockedBuffer), exited: make(chan error, 1)}
@@ -77,6 +77,9 @@ func startChild(t *testing.T, test, name, marker string) *child {
 	for !strings.Contains(c.stderr.String(), marker) {
 		select {
 		case err := <-c.exited:
+			if err == nil { // the whole command finished first: a fast GPU (the H100 runs 21 × 512³ in milliseconds)
+				t.Skipf("the child finished before %q: the device is too fast to interrupt; the test needs a slow one (llvmpipe in CI)", marker)
+			}
 			t.Fatalf("child ended (%v) before %q:\n%s", err, marker, c.stderr.String())
 		case <-deadline:
 			c.cmd.Process.Kill()
