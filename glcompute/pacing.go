@@ -17,7 +17,8 @@ import (
 // K = 4096 for minutes). A pacer measures instead: on a program's first
 // dispatches it times growing dispatches (one work group, then twice as
 // many each time, glFinish before and after) and, from the measured rate,
-// sizes each dispatch to half the budget; once a dispatch as large as a
+// sizes each dispatch to half the budget (never under one work group: a
+// group that alone outlasts the budget runs alone); once a dispatch as large as a
 // whole chunk has run in under a quarter of it, dispatches up to that size
 // and depth run unmeasured. Not paced: the slices of a K split (a small
 // grid, each group a slice of K; Dispatch3's z) and the one-dimensional
@@ -54,6 +55,7 @@ type pacer struct {
 	// driver that computes within the call, as llvmpipe does, its run),
 	// for tests.
 	times       []time.Duration
+	groups      []int
 	slowestCall time.Duration
 }
 
@@ -79,9 +81,10 @@ func (pc *pacer) next(unit int) int {
 	return max(unit, min(fit, 2*pc.largest))
 }
 
-// observe records a measured dispatch of units that took t.
-func (pc *pacer) observe(units int, t time.Duration) {
-	pc.times = append(pc.times, t)
+// observe records a measured dispatch of groups work groups, units of
+// work, that took t.
+func (pc *pacer) observe(groups, units int, t time.Duration) {
+	pc.times, pc.groups = append(pc.times, t), append(pc.groups, groups)
 	pc.perUnit = max(t/time.Duration(units), 1)
 	pc.largest = max(pc.largest, units)
 	if t < pc.budget/4 {
@@ -119,7 +122,7 @@ func (p *program) dispatchPaced(ch dispatch.Chunk) {
 			start := time.Now()
 			p.dispatchAt(ch, gx, gy, w, h)
 			glw.Finish()
-			pc.observe(u, time.Since(start))
+			pc.observe(w*h, u, time.Since(start))
 		}
 		done += w * h
 	}

@@ -12,8 +12,9 @@ import (
 // TestDispatchPacing: with a dispatch budget (Windows' default guards its
 // GPU watchdog, TDR), no dispatch runs longer than the budget, even on the
 // slowest device glmul meets: llvmpipe running the paper's kernel, whose
-// one 12×12-group dispatch of this product takes several budgets there.
-// The product stays right.
+// one 12×12-group dispatch of this product takes several budgets there
+// (or softpipe, where a single group outlasts the budget and so runs
+// alone). The product stays right.
 func TestDispatchPacing(t *testing.T) {
 	const budget = 40 * time.Millisecond
 	d, err := Open(&Options{Backend: onPlatform(BackendEGL), MaxDispatchTime: budget})
@@ -41,13 +42,16 @@ func TestDispatchPacing(t *testing.T) {
 	if pc == nil || len(pc.times) == 0 {
 		t.Fatalf("no paced dispatches measured (programs %v)", d.programs)
 	}
-	slowest := pc.slowestCall
-	for _, x := range pc.times {
-		slowest = max(slowest, x)
+	t.Logf("%d measured dispatches %v of %v work groups; slowest unmeasured call %v; the whole Mul %v", len(pc.times), pc.times, pc.groups, pc.slowestCall, whole)
+	if pc.slowestCall > budget {
+		t.Errorf("an unmeasured dispatch ran %v, over the %v budget", pc.slowestCall, budget)
 	}
-	t.Logf("%d measured dispatches %v; slowest unmeasured call %v; the whole Mul %v", len(pc.times), pc.times, pc.slowestCall, whole)
-	if slowest > budget {
-		t.Errorf("a dispatch ran %v, over the %v budget", slowest, budget)
+	for i, x := range pc.times {
+		// One work group cannot be split: on softpipe one tiled32 group
+		// of this K takes 55–85 ms, so there each dispatch must be one.
+		if x > budget && pc.groups[i] > 1 {
+			t.Errorf("a dispatch of %d work groups ran %v, over the %v budget", pc.groups[i], x, budget)
+		}
 	}
 	if whole < 2*budget {
 		t.Skipf("this device ran the product in %v: too fast to show pacing", whole)
