@@ -49,4 +49,3 @@ func syncDir(dir string, t dest) error {
 	}
 	return nil
 }
-
