@@ -241,7 +241,7 @@ func (t *Table) Write(w io.Writer, format report.Format) error {
 		Preamble: [][2]string{{"device", t.Device}, {"CPU", t.CPU}}}
 	if format == report.Markdown {
 		out.Preamble = append(out.Preamble, [2]string{"command", "`" + t.Command + "`"},
-			[2]string{"date", fmt.Sprintf("%s; GPU times: mean of %d runs after a warm-up until steady (at least 0.5 s after 0.5 s idle, at most 0.8 s).", t.When.Format("2006-01-02"), t.Reps)})
+			[2]string{"date", fmt.Sprintf("%s; GPU times: mean of %d runs after a warm-up of at least 0.5 s, then until steady (no batch started after 0.8 s).", t.When.Format("2006-01-02"), t.Reps)})
 	}
 	if t.Interrupted {
 		out.Notes = []string{"interrupted: sizes after the last row were not measured"}
