@@ -548,7 +548,7 @@ func (d *Device) releaseContext() {
 // the calling thread. f may change any GL state: what resident calls
 // remember of their bindings (d.bound) is forgotten.
 func (d *Device) call(f func()) {
-	d.enter(true, func() {
+	d.enter(saveAll, func() {
 		d.bound = boundState{}
 		f()
 	})
@@ -558,12 +558,25 @@ func (d *Device) call(f func()) {
 // calls record in d.bound (a resident product, a fence) and binds no
 // buffer to the copy targets: a borrowed call then saves and restores
 // those two bindings less.
-func (d *Device) callKeeping(f func()) { d.enter(false, f) }
+func (d *Device) callKeeping(f func()) { d.enter(saveStorage, f) }
 
-// query runs f, which reads GL objects without changing any GL state, on
-// the device thread, or for a borrowed context on the caller's thread with
-// nothing saved or restored: the host's bindings are not touched at all.
-func (d *Device) query(f func()) {
+// query runs f, which reads GL objects without changing any GL state, as
+// call does, except that a borrowed call saves and restores nothing: the
+// host's bindings are not touched at all.
+func (d *Device) query(f func()) { d.enter(saveNothing, f) }
+
+// saving is what a borrowed call saves of the host's GL state and restores.
+type saving int
+
+const (
+	saveNothing saving = iota // f changes no state (query)
+	saveStorage               // the program and storage bindings (callKeeping)
+	saveAll                   // those and the copy bindings (call)
+)
+
+// enter runs f as call does, saving and restoring what save says on a
+// borrowed context outside a Scope.
+func (d *Device) enter(save saving, f func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.released {
@@ -571,25 +584,9 @@ func (d *Device) query(f func()) {
 	}
 	if d.borrowed {
 		d.checkHostContext()
-		f()
-		return
-	}
-	d.thread.Call(f)
-}
-
-// enter runs f as call does; copies says whether f may bind buffers to
-// the copy targets, which a borrowed call then saves and restores too.
-func (d *Device) enter(copies bool, f func()) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.released {
-		panic("glcompute: use of a released Device")
-	}
-	if d.borrowed {
-		d.checkHostContext()
-		if !d.scoped {
+		if !d.scoped && save != saveNothing {
 			var s glw.State
-			if copies {
+			if save == saveAll {
 				s = glw.SaveState(stateBindings)
 			} else {
 				s = glw.SaveStorageState(stateBindings)

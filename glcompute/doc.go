@@ -42,7 +42,8 @@
 // Mul, Upload and Download move host matrices through staging buffers in
 // host-visible memory (persistent mappings where the driver has
 // glBufferStorage, else glMapBufferRange per chunk), copied by several
-// goroutines; PrepareStaging makes them ahead of the first product. A
+// goroutines; Upload hands matrices up to DirectUploadBytes to
+// glBufferSubData instead; PrepareStaging makes them ahead of the first product. A
 // HostMatrix lives in such memory from the start, so that Mul moves it
 // with one GPU copy, as pinned memory does for CUDA. Products larger than
 // one shader storage binding, or than MulOptions.MaxGPUMemory, run in

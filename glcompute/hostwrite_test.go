@@ -88,6 +88,12 @@ func (h *hostArena) wrap(t *testing.T, d *Device, off, rows, cols, stride int) *
 	return m
 }
 
+// wrapABC wraps A, B and C where the arena holds them.
+func (h *hostArena) wrapABC(t *testing.T, d *Device) (a, b, c *Matrix) {
+	t.Helper()
+	return h.wrap(t, d, h.offA, haM, haK, haLda), h.wrap(t, d, h.offB, haK, haN, haLdb), h.wrap(t, d, h.offC, haM, haN, haLdc)
+}
+
 // check waits for d's work, reads the whole buffer back as the host does
 // and compares C's elements with want exactly and every other float with
 // what the host believes the buffer holds.
@@ -139,9 +145,7 @@ func TestHostWriteAfterWrap(t *testing.T) {
 		rng := rand.New(rand.NewPCG(22, 1))
 		h := newHostArena(rng)
 		defer gl.DeleteBuffers(1, &h.buf)
-		a := h.wrap(t, d, h.offA, haM, haK, haLda)
-		b := h.wrap(t, d, h.offB, haK, haN, haLdb)
-		c := h.wrap(t, d, h.offC, haM, haN, haLdc)
+		a, b, c := h.wrapABC(t, d)
 		for round, beta := range []float32{0.25, 1, 0.5} {
 			h.writeC(rng)
 			c0 := append([]float32(nil), h.floats...)
@@ -164,9 +168,7 @@ func TestHostWriteAfterProduct(t *testing.T) {
 		rng := rand.New(rand.NewPCG(22, 2))
 		h := newHostArena(rng)
 		defer gl.DeleteBuffers(1, &h.buf)
-		a := h.wrap(t, d, h.offA, haM, haK, haLda)
-		b := h.wrap(t, d, h.offB, haK, haN, haLdb)
-		c := h.wrap(t, d, h.offC, haM, haN, haLdc)
+		a, b, c := h.wrapABC(t, d)
 		dm := h.wrap(t, d, h.offD, haM, haN, haN)
 		if err := dm.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0); err != nil {
 			t.Fatal(err)

@@ -68,7 +68,7 @@ func TestTune(t *testing.T) {
 			Shapes     []string           `json:"shapes"`
 			Best       tuning.Candidate   `json:"best"`
 			Builtin    tuning.Candidate   `json:"builtin"`
-			Saved      bool               `json:"saved"`
+			Saved      bool               `json:"beats_builtin"`
 			Candidates []tuning.Candidate `json:"candidates"`
 		} `json:"classes"`
 	}

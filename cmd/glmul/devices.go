@@ -58,7 +58,8 @@ other commands picks EGL device N; -backend gles the ES context.`, []string{"[-f
 }
 
 // probeDevices opens and releases a context on each EGL device, and on
-// GLFW where DISPLAY is set; on Windows, GLFW's WGL context alone.
+// GLFW where DISPLAY or WAYLAND_DISPLAY is set; on Windows, GLFW's WGL
+// context alone.
 func probeDevices() []deviceReport {
 	var out []deviceReport
 	try := func(r deviceReport, o glcompute.Options) {
@@ -84,8 +85,11 @@ func probeDevices() []deviceReport {
 	if len(devs) == 0 {
 		try(deviceReport{Backend: "egl", Name: "EGL without device enumeration (Mesa's surfaceless platform, if any)"}, glcompute.Options{Backend: glcompute.BackendEGL})
 	}
-	if os.Getenv("DISPLAY") != "" {
+	switch { // where -backend auto tries GLFW
+	case os.Getenv("DISPLAY") != "":
 		try(deviceReport{Backend: "glfw", Name: "hidden GLFW window on DISPLAY " + os.Getenv("DISPLAY")}, glcompute.Options{Backend: glcompute.BackendGLFW})
+	case os.Getenv("WAYLAND_DISPLAY") != "":
+		try(deviceReport{Backend: "glfw", Name: "hidden GLFW window on WAYLAND_DISPLAY " + os.Getenv("WAYLAND_DISPLAY")}, glcompute.Options{Backend: glcompute.BackendGLFW})
 	}
 	return out
 }

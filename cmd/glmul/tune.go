@@ -46,8 +46,8 @@ type classResult struct {
 	Class      tuning.Class       `json:"class"`
 	Shapes     []string           `json:"shapes"` // a candidate's rate: the geometric mean over them
 	Best       tuning.Candidate   `json:"best"`
-	Builtin    tuning.Candidate   `json:"builtin"` // "fast": what glmul runs untuned, shape by shape
-	Saved      bool               `json:"saved"`   // Best beat Builtin by tuning.TunedMargin
+	Builtin    tuning.Candidate   `json:"builtin"`       // "fast": what glmul runs untuned, shape by shape
+	Saved      bool               `json:"beats_builtin"` // Best beat Builtin by tuning.TunedMargin: the class's tuned choice, cached with -save (not with -save=false)
 	Tiled32    tuning.Candidate   `json:"tiled32"`
 	Candidates []tuning.Candidate `json:"candidates"`
 	// Interrupted: Ctrl-C stopped the sweep; Candidates are those its
