@@ -32,15 +32,16 @@ WINDOWS_APT := gcc-mingw-w64-x86-64 wine wine64 xvfb xauth
 ARM64_APT := gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 
 # Packages whose code never touches GL: tested with the race detector.
-PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/conformance/... ./internal/dispatch/... \
-	./internal/report/... ./internal/table/... ./internal/tuning/... ./internal/matfile/... ./glcompute/internal/thread/...
+PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/... ./glcompute/internal/dispatch/... \
+	./glcompute/internal/thread/... ./cmd/glmul/internal/report/... ./cmd/glmul/internal/table/... \
+	./cmd/glmul/internal/matfile/... ./cmd/glmul/internal/sweep/...
 
 # Fuzz targets of the parsers, FUZZTIME each (CI runs them briefly). A count
 # ("10000x") rather than a duration avoids Go 1.26's fuzzing coordinator race
 # (golang/go#75804, fixed in Go 1.27), which fails a duration run with
 # "context deadline exceeded" and no failing input on a loaded machine.
 FUZZTIME ?= 10s
-FUZZ_TARGETS := FuzzRead:./internal/matfile FuzzParseShape:./cmd/glmul FuzzLookup:./shaders FuzzLoad:./internal/tuning
+FUZZ_TARGETS := FuzzRead:./cmd/glmul/internal/matfile FuzzParseShape:./cmd/glmul FuzzLookup:./shaders FuzzLoad:./internal/tuning
 
 .PHONY: all deps build run test test-drivers test-embed windows test-windows check-arm64 results vet fuzz clean
 

@@ -3,8 +3,8 @@ package glcompute
 import (
 	"math"
 
+	"github.com/glmul/glmul/glcompute/internal/dispatch"
 	"github.com/glmul/glmul/glcompute/internal/glw"
-	"github.com/glmul/glmul/internal/dispatch"
 	"github.com/glmul/glmul/shaders"
 )
 

@@ -6,8 +6,8 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 
+	"github.com/glmul/glmul/glcompute/internal/dispatch"
 	"github.com/glmul/glmul/glcompute/internal/glw"
-	"github.com/glmul/glmul/internal/dispatch"
 	"github.com/glmul/glmul/internal/tuning"
 	"github.com/glmul/glmul/shaders"
 )

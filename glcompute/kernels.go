@@ -7,8 +7,8 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/glmul/glmul/glcompute/internal/dispatch"
 	"github.com/glmul/glmul/glcompute/internal/glw"
-	"github.com/glmul/glmul/internal/dispatch"
 	"github.com/glmul/glmul/internal/tuning"
 	"github.com/glmul/glmul/shaders"
 )

@@ -4,8 +4,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/glmul/glmul/glcompute/internal/dispatch"
 	"github.com/glmul/glmul/glcompute/internal/glw"
-	"github.com/glmul/glmul/internal/dispatch"
 )
 
 // Windows resets a GPU whose work runs longer than TdrDelay (2 s by

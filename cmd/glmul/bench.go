@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/measure"
+	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
-	"github.com/glmul/glmul/internal/measure"
-	"github.com/glmul/glmul/internal/report"
 	"github.com/glmul/glmul/validate"
 )
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/sweep"
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/internal/tuning"
 )
@@ -64,12 +65,12 @@ func TestTune(t *testing.T) {
 	code, stdout, stderr = glmul(append(args, "-format", "json")...)
 	var j struct {
 		Classes []struct {
-			Class      string             `json:"class"`
-			Shapes     []string           `json:"shapes"`
-			Best       tuning.Candidate   `json:"best"`
-			Builtin    tuning.Candidate   `json:"builtin"`
-			Saved      bool               `json:"beats_builtin"`
-			Candidates []tuning.Candidate `json:"candidates"`
+			Class      string            `json:"class"`
+			Shapes     []string          `json:"shapes"`
+			Best       sweep.Candidate   `json:"best"`
+			Builtin    sweep.Candidate   `json:"builtin"`
+			Saved      bool              `json:"beats_builtin"`
+			Candidates []sweep.Candidate `json:"candidates"`
 		} `json:"classes"`
 	}
 	if code != 0 || json.Unmarshal([]byte(stdout), &j) != nil || len(j.Classes) != 3 {
@@ -100,7 +101,7 @@ func TestTune(t *testing.T) {
 	code, stdout, stderr = glmul("tune", "-backend", "egl", "-n", "40", "-reps", "1", "-candidates", "fast:32x32x8_4x4", "-classes", "long-k", "-format", "json")
 	var again struct {
 		Classes []struct {
-			Candidates []tuning.Candidate `json:"candidates"`
+			Candidates []sweep.Candidate `json:"candidates"`
 		} `json:"classes"`
 	}
 	if code != 0 || json.Unmarshal([]byte(stdout), &again) != nil || len(again.Classes) != 1 {

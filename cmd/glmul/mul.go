@@ -11,11 +11,11 @@ import (
 
 	"gonum.org/v1/gonum/blas/blas32"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/matfile"
+	"github.com/glmul/glmul/cmd/glmul/internal/measure"
+	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute"
-	"github.com/glmul/glmul/internal/matfile"
-	"github.com/glmul/glmul/internal/measure"
-	"github.com/glmul/glmul/internal/report"
 	"github.com/glmul/glmul/validate"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/matfile"
 	"github.com/glmul/glmul/cpu"
-	"github.com/glmul/glmul/internal/matfile"
 )
 
 // TestMulFiles multiplies the testdata examples (float64 Fortran-order .npy

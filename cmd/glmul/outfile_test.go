@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glmul/glmul/internal/table"
+	"github.com/glmul/glmul/cmd/glmul/internal/table"
 )
 
 // The commands write every file through internal/outfile (issue 23, item

@@ -12,10 +12,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/measure"
+	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
-	"github.com/glmul/glmul/internal/measure"
 	"github.com/glmul/glmul/internal/outfile"
-	"github.com/glmul/glmul/internal/report"
 	"github.com/glmul/glmul/validate"
 )
 

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
-	"github.com/glmul/glmul/internal/report"
 )
 
 // glmul runs the command in-process and returns its exit status and output.

@@ -15,12 +15,12 @@ import (
 
 	"gonum.org/v1/gonum/blas/blas32"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/measure"
+	"github.com/glmul/glmul/cmd/glmul/internal/report"
+	"github.com/glmul/glmul/cmd/glmul/internal/table"
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute"
-	"github.com/glmul/glmul/internal/measure"
 	"github.com/glmul/glmul/internal/outfile"
-	"github.com/glmul/glmul/internal/report"
-	"github.com/glmul/glmul/internal/table"
 )
 
 // errInterrupted ends a table stopped by Ctrl-C after printing what was

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glmul/glmul/internal/table"
+	"github.com/glmul/glmul/cmd/glmul/internal/table"
 )
 
 func TestTableCSV(t *testing.T) {

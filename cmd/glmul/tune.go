@@ -11,9 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/measure"
+	"github.com/glmul/glmul/cmd/glmul/internal/report"
+	"github.com/glmul/glmul/cmd/glmul/internal/sweep"
 	"github.com/glmul/glmul/glcompute"
-	"github.com/glmul/glmul/internal/measure"
-	"github.com/glmul/glmul/internal/report"
 	"github.com/glmul/glmul/internal/tuning"
 	"github.com/glmul/glmul/validate"
 )
@@ -43,13 +44,13 @@ type tuneFlags struct {
 
 // classResult is one shape class's sweep.
 type classResult struct {
-	Class      tuning.Class       `json:"class"`
-	Shapes     []string           `json:"shapes"` // a candidate's rate: the geometric mean over them
-	Best       tuning.Candidate   `json:"best"`
-	Builtin    tuning.Candidate   `json:"builtin"`       // "fast": what glmul runs untuned, shape by shape
-	Saved      bool               `json:"beats_builtin"` // Best beat Builtin by tuning.TunedMargin: the class's tuned choice, cached with -save (not with -save=false)
-	Tiled32    tuning.Candidate   `json:"tiled32"`
-	Candidates []tuning.Candidate `json:"candidates"`
+	Class      tuning.Class      `json:"class"`
+	Shapes     []string          `json:"shapes"` // a candidate's rate: the geometric mean over them
+	Best       sweep.Candidate   `json:"best"`
+	Builtin    sweep.Candidate   `json:"builtin"`       // "fast": what glmul runs untuned, shape by shape
+	Saved      bool              `json:"beats_builtin"` // Best beat Builtin by tuning.TunedMargin: the class's tuned choice, cached with -save (not with -save=false)
+	Tiled32    sweep.Candidate   `json:"tiled32"`
+	Candidates []sweep.Candidate `json:"candidates"`
 	// Interrupted: Ctrl-C stopped the sweep; Candidates are those its
 	// first pass measured, Best the fastest of them, and nothing was saved.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -285,7 +286,7 @@ type tuneState struct {
 // sweep.
 type classCandidate struct {
 	class tuning.Class
-	tuning.Candidate
+	sweep.Candidate
 }
 
 // tuneClasses sweeps each class of results, adding each finished one to
@@ -333,7 +334,7 @@ func interruptedClass(r classResult, measured []classCandidate) classResult {
 			}
 		}
 	}
-	tuning.Rank(r.Candidates)
+	sweep.Rank(r.Candidates)
 	if len(r.Candidates) > 0 {
 		r.Best = r.Candidates[0]
 	}
@@ -399,7 +400,7 @@ func (f *tuneFlags) classResults(d *glcompute.Device, path string) ([]classResul
 }
 
 // sweep measures tiled32 as the baseline, the built-in choice and every
-// candidate with tuning.Sweep on r's products, stepping p; a candidate's
+// candidate with sweep.Sweep on r's products, stepping p; a candidate's
 // rate is its geometric mean over them, valid if every product was. Each
 // measurement has a context of its own, which starts at the GPU's highest
 // clock: in one context, compiling candidate after candidate with short
@@ -412,13 +413,13 @@ func (f *tuneFlags) classResults(d *glcompute.Device, path string) ([]classResul
 // (Ctrl-C), the product in progress stops after its run and every further
 // measurement returns at once with ctx's error, unrecorded; the ranking
 // returned then means nothing.
-func (f *tuneFlags) sweep(ctx context.Context, d *glcompute.Device, r *classResult, p *progress, measured *finished[classCandidate]) (baseline tuning.Candidate, cands []tuning.Candidate) {
+func (f *tuneFlags) sweep(ctx context.Context, d *glcompute.Device, r *classResult, p *progress, measured *finished[classCandidate]) (baseline sweep.Candidate, cands []sweep.Candidate) {
 	ins := make([]*measure.Inputs, len(r.shapes))
 	for i, s := range r.shapes {
 		ins[i] = measure.NewInputs(s[0], s[1], s[2], 1)
 	}
-	measureOne := func(spec string) tuning.Candidate {
-		c := tuning.Candidate{Kernel: spec}
+	measureOne := func(spec string) sweep.Candidate {
+		c := sweep.Candidate{Kernel: spec}
 		if err := ctx.Err(); err != nil {
 			c.Error = err.Error()
 			return c
@@ -451,7 +452,7 @@ func (f *tuneFlags) sweep(ctx context.Context, d *glcompute.Device, r *classResu
 		return c
 	}
 	total, label := r.runs(f.specs), fmt.Sprintf("tune %s", r.Class)
-	record := func(i int, c tuning.Candidate) {
+	record := func(i int, c sweep.Candidate) {
 		if c.Error != "" && ctx.Err() != nil {
 			return // stopped by Ctrl-C, not measured
 		}
@@ -461,7 +462,7 @@ func (f *tuneFlags) sweep(ctx context.Context, d *glcompute.Device, r *classResu
 	}
 	baseline = measureOne("tiled32")
 	record(0, baseline)
-	cands = tuning.Sweep(f.specs, measureOne, tuning.Finalists, tuning.Rounds, func(i int, c tuning.Candidate) { record(i+1, c) }, r.keep()...)
+	cands = sweep.Sweep(f.specs, measureOne, sweep.Finalists, sweep.Rounds, func(i int, c sweep.Candidate) { record(i+1, c) }, r.keep()...)
 	for _, c := range cands {
 		if c.Kernel == builtinChoice {
 			r.Builtin = c
@@ -470,7 +471,7 @@ func (f *tuneFlags) sweep(ctx context.Context, d *glcompute.Device, r *classResu
 	return baseline, cands
 }
 
-func candidateStatus(c tuning.Candidate) string {
+func candidateStatus(c sweep.Candidate) string {
 	switch {
 	case c.Error != "" && c.GFLOPS == 0:
 		return "skipped: " + firstLine(c.Error)

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/glmul/glmul/internal/report"
+	"github.com/glmul/glmul/cmd/glmul/internal/report"
 )
 
 // Row is one matrix size. Times are in milliseconds; a zero time means the

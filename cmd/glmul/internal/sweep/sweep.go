@@ -1,4 +1,4 @@
-package tuning
+package sweep
 
 import "slices"
 

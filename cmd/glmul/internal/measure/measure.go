@@ -14,9 +14,9 @@ import (
 
 	"gonum.org/v1/gonum/blas/blas32"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute"
-	"github.com/glmul/glmul/internal/report"
 	"github.com/glmul/glmul/validate"
 )
 

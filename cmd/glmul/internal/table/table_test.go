@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glmul/glmul/internal/report"
+	"github.com/glmul/glmul/cmd/glmul/internal/report"
 )
 
 // example is a table with made-up but consistent figures: formatting tests
@@ -34,7 +34,7 @@ func example() *Table {
 }
 
 func TestPaperTranscription(t *testing.T) {
-	td, err := os.ReadFile("../../testdata/paper_table1.csv")
+	td, err := os.ReadFile("../../../../testdata/paper_table1.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
