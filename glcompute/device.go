@@ -186,8 +186,8 @@ type Device struct {
 	hostContext func() uintptr
 	hostCurrent uintptr
 	// born and lastWork (nanoseconds after born, atomic) say when the
-	// device last had work: its creation, then each Mul's end. Mul skips
-	// MinWarmup within RampIdle of it.
+	// device last had work: its creation, then each Mul's end
+	// (Stages.Idle).
 	born     time.Time
 	lastWork atomic.Int64
 	pool     []pooled // device buffers kept for the next host product
@@ -227,15 +227,6 @@ type boundRange struct {
 	buf         glw.Buffer
 	start, size int64
 }
-
-// RampIdle is how long a device must have been idle (since its last Mul or
-// its creation) for Mul to apply MulOptions.MinWarmup. On the H100 the
-// clocks stay at their maximum for about 0.6 s after work and then fall to
-// idle over about 1.5 s; creating a context raises them to the maximum at
-// once, so a product soon after Open or after another needs no ramp
-// (measured: n = 128, 1024 and 4097 in a new process reached the same rate
-// after a 15 ms warm-up as after 115 ms; docs/PERFORMANCE.md).
-const RampIdle = 500 * time.Millisecond
 
 // idle is how long ago the device last had work.
 func (d *Device) idle() time.Duration {

@@ -47,8 +47,7 @@ func TestNegativeOptionsPanic(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	g := blas32.General{Rows: 4, Cols: 4, Stride: 4, Data: make([]float32, 16)}
 	for name, o := range map[string]MulOptions{
-		"Reps": {Reps: -1}, "Warmup": {Warmup: -1}, "MaxGroups": {MaxGroups: -64}, "SplitK": {SplitK: -2},
-		"MaxBinding": {MaxBinding: -1}, "MaxGPUMemory": {MaxGPUMemory: -1}, "MinWarmup": {MinWarmup: -1}, "SteadyWarmup": {SteadyWarmup: -1},
+		"MaxGroups": {MaxGroups: -64}, "SplitK": {SplitK: -2}, "MaxBinding": {MaxBinding: -1}, "MaxGPUMemory": {MaxGPUMemory: -1},
 	} {
 		mustPanic(t, "MulOptions."+name+" is negative", func() { d.Mul(g, g, g, &o) })
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -33,32 +32,6 @@ type MulOptions struct {
 	// MaxGroups caps the work groups per dispatch along each axis. Zero
 	// value: DefaultMaxGroups (64).
 	MaxGroups int
-	// Warmup runs the whole product this many times, untimed, before the
-	// timed runs (drivers may finish compiling on the first dispatch). Zero
-	// value: none.
-	Warmup int
-	// MinWarmup extends the warm-up with further untimed runs until it has
-	// lasted this long: a GPU left idle (say, during a long CPU loop) runs
-	// at idle clocks until it has been busy for a while, and a run or two
-	// of a fast kernel is too short to raise them. It applies only when
-	// the device has been idle for RampIdle or more, since its last Mul or
-	// its creation, unless AlwaysMinWarmup. Zero value: only the Warmup
-	// runs.
-	MinWarmup time.Duration
-	// AlwaysMinWarmup applies MinWarmup however briefly the device was
-	// idle: a stream of short products with CPU work between them (a
-	// benchmark over kernels and shapes, compiling each kernel on first
-	// use) can leave an H100's clock at 570-645 MHz of its 1980 for
-	// seconds, no idle gap of RampIdle among them (docs/PERFORMANCE.md,
-	// "Clocks in a stream of short products"). For measurements; a single
-	// product after Open needs no ramp.
-	AlwaysMinWarmup bool
-	// SteadyWarmup, if positive, continues the warm-up after the Warmup
-	// runs (and MinWarmup) in batches of runs of at least 5 ms, until
-	// three batches in a row agree within 2% on their fastest run (the
-	// GPU's clocks have settled), for at most this long. Zero value: no
-	// such runs.
-	SteadyWarmup time.Duration
 	// SplitK splits the inner dimension across this many slices of work
 	// groups, each writing a partial C that a second pass adds up: for
 	// products whose result has too few tiles to fill the GPU (64×4096×64
@@ -68,18 +41,15 @@ type MulOptions struct {
 	// work groups, 128 on a GPU, are split); 1:
 	// no split.
 	SplitK int
-	// Reps is the number of timed runs. Zero value: 1.
-	Reps int
-	// Progress, if set, is called as dispatches complete, with the number
-	// done and the total over all warm-up and timed runs. It runs on the
-	// device's thread and must not call the Device. Tracking progress puts
-	// a fence and a flush after every dispatch. A product run in panels
-	// does not call it. Zero value: no calls.
+	// Progress, if set, is called as each block of C arrives in host
+	// memory (Timings.Steps of them), with the number done and the total.
+	// It runs on the device's thread and must not call the Device. Zero
+	// value: no calls.
 	Progress func(done, total int)
-	// Context, if set, is checked between runs (and between panels): once
-	// it is done, Mul stops after the run in progress and returns its
-	// error. A single dispatch cannot be stopped. Zero value: nil, never
-	// stopped.
+	// Context, if set, is checked between the steps of the pipelined pass
+	// (bands or panels): once it is done, Mul stops after the step in
+	// progress and returns its error. A single dispatch cannot be stopped.
+	// Zero value: nil, never stopped.
 	Context context.Context
 	// MaxBinding lowers the bytes one matrix may take in one shader
 	// storage binding below the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE,
@@ -89,15 +59,16 @@ type MulOptions struct {
 	// lowering them makes small products exercise those paths. Zero
 	// values: the driver's limit, and no memory cap.
 	MaxBinding, MaxGPUMemory int64
-	// Stages also measures the product stage by stage before the
-	// pipelined pass that gives C (Timings.EndToEnd): the upload, the
-	// warm-up and the Reps timed runs, the readback, each alone, which
-	// costs the product's work again (glmul's reports use it). Products in
-	// panels are never measured so. Zero value false: the product runs
-	// once, pipelined, what a caller who wants only C wants; Warmup,
-	// MinWarmup, SteadyWarmup and Reps are ignored, and Progress is called
-	// as each block of C arrives.
-	Stages bool
+	// Measure, if set, is called once the product is planned and its GPU
+	// buffers are allocated, before the pipelined pass that gives C: it
+	// may run the product's stages one at a time through Stages (upload,
+	// whole runs, readback) to time them; whatever it leaves in the
+	// buffers, the pass then computes C afresh. It runs on the device's
+	// thread and must not call the Device. An error it returns ends Mul
+	// with that error. glmul's measurements (warm-up, repetitions, the GL
+	// timer) are made so, outside the library. Zero value: the product
+	// runs once, pipelined.
+	Measure func(*Stages) error
 }
 
 // check panics on a negative field.
@@ -107,11 +78,7 @@ func (o *MulOptions) check() {
 		name string
 	}{
 		{int64(o.MaxGroups), "glcompute: MulOptions.MaxGroups is negative"},
-		{int64(o.Warmup), "glcompute: MulOptions.Warmup is negative"},
-		{int64(o.MinWarmup), "glcompute: MulOptions.MinWarmup is negative"},
-		{int64(o.SteadyWarmup), "glcompute: MulOptions.SteadyWarmup is negative"},
 		{int64(o.SplitK), "glcompute: MulOptions.SplitK is negative"},
-		{int64(o.Reps), "glcompute: MulOptions.Reps is negative"},
 		{o.MaxBinding, "glcompute: MulOptions.MaxBinding is negative"},
 		{o.MaxGPUMemory, "glcompute: MulOptions.MaxGPUMemory is negative"},
 	} {
@@ -121,12 +88,13 @@ func (o *MulOptions) check() {
 	}
 }
 
-// Timings of one Mul. Wall-clock times are measured on the CPU after
-// glFinish; GPU times come from GL_TIME_ELAPSED queries.
+// Timings of one Mul: its plan and its pipelined pass. Times are wall
+// clock on the CPU, except Compute where GPUTimer says otherwise.
 type Timings struct {
 	// Kernel is the spec of the kernel that ran ("fast:128x128x8_8x8").
 	Kernel string `json:"kernel"`
-	// Dispatches is the number of compute dispatches per run.
+	// Dispatches is the number of compute dispatches of one whole product
+	// (for a product in panels, of all its panels in the pass).
 	Dispatches int `json:"dispatches"`
 	// Splits is the number of slices K was split into (MulOptions.SplitK);
 	// 1 without split-K.
@@ -141,50 +109,29 @@ type Timings struct {
 	// Groups is the number of work groups along x (columns) and y (rows)
 	// (over all panels of a product run in panels).
 	Groups [2]int `json:"groups"`
-	// Upload is the time to fill the GPU buffers of A and B from host
-	// memory (and poison C's with NaN), until the GPU has finished (a
-	// glFinish; in panels, fences). With
-	// MulOptions.Warmup > 0 it is the second of two uploads: the first use
-	// of new device memory costs the driver tens of milliseconds (NVIDIA
-	// 580: about 50 ms for a 64 MiB buffer) that later uses do not, and a
-	// warm transfer is what a stream of products sees, as warm compute is.
-	// FirstUpload is then that first, cold upload; zero without warm-up.
-	Upload      time.Duration `json:"upload_ns"`
-	FirstUpload time.Duration `json:"first_upload_ns,omitempty"`
-	// Compute holds the wall-clock time of each timed run.
-	Compute []time.Duration `json:"compute_ns"`
-	// GPU holds the GL_TIME_ELAPSED time of each timed run, or is nil where
-	// the driver's timer is unusable (Mesa llvmpipe reports ≈0 for compute).
-	GPU []time.Duration `json:"gpu_ns,omitempty"`
-	// Readback is the time to copy C back into host memory; with warm-up
-	// the second of two, FirstReadback the first (as for Upload).
-	Readback      time.Duration `json:"readback_ns"`
-	FirstReadback time.Duration `json:"first_readback_ns,omitempty"`
-	// WarmupTime is how long the warm-up ran (see MulOptions.Warmup).
-	WarmupTime time.Duration `json:"warmup_ns"`
-	// UploadBytes and ReadbackBytes are the bytes moved each way.
-	UploadBytes   int64 `json:"upload_bytes"`
-	ReadbackBytes int64 `json:"readback_bytes"`
 	// Panels describes the panel plan of a product run in panels (see
-	// MulOptions.MaxBinding), "" for one run in one piece. A paneled
-	// product runs once, without warm-up or timed repetitions: Upload and
-	// Readback sum its transfers, Compute holds the rest of its wall time,
-	// so that the three add up to the whole product.
+	// MulOptions.MaxBinding), "" for one run in one piece.
 	Panels string `json:"panels,omitempty"`
-	// EndToEnd is the wall time of the product pipelined: from A and B in
+	// EndToEnd is the wall time of the pipelined pass: from A and B in
 	// host memory to C in host memory, in Steps blocks of C (row bands of
 	// C, or panels), uploading the next block's operands and reading back
-	// the last block of C while the GPU computes the current one. The C
-	// that Mul returns is this pass's. Context creation and validation are
-	// not in it.
+	// the last block of C while the GPU computes the current one. Context
+	// creation and a Measure hook are not in it.
 	EndToEnd time.Duration `json:"end_to_end_ns"`
 	Steps    int           `json:"pipeline_steps"`
-	// Overlapping: Upload, Compute and Readback were measured within the
-	// pipelined pass (without Stages, or in panels), each stage's busy
-	// time there: the host's copies into and out of the staging buffers,
-	// the GPU's time in the dispatches. Their sum exceeds EndToEnd by what
-	// overlapped. Otherwise each stage was timed alone, before the pass.
-	Overlapping bool `json:"overlapping,omitempty"`
+	// Upload, Compute and Readback are each stage's busy time within the
+	// pass: the host's copies into and out of the staging buffers, the
+	// GPU's time with the dispatches in flight (by GL_TIMESTAMP queries
+	// where GPUTimer, else the wall time of the dispatch calls, as on a
+	// driver that computes within them). Their sum exceeds EndToEnd by
+	// what overlapped; Compute never exceeds it.
+	Upload   time.Duration `json:"upload_ns"`
+	Compute  time.Duration `json:"compute_ns"`
+	Readback time.Duration `json:"readback_ns"`
+	GPUTimer bool          `json:"gpu_timer"`
+	// UploadBytes and ReadbackBytes are the bytes the pass moved each way.
+	UploadBytes   int64 `json:"upload_bytes"`
+	ReadbackBytes int64 `json:"readback_bytes"`
 }
 
 // maxIndex is the largest element index the kernels' 32-bit uint arithmetic
@@ -240,10 +187,10 @@ func formatBytes(b float64) string {
 	return fmt.Sprintf("%.0f bytes", b)
 }
 
-// Mul computes C = A·B on the GPU: it uploads A and B, runs the product
-// opts.Warmup + opts.Reps times, and reads C back (with warm-up, the upload
-// and readback run twice, the first untimed: see Timings). A product over
-// one binding or MaxGPUMemory runs once, in panels (see Plan). C is
+// Mul computes C = A·B on the GPU in one pipelined pass: A and B go up
+// in blocks while the GPU computes and the finished blocks of C come back
+// (Timings). A product over one binding or MaxGPUMemory runs in panels
+// (see Plan). C is
 // overwritten entirely; A and B are not modified (a HostMatrix operand's
 // row padding is zeroed). Safe from any goroutine.
 //
@@ -272,9 +219,6 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 	if o.Kernel == "" || o.Kernel == "fast" {
 		o.Kernel = d.kernelFor(a.Rows, a.Cols, b.Cols)
 	}
-	if o.Reps == 0 {
-		o.Reps = 1
-	}
 	if o.MaxGroups == 0 {
 		o.MaxGroups = DefaultMaxGroups
 	}
@@ -285,15 +229,13 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 	if err != nil {
 		return Timings{}, err
 	}
-	if d.idle() < RampIdle && !o.AlwaysMinWarmup {
-		o.MinWarmup = 0
-	}
+	idle := d.idle()
 	var t Timings
 	d.call(func() {
 		if paneled {
-			t, err = d.mulPanels(c, a, b, &o, plan)
+			t, err = d.mulPanels(c, a, b, &o, plan, idle)
 		} else {
-			t, err = d.mul(c, a, b, &o)
+			t, err = d.mul(c, a, b, &o, idle)
 		}
 	})
 	d.worked()
@@ -343,9 +285,10 @@ func driverError(err error) error {
 	return fmt.Errorf("%w: %w", ErrDriver, err)
 }
 
-// mul runs on the device thread: a hostProduct, with Stages step by
-// step, then pipelined.
-func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err error) {
+// mul runs on the device thread: a hostProduct, offered to the Measure
+// hook stage by stage, then pipelined. idle is how long the device had
+// no work before this Mul (Stages.Idle).
+func (d *Device) mul(c, a, b blas32.General, o *MulOptions, idle time.Duration) (t Timings, err error) {
 	d.clearErrors()
 	h := &hostProduct{d: d, o: o, m: a.Rows, k: a.Cols, n: b.Cols}
 	defer h.release()
@@ -360,55 +303,21 @@ func (d *Device) mul(c, a, b blas32.General, o *MulOptions) (t Timings, err erro
 			t.EdgeGroups += c.GroupsX * c.GroupsY
 		}
 	}
-	if !o.Stages && h.rowsPerBand() < h.m {
+	if o.Measure == nil && h.rowsPerBand() < h.m {
 		t.Splits = 1 // the only pass runs its bands unsplit
 	}
 	if err := h.alloc(); err != nil {
 		return t, err
 	}
 	defer d.unbindAll()
-	if !o.Stages {
-		return t, h.once(c, a, b, &t)
-	}
-	if err := h.stages(c, a, b, &t); err != nil {
-		return t, err
-	}
-	pt, err := h.pipelined(c, a, b, nil)
-	t.EndToEnd, t.Steps = pt.wall, pt.steps
-	return t, err
-}
-
-// stages times the product stage by stage: the transfers in, the warm-up
-// and timed runs, the readback.
-func (h *hostProduct) stages(c, a, b blas32.General, t *Timings) error {
-	if err := h.transfers(a, b, t); err != nil {
-		return err
-	}
-	h.bind()
-	if err := h.warmUp(t); err != nil {
-		return err
-	}
-	if err := h.timeRuns(t); err != nil {
-		return err
-	}
-	if h.o.Warmup > 0 { // untimed, as the first upload is
-		if err := h.readBack(c, t); err != nil {
-			return err
+	if o.Measure != nil {
+		if err := o.Measure(&Stages{h: h, c: c, a: a, b: b, idle: idle}); err != nil {
+			return t, err
 		}
-		t.FirstReadback = t.Readback
 	}
-	return h.readBack(c, t)
-}
-
-// once runs the product pipelined and nothing else (MulOptions.Stages
-// unset).
-func (h *hostProduct) once(c, a, b blas32.General, t *Timings) error {
-	pt, err := h.pipelined(c, a, b, h.o.Progress)
-	if err != nil {
-		return err
-	}
-	pt.fill(t)
-	return nil
+	pt, err := h.pipelined(c, a, b, o.Progress)
+	pt.fill(&t)
+	return t, err
 }
 
 // pipelineBands is how many row bands of C a product in one piece is
@@ -423,7 +332,6 @@ const pipelineBands = 4
 // the bands cut to whole waves instead.
 func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total int)) (passTimes, error) {
 	rowsPer := h.rowsPerBand()
-	h.progress.report = nil
 	var steps []pipeStep
 	for r0 := 0; r0 < h.m; r0 += rowsPer {
 		rows := min(rowsPer, h.m-r0)
@@ -629,8 +537,7 @@ func (h *hostProduct) plan() error {
 		h.p.setUints(uniform{"lda", kernelLda}, uniform{"ldb", h.ldb}, uniform{"ldc", h.ldc},
 			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0}, uniform{"ksplit", h.ksplit})
 	}
-	h.progress = progress{report: h.o.Progress, total: len(h.chunks.Chunks) * (h.o.Warmup + h.o.Reps)}
-	if h.splits == 1 || !h.o.Stages && h.rowsPerBand() < h.m {
+	if h.splits == 1 || h.o.Measure == nil && h.rowsPerBand() < h.m {
 		return nil // no pass runs the split: no workspace
 	}
 	count := h.m * h.ldc / 4 // vec4s of C
@@ -739,21 +646,6 @@ func (h *hostProduct) upload(a, b blas32.General) (time.Duration, error) {
 	return time.Since(start), h.d.checkError("uploading A and B")
 }
 
-// transfers uploads A and B, once untimed first when warming up (the
-// first use of new device memory costs the driver tens of milliseconds
-// that the second does not: a warm transfer is what a steady stream of
-// products sees, as warm compute is), and records both.
-func (h *hostProduct) transfers(a, b blas32.General, t *Timings) error {
-	t.UploadBytes = int64(4 * (h.m*h.lda + h.k*h.ldb))
-	var err error
-	if t.Upload, err = h.upload(a, b); err != nil || h.o.Warmup == 0 {
-		return err
-	}
-	t.FirstUpload = t.Upload
-	t.Upload, err = h.upload(a, b)
-	return err
-}
-
 // bind binds A, B and C (or the split-K workspace) for the kernel.
 func (h *hostProduct) bind() {
 	h.d.bindStorage(h.p, 0, h.kernelA(), 0, 0)
@@ -814,131 +706,18 @@ func (h *hostProduct) run() {
 	h.progress.drain()
 }
 
-// warmUp runs the Warmup products, then more until MinWarmup has passed
-// and, with SteadyWarmup, until they run steadily (those extra runs are
-// not in the progress total).
-func (h *hostProduct) warmUp(t *Timings) error {
-	start := time.Now()
-	for i := 0; i < h.o.Warmup; i++ {
-		if err := h.o.stopped(); err != nil {
-			return err
-		}
-		h.run()
-		glw.Finish()
-	}
-	report := h.progress.report
-	h.progress.report = nil
-	defer func() { h.progress.report = report }()
-	run := func() error {
-		h.run()
-		glw.Finish()
-		return nil
-	}
-	if err := h.o.warmUpMore(start, run); err != nil {
-		return err
-	}
-	t.WarmupTime = time.Since(start)
-	return h.d.checkError("warming up " + h.p.kernel.File)
-}
-
-// Steady warm-up: batches of at least steadyBatch, three in a row within
-// steadyTolerance of one another on their fastest run. The fastest, not
-// the mean: a 30 µs run's mean over a batch moves by more than 2% with the
-// host's scheduling alone (on the H100 n = 128 never settled that way),
-// while clocks that rise make every run faster.
-const (
-	steadyBatch     = 5 * time.Millisecond
-	steadyTolerance = 0.02
-)
-
-// warmUpMore runs run (one untimed product, waited for) until MinWarmup
-// has passed since start, then, with SteadyWarmup, in batches until the
-// batches agree or SteadyWarmup has passed since start.
-func (o *MulOptions) warmUpMore(start time.Time, run func() error) error {
-	for time.Since(start) < o.MinWarmup {
-		if err := o.stopped(); err != nil {
-			return err
-		}
-		if err := run(); err != nil {
-			return err
-		}
-	}
-	var fastest []time.Duration
-	for time.Since(start) < o.SteadyWarmup {
-		if err := o.stopped(); err != nil {
-			return err
-		}
-		b0, best := time.Now(), time.Duration(math.MaxInt64)
-		for time.Since(b0) < steadyBatch {
-			r0 := time.Now()
-			if err := run(); err != nil {
-				return err
-			}
-			best = min(best, time.Since(r0))
-		}
-		fastest = append(fastest, best)
-		if k := len(fastest); k >= 3 && steady(fastest[k-3:]) {
-			return nil
-		}
-	}
-	return nil
-}
-
-// steady reports whether the times agree within steadyTolerance.
-func steady(ts []time.Duration) bool {
-	lo, hi := slices.Min(ts), slices.Max(ts)
-	return float64(hi-lo) <= steadyTolerance*float64(lo)
-}
-
-// timeRuns times the Reps products by the wall clock after glFinish and,
-// where the driver has a real one, the GL timer.
-func (h *hostProduct) timeRuns(t *Timings) error {
-	// A host's running GL_TIME_ELAPSED query (borrowed mode) forbids ours.
-	timed := h.d.info.TimerBits > 0 && !glw.TimerBusy()
-	var query glw.Query
-	if timed {
-		query = glw.NewQuery()
-		defer query.Release()
-	}
-	gpu := make([]time.Duration, 0, min(h.o.Reps, 1024))
-	for i := 0; i < h.o.Reps; i++ {
-		if err := h.o.stopped(); err != nil {
-			return err
-		}
-		glw.Finish()
-		start := time.Now()
-		if timed {
-			query.BeginTimeElapsed()
-		}
-		h.run()
-		if timed {
-			glw.EndTimeElapsed()
-		}
-		glw.Finish()
-		t.Compute = append(t.Compute, time.Since(start))
-		if timed {
-			gpu = append(gpu, time.Duration(query.Nanoseconds()))
-		}
-	}
-	if timed && timerPlausible(gpu, t.Compute) {
-		t.GPU = gpu
-	}
-	return h.d.checkError("dispatching " + h.p.kernel.File)
-}
-
-// readBack copies C into c through the staging buffers.
-func (h *hostProduct) readBack(c blas32.General, t *Timings) error {
+// readBack copies C into c through the staging buffers and returns how
+// long that took.
+func (h *hostProduct) readBack(c blas32.General) (time.Duration, error) {
 	start := time.Now()
 	if hm := h.d.hostMatrix(c, h.ldc); hm != nil {
 		f := hm.copyOut(view{buf: h.bufC}, 0, hm.Rows)
 		f.Signaled(^uint64(0))
 		f.Release()
 	} else if err := h.d.stage().download(c, view{buf: h.bufC, stride: h.ldc}); err != nil {
-		return err
+		return 0, err
 	}
-	t.Readback = time.Since(start)
-	t.ReadbackBytes = int64(4 * h.m * h.ldc)
-	return h.d.checkError("reading C back")
+	return time.Since(start), h.d.checkError("reading C back")
 }
 
 // release returns A, B and C's buffers (and A's transpose) to the
@@ -959,39 +738,15 @@ func (o *MulOptions) stopped() error {
 	return o.Context.Err()
 }
 
-// timerPlausible reports whether GL_TIME_ELAPSED results look real. Mesa's
-// llvmpipe (22.x) runs compute on the CPU outside its timer and reports
-// about zero; a real timer gives a positive time for every run and, summed,
-// a sizeable share of the wall-clock time (which adds only CPU overhead),
-// and at least minGPUTime a run: no dispatch finishes faster, so a smaller
-// reading is no timer, whatever the wall clock says (under Wine the Go
-// clock advances in steps of about a millisecond and read 0 for runs that
-// llvmpipe's timer put at 56 ns: 9362 GFLOPS reported on a 2-core CPU).
-func timerPlausible(gpu, wall []time.Duration) bool {
-	var g, w time.Duration
-	for i := range gpu {
-		if gpu[i] < minGPUTime {
-			return false
-		}
-		g += gpu[i]
-		w += wall[i]
-	}
-	return g*20 >= w
-}
-
-// minGPUTime is the least time a GL timer may give a run of dispatches:
-// launching one takes microseconds on any GPU.
-const minGPUTime = time.Microsecond
-
-// progress reports completed dispatches through fences.
+// progress calls onDispatch as the dispatches of a run complete, through
+// a fence after each (Stages.Run).
 type progress struct {
-	report      func(done, total int)
-	total, done int
-	pending     []glw.Fence
+	onDispatch func()
+	pending    []glw.Fence
 }
 
 func (p *progress) dispatched() {
-	if p.report == nil {
+	if p.onDispatch == nil {
 		return
 	}
 	glw.Flush()
@@ -1004,8 +759,7 @@ func (p *progress) poll(timeoutNs uint64) {
 	for len(p.pending) > 0 && p.pending[0].Signaled(timeoutNs) {
 		p.pending[0].Release()
 		p.pending = p.pending[1:]
-		p.done++
-		p.report(p.done, p.total)
+		p.onDispatch()
 	}
 }
 

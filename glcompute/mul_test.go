@@ -79,50 +79,23 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-func TestTimingsAndDispatchCount(t *testing.T) {
-	d := openDevice(t, BackendEGL)
-	rng := rand.New(rand.NewPCG(1, 1))
-	a, b := cpu.Random(100, 50, rng), cpu.Random(50, 70, rng)
-	c := cpu.New(100, 70)
-	tm, err := d.Mul(c, a, b, &MulOptions{Kernel: "tiled32", MaxGroups: 1, Reps: 3, Warmup: 1, Stages: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 100 rows, 70 columns in 32×32 tiles: 4×3 groups, one per dispatch.
-	if tm.Dispatches != 12 || tm.Groups != [2]int{3, 4} {
-		t.Errorf("dispatches %d, groups %v; want 12 and [3 4]", tm.Dispatches, tm.Groups)
-	}
-	if len(tm.Compute) != 3 || (tm.GPU != nil && len(tm.GPU) != 3) {
-		t.Errorf("%d compute and %d GPU times for 3 reps", len(tm.Compute), len(tm.GPU))
-	}
-	for _, x := range tm.Compute {
-		if x <= 0 {
-			t.Errorf("compute time %v", x)
-		}
-	}
-	if tm.UploadBytes != 4*(100*50+50*70) || tm.ReadbackBytes != 4*100*70 {
-		t.Errorf("bytes up %d, back %d", tm.UploadBytes, tm.ReadbackBytes)
-	}
-	t.Logf("upload %v, compute %v, gpu %v, readback %v", tm.Upload, tm.Compute, tm.GPU, tm.Readback)
-}
-
-func TestProgressCountsEveryDispatch(t *testing.T) {
+// TestProgressCountsEveryStep: Progress is called as each block of C
+// arrives, counting up to the pass's steps.
+func TestProgressCountsEveryStep(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	rng := rand.New(rand.NewPCG(2, 2))
-	a, b := cpu.Random(70, 20, rng), cpu.Random(20, 70, rng)
-	c := cpu.New(70, 70)
+	a, b := cpu.Random(300, 20, rng), cpu.Random(20, 70, rng)
 	var calls []int
 	total := 0
-	_, err := d.Mul(c, a, b, &MulOptions{Kernel: "tiled32", MaxGroups: 1, Reps: 2, Warmup: 1, Stages: true, Progress: func(done, tot int) {
+	tm, err := d.Mul(cpu.New(300, 70), a, b, &MulOptions{Kernel: "fast:64x64x8_4x4", Progress: func(done, tot int) {
 		calls = append(calls, done)
 		total = tot
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 3×3 groups, one per dispatch, over 3 runs.
-	if total != 27 || len(calls) != 27 || calls[26] != 27 {
-		t.Fatalf("progress calls %v with total %d; want 1..27 of 27", calls, total)
+	if tm.Steps < 2 || total != tm.Steps || len(calls) != tm.Steps {
+		t.Fatalf("progress calls %v with total %d over %d steps; want 1..steps of steps, in bands", calls, total, tm.Steps)
 	}
 	for i, v := range calls {
 		if v != i+1 {
@@ -317,7 +290,7 @@ func splitK(t *testing.T, d *Device) {
 		for _, splits := range []int{0, 2, 3, 7} { // 0: automatic
 			t.Run(fmt.Sprintf("%s/split=%d", kernel, splits), func(t *testing.T) {
 				conformance.Run(t, shapes, func(c, a, b blas32.General) error {
-					_, err := d.Mul(c, a, b, &MulOptions{Kernel: kernel, SplitK: splits, Reps: 2, Stages: true})
+					_, err := stagedMul(d, c, a, b, MulOptions{Kernel: kernel, SplitK: splits}, 2)
 					return err
 				})
 			})
@@ -340,7 +313,7 @@ func TestEdges(t *testing.T) {
 	for _, stages := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stages=%v", stages), func(t *testing.T) {
 			conformance.Run(t, shapes, func(c, a, b blas32.General) error {
-				tm, err := d.Mul(c, a, b, &MulOptions{Kernel: "fast:128x256x8_8x8_db", SplitK: 1, Stages: stages})
+				tm, err := mulStaged(d, c, a, b, MulOptions{Kernel: "fast:128x256x8_8x8_db", SplitK: 1}, stages)
 				if err == nil && tm.EdgeKernel != "fast:64x64x8_8x4_db" {
 					t.Errorf("%dx%dx%d: edge kernel %q, want the small-grid one", a.Rows, a.Cols, b.Cols, tm.EdgeKernel)
 				}
@@ -388,7 +361,7 @@ func TestTransposedA(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("%s/stages=%v/split=%d/max-groups=%d", r.backend, r.stages, r.splits, r.maxGroups), func(t *testing.T) {
 			conformance.Run(t, shapes, func(c, a, b blas32.General) error {
-				tm, err := d.Mul(c, a, b, &MulOptions{Kernel: spec, SplitK: r.splits, MaxGroups: r.maxGroups, Stages: r.stages, Reps: 2})
+				tm, err := mulStaged(d, c, a, b, MulOptions{Kernel: spec, SplitK: r.splits, MaxGroups: r.maxGroups}, r.stages)
 				if err == nil && tm.Kernel != spec {
 					t.Errorf("ran %q, want %q", tm.Kernel, spec)
 				}
@@ -403,7 +376,7 @@ func TestTransposedA(t *testing.T) {
 		const wide = "fast:128x256x8_16x8_db_at"
 		for _, stages := range []bool{false, true} {
 			conformance.Run(t, []conformance.Shape{{M: 129, K: 33, N: 257}, {M: 700, K: 12, N: 300}}, func(c, a, b blas32.General) error {
-				tm, err := d.Mul(c, a, b, &MulOptions{Kernel: wide, SplitK: 1, Stages: stages})
+				tm, err := mulStaged(d, c, a, b, MulOptions{Kernel: wide, SplitK: 1}, stages)
 				if err == nil && (tm.EdgeKernel == "" || tm.Kernel != wide) {
 					t.Errorf("%dx%dx%d: kernel %q, edge kernel %q", a.Rows, a.Cols, b.Cols, tm.Kernel, tm.EdgeKernel)
 				}
@@ -554,12 +527,12 @@ func hostMatrices(t *testing.T, d *Device, m, k, n int) {
 			for i := range hc.Data {
 				hc.Data[i] = float32(math.NaN())
 			}
-			if _, err := d.Mul(hc.General, ha.General, hb.General, &MulOptions{Kernel: kern, Warmup: 1, Stages: !once}); err != nil {
+			if _, err := mulStaged(d, hc.General, ha.General, hb.General, MulOptions{Kernel: kern}, !once); err != nil {
 				t.Fatal(err)
 			}
 			check(what+", all mapped", hc.General)
 			plain := cpu.New(m, n)
-			if _, err := d.Mul(plain, ha.General, b, &MulOptions{Kernel: kern, Stages: !once}); err != nil {
+			if _, err := mulStaged(d, plain, ha.General, b, MulOptions{Kernel: kern}, !once); err != nil {
 				t.Fatal(err)
 			}
 			check(what+", mapped A only", plain)
@@ -591,15 +564,16 @@ func TestTimerPlausible(t *testing.T) {
 	}
 }
 
-// TestMulStopsWhenCancelled: a cancelled Context stops Mul between runs,
-// with the context's error, in one piece and in panels.
+// TestMulStopsWhenCancelled: a cancelled Context stops Mul's pass, with
+// the context's error, in one piece (after a Measure hook too) and in
+// panels.
 func TestMulStopsWhenCancelled(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	rng := rand.New(rand.NewPCG(9, 9))
 	a, b := cpu.Random(70, 70, rng), cpu.Random(70, 70, rng)
-	for _, o := range []*MulOptions{{Reps: 1000, Context: ctx, Stages: true}, {Context: ctx}, {Kernel: "fast:64x64x8_8x4", MaxBinding: 24 << 10, Context: ctx}} {
+	for _, o := range []*MulOptions{{Context: ctx, Measure: func(*Stages) error { return nil }}, {Context: ctx}, {Kernel: "fast:64x64x8_8x4", MaxBinding: 24 << 10, Context: ctx}} {
 		start := time.Now()
 		if _, err := d.Mul(cpu.New(70, 70), a, b, o); !errors.Is(err, context.Canceled) {
 			t.Errorf("%+v: err = %v, want context.Canceled", o, err)

@@ -111,16 +111,17 @@ type panelProduct struct {
 	bufB glw.Buffer
 	bufA []glw.Buffer
 	bufC [2]glw.Buffer
-	t    *Timings
+	// dispatches counts the pass's dispatches (Timings.Dispatches).
+	dispatches int
 }
 
 // mulPanels runs c = a·b panel by panel, pipelined: for each column panel
 // of B, each row panel of A (uploaded once when A stays on the GPU), one
 // step that computes the C panel while the next panels go up and the last
 // C panel comes back.
-func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.PanelPlan) (t Timings, err error) {
+func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.PanelPlan, idle time.Duration) (t Timings, err error) {
 	d.clearErrors()
-	pp := &panelProduct{d: d, o: o, plan: plan, t: &t}
+	pp := &panelProduct{d: d, o: o, plan: plan}
 	defer pp.release()
 	defer d.unbindAll()
 	if pp.p, err = d.program(o.Kernel); err != nil {
@@ -132,8 +133,8 @@ func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.
 	if err := pp.alloc(); err != nil {
 		return t, err
 	}
-	if o.Stages {
-		if err := pp.warmUp(); err != nil {
+	if o.Measure != nil {
+		if err := o.Measure(&Stages{pp: pp, idle: idle}); err != nil {
 			return t, err
 		}
 	}
@@ -143,6 +144,7 @@ func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.
 		return t, err
 	}
 	pt.fill(&t)
+	t.Dispatches = pp.dispatches
 	return t, nil
 }
 
@@ -183,39 +185,17 @@ func (pp *panelProduct) steps(c, a, b blas32.General) []pipeStep {
 	return steps
 }
 
-// warmUp runs the first panel's product, untimed, Warmup times and then
-// as MinWarmup and SteadyWarmup say, as a product in one piece warms up with
-// whole products: the GPU's clocks rise, and the panel buffers it uses
-// are first touched. The inputs are whatever the buffers hold; the
-// results are discarded.
-func (pp *panelProduct) warmUp() error {
-	o, pl := pp.o, pp.plan
-	if o.Warmup == 0 && o.MinWarmup == 0 && o.SteadyWarmup == 0 {
-		return nil
-	}
+// runFirst runs the first panel's product and waits for it (Stages.Run
+// of a product in panels): the inputs are whatever the buffers hold.
+func (pp *panelProduct) runFirst() error {
+	pl := pp.plan
 	rows, cols := min(pl.RowsPer, pl.M), min(pl.ColsPer, pl.N)
-	run := func() error {
-		if err := pp.dispatch(pp.bufA[0], pp.bufC[0], 0, rows, cols, pl.Ld(cols)); err != nil {
-			return err
-		}
-		glw.Finish()
-		return nil
-	}
-	start := time.Now()
-	for i := 0; i < o.Warmup; i++ {
-		if err := o.stopped(); err != nil {
-			return err
-		}
-		if err := run(); err != nil {
-			return err
-		}
-	}
-	if err := o.warmUpMore(start, run); err != nil {
+	if err := pp.dispatch(pp.bufA[0], pp.bufC[0], 0, rows, cols, pl.Ld(cols)); err != nil {
 		return err
 	}
-	pp.t.WarmupTime = time.Since(start)
-	pp.t.Dispatches = 0 // the warm-up's are not the product's
-	return pp.d.checkError("warming up the panels")
+	glw.Finish()
+	pp.dispatches = 0 // not the pass's
+	return pp.d.checkError("running the first panel")
 }
 
 // alloc creates the panel buffers, after deleting the buffers kept from
@@ -257,7 +237,7 @@ func (pp *panelProduct) dispatch(bufA, bufC glw.Buffer, r0, rows, cols, ldn int)
 		uniform{"ldb", ldn}, uniform{"ldc", ldn}, uniform{"offA4", r0 * pp.plan.Ld(pp.plan.K) / 4}, uniform{"offB4", 0},
 		uniform{"offC4", r0 * ldn / 4}, uniform{"ksplit", pp.plan.K})
 	n, err := p.dispatchTiles(rows, cols, pp.o.MaxGroups)
-	pp.t.Dispatches += n
+	pp.dispatches += n
 	return err
 }
 

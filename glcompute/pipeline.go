@@ -103,14 +103,11 @@ type passTimes struct {
 	steps                          int
 }
 
-// fill records a pass as a product's only run: its stages' busy times.
+// fill records the pass in t.
 func (pt passTimes) fill(t *Timings) {
-	t.EndToEnd, t.Steps, t.Overlapping = pt.wall, pt.steps, true
-	t.Upload, t.Readback, t.UploadBytes, t.ReadbackBytes = pt.hostIn, pt.hostOut, pt.upBytes, pt.downBytes
-	t.Compute = []time.Duration{pt.compute}
-	if pt.gpuTimer {
-		t.GPU = []time.Duration{pt.compute}
-	}
+	t.EndToEnd, t.Steps = pt.wall, pt.steps
+	t.Upload, t.Compute, t.Readback, t.GPUTimer = pt.hostIn, pt.compute, pt.hostOut, pt.gpuTimer
+	t.UploadBytes, t.ReadbackBytes = pt.upBytes, pt.downBytes
 }
 
 // run runs the pass; on the device thread.
@@ -327,3 +324,27 @@ func (pl *pipeline) startDownload(s *pipeStep) (func() error, error) {
 	}
 	return pd.finish, nil
 }
+
+// timerPlausible reports whether GL_TIME_ELAPSED results look real. Mesa's
+// llvmpipe (22.x) runs compute on the CPU outside its timer and reports
+// about zero; a real timer gives a positive time for every run and, summed,
+// a sizeable share of the wall-clock time (which adds only CPU overhead),
+// and at least minGPUTime a run: no dispatch finishes faster, so a smaller
+// reading is no timer, whatever the wall clock says (under Wine the Go
+// clock advances in steps of about a millisecond and read 0 for runs that
+// llvmpipe's timer put at 56 ns: 9362 GFLOPS reported on a 2-core CPU).
+func timerPlausible(gpu, wall []time.Duration) bool {
+	var g, w time.Duration
+	for i := range gpu {
+		if gpu[i] < minGPUTime {
+			return false
+		}
+		g += gpu[i]
+		w += wall[i]
+	}
+	return g*20 >= w
+}
+
+// minGPUTime is the least time a GL timer may give a run of dispatches:
+// launching one takes microseconds on any GPU.
+const minGPUTime = time.Microsecond

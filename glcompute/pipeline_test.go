@@ -3,8 +3,6 @@ package glcompute
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/internal/conformance"
-	"github.com/glmul/glmul/validate"
 )
 
 // TestPipelined checks the pipelined pass: row bands of C for a kernel
@@ -37,8 +34,8 @@ func TestPipelined(t *testing.T) {
 			noGL(t, err.Error())
 		}
 		defer d.Release()
-		for _, o := range []MulOptions{{Kernel: kern, Stages: true}, {Kernel: kern, Warmup: 3}, {Kernel: "tiled32"}, {Kernel: kern, SplitK: 3, Stages: true}} {
-			t.Run(fmt.Sprintf("persistent=%v/%s/stages=%v/split=%d", persistent, o.Kernel, o.Stages, o.SplitK), func(t *testing.T) {
+		for _, o := range []MulOptions{{Kernel: kern, Measure: func(*Stages) error { return nil }}, {Kernel: kern}, {Kernel: "tiled32"}, {Kernel: kern, SplitK: 3, Measure: func(*Stages) error { return nil }}} {
+			t.Run(fmt.Sprintf("persistent=%v/%s/measure=%v/split=%d", persistent, o.Kernel, o.Measure != nil, o.SplitK), func(t *testing.T) {
 				conformance.Run(t, shapes, func(c, a, b blas32.General) error {
 					want := steps[a.Rows]
 					if o.Kernel != kern || o.SplitK > 1 {
@@ -51,11 +48,11 @@ func TestPipelined(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if tm.Steps != want || tm.EndToEnd <= 0 || tm.Overlapping == o.Stages {
-						return fmt.Errorf("steps %d (want %d), end to end %v, overlapping %v (stages %v)", tm.Steps, want, tm.EndToEnd, tm.Overlapping, o.Stages)
+					if tm.Steps != want || tm.EndToEnd <= 0 || tm.Compute <= 0 || tm.Compute > tm.EndToEnd || tm.UploadBytes == 0 || tm.ReadbackBytes == 0 {
+						return fmt.Errorf("steps %d (want %d), timings %+v", tm.Steps, want, tm)
 					}
-					if !o.Stages && (calls[0] != want || last != [2]int{want, want} || len(tm.Compute) != 1 || tm.UploadBytes == 0 || tm.ReadbackBytes == 0) {
-						return fmt.Errorf("once: %d progress calls ending %v, want %d ending at %d of %d; timings %+v", calls[0], last, want, want, want, tm)
+					if calls[0] != want || last != [2]int{want, want} {
+						return fmt.Errorf("%d progress calls ending %v, want %d ending at %d of %d", calls[0], last, want, want, want)
 					}
 					return nil
 				})
@@ -69,91 +66,6 @@ func TestPipelined(t *testing.T) {
 			}
 			return err
 		})
-	}
-}
-
-// TestSteadyWarmup: the warm-up stops once batches agree, not while the
-// times still fall, and at SteadyWarmup when they never agree. (A GPU
-// that held idle clocks flat for three batches before rising would stop
-// it early: that is what the rule cannot see.)
-func TestSteadyWarmup(t *testing.T) {
-	if !steady([]time.Duration{100, 101, 102}) || steady([]time.Duration{100, 103, 100}) {
-		t.Fatal("steady: 2% tolerance")
-	}
-	if runtime.GOOS == "windows" {
-		t.Skip("under Wine the clock does not time 1 ms runs within 2% (steady after 1 s, the cap); not tried on real Windows")
-	}
-	// Runs that speed up from 2 ms to 1 ms over the first 60 ms, as clocks
-	// rise, then hold.
-	start := time.Now()
-	var runs int
-	falling := func() error {
-		runs++
-		el := min(time.Since(start), 60*time.Millisecond)
-		spin(2*time.Millisecond - el/60)
-		return nil
-	}
-	o := &MulOptions{SteadyWarmup: time.Second}
-	if err := o.warmUpMore(start, falling); err != nil {
-		t.Fatal(err)
-	}
-	if el := time.Since(start); el < 70*time.Millisecond || el > 500*time.Millisecond {
-		t.Errorf("steady after %v (%d runs): want the 60 ms ramp and three 5 ms batches, well under the 1 s cap", el, runs)
-	}
-	// Runs that keep drifting (1 to 3 ms over every 40 ms) never settle:
-	// the cap ends it.
-	start, runs = time.Now(), 0
-	noisy := func() error {
-		runs++
-		spin(time.Millisecond + time.Since(start)%(40*time.Millisecond)/20)
-		return nil
-	}
-	o.SteadyWarmup = 150 * time.Millisecond
-	o.warmUpMore(start, noisy)
-	if el := time.Since(start); el < 150*time.Millisecond || el > 400*time.Millisecond {
-		t.Errorf("noisy warm-up ended after %v, want the 150 ms cap", el)
-	}
-}
-
-// TestMinWarmupAfterIdle: MinWarmup is skipped within RampIdle of the
-// device's creation or its last product, and applied after it was idle
-// longer, or always with AlwaysMinWarmup.
-func TestMinWarmupAfterIdle(t *testing.T) {
-	d := openDevice(t, BackendEGL)
-	rng := rand.New(rand.NewPCG(5, 6))
-	a, b, c := cpu.Random(32, 32, rng), cpu.Random(32, 32, rng), cpu.New(32, 32)
-	const minW = 300 * time.Millisecond
-	o := &MulOptions{Warmup: 1, MinWarmup: minW, Stages: true}
-	// Compile first, so that the warm-ups below time products alone.
-	if _, err := d.Mul(c, a, b, nil); err != nil {
-		t.Fatal(err)
-	}
-	busy, err := d.Mul(c, a, b, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(RampIdle + 100*time.Millisecond)
-	idle, err := d.Mul(c, a, b, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.AlwaysMinWarmup = true
-	always, err := d.Mul(c, a, b, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if busy.WarmupTime >= minW || idle.WarmupTime < minW || always.WarmupTime < minW {
-		t.Errorf("warm-up %v right after a product, %v after %v idle, %v right after one with AlwaysMinWarmup; want under, over and over MinWarmup %v",
-			busy.WarmupTime, idle.WarmupTime, RampIdle+100*time.Millisecond, always.WarmupTime, minW)
-	}
-	if r := validate.CheckFull(a, b, c); !r.OK {
-		t.Error(r.Err())
-	}
-}
-
-// spin busy-waits d (sleeps are too coarse to time 2% apart).
-func spin(d time.Duration) {
-	for s := time.Now(); time.Since(s) < d; {
 	}
 }
 
@@ -219,7 +131,7 @@ func TestWaveSplitBands(t *testing.T) {
 	// of 8 groups (2048 columns).
 	rowsOfTiles := d.Info().SMCount/8 + 2
 	conformance.Run(t, []conformance.Shape{{M: 128*rowsOfTiles - 5, K: 2048, N: 2048}}, func(c, a, b blas32.General) error {
-		tm, err := d.Mul(c, a, b, &MulOptions{Kernel: kern, Stages: true, Reps: 2})
+		tm, err := stagedMul(d, c, a, b, MulOptions{Kernel: kern}, 2)
 		if err == nil && (tm.Splits < 2 || tm.Steps < 2) {
 			return fmt.Errorf("%d slices of K and %d pipelined steps, want a split kernel stage and unsplit bands", tm.Splits, tm.Steps)
 		}

@@ -14,7 +14,7 @@ import (
 // GPU memory: `go test ./glcompute` on llvmpipe went from 56 s to 23-29 s
 // with it. It was first made for a slow 4097³ product after an 8192³ one
 // on the H100, which it did not fix: that was the GPU's clock after idle
-// (see glcompute.RampIdle and docs/PERFORMANCE.md). The cost: the buffers
+// (see measure.RampIdle in cmd/glmul and docs/PERFORMANCE.md). The cost: the buffers
 // of the last product stay allocated until the next product, a product
 // in panels, a failed allocation, or Release.
 

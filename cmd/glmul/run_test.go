@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
 )
@@ -141,7 +142,7 @@ func TestMultiplyJSONManyDispatches(t *testing.T) {
 	}
 	var r struct {
 		M, K, N    int
-		Timings    glcompute.Timings
+		Timings    measure.Timings
 		Validation struct {
 			Mode string
 			OK   bool

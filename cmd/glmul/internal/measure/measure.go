@@ -20,25 +20,6 @@ import (
 	"github.com/glmul/glmul/validate"
 )
 
-// MinWarmup and MaxWarmup bound the warm-up before timed runs: after the
-// Warmup runs, more run for at least MinWarmup and then until their times
-// are steady (glcompute.MulOptions.SteadyWarmup), for at most MaxWarmup. A
-// GPU that was idle runs at low clocks for a while (an H100 left idle
-// during a minutes-long CPU loop measured 5× slow over one 0.3 ms warm-up
-// run), and holds them steady before it rises: after a second idle, 4097³
-// ran at 16.1 ms, six runs alike, then at 4.2 ms, so steadiness alone
-// stopped a warm-up at the low clocks. The minimum covers that ramp; Mul
-// applies it only after glcompute.RampIdle of idleness. 0.1 s was not
-// enough: nvidia-smi, sampling every 0.1 s during glmul bench, showed the
-// H100's clock at 345-585 MHz after 1.5 s idle, holding under full load
-// for 0.1-0.3 s (480, then 750, then 1980 MHz), and 4097³'s first timed
-// runs slower by the clocks' ratio (14.3 ms at 585 MHz, 24.5 at 345,
-// against 4.19 at 1980) in four runs of four.
-const (
-	MinWarmup = 500 * time.Millisecond
-	MaxWarmup = 800 * time.Millisecond
-)
-
 // Inputs are the matrices of an m×k by k×n product: A and B uniform on
 // [-1, 1) from a seeded generator, C the result. One Inputs serves every
 // kernel measured on that shape.
@@ -84,9 +65,9 @@ type Options struct {
 	Kernel string
 	// Reps timed runs. Zero value: 1.
 	Reps int
-	// Warmup untimed runs, continued for MinWarmup and then until their
-	// times are steady, for at most MaxWarmup.
-	// Zero value: none.
+	// Warmup untimed runs, continued for MinWarmup (after RampIdle of
+	// idleness, or with Ramp) and then until their times are steady, none
+	// begun after MaxWarmup. Zero value: none.
 	Warmup int
 	// MaxGroups, SplitK, MaxBinding and MaxGPUMemory as in
 	// glcompute.MulOptions.
@@ -94,18 +75,24 @@ type Options struct {
 	MaxBinding, MaxGPUMemory int64
 	// Validate is how C is checked. Zero value "": validate.Auto.
 	Validate validate.Mode
-	// Progress, if set, is called as dispatches complete (see
-	// glcompute.MulOptions.Progress).
+	// Progress, if set, is called as the dispatches of the warm-up's
+	// Warmup runs and of the timed runs complete, then as the pipelined
+	// pass's blocks of C arrive (glcompute.MulOptions.Progress), each with
+	// its own total.
 	Progress func(done, total int)
 	// Context, if set, stops the product between runs once it is done
-	// (see glcompute.MulOptions.Context).
+	// (and between the pass's steps: glcompute.MulOptions.Context).
 	Context context.Context
 	// Once runs the product once, pipelined, without warm-up, timed runs
-	// or stages measured alone (glcompute.MulOptions.Stages unset).
+	// or stages measured alone (no glcompute.MulOptions.Measure hook).
 	Once bool
-	// Ramp warms up for MinWarmup before every product with a Warmup,
-	// not only after the device was idle (glcompute.MulOptions.
-	// AlwaysMinWarmup): for series of products (bench, table).
+	// Ramp warms up for MinWarmup before every product with a Warmup, not
+	// only after the device was idle for RampIdle: a stream of short
+	// products with CPU work between them (a benchmark over kernels and
+	// shapes, compiling each kernel on first use) can leave an H100's
+	// clock at 570-645 MHz of its 1980 for seconds, no idle gap of
+	// RampIdle among them (docs/PERFORMANCE.md, "Clocks in a stream of
+	// short products"). For series of products (bench, table).
 	Ramp bool
 	// Validating, if set, is called before a validation that will run,
 	// with its mode (Auto resolved), for a message on slow checks.
@@ -117,7 +104,7 @@ type Result struct {
 	M, K, N int
 	// Kernel is the spec that ran ("fast:128x256x8_8x8_db").
 	Kernel  string
-	Timings glcompute.Timings
+	Timings Timings
 	// Times are the kernel times of the timed runs, from Source: "gl-timer"
 	// (GL_TIME_ELAPSED) or "wall" (the CPU clock after glFinish, where the
 	// driver's timer is not real, as on llvmpipe).
@@ -137,16 +124,18 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 			in.C.Data[i*in.C.Stride+j] = nan
 		}
 	}
-	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, Warmup: o.Warmup, Reps: o.Reps,
-		SplitK: o.SplitK, Progress: o.Progress, MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory, Context: o.Context, Stages: !o.Once}
-	if o.Warmup > 0 {
-		mo.MinWarmup, mo.SteadyWarmup, mo.AlwaysMinWarmup = MinWarmup, MaxWarmup, o.Ramp
+	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, SplitK: o.SplitK, Progress: o.Progress,
+		MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory, Context: o.Context}
+	st := newStages(o)
+	if !o.Once {
+		mo.Measure = st.run
 	}
 	r := Result{M: in.A.Rows, K: in.A.Cols, N: in.B.Cols}
-	t, err := dev.Mul(in.C, in.A, in.B, mo)
+	pass, err := dev.Mul(in.C, in.A, in.B, mo)
 	if err != nil {
 		return r, err
 	}
+	t := st.finish(pass)
 	r.Kernel, r.Timings, r.Times, r.Source = t.Kernel, t, t.Compute, "wall"
 	if t.GPU != nil {
 		r.Times, r.Source = t.GPU, "gl-timer"

@@ -3,8 +3,6 @@ package measure
 import (
 	"testing"
 	"time"
-
-	"github.com/glmul/glmul/glcompute"
 )
 
 func TestMeanMedian(t *testing.T) {
@@ -20,7 +18,7 @@ func TestMeanMedian(t *testing.T) {
 // TestSummary checks the figures a report prints, from the GL timer's
 // times and from the wall clock's.
 func TestSummary(t *testing.T) {
-	tm := glcompute.Timings{Upload: time.Second, Readback: time.Second, EndToEnd: 2 * time.Second,
+	tm := Timings{Upload: time.Second, Readback: time.Second, EndToEnd: 2 * time.Second,
 		Compute: []time.Duration{2 * time.Second, 2 * time.Second}, GPU: []time.Duration{time.Second, time.Second}}
 	r := Result{M: 1000, K: 1000, N: 1000, Timings: tm, Times: tm.GPU, Source: "gl-timer"}
 	s := r.Summary()

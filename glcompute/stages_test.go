@@ -1,0 +1,110 @@
+package glcompute
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/internal/conformance"
+)
+
+// stagedMul runs Mul with a Measure hook that uploads A and B, runs the
+// whole product reps times and reads C back, then hands back in c the C
+// of those runs rather than the pass's (for a product in one piece), so
+// that a conformance check of c checks the whole-product path
+// (Stages.Run: one pass of the kernel over all of C, split-K and its
+// reduction, A's transpose) where a plain Mul checks the pipelined bands.
+func stagedMul(d *Device, c, a, b blas32.General, o MulOptions, reps int) (Timings, error) {
+	var runs []float32
+	o.Measure = func(s *Stages) error {
+		if _, _, err := s.Upload(); err != nil {
+			return err
+		}
+		for i := 0; i < reps; i++ {
+			if _, _, err := s.Run(i == 0, nil); err != nil {
+				return err
+			}
+		}
+		if _, _, err := s.ReadBack(); err != nil || s.Panels() {
+			return err
+		}
+		runs = append(runs, c.Data...)
+		for i := range c.Data { // the pass must write every element again
+			c.Data[i] = float32(math.NaN())
+		}
+		return nil
+	}
+	tm, err := d.Mul(c, a, b, &o)
+	if err == nil && runs != nil {
+		if bad := firstNaNInside(c); bad >= 0 {
+			return tm, fmt.Errorf("the pass after the runs left element %d unwritten", bad)
+		}
+		copy(c.Data, runs)
+	}
+	return tm, err
+}
+
+// mulStaged is stagedMul with two runs where staged, else Mul.
+func mulStaged(d *Device, c, a, b blas32.General, o MulOptions, staged bool) (Timings, error) {
+	if staged {
+		return stagedMul(d, c, a, b, o, 2)
+	}
+	return d.Mul(c, a, b, &o)
+}
+
+// firstNaNInside is the index of c's first NaN element within its rows
+// (not its stride padding), or -1.
+func firstNaNInside(c blas32.General) int {
+	for i := 0; i < c.Rows; i++ {
+		for j := 0; j < c.Cols; j++ {
+			if v := c.Data[i*c.Stride+j]; v != v {
+				return i*c.Stride + j
+			}
+		}
+	}
+	return -1
+}
+
+// TestStages: the hook's stages on a 100×50 by 50×70 product in one
+// dispatch a work group (tiled32, MaxGroups 1): what each returns, the
+// progress of each dispatch, and C from the runs and from the pass.
+func TestStages(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	var log []string
+	hook := func(s *Stages) error {
+		up, upBytes, err := s.Upload()
+		log = append(log, fmt.Sprintf("upload %d bytes", upBytes))
+		if err != nil || up <= 0 {
+			return fmt.Errorf("upload %v: %v", up, err)
+		}
+		done := 0
+		for i := 0; i < 3; i++ {
+			wall, gpu, err := s.Run(true, func() { done++ })
+			if err != nil || wall <= 0 || gpu < 0 || gpu > 0 && !s.TimerUsable() {
+				return fmt.Errorf("run: wall %v, gpu %v: %v", wall, gpu, err)
+			}
+		}
+		log = append(log, fmt.Sprintf("%d dispatches a run, %d done", s.Dispatches(), done))
+		back, backBytes, err := s.ReadBack()
+		log = append(log, fmt.Sprintf("readback %d bytes", backBytes))
+		if err != nil || back <= 0 {
+			return fmt.Errorf("readback %v: %v", back, err)
+		}
+		return nil
+	}
+	conformance.Run(t, []conformance.Shape{{M: 100, K: 50, N: 70}}, func(c, a, b blas32.General) error {
+		log = nil
+		tm, err := d.Mul(c, a, b, &MulOptions{Kernel: "tiled32", MaxGroups: 1, Measure: hook})
+		if err != nil {
+			return err
+		}
+		// 100 rows, 70 columns in 32×32 tiles: 4×3 groups, one per dispatch.
+		want := fmt.Sprint([]string{"upload 34000 bytes", "12 dispatches a run, 36 done", "readback 28000 bytes"})
+		if fmt.Sprint(log) != want || tm.Dispatches != 12 || tm.Groups != [2]int{3, 4} {
+			return fmt.Errorf("stages %v, want %v; dispatches %d, groups %v, want 12 and [3 4]", log, want, tm.Dispatches, tm.Groups)
+		}
+		return nil
+	})
+}
