@@ -32,7 +32,7 @@ WINDOWS_APT := gcc-mingw-w64-x86-64 wine wine64 xvfb xauth
 ARM64_APT := gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 
 # Packages whose code never touches GL: tested with the race detector.
-PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/... ./glcompute/internal/dispatch/... \
+PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/... ./glcompute/tuning/... ./glcompute/internal/dispatch/... \
 	./glcompute/internal/thread/... ./cmd/glmul/internal/report/... ./cmd/glmul/internal/table/... \
 	./cmd/glmul/internal/matfile/... ./cmd/glmul/internal/sweep/...
 
@@ -41,7 +41,7 @@ PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/... ./glcompute/i
 # (golang/go#75804, fixed in Go 1.27), which fails a duration run with
 # "context deadline exceeded" and no failing input on a loaded machine.
 FUZZTIME ?= 10s
-FUZZ_TARGETS := FuzzRead:./cmd/glmul/internal/matfile FuzzParseShape:./cmd/glmul FuzzLookup:./shaders FuzzLoad:./internal/tuning
+FUZZ_TARGETS := FuzzRead:./cmd/glmul/internal/matfile FuzzParseShape:./cmd/glmul FuzzLookup:./shaders FuzzLoad:./glcompute/tuning
 
 .PHONY: all deps build run test test-drivers test-embed windows test-windows check-arm64 results vet fuzz clean
 
@@ -56,8 +56,11 @@ build: deps
 run: build
 	$(BIN) -n 1024
 
+# vet also holds the house rules (issue 24): imports point down the layers
+# of ARCHITECTURE.md, no file over 600 lines, no function over 64.
 vet: deps
 	$(GO) vet ./...
+	$(GO) run ./scripts/limits .
 
 test: vet
 	$(GO) test -race $(PURE_PKGS)

@@ -7,7 +7,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/gonum"
 
-	"github.com/glmul/glmul/internal/tuning"
+	"github.com/glmul/glmul/glcompute/tuning"
 )
 
 // BLAS is gonum's float32 BLAS with Sgemm on the GPU: products of at least

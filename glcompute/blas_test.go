@@ -10,7 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/gonum"
 
-	"github.com/glmul/glmul/internal/tuning"
+	"github.com/glmul/glmul/glcompute/tuning"
 )
 
 // TestBLASSgemmOnGPU forces every product onto the GPU (Threshold 1) and

@@ -1,6 +1,11 @@
 package glcompute
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/glmul/glmul/glcompute/internal/glw"
+)
 
 var (
 	// ErrNoContext: no OpenGL context could be created at all (no driver,
@@ -19,3 +24,31 @@ var (
 	// included.
 	ErrDriver = errors.New("glcompute: driver error")
 )
+
+// clearErrors drains glGetError before glmul's own calls; never on a
+// borrowed context, whose error flags are the host's.
+func (d *Device) clearErrors() {
+	if !d.borrowed {
+		glw.ClearErrors()
+	}
+}
+
+// checkError returns glmul's GL errors after a step; nil on a borrowed
+// context (see NewDeviceFromCurrent).
+func (d *Device) checkError(what string) error {
+	if d.borrowed {
+		return nil
+	}
+	if err := glw.CheckError(what); err != nil {
+		return driverError(err)
+	}
+	return nil
+}
+
+// driverError classifies a GL error.
+func driverError(err error) error {
+	if errors.Is(err, glw.ErrOutOfMemory) {
+		return fmt.Errorf("%w: %w", ErrOutOfMemory, err)
+	}
+	return fmt.Errorf("%w: %w", ErrDriver, err)
+}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/glmul/glmul/glcompute/internal/dispatch"
 	"github.com/glmul/glmul/glcompute/internal/glw"
-	"github.com/glmul/glmul/internal/tuning"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -179,7 +179,7 @@ func setResidentFast(p *program, c *Matrix, lda int, b *Matrix, offA, offB, offC
 // it (it is kept from earlier products, grown where too small); the
 // caller then reads A as it is.
 func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err error) {
-	m, k, n := c.Rows, a.Cols, c.Cols
+	m, k := c.Rows, a.Cols
 	tk := shaders.Transpose()
 	ldt := roundUp(m, tk.Align)
 	bytes := 4 * int64(k) * int64(ldt)
@@ -192,33 +192,7 @@ func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err erro
 			grow = true
 			return
 		}
-		var p, tr *program
-		var plan dispatch.Plan
-		if p, err = d.program(spec); err == nil {
-			if tr, err = d.programOf(tk); err == nil {
-				plan, err = p.plan(m, n, DefaultMaxGroups)
-			}
-		}
-		if err != nil {
-			d.bound = boundState{}
-			return
-		}
-		scratch := boundRange{d.scratchT, 0, bytes}
-		d.clearErrors()
-		tr.prog.Use() // a resident product leaves its kernel in use, never the transpose
-		offA := d.bind(tr, 0, a, a.Offset, a.span())
-		d.bindScratch(tr, 2, scratch)
-		if err = tr.transpose(m, ldt, k, a.Stride, ldt, offA, 0, DefaultMaxGroups); err != nil {
-			d.bound = boundState{}
-			return
-		}
-		p.prog.Use()
-		d.bindScratch(p, 0, scratch)
-		offB, offC := d.bind(p, 1, b, b.Offset, b.span()), d.bind(p, 2, c, c.Offset, c.span())
-		setResidentFast(p, c, ldt, b, 0, offB, offC)
-		err = d.dispatchPlan(p, plan)
-		d.bound.valid = d.scoped && err == nil
-		d.bound.prog = p.prog
+		err = d.transposedProduct(spec, tk, c, a, b, ldt, bytes)
 	}
 	d.callKeeping(run)
 	if !grow {
@@ -229,17 +203,9 @@ func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err erro
 	// can come between. The scratch never shrinks.
 	var gerr error
 	d.call(func() {
-		if d.scratchBytes < bytes {
-			if d.scratchT != 0 {
-				d.scratchT.Release()
-				d.scratchT, d.scratchBytes = 0, 0
-			}
-			if d.scratchT, gerr = d.newBuffer(int(bytes), nil, glw.StaticDraw, "creating a buffer for A's transpose"); gerr != nil {
-				return
-			}
-			d.scratchBytes = bytes
+		if gerr = d.growScratch(bytes); gerr == nil {
+			run()
 		}
-		run()
 	})
 	switch {
 	case errors.Is(gerr, ErrOutOfMemory):
@@ -248,6 +214,62 @@ func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err erro
 		return true, gerr
 	}
 	return true, err
+}
+
+// transposedProduct queues transpose.comp (tk), writing A transposed
+// into the scratch (ldt floats a row, bytes in all), then the kernel spec
+// reading it, on the device thread with the scratch large enough. On an
+// error before the product's dispatches, what resident calls remember of
+// their bindings is forgotten.
+func (d *Device) transposedProduct(spec string, tk shaders.Kernel, c, a, b *Matrix, ldt int, bytes int64) error {
+	m, k, n := c.Rows, a.Cols, c.Cols
+	p, err := d.program(spec)
+	var tr *program
+	var plan dispatch.Plan
+	if err == nil {
+		if tr, err = d.programOf(tk); err == nil {
+			plan, err = p.plan(m, n, DefaultMaxGroups)
+		}
+	}
+	if err != nil {
+		d.bound = boundState{}
+		return err
+	}
+	scratch := boundRange{d.scratchT, 0, bytes}
+	d.clearErrors()
+	tr.prog.Use() // a resident product leaves its kernel in use, never the transpose
+	offA := d.bind(tr, 0, a, a.Offset, a.span())
+	d.bindScratch(tr, 2, scratch)
+	if err := tr.transpose(m, ldt, k, a.Stride, ldt, offA, 0, DefaultMaxGroups); err != nil {
+		d.bound = boundState{}
+		return err
+	}
+	p.prog.Use()
+	d.bindScratch(p, 0, scratch)
+	offB, offC := d.bind(p, 1, b, b.Offset, b.span()), d.bind(p, 2, c, c.Offset, c.span())
+	setResidentFast(p, c, ldt, b, 0, offB, offC)
+	err = d.dispatchPlan(p, plan)
+	d.bound.valid = d.scoped && err == nil
+	d.bound.prog = p.prog
+	return err
+}
+
+// growScratch makes the scratch of resident transposes at least bytes
+// long (replacing a smaller one); on the device thread, in a call that
+// saves the copy bindings (newBuffer binds one).
+func (d *Device) growScratch(bytes int64) (err error) {
+	if d.scratchBytes >= bytes {
+		return nil
+	}
+	if d.scratchT != 0 {
+		d.scratchT.Release()
+		d.scratchT, d.scratchBytes = 0, 0
+	}
+	if d.scratchT, err = d.newBuffer(int(bytes), nil, glw.StaticDraw, "creating a buffer for A's transpose"); err != nil {
+		return err
+	}
+	d.scratchBytes = bytes
+	return nil
 }
 
 // bindScratch binds r, a range of one of glmul's own buffers, to storage

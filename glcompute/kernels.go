@@ -9,7 +9,7 @@ import (
 
 	"github.com/glmul/glmul/glcompute/internal/dispatch"
 	"github.com/glmul/glmul/glcompute/internal/glw"
-	"github.com/glmul/glmul/internal/tuning"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -175,7 +175,7 @@ func (d *Device) programOf(k shaders.Kernel) (*program, error) {
 	}
 	src := k.Source
 	if d.info.ES {
-		src = shaders.ES(src)
+		src = k.SourceES
 	}
 	prog, err := glw.NewComputeProgram(k.File, src)
 	if err != nil {
@@ -282,6 +282,38 @@ func (d *Device) DefaultKernel() string { return d.info.DefaultKernel }
 // when MulOptions.Kernel is "" or "fast" (see kernelFor). Safe from any
 // goroutine.
 func (d *Device) KernelFor(m, k, n int) string { return d.kernelFor(m, k, n) }
+
+// hostKernels are the kernels of one host product, chosen once, before
+// it is planned: the kernel (kern), its stand-in reading A as it is where
+// it reads A transposed (natural: kern itself otherwise), and the
+// device's small-grid kernel for strips of C past whole tiles (edge; Name
+// "" where there is none).
+type hostKernels struct {
+	kern, natural, edge shaders.Kernel
+}
+
+// chooseHost resolves spec (MulOptions.Kernel; "" or "fast": kernelFor's
+// choice for an m×k by k×n product) into a host product's kernels.
+func (d *Device) chooseHost(spec string, m, k, n int) (hk hostKernels, err error) {
+	if spec == "" || spec == "fast" {
+		spec = d.kernelFor(m, k, n)
+	}
+	if hk.kern, err = shaders.Lookup(spec); err != nil {
+		return hk, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	hk.natural = hk.kern
+	if hk.kern.TransposeA {
+		if hk.natural, err = shaders.Lookup(d.natural(spec)); err != nil {
+			return hk, fmt.Errorf("%w: %w", ErrUnsupported, err)
+		}
+	}
+	if spec := d.info.SmallGridKernel; spec != "" {
+		if hk.edge, err = shaders.Lookup(spec); err != nil {
+			hk.edge = shaders.Kernel{} // none that this package knows
+		}
+	}
+	return hk, nil
+}
 
 // natural returns the configuration that stands in for spec where A is
 // read as it is: spec itself unless it reads A transposed, then

@@ -6,11 +6,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/glmul/glmul/cpu"
-	"github.com/glmul/glmul/internal/conformance"
-	"github.com/glmul/glmul/internal/tuning"
-	"github.com/glmul/glmul/shaders"
 	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/glcompute/tuning"
+	"github.com/glmul/glmul/internal/conformance"
+	"github.com/glmul/glmul/shaders"
 )
 
 // TestMisspeltUniformPanics: a uniform name the kernel does not declare

@@ -10,7 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/blas/blas32"
 
-	"github.com/glmul/glmul/internal/tuning"
+	"github.com/glmul/glmul/glcompute/tuning"
 )
 
 // TestSizesBeyondAnyBuffer: shapes whose element count overflows int64

@@ -24,42 +24,25 @@ func (d *Device) Plan(m, k, n int, opts *MulOptions) (string, error) {
 	if d.isReleased() {
 		panic("glcompute: use of a released Device")
 	}
-	var o MulOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Kernel == "" || o.Kernel == "fast" {
-		o.Kernel = d.kernelFor(m, k, n)
-	}
-	kern, err := shaders.Lookup(o.Kernel)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrUnsupported, err)
-	}
-	if err := d.fits(kern); err != nil {
+	hp, err := d.planHost(m, k, n, opts)
+	if err != nil || !hp.paneled {
 		return "", err
 	}
-	if lim := min(d.info.MaxWorkGroupCount[0], d.info.MaxWorkGroupCount[1]); o.MaxGroups > lim {
-		return "", fmt.Errorf("%w: %d work groups per dispatch requested, the driver allows %d (GL_MAX_COMPUTE_WORK_GROUP_COUNT)", ErrUnsupported, o.MaxGroups, lim)
-	}
-	plan, paneled, err := d.planPanels(m, k, n, &o)
-	if err != nil || !paneled {
-		return "", err
-	}
-	return plan.String(), nil
+	return hp.panels.String(), nil
 }
 
 // planPanels decides whether an m×k by k×n product runs in one piece or
-// in panels, and plans the panels.
-func (d *Device) planPanels(m, k, n int, o *MulOptions) (plan dispatch.PanelPlan, paneled bool, err error) {
+// in panels, and plans the panels. A kernel that reads A transposed gives
+// way to its natural stand-in (hp.kernels) where A's transpose does not
+// fit beside A, B and C.
+func (d *Device) planPanels(m, k, n int, hp *hostPlan) (plan dispatch.PanelPlan, paneled bool, err error) {
+	o := &hp.o
 	binding := d.info.MaxSSBOBlockSize
 	if o.MaxBinding > 0 {
 		binding = min(binding, o.MaxBinding)
 	}
 	binding = min(binding, 4*maxIndex)
-	kern, err := shaders.Lookup(o.Kernel)
-	if err != nil {
-		return plan, false, fmt.Errorf("glcompute: %w", err)
-	}
+	kern := hp.kernels.kern
 	if kern.Textures && d.texBlock > 0 { // a buffer texture may view less than a storage block
 		binding = min(binding, d.texBlock)
 	}
@@ -78,10 +61,8 @@ func (d *Device) planPanels(m, k, n int, o *MulOptions) (plan dispatch.PanelPlan
 		if d.fits(shaders.Transpose()) == nil && fits(4*float64(k)*ld(m)) {
 			return plan, false, nil
 		}
-		o.Kernel = d.natural(o.Kernel)
-		if kern, err = shaders.Lookup(o.Kernel); err != nil {
-			return plan, false, fmt.Errorf("glcompute: %w", err)
-		}
+		kern = hp.kernels.natural
+		hp.kernels.kern = kern
 	}
 	if fits(0) {
 		return plan, false, nil
@@ -119,12 +100,13 @@ type panelProduct struct {
 // of B, each row panel of A (uploaded once when A stays on the GPU), one
 // step that computes the C panel while the next panels go up and the last
 // C panel comes back.
-func (d *Device) mulPanels(c, a, b blas32.General, o *MulOptions, plan dispatch.PanelPlan, idle time.Duration) (t Timings, err error) {
+func (d *Device) mulPanels(c, a, b blas32.General, hp *hostPlan, idle time.Duration) (t Timings, err error) {
 	d.clearErrors()
+	o, plan := &hp.o, hp.panels
 	pp := &panelProduct{d: d, o: o, plan: plan}
 	defer pp.release()
 	defer d.unbindAll()
-	if pp.p, err = d.program(o.Kernel); err != nil {
+	if pp.p, err = d.programOf(hp.kernels.kern); err != nil {
 		return t, err
 	}
 	t.Kernel, t.Panels = pp.p.kernel.Spec(), plan.String()

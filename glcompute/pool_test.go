@@ -8,7 +8,7 @@ import (
 
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute/internal/glw"
-	"github.com/glmul/glmul/internal/tuning"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/validate"
 )
 

@@ -54,8 +54,8 @@ func CPU(c CPUConfig) (Kernel, error) {
 	}
 	src := fmt.Sprintf("#version 430 core\n#define LX %d\n#define LY %d\n#define TM %d\n#define GN %d\n#line 1\n%s",
 		c.LX, c.LY, c.TM, c.TN/4, source("cpu.comp"))
-	return Kernel{Name: "cpu", Config: c.String(), File: "cpu.comp", TileM: c.LY * c.TM, TileN: c.LX * c.TN,
-		Strided: true, Textures: true, Align: 4, Threads: c.LX * c.LY, StepK: 4, Source: src}, nil
+	return withES(Kernel{Name: "cpu", Config: c.String(), File: "cpu.comp", TileM: c.LY * c.TM, TileN: c.LX * c.TN,
+		Strided: true, Textures: true, Align: 4, Threads: c.LX * c.LY, StepK: 4, Source: src}), nil
 }
 
 // CPUCandidates returns the configurations of cpu.comp that glmul tune

@@ -170,8 +170,8 @@ func Fast(c FastConfig) (Kernel, error) {
 	}
 	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define PADA %d\n#define DB %d\n#define AT %d\n#define THREADS %d\n#define WX %d\n#line 1\n%s",
 		c.BM, c.BN, c.BK, c.TM, c.TN, c.PadA, db, at, c.Threads(), c.warpX(), body)
-	return Kernel{Name: "fast", Config: c.String(), File: "fast.comp", TileM: c.BM, TileN: c.BN, Strided: true,
-		Align: 4, SharedBytes: c.SharedBytes(), Threads: c.Threads(), StepK: c.BK, TransposeA: c.TransA, Source: src}, nil
+	return withES(Kernel{Name: "fast", Config: c.String(), File: "fast.comp", TileM: c.BM, TileN: c.BN, Strided: true,
+		Align: 4, SharedBytes: c.SharedBytes(), Threads: c.Threads(), StepK: c.BK, TransposeA: c.TransA, Source: src}), nil
 }
 
 // FastCandidates returns the configurations that glmul tune sweeps, each

@@ -49,8 +49,15 @@ type Kernel struct {
 	// and offA4 the first column's offset. Products that cannot give them
 	// that run the configuration without it (Natural).
 	TransposeA bool
-	// Source is the GLSL source text.
-	Source string
+	// Source is the GLSL source text, and SourceES the same as GLSL ES
+	// 3.10, for an OpenGL ES 3.1 context (ES).
+	Source, SourceES string
+}
+
+// withES returns k with its SourceES.
+func withES(k Kernel) Kernel {
+	k.SourceES = ES(k.Source)
+	return k
 }
 
 // Spec returns the string Lookup reads back: "tiled32", "fast:128x128x8_8x8".
@@ -83,43 +90,43 @@ func source(name string) []byte {
 // Tiled32 is the paper's kernel (seed 001, Algorithm 2).
 func Tiled32() Kernel {
 	b := source("tiled32.comp")
-	return Kernel{Name: "tiled32", File: "tiled32.comp", TileM: 32, TileN: 32, Align: 1,
-		Threads: 1024, SharedBytes: 2 * 32 * 32 * 4, Source: string(b)}
+	return withES(Kernel{Name: "tiled32", File: "tiled32.comp", TileM: 32, TileN: 32, Align: 1,
+		Threads: 1024, SharedBytes: 2 * 32 * 32 * 4, Source: string(b)})
 }
 
 // GEMM is the general kernel on resident matrices (gemm.comp): transposes,
 // α, β, element offsets and row strides.
 func GEMM() Kernel {
-	return Kernel{Name: "gemm", File: "gemm.comp", TileM: 64, TileN: 64, Align: 1,
-		Threads: 256, SharedBytes: 2 * 16 * 64 * 4, Source: string(source("gemm.comp"))}
+	return withES(Kernel{Name: "gemm", File: "gemm.comp", TileM: 64, TileN: 64, Align: 1,
+		Threads: 256, SharedBytes: 2 * 16 * 64 * 4, Source: string(source("gemm.comp"))})
 }
 
 // Reduce sums the partial results of a split-K product (reduce.comp).
 func Reduce() Kernel {
-	return Kernel{Name: "reduce", File: "reduce.comp", TileM: 1, TileN: 256, Align: 4,
-		Threads: 256, Source: string(source("reduce.comp"))}
+	return withES(Kernel{Name: "reduce", File: "reduce.comp", TileM: 1, TileN: 256, Align: 4,
+		Threads: 256, Source: string(source("reduce.comp"))})
 }
 
 // Fill sets the words of a buffer to one value (fill.comp): glmul's NaN
 // poison of results.
 func Fill() Kernel {
-	return Kernel{Name: "fill", File: "fill.comp", TileM: 1, TileN: 256, Align: 1,
-		Threads: 256, Source: string(source("fill.comp"))}
+	return withES(Kernel{Name: "fill", File: "fill.comp", TileM: 1, TileN: 256, Align: 1,
+		Threads: 256, Source: string(source("fill.comp"))})
 }
 
 // SMCount writes the GPU's multiprocessor count and warps per
 // multiprocessor to words 0 and 1 of binding 2 (smcount.comp); it needs
 // GL_NV_shader_thread_group.
 func SMCount() Kernel {
-	return Kernel{Name: "smcount", File: "smcount.comp", TileM: 1, TileN: 1, Align: 1,
-		Threads: 1, Source: string(source("smcount.comp"))}
+	return withES(Kernel{Name: "smcount", File: "smcount.comp", TileM: 1, TileN: 1, Align: 1,
+		Threads: 1, Source: string(source("smcount.comp"))})
 }
 
 // Transpose writes A transposed for the kernels that read it so
 // (transpose.comp, Kernel.TransposeA): 64×64 tiles of T = Aᵀ.
 func Transpose() Kernel {
-	return Kernel{Name: "transpose", File: "transpose.comp", TileM: 64, TileN: 64, Align: 4,
-		Threads: 256, SharedBytes: 64 * 65 * 4, Source: string(source("transpose.comp"))}
+	return withES(Kernel{Name: "transpose", File: "transpose.comp", TileM: 64, TileN: 64, Align: 4,
+		Threads: 256, SharedBytes: 64 * 65 * 4, Source: string(source("transpose.comp"))})
 }
 
 // Natural returns the kernel spec that computes what spec does from A in
@@ -135,8 +142,8 @@ func Natural(spec string) string {
 // Batched is the kernel for many small products (batched.comp): one
 // invocation per element of C, 256 per work group.
 func Batched() Kernel {
-	return Kernel{Name: "batched", File: "batched.comp", TileM: 1, TileN: 256, Align: 1,
-		Threads: 256, Source: string(source("batched.comp"))}
+	return withES(Kernel{Name: "batched", File: "batched.comp", TileM: 1, TileN: 256, Align: 1,
+		Threads: 256, Source: string(source("batched.comp"))})
 }
 
 // looked memoizes Lookup: a kernel is an immutable value, and building

@@ -12,7 +12,7 @@ import (
 
 	"github.com/glmul/glmul/cmd/glmul/internal/sweep"
 	"github.com/glmul/glmul/glcompute"
-	"github.com/glmul/glmul/internal/tuning"
+	"github.com/glmul/glmul/glcompute/tuning"
 )
 
 func TestBenchFormats(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"runtime"
 
 	"github.com/glmul/glmul/glcompute"
-	"github.com/glmul/glmul/internal/tuning"
+	"github.com/glmul/glmul/glcompute/tuning"
 )
 
 // deviceReport is one context glmul devices tried: which, and either the

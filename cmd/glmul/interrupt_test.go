@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glmul/glmul/internal/tuning"
+	"github.com/glmul/glmul/glcompute/tuning"
 )
 
 // Ctrl-C in glmul -n, bench and tune: each child is this test binary

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/schollz/progressbar/v3"
+
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
@@ -409,47 +411,16 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 			dev.Release()
 		}
 	}()
-	noteKernelChoice(dev, stderr)
-	// Refuse what cannot run before the inputs are made.
-	if _, err := dev.Plan(o.m, o.k, o.nCols, &glcompute.MulOptions{Kernel: o.kernel, MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, SplitK: o.splitK}); err != nil {
+	if err := prepareDevice(o, dev, stderr); err != nil {
 		return err
-	}
-	if 4*(o.m*o.k+o.k*o.nCols) >= glcompute.DefaultStagingBytes {
-		dev.PrepareStaging() // while the inputs are made
 	}
 
 	ctx, stop := notifyInterrupt()
 	defer stop()
-	mode, _ := validate.ParseMode(o.validate)
-	mo := measure.Options{Kernel: o.kernel, MaxGroups: o.maxGroups, Warmup: o.warmup, Reps: o.reps, SplitK: o.splitK, Validate: mode,
-		MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, Context: ctx}
-	bar := newBar(o.progress, stderr, "GPU runs")
-	if bar != nil {
-		mo.Progress = func(done, total int) {
-			bar.ChangeMax(total)
-			bar.Set(done)
-		}
-		mo.Validating = func(m validate.Mode) { fmt.Fprintf(stderr, "validating (%s, float64 on the CPU)...\n", m) }
-	}
-	// The inputs, the runs and the validation run through awaitWork: Ctrl-C
-	// stops them within a second, even inside one long dispatch.
+	mo, bar := measureOptions(ctx, o, stderr)
 	var r measure.Result
 	var releaseInputs func() // mapped inputs
-	err, abandoned = awaitWork(ctx, stderr, "glmul", func() (err error) {
-		var in *measure.Inputs
-		if o.mapped {
-			in, releaseInputs, err = measure.NewMappedInputs(dev, o.m, o.k, o.nCols, o.seed)
-		} else {
-			in = measure.NewInputs(o.m, o.k, o.nCols, o.seed)
-		}
-		if err == nil {
-			err = ctx.Err() // Ctrl-C while the inputs were made
-		}
-		if err == nil {
-			r, err = measure.Product(dev, in, mo)
-		}
-		return err
-	})
+	r, releaseInputs, abandoned, err = runProduct(ctx, o, dev, mo, stderr)
 	if !abandoned && releaseInputs != nil {
 		defer releaseInputs()
 	}
@@ -462,6 +433,75 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return writeProduct(o, dev, r, stdout, stderr)
+}
+
+// prepareDevice notes the kernel choice on stderr, refuses what cannot
+// run before the inputs are made, and has dev prepare its staging buffers
+// while they are, for inputs that will use them.
+func prepareDevice(o *options, dev *glcompute.Device, stderr io.Writer) error {
+	noteKernelChoice(dev, stderr)
+	if _, err := dev.Plan(o.m, o.k, o.nCols, &glcompute.MulOptions{Kernel: o.kernel, MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, SplitK: o.splitK}); err != nil {
+		return err
+	}
+	if 4*(o.m*o.k+o.k*o.nCols) >= glcompute.DefaultStagingBytes {
+		dev.PrepareStaging() // while the inputs are made
+	}
+	return nil
+}
+
+// measureOptions returns the measurement the flags o ask for, stopped by
+// ctx, and the progress bar on stderr that it steps (nil for none; then
+// validation goes unannounced too).
+func measureOptions(ctx context.Context, o *options, stderr io.Writer) (measure.Options, *progressbar.ProgressBar) {
+	mode, _ := validate.ParseMode(o.validate)
+	mo := measure.Options{Kernel: o.kernel, MaxGroups: o.maxGroups, Warmup: o.warmup, Reps: o.reps, SplitK: o.splitK, Validate: mode,
+		MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, Context: ctx}
+	bar := newBar(o.progress, stderr, "GPU runs")
+	if bar != nil {
+		mo.Progress = func(done, total int) {
+			bar.ChangeMax(total)
+			bar.Set(done)
+		}
+		mo.Validating = func(m validate.Mode) { fmt.Fprintf(stderr, "validating (%s, float64 on the CPU)...\n", m) }
+	}
+	return mo, bar
+}
+
+// runProduct makes the inputs, runs the product on dev and validates it,
+// all through awaitWork: Ctrl-C stops them within a second, even inside
+// one long dispatch. release frees mapped inputs (nil for ordinary ones)
+// once the caller is done with them. Where the work was abandoned it
+// returns neither result nor release: the work's goroutine still holds
+// them, and the caller must neither release dev nor wait for it.
+func runProduct(ctx context.Context, o *options, dev *glcompute.Device, mo measure.Options, stderr io.Writer) (r measure.Result, release func(), abandoned bool, err error) {
+	var res measure.Result
+	var releaseInputs func()
+	err, abandoned = awaitWork(ctx, stderr, "glmul", func() (err error) {
+		var in *measure.Inputs
+		if o.mapped {
+			in, releaseInputs, err = measure.NewMappedInputs(dev, o.m, o.k, o.nCols, o.seed)
+		} else {
+			in = measure.NewInputs(o.m, o.k, o.nCols, o.seed)
+		}
+		if err == nil {
+			err = ctx.Err() // Ctrl-C while the inputs were made
+		}
+		if err == nil {
+			res, err = measure.Product(dev, in, mo)
+		}
+		return err
+	})
+	if abandoned {
+		return measure.Result{}, nil, true, err
+	}
+	return res, releaseInputs, false, err
+}
+
+// writeProduct writes the report of r, the product measured on dev, to
+// stdout in the format o asks for; a failed validation is then said on
+// stderr, as an error already reported.
+func writeProduct(o *options, dev *glcompute.Device, r measure.Result, stdout, stderr io.Writer) error {
 	staging := dev.Staging()
 	if o.mapped {
 		staging = "A, B and C in mapped host memory (glcompute.HostMatrix), copied by the GPU"

@@ -15,7 +15,7 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/cmd/glmul/internal/sweep"
 	"github.com/glmul/glmul/glcompute"
-	"github.com/glmul/glmul/internal/tuning"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/validate"
 )
 
@@ -138,7 +138,7 @@ glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, s
 		}
 	}
 	if *only == "all" {
-		return f, nil // the device's family: runTune asks it
+		return f, nil // the device's family: settle asks it
 	}
 	for _, s := range strings.Split(*only, ",") {
 		s = strings.TrimSpace(s)
@@ -150,6 +150,9 @@ glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, s
 	return f, nil
 }
 
+// runTune runs glmul tune: it sweeps the candidates of each shape class
+// on the device, prints the outcome and caches the winners (-save), or,
+// with -show, prints the cache.
 func runTune(args []string, stdout, stderr io.Writer) error {
 	f, err := parseTune(args, stderr)
 	if err != nil {
@@ -162,8 +165,45 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	if f.show {
 		return showTuning(&f.dev, path, stdout, f.format)
 	}
-	// Refuse at once what the machine cannot hold, as the other commands
-	// do; a default -n is checked once the device has settled it.
+	if err := f.preflight(path); err != nil {
+		return err
+	}
+	f.dev.ignoreTuned = true
+	d, err := f.dev.open()
+	if err != nil {
+		return err
+	}
+	abandoned := false
+	defer func() {
+		if !abandoned { // else a device's thread is stuck in a run; the process exits
+			d.Release()
+		}
+	}()
+	if err := f.settle(d, stderr); err != nil {
+		return err
+	}
+	results, err := f.classResults(d, path)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	ctx, stop := notifyInterrupt()
+	defer stop()
+	var st tuneState
+	var done []classResult
+	var interrupted bool
+	done, interrupted, abandoned, err = f.tuneAll(ctx, d, results, path, &st, stderr)
+	if err != nil {
+		return err
+	}
+	return f.finish(stdout, stderr, d, results, done, path, &st, interrupted, started)
+}
+
+// preflight refuses at once what would fail only after minutes of
+// measuring: products the machine cannot hold, as the other commands do
+// (a default -n is checked once the device has settled it: settle), and,
+// with -save, a cache at path that cannot be written or read.
+func (f *tuneFlags) preflight(path string) error {
 	if f.nSet {
 		if err := f.checkHostMemory(); err != nil {
 			return err
@@ -177,17 +217,14 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	f.dev.ignoreTuned = true
-	d, err := f.dev.open()
-	if err != nil {
-		return err
-	}
-	abandoned := false
-	defer func() {
-		if !abandoned { // else a device's thread is stuck in a run; the process exits
-			d.Release()
-		}
-	}()
+	return nil
+}
+
+// settle completes the flags from the device d: the candidates of its
+// family where -candidates was all, and, where -n was left out, a smaller
+// default on llvmpipe (said on stderr), checked against the host's
+// memory.
+func (f *tuneFlags) settle(d *glcompute.Device, stderr io.Writer) error {
 	if f.specs == nil {
 		f.specs = d.Candidates()
 	}
@@ -200,51 +237,37 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	results, err := f.classResults(d, path)
-	if err != nil {
-		return err
-	}
-	started := time.Now()
+	return nil
+}
+
+// tuneAll sweeps the classes of results on d (tuneClasses, into st)
+// through awaitWork, with progress on stderr, so that Ctrl-C (ctx done)
+// acts within a second. It returns the classes to print: those that
+// finished and, where Ctrl-C interrupted one, that one with the
+// candidates it measured so far (interruptedClass). With abandoned set
+// the caller must neither release d nor wait for it. An error other than
+// Ctrl-C's comes back alone.
+func (f *tuneFlags) tuneAll(ctx context.Context, d *glcompute.Device, results []classResult, path string, st *tuneState, stderr io.Writer) (done []classResult, interrupted, abandoned bool, err error) {
 	total := 0
 	for i := range results {
 		total += results[i].runs(f.specs)
 	}
-	ctx, stop := notifyInterrupt()
-	defer stop()
 	p := newProgress(f.progress, stderr, "tuning", total)
-	var st tuneState
-	err, abandoned = awaitWork(ctx, stderr, "tune", func() error { return f.tuneClasses(ctx, d, results, path, p, &st) })
+	err, abandoned = awaitWork(ctx, stderr, "tune", func() error { return f.tuneClasses(ctx, d, results, path, p, st) })
 	done, measured := st.classes.take(), st.measured.take() // in this order: see tuneState
 	if !abandoned {
 		p.done()
 	}
-	interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil
+	interrupted = errors.Is(err, context.Canceled) && ctx.Err() != nil
 	if err != nil && !interrupted {
-		return err
+		return nil, false, abandoned, err
 	}
 	if interrupted && len(done) < len(results) {
 		if cut := interruptedClass(results[len(done)], measured); len(cut.Candidates) > 0 {
 			done = append(done, cut)
 		}
 	}
-	// The results are printed even when saving failed: minutes of
-	// measuring are not thrown away.
-	if len(done) > 0 {
-		if err := f.write(stdout, d.Info(), done, path, st.saved, time.Since(started)); err != nil {
-			return err
-		}
-	}
-	if st.saveErr != nil {
-		err := fmt.Errorf("tune: the results above could not be saved to %s: %w", path, st.saveErr)
-		if !interrupted {
-			return err
-		}
-		fmt.Fprintf(stderr, "glmul: %v\n", err)
-	}
-	if interrupted {
-		return interruptedError{f.kept(results, done, path, st.saveErr == nil)}
-	}
-	return nil
+	return done, interrupted, abandoned, nil
 }
 
 // checkHostMemory returns an error if a class's products, whose inputs
@@ -272,7 +295,7 @@ func (f *tuneFlags) checkHostMemory() error {
 
 // tuneState is what the sweeps finished, shared between the goroutine
 // that runs them and runTune, which prints it when they end or Ctrl-C
-// stops them. runTune takes classes before measured: a class's first-pass
+// stops them. tuneAll takes classes before measured: a class's first-pass
 // candidates are recorded before the class, so measured then holds every
 // candidate of the class that Ctrl-C interrupted.
 type tuneState struct {
@@ -339,39 +362,6 @@ func interruptedClass(r classResult, measured []classCandidate) classResult {
 		r.Best = r.Candidates[0]
 	}
 	return r
-}
-
-// kept says what an interrupted tune kept, for its last line: done are
-// the classes printed (the last one interrupted, if it measured anything)
-// of results, the classes it was to tune.
-func (f *tuneFlags) kept(results, done []classResult, path string, savedOK bool) string {
-	var names []string
-	var cut *classResult
-	for i := range done {
-		if done[i].Interrupted {
-			cut = &done[i]
-		} else {
-			names = append(names, string(done[i].Class))
-		}
-	}
-	var s string
-	switch {
-	case len(names) == 0:
-		s = "no shape class finished"
-	case !f.save:
-		s = fmt.Sprintf("%s finished (not saved: -save=false)", strings.Join(names, ", "))
-	case !savedOK:
-		s = fmt.Sprintf("%s finished (saving failed)", strings.Join(names, ", "))
-	default:
-		s = fmt.Sprintf("%s finished (saved to %s)", strings.Join(names, ", "), path)
-	}
-	switch {
-	case cut != nil:
-		s += fmt.Sprintf("; %s was interrupted: the candidates it measured so far (%d) are printed, not saved", cut.Class, len(cut.Candidates))
-	case len(done) < len(results):
-		s += fmt.Sprintf("; %s was interrupted before its first candidate", results[len(done)].Class)
-	}
-	return s
 }
 
 // classResults returns the classes to tune, with their products, checked
@@ -481,162 +471,7 @@ func candidateStatus(c sweep.Candidate) string {
 	return report.FormatGFLOPS(c.GFLOPS) + " GFLOPS"
 }
 
-// saveTuned stores r's winner in the cache at path for the driver of info
-// where it beat the built-in choice (r.Saved), and otherwise removes the
-// class's entry: glmul then keeps its built-in choice for the class.
-func saveTuned(path string, info glcompute.Info, r *classResult) error {
-	cache, err := tuning.Load(path)
-	if err != nil {
-		return err
-	}
-	drv := tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version}
-	if r.Saved {
-		cache.Put(tuning.Entry{Driver: drv, Class: r.Class, Kernel: r.Best.Kernel, GFLOPS: r.Best.GFLOPS, N: r.shapes[len(r.shapes)/2][2], When: time.Now().UTC()})
-	} else {
-		cache.Delete(drv, r.Class)
-	}
-	return cache.Save(path)
-}
-
-// write prints the sweeps' outcome: a line per class with its winner, and
-// every candidate's rate by class.
-func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResult, path string, saved []string, took time.Duration) error {
-	builtin, _ := tuning.Builtin(tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version})
-	savedTo := ""
-	if len(saved) > 0 {
-		savedTo = path
-	}
-	tuned := len(results)
-	if tuned > 0 && results[tuned-1].Interrupted {
-		tuned--
-	}
-	t := report.Table{Header: []string{"class", "rank", "kernel", "GFLOPS", "vs best", "valid"},
-		JSON: map[string]any{"device": info, "n": f.n, "reps": f.reps, "builtin_default": builtin, "classes": results,
-			"saved_to": savedTo, "seconds": took.Seconds()},
-		Preamble: [][2]string{
-			{"device", fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, info.API())},
-			{"tuned", fmt.Sprintf("%d shape class(es), %d candidates and the built-in choice each, in %.0f s; a rate is the geometric mean over the class's products of medians of %d runs, every product validated",
-				tuned, len(f.specs), took.Seconds(), f.reps)}}}
-	skipped := 0
-	for _, r := range results {
-		if r.Interrupted {
-			t.Preamble = append(t.Preamble, [2]string{"stopped", fmt.Sprintf("%s (%s): Ctrl-C after %d of its %d first-pass candidates; fastest so far %s: %s GFLOPS (tiled32: %s); not saved",
-				r.Class, strings.Join(r.Shapes, ", "), len(r.Candidates), r.runs(f.specs)-1, r.Best.Kernel, report.FormatGFLOPS(r.Best.GFLOPS), report.FormatGFLOPS(r.Tiled32.GFLOPS))})
-		} else {
-			verdict := "tuned"
-			if !r.Saved {
-				verdict = fmt.Sprintf("the built-in choice kept: the best is not %.0f%% faster", 100*(tuning.TunedMargin-1))
-			}
-			t.Preamble = append(t.Preamble, [2]string{"best", fmt.Sprintf("%s (%s): %s: %s GFLOPS (built-in choice: %s; tiled32: %s); %s", r.Class, strings.Join(r.Shapes, ", "), r.Best.Kernel,
-				report.FormatGFLOPS(r.Best.GFLOPS), report.FormatGFLOPS(r.Builtin.GFLOPS), report.FormatGFLOPS(r.Tiled32.GFLOPS), verdict)})
-		}
-		for i, c := range r.Candidates {
-			if c.Error != "" && c.GFLOPS == 0 {
-				skipped++
-				continue
-			}
-			mark := ""
-			if c.Kernel == builtinChoice {
-				mark = " (built-in choice, shape by shape)"
-			}
-			vsBest := "-"
-			if r.Best.GFLOPS > 0 { // an interrupted class may have measured only invalid ones
-				vsBest = fmt.Sprintf("%.0f%%", 100*c.GFLOPS/r.Best.GFLOPS)
-			}
-			t.Rows = append(t.Rows, []string{string(r.Class), fmt.Sprint(i + 1), c.Kernel + mark, report.FormatGFLOPS(c.GFLOPS),
-				vsBest, fmt.Sprint(c.Valid)})
-		}
-	}
-	if len(saved) > 0 {
-		t.Preamble = append(t.Preamble, [2]string{"saved", fmt.Sprintf("%s to %s; glmul now uses them on this driver", strings.Join(saved, ", "), path)})
-	}
-	if skipped > 0 {
-		t.Notes = []string{fmt.Sprintf("skipped  %d candidate runs that do not fit this device or failed to compile (-format json lists why)", skipped)}
-	}
-	return t.Write(w, f.format)
-}
-
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	return s
-}
-
-// showTuning prints the cache and what this device uses now, in format:
-// text lines, or a JSON object (showJSON).
-func showTuning(dev *deviceFlags, path string, stdout io.Writer, format report.Format) error {
-	cache, err := tuning.Load(path)
-	if err != nil {
-		return err
-	}
-	for i := range cache.Entries {
-		if cache.Entries[i].Class == "" { // written before classes
-			cache.Entries[i].Class = tuning.Square
-		}
-	}
-	if format == report.JSON {
-		d, err := dev.open()
-		if err != nil {
-			return err
-		}
-		defer d.Release()
-		return (&report.Table{JSON: newShowJSON(path, cache, d.Info())}).Write(stdout, report.JSON)
-	}
-	fmt.Fprintf(stdout, "cache    %s (%d entries)\n", path, len(cache.Entries))
-	for _, e := range cache.Entries {
-		fmt.Fprintf(stdout, "  %s | %s | %s, %s: %s, %.1f GFLOPS at n=%d, %s\n", e.Vendor, e.Renderer, e.Version, e.Class, e.Kernel, e.GFLOPS, e.N, e.When.Format("2006-01-02"))
-	}
-	d, err := dev.open()
-	if err != nil {
-		return err
-	}
-	defer d.Release()
-	i := d.Info()
-	fmt.Fprintf(stdout, "device   %s | %s | %s\n", i.Vendor, i.Renderer, i.API())
-	fmt.Fprintf(stdout, "uses     %s: %s\n", i.DefaultKernel, i.DefaultKernelSource)
-	for _, c := range tuning.Classes {
-		if k, ok := i.ClassKernels[string(c)]; ok {
-			fmt.Fprintf(stdout, "uses     %s for %s products (tuned by glmul tune)\n", k, c)
-		}
-	}
-	return nil
-}
-
-// showJSON is glmul tune -show -format json: the cache, the device, and
-// the kernel each shape class uses on it.
-type showJSON struct {
-	Cache   string         `json:"cache"`
-	Entries []tuning.Entry `json:"entries"` // every driver's, as the file holds them
-	Device  glcompute.Info `json:"device"`
-	Classes []showClass    `json:"classes"`
-}
-
-// showClass is the kernel a shape class's products run on the device.
-type showClass struct {
-	Class  tuning.Class `json:"class"`
-	Kernel string       `json:"kernel"`
-	// Source says where the choice came from: glmul tune, or, for square
-	// products and a class it did not tune, the default kernel's source
-	// (glcompute.Info.DefaultKernelSource). An untuned class runs the
-	// default shape by shape: its small-grid or natural-A variant where a
-	// product fits it badly (Info.SmallGridKernel, Info.NaturalKernel).
-	Source string `json:"source"`
-}
-
-func newShowJSON(path string, cache tuning.Cache, i glcompute.Info) showJSON {
-	s := showJSON{Cache: path, Entries: cache.Entries, Device: i}
-	if s.Entries == nil {
-		s.Entries = []tuning.Entry{}
-	}
-	for _, c := range tuning.Classes {
-		k, ok := i.ClassKernels[string(c)]
-		switch {
-		case ok:
-			s.Classes = append(s.Classes, showClass{c, k, "tuned by glmul tune"})
-		case c == tuning.Square:
-			s.Classes = append(s.Classes, showClass{c, i.DefaultKernel, i.DefaultKernelSource})
-		default:
-			s.Classes = append(s.Classes, showClass{c, i.DefaultKernel, "not tuned for this class: the default, shape by shape (" + i.DefaultKernelSource + ")"})
-		}
-	}
 	return s
 }

@@ -137,6 +137,9 @@ func NewContextES(device, major, minor int) (*Context, error) {
 // (Linux and the BSDs; not Windows or macOS).
 func Available() bool { return unavailable == "" }
 
+// newContextFor creates a context on the EGL devices (device 0: the
+// hardware ones first, then software; n: the nth only), else on Mesa's
+// surfaceless platform, and names every attempt that failed.
 func newContextFor(es bool, device, major, minor int) (*Context, error) {
 	if unavailable != "" {
 		return nil, fmt.Errorf("%w: %s", ErrNoContext, unavailable)
@@ -147,62 +150,76 @@ func newContextFor(es bool, device, major, minor int) (*Context, error) {
 	}
 	var tried []string
 	if hasExtension(client, "EGL_EXT_platform_device") {
-		devs := Devices()
-		if device > len(devs) {
-			return nil, fmt.Errorf("%w: EGL device %d requested, but EGL lists %d", ErrNoContext, device, len(devs))
+		c, failed, err := onDevices(es, device, major, minor)
+		if c != nil || err != nil {
+			return c, err
 		}
-		var order []Device
-		if device > 0 {
-			order = []Device{devs[device-1]}
-		} else {
-			for _, d := range devs {
-				if !d.Software {
-					order = append(order, d)
-				}
-			}
-			for _, d := range devs {
-				if d.Software {
-					order = append(order, d)
-				}
-			}
-		}
-		for _, d := range order {
-			disp, ok := eglGetPlatformDisplay(platformDevice, unsafe.Pointer(d.handle))
-			if !ok {
-				tried = append(tried, fmt.Sprintf("device %s: no display (%s)", d, errorName(eglGetError())))
-				continue
-			}
-			c, err := newContext(disp, es, major, minor)
-			if err != nil {
-				tried = append(tried, fmt.Sprintf("device %s: %v", d, err))
-				continue
-			}
-			c.Platform, c.Device = "device", d
-			return c, nil
-		}
-		if device > 0 {
-			return nil, fmt.Errorf("%w: %s", ErrNoContext, strings.Join(tried, "; "))
-		}
+		tried = failed
 	} else if device > 0 {
 		return nil, fmt.Errorf("%w: EGL device %d requested, but this EGL lacks EGL_EXT_platform_device", ErrNoContext, device)
 	}
 	if hasExtension(client, "EGL_MESA_platform_surfaceless") {
-		disp, ok := eglGetPlatformDisplay(platformSurfaceless, nil)
-		if ok {
-			c, err := newContext(disp, es, major, minor)
-			if err == nil {
-				c.Platform = "surfaceless"
-				return c, nil
-			}
+		if disp, ok := eglGetPlatformDisplay(platformSurfaceless, nil); !ok {
+			tried = append(tried, fmt.Sprintf("surfaceless: no display (%s)", errorName(eglGetError())))
+		} else if c, err := newContext(disp, es, major, minor); err != nil {
 			tried = append(tried, fmt.Sprintf("surfaceless: %v", err))
 		} else {
-			tried = append(tried, fmt.Sprintf("surfaceless: no display (%s)", errorName(eglGetError())))
+			c.Platform = "surfaceless"
+			return c, nil
 		}
 	}
 	if len(tried) == 0 {
 		return nil, fmt.Errorf("%w: EGL offers neither EGL_EXT_platform_device nor EGL_MESA_platform_surfaceless (client extensions: %s)", ErrNoContext, client)
 	}
 	return nil, fmt.Errorf("%w: %s", ErrNoContext, strings.Join(tried, "; "))
+}
+
+// onDevices creates a context on the EGL devices in deviceOrder. It
+// returns the context, or what each device answered, or an error where
+// the one device asked for failed or does not exist.
+func onDevices(es bool, device, major, minor int) (c *Context, tried []string, err error) {
+	devs := Devices()
+	if device > len(devs) {
+		return nil, nil, fmt.Errorf("%w: EGL device %d requested, but EGL lists %d", ErrNoContext, device, len(devs))
+	}
+	for _, d := range deviceOrder(devs, device) {
+		disp, ok := eglGetPlatformDisplay(platformDevice, unsafe.Pointer(d.handle))
+		if !ok {
+			tried = append(tried, fmt.Sprintf("device %s: no display (%s)", d, errorName(eglGetError())))
+			continue
+		}
+		c, err := newContext(disp, es, major, minor)
+		if err != nil {
+			tried = append(tried, fmt.Sprintf("device %s: %v", d, err))
+			continue
+		}
+		c.Platform, c.Device = "device", d
+		return c, nil, nil
+	}
+	if device > 0 {
+		return nil, nil, fmt.Errorf("%w: %s", ErrNoContext, strings.Join(tried, "; "))
+	}
+	return nil, tried, nil
+}
+
+// deviceOrder is the devices to try: the nth of devs for device n > 0,
+// else the hardware ones, then the software ones.
+func deviceOrder(devs []Device, device int) []Device {
+	if device > 0 {
+		return []Device{devs[device-1]}
+	}
+	var order []Device
+	for _, d := range devs {
+		if !d.Software {
+			order = append(order, d)
+		}
+	}
+	for _, d := range devs {
+		if d.Software {
+			order = append(order, d)
+		}
+	}
+	return order
 }
 
 func newContext(disp eglDisplay, es bool, major, minor int) (*Context, error) {

@@ -28,6 +28,13 @@ type mtxReader struct {
 	line int
 	h    mtxHeader
 	nw   narrowing
+
+	m blas32.General // the matrix read
+	// seen marks the positions set (a symmetric pair at its lower one),
+	// to count the entries summed into an earlier one (dups); nil for
+	// array format.
+	seen []uint64
+	dups int
 }
 
 func (r *mtxReader) errf(format string, args ...any) error {
@@ -93,64 +100,77 @@ func readMTX(in io.Reader, name string, o ReadOptions) (blas32.General, ReadInfo
 		return blas32.General{}, ReadInfo{}, err
 	}
 	rows, cols := dims[0], dims[1]
-	m := blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: make([]float32, rows*cols)}
-	// Entries add up: a coordinate file that lists (i, j) twice means the
-	// sum (SciPy reads it so); a symmetric one's (i, j) is also (j, i).
-	// seen marks the positions set (a symmetric pair at its lower one), to
-	// count the entries summed into an earlier one.
-	var seen []uint64
-	dups := 0
-	if r.h.format == "coordinate" {
-		seen = make([]uint64, (rows*cols+63)/64)
-	}
-	set := func(i, j int, v float64, text string) {
-		k := i*cols + j
-		if seen != nil {
-			lo := k
-			if r.h.symmetry == "symmetric" && j > i {
-				lo = j*cols + i
-			}
-			if seen[lo/64]&(1<<(lo%64)) != 0 {
-				dups++
-				// The sum in float64, rounded once: a sum beyond
-				// float32's range is an overflow as one value is.
-				v += float64(m.Data[k])
-			}
-			seen[lo/64] |= 1 << (lo % 64)
-		}
-		old := m.Data[k] // 0 but for a duplicate
-		f, first := r.nw.round(v)
-		if first {
-			r.nw.where = fmt.Sprintf("%s:%d: entry (%d, %d) (row, column from 1, as the file numbers them) is %s", r.name, r.line, i+1, j+1, text)
-			if old != 0 {
-				r.nw.where += fmt.Sprintf(", summed with %v from earlier entries there", old)
-			}
-		}
-		m.Data[k] = f
-		if r.h.symmetry == "symmetric" && i != j {
-			m.Data[j*cols+i] = f
-		}
-	}
+	r.alloc(rows, cols)
 	if r.h.format == "array" {
-		err = r.array(rows, cols, set)
+		err = r.array(rows, cols, r.set)
 	} else {
-		err = r.coordinate(rows, cols, dims[2], set)
+		err = r.coordinate(rows, cols, dims[2], r.set)
 	}
 	if err != nil {
-		return m, ReadInfo{}, err
+		return r.m, ReadInfo{}, err
 	}
+	return r.end(o)
+}
+
+// alloc makes the rows×cols matrix the entries are read into and, for
+// coordinate format, the marks of the positions set.
+func (r *mtxReader) alloc(rows, cols int) {
+	r.m = blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: make([]float32, rows*cols)}
+	if r.h.format == "coordinate" {
+		r.seen = make([]uint64, (rows*cols+63)/64)
+	}
+}
+
+// set stores entry (i, j), 0-based, of value v (text: as the file writes
+// it) in the matrix. Entries add up: a coordinate file that lists (i, j)
+// twice means the sum (SciPy reads it so); a symmetric one's (i, j) is
+// also (j, i).
+func (r *mtxReader) set(i, j int, v float64, text string) {
+	cols := r.m.Cols
+	k := i*cols + j
+	if r.seen != nil {
+		lo := k
+		if r.h.symmetry == "symmetric" && j > i {
+			lo = j*cols + i
+		}
+		if r.seen[lo/64]&(1<<(lo%64)) != 0 {
+			r.dups++
+			// The sum in float64, rounded once: a sum beyond
+			// float32's range is an overflow as one value is.
+			v += float64(r.m.Data[k])
+		}
+		r.seen[lo/64] |= 1 << (lo % 64)
+	}
+	old := r.m.Data[k] // 0 but for a duplicate
+	f, first := r.nw.round(v)
+	if first {
+		r.nw.where = fmt.Sprintf("%s:%d: entry (%d, %d) (row, column from 1, as the file numbers them) is %s", r.name, r.line, i+1, j+1, text)
+		if old != 0 {
+			r.nw.where += fmt.Sprintf(", summed with %v from earlier entries there", old)
+		}
+	}
+	r.m.Data[k] = f
+	if r.h.symmetry == "symmetric" && i != j {
+		r.m.Data[j*cols+i] = f
+	}
+}
+
+// end checks what follows the last entry (nothing but blanks and
+// comments) and the values' narrowing to float32 under o, and returns
+// the matrix read with what reading it found.
+func (r *mtxReader) end(o ReadOptions) (blas32.General, ReadInfo, error) {
 	if t, ok := r.next(); ok {
-		return m, ReadInfo{}, r.errf("data after the last entry the header announces: %q", t)
+		return r.m, ReadInfo{}, r.errf("data after the last entry the header announces: %q", t)
 	}
 	if err := r.sc.Err(); err != nil {
-		return m, ReadInfo{}, fmt.Errorf("%s: %w", name, err)
+		return r.m, ReadInfo{}, fmt.Errorf("%s: %w", r.name, err)
 	}
 	if err := r.nw.check(o); err != nil {
-		return m, ReadInfo{}, err
+		return r.m, ReadInfo{}, err
 	}
 	info := r.nw.info()
-	info.Duplicates = dups
-	return m, info, nil
+	info.Duplicates = r.dups
+	return r.m, info, nil
 }
 
 // header reads the banner and the size line: rows, cols (and entries,

@@ -25,78 +25,126 @@ func readNPY(r io.Reader, size int64, name string, o ReadOptions) (m blas32.Gene
 		}
 	}()
 	br := bufio.NewReader(r)
-	// npyio allocates the header's announced length before checking it:
-	// check it against the file first.
+	if err := checkNPYHeaderSize(br, size, name); err != nil {
+		return m, info, err
+	}
+	// npyio reads the header only (its binary.Read reads in full); the
+	// data are read below, where a short read is an error: npyio's own
+	// data reader ignores io.EOF and leaves zeros.
+	cr := &countingReader{r: br}
+	l, err := readNPYHeader(cr, size, name)
+	if err != nil {
+		return m, info, err
+	}
+	var nw narrowing
+	data, err := l.readData(cr, name, &nw)
+	if err != nil {
+		return m, info, err
+	}
+	if err := nw.check(o); err != nil {
+		return m, info, err
+	}
+	return l.matrix(data), nw.info(), nil
+}
+
+// npyLayout is what a checked .npy header says of the data after it.
+type npyLayout struct {
+	dtype      string           // as the header writes it: "<f4"
+	fortran    bool             // column-major on disk
+	order      binary.ByteOrder // the dtype's byte order
+	item       int              // bytes an element: 4 (float32) or 8 (float64)
+	rows, cols int
+	n          int64 // elements: rows×cols
+	hdr        int64 // bytes before the data
+}
+
+// checkNPYHeaderSize returns an error if the header length a .npy file
+// announces runs past its size: npyio allocates the header's announced
+// length before checking it, so it is checked against the file first.
+func checkNPYHeaderSize(br *bufio.Reader, size int64, name string) error {
 	if pre, err := br.Peek(12); err == nil && string(pre[:6]) == "\x93NUMPY" {
 		hdr, at := int64(binary.LittleEndian.Uint16(pre[8:10])), int64(10)
 		if pre[6] >= 2 {
 			hdr, at = int64(binary.LittleEndian.Uint32(pre[8:12])), 12
 		}
 		if at+hdr > size {
-			return m, info, fmt.Errorf("%s: not a valid .npy file: its header announces %d bytes, the file holds %d", name, hdr, size)
+			return fmt.Errorf("%s: not a valid .npy file: its header announces %d bytes, the file holds %d", name, hdr, size)
 		}
 	}
-	// npyio reads the header only (its binary.Read reads in full); the
-	// data are read below, where a short read is an error: npyio's own
-	// data reader ignores io.EOF and leaves zeros.
-	cr := &countingReader{r: br}
+	return nil
+}
+
+// readNPYHeader reads the header through cr and checks it: a dtype glmul
+// reads, a rank-2 shape, not empty, and exactly as much data as the rest
+// of the file, of size bytes, holds.
+func readNPYHeader(cr *countingReader, size int64, name string) (npyLayout, error) {
 	nr, err := npy.NewReader(cr)
 	if err != nil {
-		return m, info, fmt.Errorf("%s: not a valid .npy file: %w", name, err)
+		return npyLayout{}, fmt.Errorf("%s: not a valid .npy file: %w", name, err)
 	}
 	d := nr.Header.Descr
 	// The dtype first: its item size decides what the file's size means.
 	order, item, err := npyDtype(d.Type)
 	if err != nil {
-		return m, info, fmt.Errorf("%s: %w", name, err)
+		return npyLayout{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(d.Shape) != 2 {
-		return m, info, fmt.Errorf("%s: a %d-dimensional array (shape %v); glmul multiplies matrices: rank 2", name, len(d.Shape), d.Shape)
+		return npyLayout{}, fmt.Errorf("%s: a %d-dimensional array (shape %v); glmul multiplies matrices: rank 2", name, len(d.Shape), d.Shape)
 	}
 	rows, cols := d.Shape[0], d.Shape[1]
 	if rows < 1 || cols < 1 {
-		return m, info, fmt.Errorf("%s: an empty %d×%d matrix", name, rows, cols)
+		return npyLayout{}, fmt.Errorf("%s: an empty %d×%d matrix", name, rows, cols)
 	}
 	if rows > 1<<40 || cols > 1<<40 || float64(rows)*float64(cols)*float64(item) > float64(size) {
-		return m, info, fmt.Errorf("%s: the header's shape %d×%d of %s is larger than the file (%d bytes)", name, rows, cols, d.Type, size)
+		return npyLayout{}, fmt.Errorf("%s: the header's shape %d×%d of %s is larger than the file (%d bytes)", name, rows, cols, d.Type, size)
 	}
 	n := int64(rows) * int64(cols)
 	if want := cr.n + n*int64(item); size != want {
-		return m, info, fmt.Errorf("%s: the header says %d×%d %s (%d bytes of data), the file holds %d", name, rows, cols, d.Type, n*int64(item), size-cr.n)
+		return npyLayout{}, fmt.Errorf("%s: the header says %d×%d %s (%d bytes of data), the file holds %d", name, rows, cols, d.Type, n*int64(item), size-cr.n)
 	}
-	var nw narrowing
-	place := func(i int64) (row, col int64) { // file order to (row, column)
-		if d.Fortran {
-			return i % int64(rows), i / int64(rows)
-		}
-		return i / int64(cols), i % int64(cols)
+	return npyLayout{dtype: d.Type, fortran: d.Fortran, order: order, item: item, rows: rows, cols: cols, n: n, hdr: cr.n}, nil
+}
+
+// place returns the (row, column) of the i-th element in file order.
+func (l npyLayout) place(i int64) (row, col int64) {
+	if l.fortran {
+		return i % int64(l.rows), i / int64(l.rows)
 	}
-	hdr := cr.n
-	data, got, err := readNPYData(cr, n, order, item, &nw, func(i int64, v float64) {
-		row, col := place(i)
+	return i / int64(l.cols), i % int64(l.cols)
+}
+
+// readData reads l's elements from cr, which has read the header, in
+// file order, rounding float64 ones through nw; a file that ends early is
+// an error that says so.
+func (l npyLayout) readData(cr *countingReader, name string, nw *narrowing) ([]float32, error) {
+	data, got, err := readNPYData(cr, l.n, l.order, l.item, nw, func(i int64, v float64) {
+		row, col := l.place(i)
 		nw.where = fmt.Sprintf("%s: element [%d, %d] (row, column from 0, as NumPy indexes) is %s", name, row, col, strconv.FormatFloat(v, 'g', -1, 64))
 	})
 	switch {
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return m, info, fmt.Errorf("%s: expected %d elements (%d×%d %s) but read %d: the file ended %d bytes into its data, which held %d bytes when it was opened (is it still being written?)",
-			name, n, rows, cols, d.Type, got, cr.n-hdr, n*int64(item))
+		return nil, fmt.Errorf("%s: expected %d elements (%d×%d %s) but read %d: the file ended %d bytes into its data, which held %d bytes when it was opened (is it still being written?)",
+			name, l.n, l.rows, l.cols, l.dtype, got, cr.n-l.hdr, l.n*int64(l.item))
 	case err != nil:
-		return m, info, fmt.Errorf("%s: reading the data: expected %d elements, read %d: %w", name, n, got, err)
+		return nil, fmt.Errorf("%s: reading the data: expected %d elements, read %d: %w", name, l.n, got, err)
 	}
-	if err := nw.check(o); err != nil {
-		return m, info, err
-	}
-	m = blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: data}
-	if d.Fortran { // column-major on disk
-		t := make([]float32, n)
-		for j := 0; j < cols; j++ {
-			for i := 0; i < rows; i++ {
-				t[i*cols+j] = data[j*rows+i]
+	return data, nil
+}
+
+// matrix returns data, l's elements in file order, as a row-major
+// matrix.
+func (l npyLayout) matrix(data []float32) blas32.General {
+	m := blas32.General{Rows: l.rows, Cols: l.cols, Stride: l.cols, Data: data}
+	if l.fortran { // column-major on disk
+		t := make([]float32, l.n)
+		for j := 0; j < l.cols; j++ {
+			for i := 0; i < l.rows; i++ {
+				t[i*l.cols+j] = data[j*l.rows+i]
 			}
 		}
 		m.Data = t
 	}
-	return m, nw.info(), nil
+	return m
 }
 
 // npyDtype returns the byte order and item size of the dtypes glmul reads:

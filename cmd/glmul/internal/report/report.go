@@ -137,12 +137,28 @@ func (r *Run) Write(w io.Writer, f Format) error {
 	return r.writeText(w)
 }
 
+// lineFunc prints one labelled line of a text report: the label in a
+// column of its own, then the value.
+type lineFunc func(label, format string, args ...any)
+
+// writeText formats r as labelled lines: what was multiplied and how, the
+// stages' times, the rates, and the validation.
 func (r *Run) writeText(out io.Writer) error {
 	w := &errWriter{w: out}
-	i, t, s := r.Device, r.Timings, r.Summary
 	p := func(label, format string, args ...any) {
 		fmt.Fprintf(w, "%-10s %s\n", label, fmt.Sprintf(format, args...))
 	}
+	r.writeSetup(p)
+	r.writeStages(p)
+	r.writeRates(p)
+	p("validate", "%s", r.Validation)
+	return w.err
+}
+
+// writeSetup prints what was multiplied, on what device and backend, with
+// which kernel, staging and panels.
+func (r *Run) writeSetup(p lineFunc) {
+	i, t := r.Device, r.Timings
 	if len(r.Inputs) == 2 {
 		p("product", "C = A·B in float32, A %d×%d from %s, B %d×%d from %s", r.M, r.K, r.Inputs[0], r.K, r.N, r.Inputs[1])
 	} else {
@@ -168,12 +184,31 @@ func (r *Run) writeText(out io.Writer) error {
 	if t.Panels != "" {
 		p("panels", "%s", t.Panels)
 	}
+}
+
+// writeStages prints the stages' times: upload, compute and readback,
+// each measured alone or, in a pipelined product, as its busy time within
+// it.
+func (r *Run) writeStages(p lineFunc) {
+	t, s := r.Timings, r.Summary
 	if t.Overlapping {
 		p("", "stage times below: each stage's busy time within the pipelined product")
 		p("upload", "%8.2f ms  host copies into staging %s", s.UploadMS, rate(t.UploadBytes, t.Upload))
 	} else {
 		p("upload", "%8.2f ms  %s%s", s.UploadMS, rate(t.UploadBytes, t.Upload), cold(s.FirstUploadMS))
 	}
+	r.writeCompute(p)
+	if t.Overlapping {
+		p("readback", "%8.2f ms  host copies out of staging %s", s.ReadbackMS, rate(t.ReadbackBytes, t.Readback))
+	} else {
+		p("readback", "%8.2f ms  %s%s", s.ReadbackMS, rate(t.ReadbackBytes, t.Readback), cold(s.FirstReadbackMS))
+	}
+}
+
+// writeCompute prints the kernel's time and where it comes from: the GL
+// timer or the wall clock.
+func (r *Run) writeCompute(p lineFunc) {
+	i, t, s := r.Device, r.Timings, r.Summary
 	src := "GL timer"
 	if s.TimingSource == "wall" {
 		src = "wall clock after glFinish: " + noTimer(i.Version)
@@ -194,11 +229,13 @@ func (r *Run) writeText(out io.Writer) error {
 			p("", "%8.2f ms mean wall clock after glFinish", s.WallMeanMS)
 		}
 	}
-	if t.Overlapping {
-		p("readback", "%8.2f ms  host copies out of staging %s", s.ReadbackMS, rate(t.ReadbackBytes, t.Readback))
-	} else {
-		p("readback", "%8.2f ms  %s%s", s.ReadbackMS, rate(t.ReadbackBytes, t.Readback), cold(s.FirstReadbackMS))
-	}
+}
+
+// writeRates prints the pipelined product's time and the GFLOPS, with a
+// note where the kernel's runs alone took longer than the whole pipelined
+// product.
+func (r *Run) writeRates(p lineFunc) {
+	t, s := r.Timings, r.Summary
 	if t.Steps > 1 {
 		p("pipelined", "%8.2f ms end to end in %d steps, the next step's upload and the last one's readback overlapping compute: %s",
 			s.EndToEndMS, t.Steps, overlap(s))
@@ -225,8 +262,6 @@ func (r *Run) writeText(out io.Writer) error {
 		p("note", "the compute runs' mean (%.2f ms, the whole product at once) is longer than the whole pipelined product (%.2f ms, the same work in row bands, transfers included): measured, not a slip of arithmetic; the GPU did the bands faster than the whole",
 			s.KernelMeanMS, s.EndToEndMS)
 	}
-	p("validate", "%s", r.Validation)
-	return w.err
 }
 
 // noTimer says why kernel times come from the wall clock on the context

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/glmul/glmul/cmd/glmul/internal/report"
+	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/tuning"
+)
+
+// What glmul tune keeps of its sweeps: the outcome it prints, the tuning
+// cache it saves the winners to, and -show, which prints that cache.
+
+// finish prints the classes done, then returns the error that saving
+// them met, if any, and, where Ctrl-C interrupted the tuning, an
+// interruptedError that says what was kept (a save error then goes to
+// stderr first).
+func (f *tuneFlags) finish(stdout, stderr io.Writer, d *glcompute.Device, results, done []classResult, path string, st *tuneState, interrupted bool, started time.Time) error {
+	// The results are printed even when saving failed: minutes of
+	// measuring are not thrown away.
+	if len(done) > 0 {
+		if err := f.write(stdout, d.Info(), done, path, st.saved, time.Since(started)); err != nil {
+			return err
+		}
+	}
+	if st.saveErr != nil {
+		err := fmt.Errorf("tune: the results above could not be saved to %s: %w", path, st.saveErr)
+		if !interrupted {
+			return err
+		}
+		fmt.Fprintf(stderr, "glmul: %v\n", err)
+	}
+	if interrupted {
+		return interruptedError{f.kept(results, done, path, st.saveErr == nil)}
+	}
+	return nil
+}
+
+// kept says what an interrupted tune kept, for its last line: done are
+// the classes printed (the last one interrupted, if it measured anything)
+// of results, the classes it was to tune.
+func (f *tuneFlags) kept(results, done []classResult, path string, savedOK bool) string {
+	var names []string
+	var cut *classResult
+	for i := range done {
+		if done[i].Interrupted {
+			cut = &done[i]
+		} else {
+			names = append(names, string(done[i].Class))
+		}
+	}
+	var s string
+	switch {
+	case len(names) == 0:
+		s = "no shape class finished"
+	case !f.save:
+		s = fmt.Sprintf("%s finished (not saved: -save=false)", strings.Join(names, ", "))
+	case !savedOK:
+		s = fmt.Sprintf("%s finished (saving failed)", strings.Join(names, ", "))
+	default:
+		s = fmt.Sprintf("%s finished (saved to %s)", strings.Join(names, ", "), path)
+	}
+	switch {
+	case cut != nil:
+		s += fmt.Sprintf("; %s was interrupted: the candidates it measured so far (%d) are printed, not saved", cut.Class, len(cut.Candidates))
+	case len(done) < len(results):
+		s += fmt.Sprintf("; %s was interrupted before its first candidate", results[len(done)].Class)
+	}
+	return s
+}
+
+// write prints the sweeps' outcome: a line per class with its winner, and
+// every candidate's rate by class.
+func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResult, path string, saved []string, took time.Duration) error {
+	builtin, _ := tuning.Builtin(tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version})
+	savedTo := ""
+	if len(saved) > 0 {
+		savedTo = path
+	}
+	tuned := len(results)
+	if tuned > 0 && results[tuned-1].Interrupted {
+		tuned--
+	}
+	t := report.Table{Header: []string{"class", "rank", "kernel", "GFLOPS", "vs best", "valid"},
+		JSON: map[string]any{"device": info, "n": f.n, "reps": f.reps, "builtin_default": builtin, "classes": results,
+			"saved_to": savedTo, "seconds": took.Seconds()},
+		Preamble: [][2]string{
+			{"device", fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, info.API())},
+			{"tuned", fmt.Sprintf("%d shape class(es), %d candidates and the built-in choice each, in %.0f s; a rate is the geometric mean over the class's products of medians of %d runs, every product validated",
+				tuned, len(f.specs), took.Seconds(), f.reps)}}}
+	skipped := 0
+	for _, r := range results {
+		if r.Interrupted {
+			t.Preamble = append(t.Preamble, [2]string{"stopped", fmt.Sprintf("%s (%s): Ctrl-C after %d of its %d first-pass candidates; fastest so far %s: %s GFLOPS (tiled32: %s); not saved",
+				r.Class, strings.Join(r.Shapes, ", "), len(r.Candidates), r.runs(f.specs)-1, r.Best.Kernel, report.FormatGFLOPS(r.Best.GFLOPS), report.FormatGFLOPS(r.Tiled32.GFLOPS))})
+		} else {
+			verdict := "tuned"
+			if !r.Saved {
+				verdict = fmt.Sprintf("the built-in choice kept: the best is not %.0f%% faster", 100*(tuning.TunedMargin-1))
+			}
+			t.Preamble = append(t.Preamble, [2]string{"best", fmt.Sprintf("%s (%s): %s: %s GFLOPS (built-in choice: %s; tiled32: %s); %s", r.Class, strings.Join(r.Shapes, ", "), r.Best.Kernel,
+				report.FormatGFLOPS(r.Best.GFLOPS), report.FormatGFLOPS(r.Builtin.GFLOPS), report.FormatGFLOPS(r.Tiled32.GFLOPS), verdict)})
+		}
+		for i, c := range r.Candidates {
+			if c.Error != "" && c.GFLOPS == 0 {
+				skipped++
+				continue
+			}
+			mark := ""
+			if c.Kernel == builtinChoice {
+				mark = " (built-in choice, shape by shape)"
+			}
+			vsBest := "-"
+			if r.Best.GFLOPS > 0 { // an interrupted class may have measured only invalid ones
+				vsBest = fmt.Sprintf("%.0f%%", 100*c.GFLOPS/r.Best.GFLOPS)
+			}
+			t.Rows = append(t.Rows, []string{string(r.Class), fmt.Sprint(i + 1), c.Kernel + mark, report.FormatGFLOPS(c.GFLOPS),
+				vsBest, fmt.Sprint(c.Valid)})
+		}
+	}
+	if len(saved) > 0 {
+		t.Preamble = append(t.Preamble, [2]string{"saved", fmt.Sprintf("%s to %s; glmul now uses them on this driver", strings.Join(saved, ", "), path)})
+	}
+	if skipped > 0 {
+		t.Notes = []string{fmt.Sprintf("skipped  %d candidate runs that do not fit this device or failed to compile (-format json lists why)", skipped)}
+	}
+	return t.Write(w, f.format)
+}
+
+// saveTuned stores r's winner in the cache at path for the driver of info
+// where it beat the built-in choice (r.Saved), and otherwise removes the
+// class's entry: glmul then keeps its built-in choice for the class.
+func saveTuned(path string, info glcompute.Info, r *classResult) error {
+	cache, err := tuning.Load(path)
+	if err != nil {
+		return err
+	}
+	drv := tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version}
+	if r.Saved {
+		cache.Put(tuning.Entry{Driver: drv, Class: r.Class, Kernel: r.Best.Kernel, GFLOPS: r.Best.GFLOPS, N: r.shapes[len(r.shapes)/2][2], When: time.Now().UTC()})
+	} else {
+		cache.Delete(drv, r.Class)
+	}
+	return cache.Save(path)
+}
+
+// showTuning prints the cache and what this device uses now, in format:
+// text lines, or a JSON object (showJSON).
+func showTuning(dev *deviceFlags, path string, stdout io.Writer, format report.Format) error {
+	cache, err := tuning.Load(path)
+	if err != nil {
+		return err
+	}
+	for i := range cache.Entries {
+		if cache.Entries[i].Class == "" { // written before classes
+			cache.Entries[i].Class = tuning.Square
+		}
+	}
+	if format == report.JSON {
+		d, err := dev.open()
+		if err != nil {
+			return err
+		}
+		defer d.Release()
+		return (&report.Table{JSON: newShowJSON(path, cache, d.Info())}).Write(stdout, report.JSON)
+	}
+	fmt.Fprintf(stdout, "cache    %s (%d entries)\n", path, len(cache.Entries))
+	for _, e := range cache.Entries {
+		fmt.Fprintf(stdout, "  %s | %s | %s, %s: %s, %.1f GFLOPS at n=%d, %s\n", e.Vendor, e.Renderer, e.Version, e.Class, e.Kernel, e.GFLOPS, e.N, e.When.Format("2006-01-02"))
+	}
+	d, err := dev.open()
+	if err != nil {
+		return err
+	}
+	defer d.Release()
+	i := d.Info()
+	fmt.Fprintf(stdout, "device   %s | %s | %s\n", i.Vendor, i.Renderer, i.API())
+	fmt.Fprintf(stdout, "uses     %s: %s\n", i.DefaultKernel, i.DefaultKernelSource)
+	for _, c := range tuning.Classes {
+		if k, ok := i.ClassKernels[string(c)]; ok {
+			fmt.Fprintf(stdout, "uses     %s for %s products (tuned by glmul tune)\n", k, c)
+		}
+	}
+	return nil
+}
+
+// showJSON is glmul tune -show -format json: the cache, the device, and
+// the kernel each shape class uses on it.
+type showJSON struct {
+	Cache   string         `json:"cache"`
+	Entries []tuning.Entry `json:"entries"` // every driver's, as the file holds them
+	Device  glcompute.Info `json:"device"`
+	Classes []showClass    `json:"classes"`
+}
+
+// showClass is the kernel a shape class's products run on the device.
+type showClass struct {
+	Class  tuning.Class `json:"class"`
+	Kernel string       `json:"kernel"`
+	// Source says where the choice came from: glmul tune, or, for square
+	// products and a class it did not tune, the default kernel's source
+	// (glcompute.Info.DefaultKernelSource). An untuned class runs the
+	// default shape by shape: its small-grid or natural-A variant where a
+	// product fits it badly (Info.SmallGridKernel, Info.NaturalKernel).
+	Source string `json:"source"`
+}
+
+func newShowJSON(path string, cache tuning.Cache, i glcompute.Info) showJSON {
+	s := showJSON{Cache: path, Entries: cache.Entries, Device: i}
+	if s.Entries == nil {
+		s.Entries = []tuning.Entry{}
+	}
+	for _, c := range tuning.Classes {
+		k, ok := i.ClassKernels[string(c)]
+		switch {
+		case ok:
+			s.Classes = append(s.Classes, showClass{c, k, "tuned by glmul tune"})
+		case c == tuning.Square:
+			s.Classes = append(s.Classes, showClass{c, i.DefaultKernel, i.DefaultKernelSource})
+		default:
+			s.Classes = append(s.Classes, showClass{c, i.DefaultKernel, "not tuned for this class: the default, shape by shape (" + i.DefaultKernelSource + ")"})
+		}
+	}
+	return s
+}

@@ -1,0 +1,123 @@
+package glcompute
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/glmul/glmul/glcompute/internal/egl"
+	"github.com/glmul/glmul/glcompute/internal/glw"
+)
+
+// Scope runs f, whose glmul calls on d (products, uploads, fences, ...)
+// then share one save and restore of a borrowed context's GL state and one
+// full memory barrier at the end: a host that queues several products a
+// frame pays for these once. Inside, each product is followed only by a
+// shader storage barrier, so later products see the earlier ones' results;
+// the host's own draws and compute passes see them after Scope returns.
+// Scope returns f's error. Scopes do not nest: a Scope inside f panics.
+//
+// Thread rule: a borrowed Device's Scope runs on the host's GL thread, and
+// f must make its glmul calls on that thread; the host must not change the
+// GL state that glmul uses (current program, shader storage bindings 0–2;
+// with the cpu kernel also the active texture unit and units 0–1's buffer
+// textures) inside f: resident products inside a Scope skip binding what
+// the previous one left bound. An owned Device's Scope may be called from any goroutine; its
+// calls from other goroutines during f get the lighter barrier too.
+func (d *Device) Scope(f func() error) error {
+	d.mu.Lock()
+	if d.released {
+		d.mu.Unlock()
+		panic("glcompute: use of a released Device")
+	}
+	if d.scoped {
+		d.mu.Unlock()
+		panic("glcompute: nested Scope")
+	}
+	var saved glw.State
+	if d.borrowed {
+		d.checkHostContext()
+		saved = glw.SaveState(stateBindings)
+		d.saved = &saved
+	}
+	d.scoped = true
+	d.bound = boundState{}
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.scoped = false
+		d.saved = nil
+		d.bound = boundState{}
+		switch {
+		case d.released:
+		case d.borrowed:
+			glw.BarrierAll()
+			saved.Restore()
+		default:
+			d.thread.Call(glw.BarrierAll)
+		}
+	}()
+	return f()
+}
+
+// nativeBinding is a window system's OpenGL binding (GLX, WGL): its
+// current context, and its loader for GL functions.
+type nativeBinding struct {
+	name    string
+	current func() uintptr
+	getProc func(string) unsafe.Pointer
+}
+
+// stateBindings is how many indexed shader storage bindings glmul uses
+// (0, 1, 2), all saved and restored in borrowed mode.
+const stateBindings = 3
+
+// NewDeviceFromCurrent returns a Device on the OpenGL context current on the
+// calling thread: a game engine's, say. It starts no goroutine, opens no
+// window and installs no debug callback. It loads the GL functions through
+// EGL when an EGL context is current, else through GLX; loading again is
+// harmless if the host already did. Every call saves the GL state it
+// touches (current program, shader storage bindings 0–2 and the generic
+// one; with a kernel that reads through buffer textures, the cpu family,
+// also the active texture unit and the buffer textures of units 0 and 1)
+// and restores it before returning.
+//
+// A borrowed Device never calls glGetError: that would consume the host's
+// error flags and blame them on glmul. Compile and link failures are still
+// reported.
+//
+// Thread rule: call NewDeviceFromCurrent, and every method of the Device it
+// returns, on the host's GL thread with the same context current.
+func NewDeviceFromCurrent(opts *Options) (*Device, error) {
+	opts.check()
+	d := &Device{programs: map[string]*program{}, borrowed: true, born: time.Now()}
+	if opts != nil {
+		d.opts = *opts
+	}
+	var getProc func(string) unsafe.Pointer
+	switch {
+	case egl.CurrentContext() != 0:
+		d.hostContext, d.info.BackendNote = egl.CurrentContext, "the host's EGL context"
+		getProc = egl.GetProcAddress
+	case native.current() != 0:
+		d.hostContext, d.info.BackendNote = native.current, "the host's "+native.name+" context"
+		getProc = native.getProc
+	default:
+		return nil, fmt.Errorf("%w: no OpenGL context (EGL or %s) is current on this thread; make the host's context current first", ErrNoContext, native.name)
+	}
+	d.hostCurrent = d.hostContext()
+	if d.opts.GetProcAddress != nil {
+		getProc = d.opts.GetProcAddress
+	}
+	if d.opts.GLLoaded {
+		glw.LoadNamed(getProc) // go-gl's are the host's; glmul's own extra entry points still need loading
+	} else if err := glw.Init(getProc); err != nil {
+		return nil, fmt.Errorf("%w: loading OpenGL functions from the current context: %w", ErrNoContext, err)
+	}
+	d.info.Backend = BackendBorrowed
+	if err := d.initInfo(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}

@@ -1,0 +1,309 @@
+package glcompute
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/go-gl/gl/v4.3-core/gl"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/glcompute/internal/glw"
+)
+
+// TestScope chains dependent products inside one Scope, on a borrowed
+// context (one save and restore: glmul's program stays current between
+// the calls, the engine's state is back afterwards) and an owned one.
+func TestScope(t *testing.T) {
+	rng := rand.New(rand.NewPCG(101, 102))
+	a, b := paddedRandom(20, 24, 0, rng), paddedRandom(24, 24, 0, rng)
+	// C1 = A·B, C2 = 2·C1·B + 0 (gemm.comp), C3 = C2ᵀ... as a batch: each
+	// reads the previous one's result.
+	ab := cpu.New(20, 24)
+	cpu.Sgemm(ab, a, b)
+	want := cpu.New(20, 24)
+	cpu.Sgemm(want, ab, b)
+	check := func(t *testing.T, d *Device, inside func()) {
+		ga, gb := resident(t, d, a, 4), resident(t, d, b, 8)
+		c1, _ := d.NewMatrix(20, 24)
+		c2, _ := d.NewMatrix(20, 24)
+		defer c1.Release()
+		defer c2.Release()
+		err := d.Scope(func() error {
+			if err := c1.Mul(ga, gb); err != nil {
+				return err
+			}
+			if inside != nil {
+				inside()
+			}
+			return c2.Gemm(blas.NoTrans, blas.NoTrans, 2, c1, gb, 0)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := cpu.New(20, 24)
+		c2.Download(got)
+		for i := range got.Data {
+			w := 2 * want.Data[i]
+			if e := abs64(float64(got.Data[i] - w)); e > 1e-4*(1+abs64(float64(w))) {
+				t.Fatalf("C2[%d] = %v, want %v", i, got.Data[i], w)
+			}
+		}
+		mustPanic(t, "nested Scope", func() { d.Scope(func() error { return d.Scope(func() error { return nil }) }) })
+		wantErr := errors.New("from f")
+		if err := d.Scope(func() error { return wantErr }); err != wantErr {
+			t.Errorf("Scope returned %v, want f's error", err)
+		}
+	}
+	t.Run("owned", func(t *testing.T) { check(t, openDevice(t, BackendEGL), nil) })
+	t.Run("borrowed", func(t *testing.T) {
+		withBorrowedEGL(t, func(d *Device) {
+			setUpEngine(t)
+			before := readEngineState()
+			check(t, d, func() {
+				if s := readEngineState(); s.program == before.program {
+					t.Error("inside a Scope the engine's program was restored after a call: want one restore, at the end")
+				}
+			})
+			if after := readEngineState(); after != before {
+				t.Errorf("after Scope the engine's state changed:\n before %+v\n after  %+v", before, after)
+			}
+		})
+	})
+}
+
+// TestScopeRebindsWhatChanged: inside one Scope resident products skip
+// binding what the previous one left bound; a sequence that changes
+// matrices, offsets and programs (fast, gemm.comp, a fence between) must
+// still read the right operands every time.
+func TestScopeRebindsWhatChanged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(103, 104))
+	a, a2 := paddedRandom(20, 24, 0, rng), paddedRandom(20, 24, 0, rng)
+	b, b2 := paddedRandom(24, 24, 0, rng), paddedRandom(24, 24, 0, rng)
+	run := func(t *testing.T, d *Device) {
+		// a and a2 in one buffer, b and b2 in another: ranges of the same
+		// buffer that differ only in where they start.
+		pair := func(x, y blas32.General, offX, offY int) (*Matrix, *Matrix) {
+			holder, err := d.NewMatrix(1, offY+y.Rows*y.Stride+64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(holder.Release)
+			var gs [2]*Matrix
+			for i, m := range []struct {
+				g   blas32.General
+				off int
+			}{{x, offX}, {y, offY}} {
+				if gs[i], err = d.WrapBuffer(holder.Buffer(), m.off, m.g.Rows, m.g.Cols, m.g.Stride); err == nil {
+					err = gs[i].Upload(m.g)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			return gs[0], gs[1]
+		}
+		ga, ga2 := pair(a, a2, 4, 4+20*24+4096)
+		gb, gb2 := pair(b, b2, 0, 24*24+8192)
+		steps := []struct {
+			x, y   blas32.General
+			gx, gy *Matrix
+			transB bool
+		}{{a, b, ga, gb, false}, {a2, b2, ga2, gb2, false}, {a, b2, ga, gb2, false}, {a, b, ga, gb, false},
+			{a, b2, ga, gb2, true}, {a, b2, ga, gb2, false}, {a2, b, ga2, gb, false}, {a2, b, ga2, gb, false}}
+		cs := make([]*Matrix, len(steps))
+		for i := range cs {
+			cs[i] = resident(t, d, cpu.New(20, 24), 4*i)
+		}
+		// Last, a product that reads step 0's result, written inside the
+		// same Scope (only a storage barrier between).
+		chain := resident(t, d, cpu.New(20, 24), 0)
+		err := d.Scope(func() error {
+			for i, s := range steps {
+				tB := blas.NoTrans
+				if s.transB {
+					tB = blas.Trans
+				}
+				if err := cs[i].Gemm(blas.NoTrans, tB, 1, s.gx, s.gy, 0); err != nil {
+					return err
+				}
+				if i == 2 {
+					d.Fence().Release()
+				}
+			}
+			return chain.Mul(cs[0], gb)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range steps {
+			tB := blas.NoTrans
+			if s.transB {
+				tB = blas.Trans
+			}
+			got := cpu.New(20, 24)
+			if err := cs[i].Download(got); err != nil {
+				t.Fatal(err)
+			}
+			ref, bound := gemmRef(blas.NoTrans, tB, 1, s.x, s.y, 0, got)
+			for j := range ref {
+				if e := math.Abs(float64(got.Data[j]) - ref[j]); !(e <= bound[j]) && e != 0 {
+					t.Fatalf("step %d: C[%d] = %v, want %v", i, j, got.Data[j], ref[j])
+				}
+			}
+		}
+		c0, got := cpu.New(20, 24), cpu.New(20, 24)
+		if err := errors.Join(cs[0].Download(c0), chain.Download(got)); err != nil {
+			t.Fatal(err)
+		}
+		ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, c0, b, 0, got)
+		for j := range ref {
+			if e := math.Abs(float64(got.Data[j]) - ref[j]); !(e <= bound[j]) && e != 0 {
+				t.Fatalf("the product of step 0's result: C[%d] = %v, want %v", j, got.Data[j], ref[j])
+			}
+		}
+	}
+	// The device's choice, a storage-buffer kernel and the cpu kernel
+	// (which binds its textures every time, and reads step 0's result
+	// through a texel fetch).
+	for _, kernel := range []string{"", "fast:64x64x8_4x4", "cpu"} {
+		force := func(d *Device) *Device {
+			if kernel != "" {
+				d.info.DefaultKernel, d.info.SmallGridKernel, d.info.ClassKernels = kernel, "", nil
+			}
+			return d
+		}
+		t.Run("owned/kernel="+kernel, func(t *testing.T) { run(t, force(openDevice(t, BackendEGL))) })
+		t.Run("borrowed/kernel="+kernel, func(t *testing.T) { withBorrowedEGL(t, func(d *Device) { run(t, force(d)) }) })
+	}
+}
+
+// TestBorrowedOutOfMemory asks a borrowed context for a 16 TiB buffer: the
+// error must match ErrOutOfMemory, and the GL error flag must still hold
+// GL_OUT_OF_MEMORY for the host (glmul never reads it).
+func TestBorrowedOutOfMemory(t *testing.T) {
+	withBorrowedEGL(t, func(d *Device) {
+		for gl.GetError() != gl.NO_ERROR {
+		}
+		var err error
+		var b glw.Buffer
+		d.call(func() { b, err = d.newBuffer(1<<44, nil, glw.StaticDraw, "a 16 TiB buffer") })
+		if err == nil {
+			// NVIDIA 580 accepts a 16 TiB glBufferData with no error and
+			// the full GL_BUFFER_SIZE (it allocates lazily); there is
+			// nothing to detect at allocation time.
+			d.call(b.Release)
+			t.Skipf("the driver (%s) allocated 16 TiB without an error: it commits memory lazily", d.Info().Version)
+		}
+		if !errors.Is(err, ErrOutOfMemory) {
+			t.Fatalf("err = %v, want ErrOutOfMemory", err)
+		}
+		if e := gl.GetError(); e != gl.OUT_OF_MEMORY {
+			t.Errorf("the host's GL error flag reads 0x%x, want GL_OUT_OF_MEMORY left for it", e)
+		}
+	})
+}
+
+// TestBorrowedWrongThread calls a borrowed Device from a goroutine whose
+// thread does not have the context current: a clear panic, not a silent
+// no-op.
+func TestBorrowedWrongThread(t *testing.T) {
+	withBorrowedEGL(t, func(d *Device) {
+		m, c := newMatrix(t, d, 4, 4), newMatrix(t, d, 4, 4)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runtime.LockOSThread() // a thread that never had the context
+			defer runtime.UnlockOSThread()
+			mustPanic(t, "context is not current", func() { c.Mul(m, m) })
+			mustPanic(t, "context is not current", func() { d.NewMatrix(2, 2) })
+		}()
+		<-done
+	})
+}
+
+// TestMisuseMatchesDocs covers API misuse the docs describe: a bad
+// transpose panics as gonum's does; a released Fence cannot be waited on;
+// Matrix and Fence Release after the Device's is harmless; BLAS.Sgemm after
+// the Device's Release computes on the CPU.
+func TestMisuseMatchesDocs(t *testing.T) {
+	for _, borrowed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("borrowed=%v", borrowed), func(t *testing.T) {
+			body := func(d *Device) {
+				m, _ := d.NewMatrix(4, 4)
+				w, _ := d.WrapBuffer(m.Buffer(), 0, 4, 4, 4)
+				mustPanic(t, "bad transpose", func() { m.Gemm('X', blas.NoTrans, 1, w, w, 0) })
+				f := d.Fence()
+				f.Release()
+				f.Release()
+				mustPanic(t, "released Fence", func() { f.Wait(0) })
+				live := d.Fence()
+				blasImpl := BLAS{Device: d, Threshold: 1}
+				d.Release()
+				m.Release()
+				w.Release()
+				m.Release()
+				live.Release()
+				rng := rand.New(rand.NewPCG(7, 7))
+				a, b := cpu.Random(9, 9, rng), cpu.Random(9, 9, rng)
+				c := cpu.New(9, 9)
+				blasImpl.Sgemm(blas.NoTrans, blas.NoTrans, 9, 9, 9, 1, a.Data, 9, b.Data, 9, 0, c.Data, 9)
+				want := cpu.New(9, 9)
+				cpu.Sgemm(want, a, b)
+				for i := range c.Data {
+					if abs64(float64(c.Data[i]-want.Data[i])) > 1e-5 {
+						t.Fatalf("Sgemm after Release: C[%d] = %v, want %v", i, c.Data[i], want.Data[i])
+					}
+				}
+			}
+			if borrowed {
+				withBorrowedEGL(t, body)
+			} else {
+				body(openDevice(t, BackendEGL))
+			}
+		})
+	}
+}
+
+// TestBorrowedLoader checks that NewDeviceFromCurrent loads go-gl through
+// the host's GetProcAddress when given one, and loads nothing with
+// GLLoaded.
+func TestBorrowedLoader(t *testing.T) {
+	defer hostEGL(t)()
+	var lookups int
+	var looked []string
+	hostLoader := func(name string) unsafe.Pointer {
+		lookups++
+		looked = append(looked, name)
+		return hostProc(name)
+	}
+	d, err := NewDeviceFromCurrent(&Options{GetProcAddress: hostLoader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Release()
+	if lookups == 0 {
+		t.Error("Options.GetProcAddress was not used")
+	}
+	lookups, looked = 0, nil
+	d, err = NewDeviceFromCurrent(&Options{GetProcAddress: hostLoader, GLLoaded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	// Only glmul's own entry point, none of go-gl's.
+	if lookups > 1 || lookups == 1 && looked[0] != "glGetNamedBufferParameteri64v" {
+		t.Errorf("with GLLoaded, %d functions were looked up: %v", lookups, looked)
+	}
+	m, err := d.NewMatrix(2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Release()
+}

@@ -1,0 +1,243 @@
+package glcompute
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/glcompute/internal/dispatch"
+	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/tuning"
+	"github.com/glmul/glmul/shaders"
+)
+
+// hostProduct is one Mul of host matrices: its kernel and plan, its GPU
+// buffers (rows padded as the kernel needs), the split-K workspace, and the
+// progress of its dispatches. Every method runs on the device thread.
+type hostProduct struct {
+	d             *Device
+	o             *MulOptions
+	kernels       hostKernels
+	m, k, n       int
+	p, red        *program // the kernel; reduce.comp for split-K
+	chunks        dispatch.Plan
+	lda, ldb, ldc int
+	bufA, bufB    glw.Buffer
+	bufC, work    glw.Buffer
+	held          []pooled // A, B and C's buffers, from the device's pool
+	splits        int      // K slices: 1 without split-K
+	ksplit        int      // K per slice
+	// slots is how many of the kernel's work groups the GPU runs at once
+	// where known (0: unknown), and waveSplit says the K split only fills
+	// the last of several waves (tuning.AutoSplitK).
+	slots     int
+	waveSplit bool
+	reduce    []dispatch.LinearChunk
+	progress  progress
+	// edge and edges: where the kernel's tiles leave strips of C past
+	// whole tiles, a smaller-tiled kernel and its dispatches over them
+	// (dispatch.Edges); chunks then covers the interior only.
+	edge  *program
+	edges []dispatch.Chunk
+	// tr, bufT and ldt: for a kernel that reads A transposed
+	// (Kernel.TransposeA), transpose.comp and the K×ldt transpose it
+	// writes from bufA before each product or band (transposeA).
+	tr   *program
+	bufT glw.Buffer
+	ldt  int
+}
+
+// kernelA is the buffer the kernel reads A from: A, or its transpose.
+func (h *hostProduct) kernelA() glw.Buffer {
+	if h.tr != nil {
+		return h.bufT
+	}
+	return h.bufA
+}
+
+// offA4 is the kernel's offA4 for the rows of C from r0 on: A's row r0,
+// or the transpose's column r0 (bands start at multiples of 4 rows).
+func (h *hostProduct) offA4(r0 int) int {
+	if h.tr != nil {
+		return r0 / 4
+	}
+	return r0 * h.lda / 4
+}
+
+// plan compiles the kernel and plans the dispatches and the K split.
+func (h *hostProduct) plan() error {
+	var err error
+	if h.p, err = h.d.programOf(h.kernels.kern); err != nil {
+		return err
+	}
+	if h.chunks, err = dispatch.New(h.m, h.n, h.p.kernel.TileM, h.p.kernel.TileN, h.o.MaxGroups); err != nil {
+		return fmt.Errorf("glcompute: %w", err)
+	}
+	al := h.p.kernel.Align
+	h.lda, h.ldb, h.ldc = roundUp(h.k, al), roundUp(h.n, al), roundUp(h.n, al)
+	h.splits, h.ksplit = 1, h.k
+	kernelLda := h.lda
+	if h.p.kernel.TransposeA {
+		if h.tr, err = h.d.programOf(shaders.Transpose()); err != nil {
+			return err
+		}
+		h.ldt = roundUp(h.m, al)
+		kernelLda = h.ldt
+		if _, err := h.tr.plan(h.k, h.ldt, h.o.MaxGroups); err != nil {
+			return err
+		}
+	}
+	if h.p.kernel.TileM*h.p.kernel.TileN >= tuning.OneGroupPerSM {
+		h.slots = h.d.info.SMCount
+	}
+	if err := h.planEdges(); err != nil {
+		return err
+	}
+	split := h.o.SplitK
+	if groups, wave := h.chunks.GroupsX*h.chunks.GroupsY, tuning.Wave(h.d.tuningDriver()); split == 0 {
+		split = tuning.AutoSplitK(groups, h.k, wave, h.slots)
+		h.waveSplit = groups >= wave
+	}
+	if split > 1 && h.p.kernel.StepK > 0 {
+		h.ksplit = roundUp((h.k+split-1)/split, h.p.kernel.StepK)
+		h.splits = (h.k + h.ksplit - 1) / h.ksplit
+	}
+	h.p.prog.Use()
+	h.p.setUints(uniform{"M", h.m}, uniform{"K", h.k}, uniform{"N", h.n})
+	if h.p.kernel.Strided {
+		h.p.setUints(uniform{"lda", kernelLda}, uniform{"ldb", h.ldb}, uniform{"ldc", h.ldc},
+			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0}, uniform{"ksplit", h.ksplit})
+	}
+	if h.splits == 1 || h.o.Measure == nil && h.rowsPerBand() < h.m {
+		return nil // no pass runs the split: no workspace
+	}
+	count := h.m * h.ldc / 4 // vec4s of C
+	if err := h.d.checkBlock(fmt.Sprintf("the split-K workspace of %d partial results is", h.splits), 4*int64(h.splits)*int64(count)*4); err != nil {
+		return err
+	}
+	if h.red, err = h.d.programOf(shaders.Reduce()); err != nil {
+		return err
+	}
+	h.reduce = dispatch.Linear(count, h.red.kernel.Threads)
+	h.red.prog.Use()
+	h.red.setUints(uniform{"count", count}, uniform{"offC4", 0})
+	h.work, err = h.d.newBuffer(4*h.splits*h.m*h.ldc, nil, glw.StaticRead, "creating the split-K workspace")
+	if errors.Is(err, ErrOutOfMemory) && len(h.d.pool) > 0 {
+		h.d.drainPool()
+		h.d.clearErrors()
+		h.work, err = h.d.newBuffer(4*h.splits*h.m*h.ldc, nil, glw.StaticRead, "creating the split-K workspace")
+	}
+	return err
+}
+
+// planEdges replaces the kernel's plan by its interior and the strips past
+// it (dispatch.Edges), computed by the device's small-grid kernel in the
+// same pass, where tuning.UseEdges says the strips fit beside the
+// interior's last wave (h.slots known, the kernel's tiles filling a
+// multiprocessor) and the interior runs unsplit (edges write C, not the
+// split-K workspace): the K split plan then decides is 1.
+func (h *hostProduct) planEdges() error {
+	ek, k := h.kernels.edge, h.p.kernel
+	if h.slots == 0 || h.o.SplitK > 1 || ek.Name == "" || ek.Spec() == k.Spec() || !k.Strided {
+		return nil
+	}
+	if ek.StepK == 0 || ek.Textures != k.Textures { // one set of bindings serves both
+		return nil
+	}
+	interior, edges, ok := dispatch.Edges(h.m, h.n, k.TileM, k.TileN, ek.TileM, ek.TileN, h.o.MaxGroups)
+	if !ok {
+		return nil
+	}
+	groups := 0
+	for _, c := range edges {
+		groups += c.GroupsX * c.GroupsY
+	}
+	ig := interior.GroupsX * interior.GroupsY
+	if !tuning.UseEdges(ig, groups, h.slots) || h.o.SplitK == 0 && tuning.AutoSplitK(ig, h.k, tuning.Wave(h.d.tuningDriver()), h.slots) > 1 {
+		return nil
+	}
+	var err error
+	if h.edge, err = h.d.programOf(ek); err != nil {
+		return err
+	}
+	h.chunks, h.edges = interior, edges
+	return nil
+}
+
+// alloc takes the GPU buffers of A, B and C from the device's pool or
+// creates them (device memory, never mapped, where the driver has
+// glBufferStorage).
+func (h *hostProduct) alloc() error {
+	if h.o.MaxGPUMemory > 0 { // a cap counts this product's buffers only
+		h.d.drainPool()
+	}
+	immutable := h.d.stage().bufferStorage
+	type wanted struct {
+		buf   *glw.Buffer
+		bytes int
+		name  string
+	}
+	bufs := []wanted{{&h.bufA, 4 * h.m * h.lda, "A"}, {&h.bufB, 4 * h.k * h.ldb, "B"}, {&h.bufC, 4 * h.m * h.ldc, "C"}}
+	if h.tr != nil {
+		bufs = append(bufs, wanted{&h.bufT, 4 * h.k * h.ldt, "A's transpose"})
+	}
+	for _, x := range bufs {
+		b, ok := h.d.takeBuffer(x.bytes, immutable)
+		if !ok {
+			return fmt.Errorf("%w: %s: the driver could not allocate %s", ErrOutOfMemory, x.name, formatBytes(float64(x.bytes)))
+		}
+		*x.buf = b.buf
+		h.held = append(h.held, b)
+	}
+	return nil
+}
+
+// upload copies A and B into their buffers through the staging buffers
+// and poisons C with NaN (an element the kernel fails to write then fails
+// validation), and returns how long that took, to the GPU's finish.
+func (h *hostProduct) upload(a, b blas32.General) (time.Duration, error) {
+	start := time.Now()
+	st := h.d.stage()
+	for _, x := range []struct {
+		g   blas32.General
+		buf glw.Buffer
+		ld  int
+	}{{a, h.bufA, h.lda}, {b, h.bufB, h.ldb}} {
+		if hm := h.d.hostMatrix(x.g, x.ld); hm != nil {
+			hm.copyIn(view{buf: x.buf}, 0, hm.Rows)
+		} else if err := st.upload(view{buf: x.buf, stride: x.ld}, x.g); err != nil {
+			return 0, err
+		}
+	}
+	if err := h.d.poison(h.bufC, 4*h.m*h.ldc); err != nil {
+		return 0, err
+	}
+	glw.Finish()
+	return time.Since(start), h.d.checkError("uploading A and B")
+}
+
+// readBack copies C into c through the staging buffers and returns how
+// long that took.
+func (h *hostProduct) readBack(c blas32.General) (time.Duration, error) {
+	start := time.Now()
+	if hm := h.d.hostMatrix(c, h.ldc); hm != nil {
+		f := hm.copyOut(view{buf: h.bufC}, 0, hm.Rows)
+		f.Signaled(^uint64(0))
+		f.Release()
+	} else if err := h.d.stage().download(c, view{buf: h.bufC, stride: h.ldc}); err != nil {
+		return 0, err
+	}
+	return time.Since(start), h.d.checkError("reading C back")
+}
+
+// release returns A, B and C's buffers (and A's transpose) to the
+// device's pool and deletes the workspace.
+func (h *hostProduct) release() {
+	if len(h.held) > 0 { // a product that failed before allocating keeps the pool as it was
+		h.d.keepBuffers(h.held)
+	}
+	h.held, h.bufA, h.bufB, h.bufC, h.bufT = nil, 0, 0, 0, 0
+	h.work.Release()
+}

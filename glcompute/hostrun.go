@@ -1,0 +1,223 @@
+package glcompute
+
+import (
+	"time"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/glcompute/internal/dispatch"
+	"github.com/glmul/glmul/glcompute/internal/glw"
+)
+
+// pipelineBands is how many row bands of C a product in one piece is
+// pipelined in (fewer when M is under that many tiles).
+const pipelineBands = 4
+
+// pipelined runs the product once in row bands of C (bandRows): B and
+// A's first band up, then, while the GPU computes band i, the host uploads
+// band i+1 of A and reads back band i−1 of C. A kernel without row offsets
+// (tiled32) and a product split along K to fill the GPU run as one band;
+// one split only to fill its last wave (waveSplit) runs its bands unsplit,
+// the bands cut to whole waves instead.
+func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total int)) (passTimes, error) {
+	rowsPer := h.rowsPerBand()
+	var steps []pipeStep
+	for r0 := 0; r0 < h.m; r0 += rowsPer {
+		rows := min(rowsPer, h.m-r0)
+		s := pipeStep{
+			up:     []upTransfer{{dst: view{buf: h.bufA, off: r0 * h.lda, stride: h.lda}, src: part{m: a, r0: r0, rows: rows, cols: h.k}}},
+			c:      view{buf: h.bufC, off: r0 * h.ldc, stride: h.ldc},
+			out:    part{m: c, r0: r0, rows: rows, cols: h.n},
+			poison: rows * h.ldc,
+			run:    h.band(r0, rows),
+		}
+		if r0 == 0 {
+			s.up = append([]upTransfer{{dst: view{buf: h.bufB, stride: h.ldb}, src: part{m: b, rows: h.k, cols: h.n}}}, s.up...)
+		}
+		if rows == h.m {
+			s.run = func() error { h.bind(); h.run(); return nil }
+		}
+		steps = append(steps, s)
+	}
+	pl := &pipeline{d: h.d, o: h.o, steps: steps, report: report}
+	return pl.run()
+}
+
+// rowsPerBand is how many rows of C a step of the pipelined pass
+// computes: h.m (one step) for a kernel without row offsets and for a
+// product split along K to fill the GPU.
+func (h *hostProduct) rowsPerBand() int {
+	k := h.p.kernel
+	if !k.Strided || h.splits > 1 && !h.waveSplit {
+		return h.m
+	}
+	waveRows := 0
+	if h.slots > 0 {
+		waveRows = h.slots / h.chunks.GroupsX
+	}
+	return bandRows(h.m, k.TileM, pipelineBands, max(h.lda, h.ldc), h.d.stage().bytes, waveRows)
+}
+
+// band returns the step that computes rows [r0, r0+rows) of C: the kernel
+// with its row offsets moved to the band.
+func (h *hostProduct) band(r0, rows int) func() error {
+	return func() error {
+		if h.tr != nil {
+			h.transposeA(r0, rows)
+		}
+		h.p.prog.Use()
+		h.d.bindStorage(h.p, 0, h.kernelA(), 0, 0)
+		h.d.bindStorage(h.p, 1, h.bufB, 0, 0)
+		h.bufC.BindStorage(2)
+		h.p.setUints(uniform{"M", rows}, uniform{"offA4", h.offA4(r0)}, uniform{"offC4", r0 * h.ldc / 4}, uniform{"ksplit", h.k})
+		if h.edge != nil { // the band's own interior and strips
+			k, ek := h.p.kernel, h.edge.kernel
+			if interior, edges, ok := dispatch.Edges(rows, h.n, k.TileM, k.TileN, ek.TileM, ek.TileN, h.o.MaxGroups); ok {
+				h.p.dispatchChunks(interior)
+				h.runEdges(edges, rows, r0)
+				return nil
+			}
+		}
+		_, err := h.p.dispatchTiles(rows, h.n, h.o.MaxGroups)
+		return err
+	}
+}
+
+// runEdges queues the edge kernel over the strips edges of the rows of C
+// from r0 on (rows of them), with no barrier before: the strips are
+// elements of C that the interior's dispatches do not write.
+func (h *hostProduct) runEdges(edges []dispatch.Chunk, rows, r0 int) {
+	h.edge.prog.Use()
+	if h.tr != nil { // the edge kernel reads A as it is
+		h.d.bindStorage(h.edge, 0, h.bufA, 0, 0)
+	}
+	h.edge.setUints(uniform{"M", rows}, uniform{"K", h.k}, uniform{"N", h.n}, uniform{"lda", h.lda}, uniform{"ldb", h.ldb},
+		uniform{"ldc", h.ldc}, uniform{"offA4", r0 * h.lda / 4}, uniform{"offB4", 0}, uniform{"offC4", r0 * h.ldc / 4}, uniform{"ksplit", h.k})
+	h.edge.dispatchChunks(dispatch.Plan{Chunks: edges})
+}
+
+// transposeA writes rows [r0, r0+rows) of A as columns of bufT (the last
+// rows also the zero columns up to ldt), then the storage barrier that
+// makes them visible to the kernel. No barrier before it: no dispatch
+// still queued reads what it writes (bands write disjoint columns, and the
+// runs of a product and products follow a glFinish or a readback); one
+// there cost the pipelined 4096³ 0.5-1.3 ms of its overlap on the H100.
+// It leaves its own program and bindings: the kernel's are made again
+// after it.
+func (h *hostProduct) transposeA(r0, rows int) {
+	cols := rows
+	if r0+rows == h.m {
+		cols = h.ldt - r0
+	}
+	h.tr.prog.Use()
+	h.d.bindStorage(h.tr, 0, h.bufA, 0, 0)
+	h.bufT.BindStorage(2)
+	h.tr.transpose(rows, cols, h.k, h.lda, h.ldt, r0*h.lda, r0, h.o.MaxGroups) // its plan was checked in plan
+}
+
+// transpose queues transpose.comp (tr, in use, with A bound at 0 and T at
+// 2): rows rows of A (K floats each, lda apart, from element offA) become
+// columns offT… of T (K rows, ldt apart), cols of them, those past rows
+// written as zero; then the storage barrier that makes T visible to the
+// kernel.
+func (tr *program) transpose(rows, cols, k, lda, ldt, offA, offT, maxGroups int) error {
+	tr.setUints(uniform{"rows", rows}, uniform{"cols", cols}, uniform{"K", k}, uniform{"lda", lda},
+		uniform{"ldt", ldt}, uniform{"offA", offA}, uniform{"offT", offT})
+	if _, err := tr.dispatchTiles(k, cols, maxGroups); err != nil {
+		return err
+	}
+	glw.BarrierStorage()
+	return nil
+}
+
+// bind binds A, B and C (or the split-K workspace) for the kernel.
+func (h *hostProduct) bind() {
+	h.d.bindStorage(h.p, 0, h.kernelA(), 0, 0)
+	h.d.bindStorage(h.p, 1, h.bufB, 0, 0)
+	if h.splits > 1 {
+		h.work.BindStorage(2)
+	} else {
+		h.bufC.BindStorage(2)
+	}
+}
+
+// unbindAll empties storage bindings 0–2, the current program and the
+// buffer textures; on the device thread.
+func (d *Device) unbindAll() {
+	d.detachTextures()
+	for i := uint32(0); i < 3; i++ {
+		glw.Buffer(0).BindStorage(i)
+	}
+	glw.Program(0).Use()
+}
+
+// run queues one whole product: the kernel's dispatches and, with
+// split-K, the reduction into C.
+func (h *hostProduct) run() {
+	if h.tr != nil {
+		h.transposeA(0, h.m)
+	}
+	h.p.prog.Use()
+	if h.splits > 1 || h.tr != nil {
+		h.bind()
+	}
+	if h.p.kernel.Strided { // a pipelined pass's bands change these
+		h.p.setUints(uniform{"M", h.m}, uniform{"offA4", 0}, uniform{"offC4", 0}, uniform{"ksplit", h.ksplit})
+	}
+	for _, ch := range h.chunks.Chunks {
+		if h.p.pace != nil && h.splits == 1 {
+			h.p.dispatchPaced(ch) // a K split's slices are not paced (pacing.go)
+		} else {
+			h.p.setUint("x0", uint32(ch.X0))
+			h.p.setUint("y0", uint32(ch.Y0))
+			glw.Dispatch3(ch.GroupsX, ch.GroupsY, h.splits)
+		}
+		h.progress.dispatched()
+	}
+	if h.edge != nil { // unsplit (plan): C is bound, not the workspace
+		h.runEdges(h.edges, h.m, 0)
+	}
+	if h.splits > 1 {
+		glw.BarrierStorage()
+		h.red.prog.Use()
+		h.work.BindStorage(0)
+		h.bufC.BindStorage(2)
+		for _, ch := range h.reduce {
+			h.red.setUint("first", uint32(ch.First))
+			glw.Dispatch(ch.GroupsX, ch.GroupsY)
+		}
+	}
+	h.progress.drain()
+}
+
+// progress calls onDispatch as the dispatches of a run complete, through
+// a fence after each (Stages.Run).
+type progress struct {
+	onDispatch func()
+	pending    []glw.Fence
+}
+
+func (p *progress) dispatched() {
+	if p.onDispatch == nil {
+		return
+	}
+	glw.Flush()
+	p.pending = append(p.pending, glw.NewFence())
+	p.poll(0)
+}
+
+// poll reports the fences that have passed, waiting up to timeoutNs for each.
+func (p *progress) poll(timeoutNs uint64) {
+	for len(p.pending) > 0 && p.pending[0].Signaled(timeoutNs) {
+		p.pending[0].Release()
+		p.pending = p.pending[1:]
+		p.onDispatch()
+	}
+}
+
+// drain waits for every pending fence.
+func (p *progress) drain() {
+	for len(p.pending) > 0 {
+		p.poll(uint64(100 * time.Millisecond))
+	}
+}

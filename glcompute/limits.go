@@ -1,0 +1,59 @@
+package glcompute
+
+import (
+	"fmt"
+	"math"
+)
+
+// maxIndex is the largest element index the kernels' 32-bit uint arithmetic
+// can address.
+const maxIndex = math.MaxUint32
+
+// CheckShape reports whether an m×k by k×n product fits one binding: each
+// matrix, its rows padded to 4 floats as the kernels hold them, within one
+// shader storage block (checkBlock). Mul runs larger products in panels
+// (see Plan, which says whether a product can run at all). It returns an error matching
+// ErrTooLarge that names the limit and the largest square size that fits.
+// It panics if a dimension is below 1. Safe from any goroutine.
+func (d *Device) CheckShape(m, k, n int) error {
+	if m < 1 || k < 1 || n < 1 {
+		panic("glcompute: matrix dimension below 1")
+	}
+	padded := func(rows, cols int) int64 { return 4 * int64(rows) * int64(roundUp(cols, 4)) }
+	for _, mat := range []struct {
+		name       string
+		rows, cols int
+	}{{"A", m, k}, {"B", k, n}, {"C", m, n}} {
+		err := d.checkBlock(fmt.Sprintf("%s is %d×%d float32 =", mat.name, mat.rows, mat.cols), padded(mat.rows, mat.cols))
+		if err == nil {
+			continue
+		}
+		largest := int(math.Sqrt(float64(d.info.MaxSSBOBlockSize / 4)))
+		for largest > 1 && d.checkBlock("", padded(largest, largest)) != nil {
+			largest--
+		}
+		return fmt.Errorf("%w; the largest square size that fits is n = %d", err, largest)
+	}
+	return nil
+}
+
+// checkBlock is the one rule for what fits one shader storage binding: at
+// most GL_MAX_SHADER_STORAGE_BLOCK_SIZE bytes, and floats that 32-bit
+// indices reach. what names the data ("the split-K workspace is").
+func (d *Device) checkBlock(what string, bytes int64) error {
+	if limit := d.info.MaxSSBOBlockSize; bytes > limit || bytes/4 > maxIndex {
+		return fmt.Errorf("%w: %s %s, over this driver's largest shader storage block (GL_MAX_SHADER_STORAGE_BLOCK_SIZE = %s)",
+			ErrTooLarge, what, formatBytes(float64(bytes)), formatBytes(float64(limit)))
+	}
+	return nil
+}
+
+func formatBytes(b float64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", b/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", b/(1<<20))
+	}
+	return fmt.Sprintf("%.0f bytes", b)
+}

@@ -1,0 +1,187 @@
+package glcompute
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/glmul/glmul/glcompute/internal/egl"
+	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/thread"
+	"github.com/glmul/glmul/glcompute/internal/window"
+)
+
+// Open creates a context as opts say, checks that it offers OpenGL 4.3
+// compute shaders, and returns the Device. The caller must Release it.
+func Open(opts *Options) (*Device, error) {
+	opts.check()
+	d := &Device{thread: thread.New(), programs: map[string]*program{}, born: time.Now()}
+	if opts != nil {
+		d.opts = *opts
+	}
+	if d.opts.Backend == "" {
+		d.opts.Backend = BackendAuto
+	}
+	if _, err := ParseBackend(string(d.opts.Backend)); err != nil {
+		d.thread.Stop()
+		return nil, fmt.Errorf("glcompute: %w", err)
+	}
+	var err error
+	d.thread.Call(func() { err = d.open() })
+	if err != nil {
+		d.thread.Call(d.releaseContext)
+		d.thread.Stop()
+		return nil, err
+	}
+	return d, nil
+}
+
+// open runs on the device thread.
+func (d *Device) open() error {
+	backend := d.opts.Backend
+	var autoNote string
+	if backend == BackendAuto && !egl.Available() {
+		backend = BackendGLFW // Windows: WGL or nothing, and its own error
+	}
+	if backend == BackendAuto {
+		backend = BackendEGL
+		if window.GLFW != nil && window.HaveDisplay() {
+			if err := d.openGLFW(RequiredMajor, RequiredMinor); err == nil {
+				d.info.Backend = BackendGLFW
+				return d.initGL()
+			} else if errors.Is(err, ErrUnsupported) {
+				return err
+			} else {
+				autoNote = fmt.Sprintf("auto: %v; used EGL", strings.TrimPrefix(err.Error(), ErrNoContext.Error()+": "))
+			}
+		}
+	}
+	var err error
+	switch backend {
+	case BackendGLFW:
+		err = d.openGLFW(RequiredMajor, RequiredMinor)
+	case BackendEGL:
+		err = d.openEGL(RequiredMajor, RequiredMinor)
+	case BackendGLES:
+		err = d.openGLES()
+	}
+	if err != nil {
+		return err
+	}
+	d.info.Backend = backend
+	if autoNote != "" {
+		d.info.BackendNote = strings.TrimSpace(d.info.BackendNote + "; " + autoNote)
+	}
+	return d.initGL()
+}
+
+func (d *Device) openGLFW(major, minor int) error {
+	w := window.GLFW
+	if w == nil {
+		return fmt.Errorf("%w: the GLFW back end is not linked into this program: import _ \"github.com/glmul/glmul/glcompute/glfw\"", ErrNoContext)
+	}
+	c, err := w.New(major, minor)
+	if err != nil {
+		if errors.Is(err, window.ErrNoDisplay) {
+			return fmt.Errorf("%w: %w", ErrNoContext, err)
+		}
+		// The display works but refused a 4.3 core context: find out what
+		// it offers, for an error that says so.
+		if major > 0 {
+			if probe, perr := w.New(0, 0); perr == nil {
+				found := describeCurrent(w.GetProcAddress)
+				probe.Release()
+				return fmt.Errorf("%w: OpenGL %d.%d core with compute shaders is needed; the GLFW (GLX) driver offers %s", ErrUnsupported, major, minor, found)
+			}
+		}
+		return fmt.Errorf("%w: %w", ErrNoContext, err)
+	}
+	d.ctx = c
+	return d.loadGL(w.GetProcAddress)
+}
+
+func (d *Device) openEGL(major, minor int) error {
+	c, err := egl.NewContext(d.opts.Device, major, minor)
+	if err != nil {
+		if probe, perr := egl.NewContext(d.opts.Device, 0, 0); perr == nil {
+			found := "an unknown version"
+			if probe.MakeCurrent() == nil {
+				found = describeCurrent(egl.GetProcAddress)
+				probe.ReleaseCurrent()
+			}
+			probe.Release()
+			return fmt.Errorf("%w: OpenGL %d.%d core with compute shaders is needed; the EGL driver offers %s", ErrUnsupported, major, minor, found)
+		}
+		return fmt.Errorf("%w: %w", ErrNoContext, err)
+	}
+	d.ctx = c
+	if err := c.MakeCurrent(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoContext, err)
+	}
+	switch c.Platform {
+	case "device":
+		d.info.BackendNote = "EGL device " + c.Device.String()
+	default:
+		d.info.BackendNote = "EGL " + c.Platform + " platform"
+	}
+	return d.loadGL(egl.GetProcAddress)
+}
+
+// openGLES makes an OpenGL ES 3.1 context through headless EGL: the
+// API of phones, boards and ANGLE, whose core has compute shaders.
+func (d *Device) openGLES() error {
+	c, err := egl.NewContextES(d.opts.Device, RequiredMajorES, RequiredMinorES)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNoContext, err)
+	}
+	d.ctx = c
+	if err := c.MakeCurrent(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoContext, err)
+	}
+	d.info.ES = true
+	d.info.BackendNote = "OpenGL ES through EGL " + c.Platform
+	if c.Platform == "device" {
+		d.info.BackendNote = "OpenGL ES through EGL device " + c.Device.String()
+	}
+	return d.loadGL(egl.GetProcAddress)
+}
+
+func (d *Device) loadGL(getProc func(string) unsafe.Pointer) error {
+	if err := glw.Init(getProc); err != nil {
+		return fmt.Errorf("%w: loading OpenGL functions: %w", ErrUnsupported, err)
+	}
+	return nil
+}
+
+// describeCurrent names the version and renderer of a probe context made
+// current on this thread.
+func describeCurrent(getProc func(string) unsafe.Pointer) string {
+	if glw.Init(getProc) != nil {
+		return "an unknown version"
+	}
+	return fmt.Sprintf("OpenGL %q on %q (%s)", glw.Version(), glw.Renderer(), glw.Vendor())
+}
+
+// initGL reads the device strings and limits and checks the version.
+func (d *Device) initGL() error {
+	glw.ClearErrors()
+	if err := d.initInfo(); err != nil {
+		return err
+	}
+	if err := glw.CheckError("reading device limits"); err != nil {
+		return fmt.Errorf("%w: %w", ErrDriver, err)
+	}
+	return nil
+}
+
+// EGLDevices lists the EGL devices that Options.Device can select, as
+// "index: description" lines, or nil where EGL cannot enumerate devices.
+func EGLDevices() []string {
+	var out []string
+	for _, dev := range egl.Devices() {
+		out = append(out, dev.String())
+	}
+	return out
+}

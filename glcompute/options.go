@@ -1,0 +1,103 @@
+package glcompute
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+)
+
+// Backend selects how Open creates its context.
+type Backend string
+
+const (
+	BackendAuto Backend = "auto" // GLFW where a display exists, else EGL
+	BackendGLFW Backend = "glfw" // hidden GLFW window
+	BackendEGL  Backend = "egl"  // headless EGL
+	BackendGLES Backend = "gles" // headless EGL, an OpenGL ES 3.1 context
+	// BackendBorrowed marks a Device made by NewDeviceFromCurrent; Open
+	// does not take it.
+	BackendBorrowed Backend = "borrowed"
+)
+
+// ParseBackend returns the backend named s.
+func ParseBackend(s string) (Backend, error) {
+	switch b := Backend(s); b {
+	case BackendAuto, BackendGLFW, BackendEGL, BackendGLES:
+		return b, nil
+	}
+	return "", fmt.Errorf("unknown backend %q: use auto, glfw, egl or gles", s)
+}
+
+// Required OpenGL version, and OpenGL ES version (BackendGLES).
+const (
+	RequiredMajor   = 4
+	RequiredMinor   = 3
+	RequiredMajorES = 3
+	RequiredMinorES = 1
+)
+
+// Options configure Open. A nil *Options means the zero value of every field.
+// A negative Device, StagingBytes or MaxDispatchTime panics (a programmer
+// error).
+type Options struct {
+	// Backend chooses the context. Zero value "": BackendAuto.
+	Backend Backend
+	// Device selects an EGL device by its 1-based index in EGL's
+	// enumeration (see EGLDevices). Zero value: automatic, a hardware GPU
+	// before Mesa's software device. Ignored by the GLFW backend.
+	Device int
+	// Verbose adds the line-numbered shader source to compile errors. Zero
+	// value: the file name and the driver's log only.
+	Verbose bool
+	// IgnoreTuned makes the default kernel the built-in one for the vendor,
+	// ignoring glmul tune's cache. Zero value: a tuned configuration for
+	// this exact driver is used when the cache has one.
+	IgnoreTuned bool
+	// NoPersistentMapping makes host products stage their matrices
+	// through glMapBufferRange per chunk, as on a driver without
+	// glBufferStorage (GL 4.4). Zero value false: persistent, coherent
+	// mappings where the driver offers them.
+	NoPersistentMapping bool
+	// StagingBytes is the size of each of the four staging buffers that
+	// carry host matrices to and from the GPU in chunks of rows; a row
+	// must fit one. Zero value: DefaultStagingBytes (32 MiB).
+	StagingBytes int
+	// MaxDispatchTime is the longest one compute dispatch should run:
+	// glmul times a kernel's first dispatches as they grow and sizes the
+	// rest to half of it (pacing.go). Zero value: for an owned Device on
+	// Windows, whose GPU watchdog (TDR) resets a GPU after 2 s of work
+	// without a pause, DefaultMaxDispatchTimeWindows (500 ms); elsewhere,
+	// and for a borrowed Device (measuring takes glFinish calls), no
+	// pacing: dispatches of at most MulOptions.MaxGroups² work groups.
+	MaxDispatchTime time.Duration
+	// GetProcAddress, for NewDeviceFromCurrent only, is the host's own GL
+	// loader (SDL_GL_GetProcAddress, glfw.GetProcAddress, ...). go-gl keeps
+	// its function pointers in process-wide variables, shared with a host
+	// that uses go-gl/gl v4.3-core too: loading them through the host's
+	// loader keeps them what the host loaded. Zero value nil: glmul loads
+	// them through eglGetProcAddress or glXGetProcAddress, whichever API
+	// has the current context.
+	GetProcAddress func(name string) unsafe.Pointer
+	// GLLoaded, for NewDeviceFromCurrent only, says the host has already
+	// loaded go-gl/gl v4.3-core for this context (gl.Init or
+	// gl.InitWithProcAddrFunc), so glmul loads none of go-gl's pointers and
+	// the host's stay as they are; glmul still looks up the one entry point
+	// of its own that go-gl's 4.3 package lacks
+	// (glGetNamedBufferParameteri64v, through GetProcAddress when given).
+	// Zero value false: glmul loads them (see GetProcAddress). A host on another go-gl package (v4.6-core, ...)
+	// has pointers of its own that glmul never touches.
+	GLLoaded bool
+}
+
+// check panics on a negative field (nil is the zero Options).
+func (o *Options) check() {
+	switch {
+	case o == nil:
+	case o.Device < 0:
+		panic("glcompute: Options.Device is negative")
+	case o.StagingBytes < 0:
+		panic("glcompute: Options.StagingBytes is negative")
+	case o.MaxDispatchTime < 0:
+		panic("glcompute: Options.MaxDispatchTime is negative")
+	}
+}
