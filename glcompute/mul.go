@@ -83,9 +83,9 @@ func (o *MulOptions) check() {
 	}
 }
 
-// Timings of one Mul: its plan and its pipelined pass. Times are wall
-// clock on the CPU, except Compute where GPUTimer says otherwise.
-type Timings struct {
+// Layout is how a product was laid out on the GPU: its kernel, its
+// dispatches and work groups, its K split, edge strips and panels.
+type Layout struct {
 	// Kernel is the spec of the kernel that ran ("fast:128x128x8_8x8").
 	Kernel string `json:"kernel"`
 	// Dispatches is the number of compute dispatches of one whole product
@@ -107,6 +107,12 @@ type Timings struct {
 	// Panels describes the panel plan of a product run in panels (see
 	// MulOptions.MaxBinding), "" for one run in one piece.
 	Panels string `json:"panels,omitempty"`
+}
+
+// Timings of one Mul: its layout and its pipelined pass. Times are wall
+// clock on the CPU, except Compute where GPUTimer says otherwise.
+type Timings struct {
+	Layout
 	// EndToEnd is the wall time of the pipelined pass: from A and B in
 	// host memory to C in host memory, in Steps blocks of C (row bands of
 	// C, or panels), uploading the next block's operands and reading back

@@ -125,11 +125,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	abandoned := false
-	defer func() {
-		if !abandoned { // else the device thread is stuck in a run; the process exits
-			d.Release()
-		}
-	}()
+	defer releaseUnlessAbandoned(d, &abandoned)
 	noteKernelChoice(d, stderr)
 	ctx, stop := notifyInterrupt()
 	defer stop()

@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"sync"
 	"time"
+
+	"github.com/glmul/glmul/glcompute"
 )
 
 // Ctrl-C in the commands that measure (glmul -n, bench, tune, table): the
@@ -93,4 +95,13 @@ func (f *finished[T]) take() []T {
 	defer f.mu.Unlock()
 	f.taken = true
 	return f.units
+}
+
+// releaseUnlessAbandoned releases d unless *abandoned (awaitWork): the
+// device thread is then stuck in a run, and the process exits instead.
+// For a defer made before the work starts.
+func releaseUnlessAbandoned(d *glcompute.Device, abandoned *bool) {
+	if !*abandoned {
+		d.Release()
+	}
 }

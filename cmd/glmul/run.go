@@ -406,11 +406,7 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	abandoned := false
-	defer func() {
-		if !abandoned { // else the device thread is stuck in a run; the process exits
-			dev.Release()
-		}
-	}()
+	defer releaseUnlessAbandoned(dev, &abandoned)
 	if err := prepareDevice(o, dev, stderr); err != nil {
 		return err
 	}

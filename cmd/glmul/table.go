@@ -119,11 +119,7 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	abandoned := false
-	defer func() {
-		if !abandoned { // else the device thread is stuck in a run; the process exits
-			d.Release()
-		}
-	}()
+	defer releaseUnlessAbandoned(d, &abandoned)
 	noteKernelChoice(d, stderr)
 	info := d.Info()
 	t := &table.Table{

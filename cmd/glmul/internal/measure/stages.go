@@ -51,14 +51,7 @@ const (
 // Overlapping), then the pipelined pass that gave C. Wall-clock times are
 // measured on the CPU after glFinish; GPU times come from GL_TIME_ELAPSED.
 type Timings struct {
-	// Kernel, Dispatches, Splits, EdgeKernel, EdgeGroups, Groups and
-	// Panels describe the product's plan (glcompute.Timings).
-	Kernel     string `json:"kernel"`
-	Dispatches int    `json:"dispatches"`
-	Splits     int    `json:"k_splits"`
-	EdgeKernel string `json:"edge_kernel,omitempty"`
-	EdgeGroups int    `json:"edge_groups,omitempty"`
-	Groups     [2]int `json:"groups"`
+	glcompute.Layout // the product's (glcompute.Timings)
 	// Upload is the time to fill the GPU buffers of A and B from host
 	// memory (and poison C's with NaN), until the GPU has finished. With
 	// Warmup > 0 it is the second of two uploads: the first use of new
@@ -80,9 +73,8 @@ type Timings struct {
 	// WarmupTime is how long the warm-up ran.
 	WarmupTime time.Duration `json:"warmup_ns"`
 	// UploadBytes and ReadbackBytes are the bytes moved each way.
-	UploadBytes   int64  `json:"upload_bytes"`
-	ReadbackBytes int64  `json:"readback_bytes"`
-	Panels        string `json:"panels,omitempty"`
+	UploadBytes   int64 `json:"upload_bytes"`
+	ReadbackBytes int64 `json:"readback_bytes"`
 	// EndToEnd and Steps are the pipelined pass's (glcompute.Timings).
 	EndToEnd time.Duration `json:"end_to_end_ns"`
 	Steps    int           `json:"pipeline_steps"`
@@ -254,8 +246,7 @@ func (st *stages) timeRuns(s *glcompute.Stages) error {
 // did not run alone, the pass's own stage times stand for them.
 func (st *stages) finish(p glcompute.Timings) Timings {
 	t := st.t
-	t.Kernel, t.Dispatches, t.Splits, t.EdgeKernel, t.EdgeGroups = p.Kernel, p.Dispatches, p.Splits, p.EdgeKernel, p.EdgeGroups
-	t.Groups, t.Panels, t.EndToEnd, t.Steps = p.Groups, p.Panels, p.EndToEnd, p.Steps
+	t.Layout, t.EndToEnd, t.Steps = p.Layout, p.EndToEnd, p.Steps
 	if st.alone {
 		return t
 	}
