@@ -49,6 +49,16 @@
 // one shader storage binding, or than MulOptions.MaxGPUMemory, run in
 // panels (Plan tells how).
 //
+// # Measuring
+//
+// Mul's Timings describe its layout (kernel, dispatches, work groups, K
+// split, panels) and its pipelined pass (end to end, and each stage's busy
+// time within it). Timing the stages alone, warming the GPU up and
+// repeating runs is the caller's: MulOptions.Measure hands a hook the
+// product's Stages (Upload, Run with the GL timer, ReadBack) on the
+// product's own plan and buffers, before the pass. glmul's measurements
+// are made so, in cmd/glmul/internal/measure.
+//
 // # What a host may rely on
 //
 // On a borrowed context (NewDeviceFromCurrent):
