@@ -40,7 +40,7 @@ func BenchmarkMul(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					kernelSeconds += t.Compute.Seconds() // the pass's time in its dispatches
+					kernelSeconds += t.Compute[0].Seconds() // the pass's time in its dispatches
 				}
 				b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds(), "flop/s")
 				b.ReportMetric(flop*float64(b.N)/kernelSeconds, "kernel-flop/s")

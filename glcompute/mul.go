@@ -110,7 +110,7 @@ type Layout struct {
 }
 
 // Timings of one Mul: its layout and its pipelined pass. Times are wall
-// clock on the CPU, except Compute where GPUTimer says otherwise.
+// clock on the CPU, except GPU's.
 type Timings struct {
 	Layout
 	// EndToEnd is the wall time of the pipelined pass: from A and B in
@@ -120,16 +120,19 @@ type Timings struct {
 	// creation and a Measure hook are not in it.
 	EndToEnd time.Duration `json:"end_to_end_ns"`
 	Steps    int           `json:"pipeline_steps"`
-	// Upload, Compute and Readback are each stage's busy time within the
-	// pass: the host's copies into and out of the staging buffers, the
-	// GPU's time with the dispatches in flight (by GL_TIMESTAMP queries
-	// where GPUTimer, else the wall time of the dispatch calls, as on a
-	// driver that computes within them). Their sum exceeds EndToEnd by
-	// what overlapped; Compute never exceeds it.
-	Upload   time.Duration `json:"upload_ns"`
-	Compute  time.Duration `json:"compute_ns"`
-	Readback time.Duration `json:"readback_ns"`
-	GPUTimer bool          `json:"gpu_timer"`
+	// Upload and Readback are the host's busy time within the pass copying
+	// into and out of the staging buffers. Compute holds one element, the
+	// GPU's time with the pass's dispatches in flight: by GL_TIMESTAMP
+	// queries where the GL timer gives real times (GPU then holds the same
+	// element; nil otherwise), else the wall time of the dispatch calls, as
+	// on a driver that computes within them (Mesa's llvmpipe). Their sum
+	// exceeds EndToEnd by what overlapped; Compute never exceeds it.
+	// (Slices because a Mul could once repeat its runs; MulOptions.Measure
+	// does that now.)
+	Upload   time.Duration   `json:"upload_ns"`
+	Compute  []time.Duration `json:"compute_ns"`
+	GPU      []time.Duration `json:"gpu_ns,omitempty"`
+	Readback time.Duration   `json:"readback_ns"`
 	// UploadBytes and ReadbackBytes are the bytes the pass moved each way.
 	UploadBytes   int64 `json:"upload_bytes"`
 	ReadbackBytes int64 `json:"readback_bytes"`

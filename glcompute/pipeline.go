@@ -106,7 +106,10 @@ type passTimes struct {
 // fill records the pass in t.
 func (pt passTimes) fill(t *Timings) {
 	t.EndToEnd, t.Steps = pt.wall, pt.steps
-	t.Upload, t.Compute, t.Readback, t.GPUTimer = pt.hostIn, pt.compute, pt.hostOut, pt.gpuTimer
+	t.Upload, t.Compute, t.Readback = pt.hostIn, []time.Duration{pt.compute}, pt.hostOut
+	if pt.gpuTimer {
+		t.GPU = []time.Duration{pt.compute}
+	}
 	t.UploadBytes, t.ReadbackBytes = pt.upBytes, pt.downBytes
 }
 

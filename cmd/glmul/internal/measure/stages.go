@@ -252,9 +252,6 @@ func (st *stages) finish(p glcompute.Timings) Timings {
 	}
 	t.Overlapping = true
 	t.Upload, t.Readback, t.UploadBytes, t.ReadbackBytes = p.Upload, p.Readback, p.UploadBytes, p.ReadbackBytes
-	t.Compute, t.GPU = []time.Duration{p.Compute}, nil
-	if p.GPUTimer {
-		t.GPU = []time.Duration{p.Compute}
-	}
+	t.Compute, t.GPU = p.Compute, p.GPU
 	return t
 }

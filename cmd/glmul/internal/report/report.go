@@ -1,7 +1,7 @@
 // Package report formats glmul's results: the main command's product
 // (Run) and the tables of bench, tune and table (Table), as aligned text,
 // Markdown, JSON or CSV. It is pure Go: it never touches GL; what it prints
-// is measured elsewhere (internal/measure).
+// is measured elsewhere (package measure).
 package report
 
 import (
