@@ -236,69 +236,13 @@ func ratio(d, bound float64) float64 {
 }
 
 // CheckFreivalds compares C·x with A·(B·x) in float64 for vectors random
-// vectors drawn from rng, uniform on [-1, 1).
+// vectors drawn from rng, uniform on [-1, 1) (see Rows, which it runs
+// over the whole product).
 func CheckFreivalds(a, b, c blas32.General, vectors int, rng *rand.Rand) Result {
 	checkShapes(a, b, c)
-	m, k, n := a.Rows, a.Cols, b.Cols
-	// Row norms of A and column norms² of B, once.
-	aNorm := make([]float64, m)
-	for i := 0; i < m; i++ {
-		var s float64
-		for _, v := range a.Data[i*a.Stride : i*a.Stride+k] {
-			s += float64(v) * float64(v)
-		}
-		aNorm[i] = math.Sqrt(s)
-	}
-	bNorm2 := make([]float64, n)
-	for p := 0; p < k; p++ {
-		for j, v := range b.Data[p*b.Stride : p*b.Stride+n] {
-			bNorm2[j] += float64(v) * float64(v)
-		}
-	}
-	scale := Lambda * Lambda * math.Sqrt(float64(k)) * u32
-	// Slack for the float64 evaluation of the check itself.
-	slack := gamma(k+n, u64)
-
-	r := Result{Mode: Freivalds, OK: true, Vectors: vectors, Row: -1, Col: -1}
-	x := make([]float64, n)
-	y := make([]float64, k)
-	for v := 0; v < vectors; v++ {
-		var bx float64
-		for j := range x {
-			x[j] = 2*rng.Float64() - 1
-			bx += bNorm2[j] * x[j] * x[j]
-		}
-		bx = math.Sqrt(bx)
-		// y = B·x, plus |B|·|x| for the float64 slack term.
-		yAbs := make([]float64, k)
-		for p := 0; p < k; p++ {
-			var s, sa float64
-			for j, bv := range b.Data[p*b.Stride : p*b.Stride+n] {
-				s += float64(bv) * x[j]
-				sa += math.Abs(float64(bv) * x[j])
-			}
-			y[p], yAbs[p] = s, sa
-		}
-		for i := 0; i < m; i++ {
-			var want, wantAbs float64
-			for p, av := range a.Data[i*a.Stride : i*a.Stride+k] {
-				want += float64(av) * y[p]
-				wantAbs += math.Abs(float64(av)) * yAbs[p]
-			}
-			var got, gotAbs float64
-			for j, cv := range c.Data[i*c.Stride : i*c.Stride+n] {
-				got += float64(cv) * x[j]
-				gotAbs += math.Abs(float64(cv) * x[j])
-			}
-			bound := scale*aNorm[i]*bx + slack*(wantAbs+gotAbs)
-			ratio := ratio(math.Abs(got-want), bound)
-			if ratio > r.WorstRatio || r.Row < 0 {
-				r.WorstRatio, r.Row, r.Got, r.Want, r.Bound = ratio, i, got, want, bound
-			}
-		}
-	}
-	r.OK = r.WorstRatio <= 1
-	return r
+	f := NewRows(b, vectors, rng)
+	f.Check(a, c, 0)
+	return f.Result()
 }
 
 func checkShapes(a, b, c blas32.General) {

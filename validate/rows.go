@@ -1,0 +1,151 @@
+package validate
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// Rows checks a product C = A·B with Freivalds' method block of rows by
+// block of rows, as CheckFreivalds does for a whole product, for a C that
+// arrives in blocks beside the rows of A that made them (glmul mul's
+// streamed product): NewRows draws the vectors x and computes B·x once;
+// Check checks blocks, in any order; Result is the worst row so far. The
+// vectors are fused: one pass over a row of A or C serves all of them, and
+// a large block is split over the CPUs.
+//
+// Check and Result are safe for concurrent use.
+type Rows struct {
+	k, n, vectors int
+	x             []float64 // n×vectors: x[j*vectors+v]
+	y, yAbs       []float64 // k×vectors: B·x and |B|·|x|
+	bx            []float64 // per vector: ‖diag(‖B col‖)·x‖, the bound's B term
+	scale, slack  float64
+	mu            sync.Mutex
+	r             Result
+}
+
+// NewRows prepares the check of products by b (k×n) with vectors random
+// vectors from rng, drawn as CheckFreivalds draws them.
+func NewRows(b blas32.General, vectors int, rng *rand.Rand) *Rows {
+	k, n := b.Rows, b.Cols
+	f := &Rows{k: k, n: n, vectors: vectors, x: make([]float64, n*vectors), y: make([]float64, k*vectors),
+		yAbs: make([]float64, k*vectors), bx: make([]float64, vectors),
+		scale: Lambda * Lambda * math.Sqrt(float64(k)) * u32, slack: gamma(k+n, u64),
+		r: Result{Mode: Freivalds, OK: true, Vectors: vectors, Row: -1, Col: -1}}
+	bNorm2 := make([]float64, n)
+	for p := 0; p < k; p++ {
+		for j, v := range b.Data[p*b.Stride : p*b.Stride+n] {
+			bNorm2[j] += float64(v) * float64(v)
+		}
+	}
+	for v := 0; v < vectors; v++ {
+		var bx float64
+		for j := 0; j < n; j++ {
+			x := 2*rng.Float64() - 1
+			f.x[j*vectors+v] = x
+			bx += bNorm2[j] * x * x
+		}
+		f.bx[v] = math.Sqrt(bx)
+	}
+	for p := 0; p < k; p++ {
+		y, ya := f.y[p*vectors:(p+1)*vectors], f.yAbs[p*vectors:(p+1)*vectors]
+		for j, bv := range b.Data[p*b.Stride : p*b.Stride+n] {
+			for v := range y {
+				t := float64(bv) * f.x[j*vectors+v]
+				y[v] += t
+				ya[v] += math.Abs(t)
+			}
+		}
+	}
+	return f
+}
+
+// parallelMin is the fewest multiply-adds a goroutine of Check gets.
+const parallelMin = 1 << 20
+
+// Check checks rows r0… of C: a holds those rows of A (k columns), c the
+// same rows of C (n columns). It panics if the shapes disagree with B's.
+func (f *Rows) Check(a, c blas32.General, r0 int) {
+	if a.Cols != f.k || c.Cols != f.n || a.Rows != c.Rows {
+		panic("validate: shapes of A, B and C do not agree")
+	}
+	workers := min(runtime.GOMAXPROCS(0), max(1, a.Rows*(f.k+f.n)*f.vectors/parallelMin))
+	per := (a.Rows + workers - 1) / workers
+	worst := make([]Result, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := w*per, min(a.Rows, (w+1)*per)
+		worst[w] = Result{WorstRatio: -1}
+		if lo >= hi {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			worst[w] = f.rows(a, c, lo, hi, r0)
+		}()
+	}
+	wg.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range worst {
+		if w.WorstRatio > f.r.WorstRatio || f.r.Row < 0 && w.WorstRatio >= 0 {
+			f.r.WorstRatio, f.r.Row, f.r.Got, f.r.Want, f.r.Bound = w.WorstRatio, w.Row, w.Got, w.Want, w.Bound
+		}
+	}
+	f.r.OK = f.r.WorstRatio <= 1
+}
+
+// rows checks rows [lo, hi) of the block and returns the worst.
+func (f *Rows) rows(a, c blas32.General, lo, hi, r0 int) Result {
+	V := f.vectors
+	worst := Result{WorstRatio: -1}
+	want, wantAbs := make([]float64, V), make([]float64, V)
+	got, gotAbs := make([]float64, V), make([]float64, V)
+	for i := lo; i < hi; i++ {
+		clear(want)
+		clear(wantAbs)
+		clear(got)
+		clear(gotAbs)
+		var an float64
+		for p, av := range a.Data[i*a.Stride : i*a.Stride+f.k] {
+			x := float64(av)
+			an += x * x
+			for v := range want {
+				want[v] += x * f.y[p*V+v]
+				wantAbs[v] += math.Abs(x) * f.yAbs[p*V+v]
+			}
+		}
+		for j, cv := range c.Data[i*c.Stride : i*c.Stride+f.n] {
+			x := float64(cv)
+			for v := range got {
+				t := x * f.x[j*V+v]
+				got[v] += t
+				gotAbs[v] += math.Abs(t)
+			}
+		}
+		an = math.Sqrt(an)
+		for v := range got {
+			bound := f.scale*an*f.bx[v] + f.slack*(wantAbs[v]+gotAbs[v])
+			if r := ratio(math.Abs(got[v]-want[v]), bound); r > worst.WorstRatio {
+				worst = Result{WorstRatio: r, Row: r0 + i, Got: got[v], Want: want[v], Bound: bound}
+			}
+		}
+	}
+	return worst
+}
+
+// Result is the check of every row Checked so far.
+func (f *Rows) Result() Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.r
+	if r.Row < 0 { // nothing checked
+		r.WorstRatio = 0
+	}
+	return r
+}

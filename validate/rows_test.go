@@ -1,0 +1,68 @@
+package validate
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/cpu"
+)
+
+// rowsOf returns rows [r0, r0+n) of m as a view.
+func rowsOf(m blas32.General, r0, n int) blas32.General {
+	return blas32.General{Rows: n, Cols: m.Cols, Stride: m.Stride, Data: m.Data[r0*m.Stride:]}
+}
+
+// TestRowsMatchWhole: Rows over blocks of uneven size, checked out of
+// order and concurrently, finds the whole check's worst ratio, and a
+// corrupted element in one block fails with that element's row.
+func TestRowsMatchWhole(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	m, k, n := 517, 300, 129
+	a, b := cpu.Random(m, k, rng), cpu.Random(k, n, rng)
+	c := cpu.New(m, n)
+	cpu.Sgemm(c, a, b)
+	blocks := [][2]int{{400, 117}, {0, 1}, {1, 255}, {256, 144}}
+	check := func(c blas32.General) (Result, Result) {
+		whole := CheckFreivalds(a, b, c, FreivaldsVectors, rand.New(rand.NewPCG(5, 5)))
+		f := NewRows(b, FreivaldsVectors, rand.New(rand.NewPCG(5, 5)))
+		var wg sync.WaitGroup
+		for _, bl := range blocks {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f.Check(rowsOf(a, bl[0], bl[1]), rowsOf(c, bl[0], bl[1]), bl[0])
+			}()
+		}
+		wg.Wait()
+		return whole, f.Result()
+	}
+	whole, rows := check(c)
+	if !whole.OK || !rows.OK || whole.WorstRatio != rows.WorstRatio || whole.Row != rows.Row {
+		t.Fatalf("correct product: whole %+v, by rows %+v", whole, rows)
+	}
+	c.Data[300*c.Stride+7] += 1
+	whole, rows = check(c)
+	if whole.OK || rows.OK || rows.Row != 300 || whole.WorstRatio != rows.WorstRatio {
+		t.Fatalf("C[300][7] corrupted: whole %+v, by rows %+v", whole, rows)
+	}
+	if r := NewRows(b, 2, rng).Result(); !r.OK || r.Row != -1 {
+		t.Errorf("nothing checked: %+v", r)
+	}
+}
+
+// BenchmarkRows checks a 1024×8192 block of an 8192² product by rows (a
+// panel of glmul mul's streamed 8192² product).
+func BenchmarkRows(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	k, n := 8192, 8192
+	bm := cpu.Random(k, n, rng)
+	a, c := cpu.Random(1024, k, rng), cpu.Random(1024, n, rng)
+	f := NewRows(bm, FreivaldsVectors, rng)
+	b.SetBytes(4 * int64(1024*(k+n)))
+	for b.Loop() {
+		f.Check(a, c, 0)
+	}
+}
