@@ -1,0 +1,69 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/glmul/glmul/validate"
+)
+
+// Mul is the report of glmul mul: a product streamed from files to a
+// file in panels of rows, its stages overlapping (package stream).
+type Mul struct {
+	Device Device   `json:"device"`
+	Inputs []string `json:"inputs"` // A's and B's files
+	Output string   `json:"output"`
+	Kernel string   `json:"kernel"` // of a whole panel
+	M      int      `json:"m"`
+	K      int      `json:"k"`
+	N      int      `json:"n"`
+	// Panels of PanelRows rows; HostBytes of host memory for them and B.
+	Panels    int   `json:"panels"`
+	PanelRows int   `json:"panel_rows"`
+	HostBytes int64 `json:"host_bytes"`
+	// Each stage's busy time (WriteC: writing C), and the whole
+	// product's wall time, from reading B to C's last row written (context
+	// creation excluded).
+	ReadB  time.Duration `json:"read_b_ns"`
+	Read   time.Duration `json:"read_a_ns"`
+	GPU    time.Duration `json:"gpu_ns"`
+	Check  time.Duration `json:"check_ns"`
+	WriteC time.Duration `json:"write_ns"`
+	Wall   time.Duration `json:"wall_ns"`
+	// GFLOPS is 2·M·N·K over Wall: files to file.
+	GFLOPS     float64         `json:"gflops_files_to_file"`
+	Validation validate.Result `json:"validation"`
+}
+
+// Write formats r to w as text or JSON.
+func (r *Mul) Write(w io.Writer, f Format) error {
+	if f == JSON {
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(r)
+	}
+	ew := &errWriter{w: w}
+	p := func(label, format string, args ...any) {
+		fmt.Fprintf(ew, "%-10s %s\n", label, fmt.Sprintf(format, args...))
+	}
+	p("product", "C = A·B in float32, A %d×%d from %s, B %d×%d from %s", r.M, r.K, r.Inputs[0], r.K, r.N, r.Inputs[1])
+	i := r.Device
+	p("device", "%s | %s | %s | %s", i.Vendor, i.Renderer, i.Version, i.GLSLVersion)
+	p("backend", "%s", i.Backend)
+	p("kernel", "%s (for a whole panel)", r.Kernel)
+	p("panels", "%d of %d rows of A and C, streamed from the files to the file; %s of host memory for them and B",
+		r.Panels, r.PanelRows, mib(r.HostBytes))
+	p("", "stage times below: each stage's busy time, the stages overlapping")
+	p("read", "%8.2f ms  B whole, then %8.2f ms  A by panels", ms(r.ReadB), ms(r.Read))
+	p("gpu", "%8.2f ms  uploads, products and readbacks of the panels", ms(r.GPU))
+	p("check", "%8.2f ms  validation on the CPU, panel by panel", ms(r.Check))
+	p("write", "%8.2f ms  C to %s", ms(r.WriteC), r.Output)
+	p("files", "%8.2f ms  from the first read to the last row written; %s GFLOPS files to file", ms(r.Wall), FormatGFLOPS(r.GFLOPS))
+	p("validate", "%s", r.Validation)
+	return ew.err
+}
+
+// mib formats bytes in MiB.
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
