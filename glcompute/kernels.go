@@ -330,7 +330,7 @@ func (d *Device) natural(spec string) string {
 
 // kernelFor returns the fast configuration for an m×k by k×n product: the
 // one glmul tune chose for its shape class where it did (Info.ClassKernels),
-// else the default, or Info.SmallGridKernel where tuning.UseSmallGrid says
+// else for at most tuning.ThinNMax columns tuning.ThinN's, else the default, or Info.SmallGridKernel where tuning.UseSmallGrid says
 // the default's large tiles fit the product badly; a default that reads A
 // transposed reads it as it is where B is narrow (tuning.UseTransposedA).
 // A class's tuned configuration is kept as it is, _at or not: tune
@@ -338,6 +338,11 @@ func (d *Device) natural(spec string) string {
 func (d *Device) kernelFor(m, kDim, n int) string {
 	if spec, ok := d.info.ClassKernels[string(tuning.Classify(m, kDim, n))]; ok {
 		return spec
+	}
+	if n <= tuning.ThinNMax {
+		if spec := tuning.ThinN(d.tuningDriver()); spec != "" && d.Fits(spec) == nil {
+			return spec
+		}
 	}
 	spec := d.info.DefaultKernel
 	k, err := shaders.Lookup(spec)

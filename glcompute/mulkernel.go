@@ -56,5 +56,7 @@ func (c *Matrix) MulKernel(spec string, a, b *Matrix) error {
 			func(p *program, offA, offB, offC int) { setResidentFast(p, c, a.Stride, b, offA, offB, offC) })
 	}
 	return d.resident(func() (*program, error) { return d.program(spec) }, a, b, c,
-		func(p *program, _, _, _ int) { p.setUints(uniform{"M", c.Rows}, uniform{"K", a.Cols}, uniform{"N", c.Cols}) })
+		func(p *program, _, _, _ int) {
+			p.setUints(uniform{"M", c.Rows}, uniform{"K", a.Cols}, uniform{"N", c.Cols})
+		})
 }

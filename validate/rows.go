@@ -36,12 +36,7 @@ func NewRows(b blas32.General, vectors int, rng *rand.Rand) *Rows {
 		yAbs: make([]float64, k*vectors), bx: make([]float64, vectors),
 		scale: Lambda * Lambda * math.Sqrt(float64(k)) * u32, slack: gamma(k+n, u64),
 		r: Result{Mode: Freivalds, OK: true, Vectors: vectors, Row: -1, Col: -1}}
-	bNorm2 := make([]float64, n)
-	for p := 0; p < k; p++ {
-		for j, v := range b.Data[p*b.Stride : p*b.Stride+n] {
-			bNorm2[j] += float64(v) * float64(v)
-		}
-	}
+	bNorm2 := columnNorms2(b)
 	for v := 0; v < vectors; v++ {
 		var bx float64
 		for j := 0; j < n; j++ {
@@ -51,17 +46,61 @@ func NewRows(b blas32.General, vectors int, rng *rand.Rand) *Rows {
 		}
 		f.bx[v] = math.Sqrt(bx)
 	}
-	for p := 0; p < k; p++ {
-		y, ya := f.y[p*vectors:(p+1)*vectors], f.yAbs[p*vectors:(p+1)*vectors]
-		for j, bv := range b.Data[p*b.Stride : p*b.Stride+n] {
-			for v := range y {
-				t := float64(bv) * f.x[j*vectors+v]
-				y[v] += t
-				ya[v] += math.Abs(t)
+	inParallel(k, n*vectors, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			y, ya := f.y[p*vectors:(p+1)*vectors], f.yAbs[p*vectors:(p+1)*vectors]
+			for j, bv := range b.Data[p*b.Stride : p*b.Stride+n] {
+				for v := range y {
+					t := float64(bv) * f.x[j*vectors+v]
+					y[v] += t
+					ya[v] += math.Abs(t)
+				}
 			}
 		}
-	}
+	})
 	return f
+}
+
+// columnNorms2 returns the squared norms of b's columns, its rows summed
+// over the CPUs.
+func columnNorms2(b blas32.General) []float64 {
+	workers := min(runtime.GOMAXPROCS(0), max(1, b.Rows*b.Cols/parallelMin))
+	parts := make([][]float64, workers)
+	per := (b.Rows + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			part := make([]float64, b.Cols)
+			for p := w * per; p < min(b.Rows, (w+1)*per); p++ {
+				for j, v := range b.Data[p*b.Stride : p*b.Stride+b.Cols] {
+					part[j] += float64(v) * float64(v)
+				}
+			}
+			parts[w] = part
+		})
+	}
+	wg.Wait()
+	sum := parts[0]
+	for _, part := range parts[1:] {
+		for j, v := range part {
+			sum[j] += v
+		}
+	}
+	return sum
+}
+
+// inParallel runs f over [0, n) in ranges on up to GOMAXPROCS goroutines,
+// as many as give each at least parallelMin multiply-adds at cost each.
+func inParallel(n, cost int, f func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), max(1, n*cost/parallelMin))
+	per := (n + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := range workers {
+		if lo, hi := w*per, min(n, (w+1)*per); lo < hi {
+			wg.Go(func() { f(lo, hi) })
+		}
+	}
+	wg.Wait()
 }
 
 // parallelMin is the fewest multiply-adds a goroutine of Check gets.

@@ -190,3 +190,12 @@ func hostMemory() (bytes float64, ok bool) {
 	}
 	return 0, false
 }
+
+// hostMemoryOr returns the machine's memory in bytes (hostMemory), or
+// otherwise where that cannot be read.
+func hostMemoryOr(otherwise float64) float64 {
+	if b, ok := hostMemory(); ok {
+		return b
+	}
+	return otherwise
+}

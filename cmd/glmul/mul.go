@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,13 +10,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"gonum.org/v1/gonum/blas/blas32"
-
 	"github.com/glmul/glmul/cmd/glmul/internal/matfile"
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
-	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/cmd/glmul/internal/stream"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/outfile"
 	"github.com/glmul/glmul/validate"
 )
 
@@ -29,8 +29,8 @@ type mulFlags struct {
 	format        report.Format
 }
 
-func parseMul(args []string, stderr io.Writer) (*mulFlags, error) {
-	fs := newCommand("glmul mul", `glmul mul multiplies two matrices from files, C = A·B, on the GPU, validates
+// mulHelp is glmul mul's -h text.
+const mulHelp = `glmul mul multiplies two matrices from files, C = A·B, on the GPU, validates
 the product on the CPU and writes C. Files are NumPy .npy (float32 or float64:
 dtype '<f4', '>f4', '<f8' or '>f8'; C or Fortran order) or MatrixMarket .mtx
 (array or coordinate; real, integer or pattern; general or symmetric); the
@@ -43,8 +43,20 @@ Inf in a file are data, kept (and C is then validated in full).
 A coordinate .mtx file that lists a position more than once means the sum of
 its entries (MatrixMarket's convention, as SciPy reads it): glmul sums them
 and says on stderr how many entries were added to an earlier one.
-C is float32 ('<f4' .npy, or "array real general" .mtx). The report goes to
-stderr (to stdout with -format json).`, []string{"A.npy B.npy -o C.npy [flags]", "-a A.npy -b B.npy -o C.npy [flags]"}, stderr)
+C is float32 ('<f4' .npy, or "coordinate real general" .mtx listing every
+element, row by row).
+
+The product streams: A is read, multiplied and checked, and C written, in
+panels of rows (at most 64 MiB of A and C rows a panel; three panels in host
+memory and two on the GPU), so that memory holds B and the panels, not A and C
+(a .mtx input is read whole). C is written to a temporary file beside -o and
+renamed over it at the end: the file system needs C's size free, and an error,
+a failed validation or Ctrl-C leaves -o as it was. Products up to 2^20
+multiply-adds are validated in full, larger ones by Freivalds' method, panel by
+panel. The report goes to stderr (to stdout with -format json).`
+
+func parseMul(args []string, stderr io.Writer) (*mulFlags, error) {
+	fs := newCommand("glmul mul", mulHelp, []string{"A.npy B.npy -o C.npy [flags]", "-a A.npy -b B.npy -o C.npy [flags]"}, stderr)
 	f := &mulFlags{}
 	f.dev.register(fs)
 	fs.StringVar(&f.a, "a", "", "the left matrix `FILE` (.npy or .mtx), instead of the first argument")
@@ -105,37 +117,146 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 	if err := checkWritable("mul: -o", f.out, false); err != nil {
 		return err
 	}
-	a, err := readInput(f.a, f.allowOverflow, stderr)
+	a, b, err := openInputs(f)
 	if err != nil {
 		return err
 	}
-	b, err := readInput(f.b, f.allowOverflow, stderr)
+	defer a.Close()
+	defer b.Close()
+	m, k, n := a.Rows(), a.Cols(), b.Cols()
+	if need := stream.HostBytes(m, k, n, 0); float64(need) > hostMemoryOr(math.Inf(1)) {
+		return fmt.Errorf("mul: the %d×%d by %d×%d product needs %.1f GiB of host memory for B and its panels of A and C; this machine has %.1f GiB",
+			m, k, k, n, float64(need)/(1<<30), hostMemoryOr(0)/(1<<30))
+	}
+	if err := checkRoom(f.out, m, n); err != nil {
+		return err
+	}
+	dev, err := f.dev.openFor([]string{f.kernel}, [3]int{m, k, n})
 	if err != nil {
 		return err
 	}
-	if a.Cols != b.Rows {
-		return fmt.Errorf("mul: A (%s) is %d×%d and B (%s) is %d×%d: A's columns must equal B's rows", f.a, a.Rows, a.Cols, f.b, b.Rows, b.Cols)
-	}
-	if err := checkHostMemory(a.Rows, a.Cols, b.Cols); err != nil {
-		return err
-	}
-	dev, err := f.dev.openFor([]string{f.kernel}, [3]int{a.Rows, a.Cols, b.Cols})
-	if err != nil {
-		return err
-	}
-	defer dev.Release()
+	abandoned := false
+	defer releaseUnlessAbandoned(dev, &abandoned)
 	noteKernelChoice(dev, stderr)
-	mode := f.mode
-	if mode != validate.None && !(finite(a) && finite(b)) {
-		mode = validate.Full // Freivalds' sums cannot tell where a NaN belongs
-	}
-	in := &measure.Inputs{A: a, B: b, C: cpu.New(a.Rows, b.Cols), Seed: 1}
-	r, err := measure.Product(dev, in, measure.Options{Kernel: f.kernel, Validate: mode, Once: true})
+	r, abandoned, err := streamProduct(f, dev, a, b, stderr)
 	if err != nil {
 		return err
 	}
-	rep := r.Report(dev.Info(), dev.Staging(), 1, 0, glcompute.DefaultMaxGroups)
-	rep.Inputs = []string{f.a, f.b} // the data are the files: no seed to name
+	noteReads(f, a, b, stderr)
+	return writeMulReport(f, dev, r, stdout, stderr)
+}
+
+// checkRoom refuses an m×n C that cannot fit the free space where out
+// would be written: .npy's 4 bytes an element, or .mtx's 6 at the least
+// ("i j v" and a newline). A device or FIFO is not checked.
+func checkRoom(out string, m, n int) error {
+	per := 4.0
+	if format, _ := matfile.Format(out); format == ".mtx" {
+		per = 6
+	}
+	need := per * float64(m) * float64(n)
+	if room, ok := outfile.Room(out); ok && need > float64(room) {
+		return fmt.Errorf("mul: C is %d×%d, at least %.1f GiB as %s; the file system of %s has %.1f GiB free", m, n, need/(1<<30), filepath.Ext(out), out, float64(room)/(1<<30))
+	}
+	return nil
+}
+
+// openInputs opens A and B for reading by panels and checks that they
+// can be multiplied.
+func openInputs(f *mulFlags) (a, b matfile.Source, err error) {
+	if a, err = openInput(f.a, f.allowOverflow); err != nil {
+		return nil, nil, err
+	}
+	if b, err = openInput(f.b, f.allowOverflow); err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	if a.Cols() != b.Rows() {
+		err = fmt.Errorf("mul: A (%s) is %d×%d and B (%s) is %d×%d: A's columns must equal B's rows", f.a, a.Rows(), a.Cols(), f.b, b.Rows(), b.Cols())
+		a.Close()
+		b.Close()
+		return nil, nil, err
+	}
+	return a, b, nil
+}
+
+// openInput opens an input matrix for reading by panels.
+func openInput(path string, allowOverflow bool) (matfile.Source, error) {
+	s, err := matfile.Open(path, &matfile.ReadOptions{AllowOverflow: allowOverflow})
+	return s, overflowHint(err)
+}
+
+// overflowHint adds to a float64 overflow error what to do about it.
+func overflowHint(err error) error {
+	if errors.Is(err, matfile.ErrOverflow) {
+		return fmt.Errorf("%w; rescale the data, or pass -allow-overflow to multiply with ±Inf there", err)
+	}
+	return err
+}
+
+// errNotValidated discards C when its check failed (outfile replaces
+// nothing when the write returns an error).
+var errNotValidated = errors.New("C failed validation")
+
+// streamProduct multiplies A by B into f.out, panel by panel (package
+// stream), through outfile: a regular file is replaced only once every
+// row is written and C validated. Ctrl-C stops it between panels, within
+// a second (awaitWork), leaving the output as it was.
+func streamProduct(f *mulFlags, dev *glcompute.Device, a, b matfile.Source, stderr io.Writer) (r stream.Result, abandoned bool, err error) {
+	ctx, stop := notifyInterrupt()
+	defer stop()
+	o := stream.Options{Kernel: f.kernel, Validate: f.mode, Seed: 1, Context: ctx}
+	err, abandoned = awaitWork(ctx, stderr, "glmul mul", func() error {
+		return outfile.WriteWith(f.out, nil, func(w io.Writer) error {
+			sink, err := matfile.NewSink(w, f.out, a.Rows(), b.Cols())
+			if err != nil {
+				return err
+			}
+			if r, err = stream.Product(dev, a, b, sink, o); err != nil {
+				return err
+			}
+			if r.Validation.Err() != nil {
+				return errNotValidated
+			}
+			return sink.Close()
+		})
+	})
+	switch {
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return r, abandoned, interruptedError{fmt.Sprintf("the %d×%d×%d product stopped before its last panel; %s was left as it was", a.Rows(), a.Cols(), b.Cols(), f.out)}
+	case errors.Is(err, errNotValidated):
+		fmt.Fprintf(stderr, "glmul mul: %v; %s not written\n", r.Validation.Err(), f.out)
+		return r, abandoned, errReported
+	}
+	return r, abandoned, overflowHint(err)
+}
+
+// noteReads tells stderr what float32 and the files' formats changed in
+// A and B.
+func noteReads(f *mulFlags, a, b matfile.Source, stderr io.Writer) {
+	for _, in := range []struct {
+		path string
+		info matfile.ReadInfo
+	}{{f.a, a.Info()}, {f.b, b.Info()}} {
+		if in.info.Overflows > 0 {
+			fmt.Fprintf(stderr, "glmul mul: %s: %s beyond float32's range became ±Inf (-allow-overflow)\n", in.path, countOf(in.info.Overflows, "float64 value", "float64 values"))
+		}
+		if in.info.Underflows > 0 {
+			fmt.Fprintf(stderr, "glmul mul: %s: %s too small for float32 (below ≈1.4e-45) became 0\n", in.path, countOf(in.info.Underflows, "nonzero value", "nonzero values"))
+		}
+		if in.info.Duplicates > 0 {
+			fmt.Fprintf(stderr, "glmul mul: %s: %s summed into an earlier entry at the same position (MatrixMarket's coordinate convention)\n", in.path, countOf(in.info.Duplicates, "duplicate entry", "duplicate entries"))
+		}
+	}
+}
+
+// writeMulReport prints the product's report (JSON on stdout with
+// -format json, else text on stderr) and says where C went.
+func writeMulReport(f *mulFlags, dev *glcompute.Device, r stream.Result, stdout, stderr io.Writer) error {
+	rep := &report.Mul{Device: measure.Device(dev.Info()), Inputs: []string{f.a, f.b}, Output: f.out, Kernel: r.Kernel,
+		M: r.M, K: r.K, N: r.N, Panels: r.Panels, PanelRows: r.PanelRows, HostBytes: r.HostBytes,
+		ReadB: r.ReadB, Read: r.Read, GPU: r.GPU, Check: r.Check, WriteC: r.Write, Wall: r.Wall,
+		GFLOPS: measure.GFLOPS(r.Flop(), r.Wall), Validation: r.Validation}
 	w := stderr
 	if f.format == report.JSON {
 		w = stdout
@@ -143,15 +264,8 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 	if err := rep.Write(w, f.format); err != nil {
 		return err
 	}
-	if err := r.Validation.Err(); err != nil {
-		fmt.Fprintf(stderr, "glmul mul: %v; %s not written\n", err, f.out)
-		return errReported
-	}
-	if err := matfile.Write(f.out, in.C); err != nil {
-		return err
-	}
 	if f.format != report.JSON {
-		fmt.Fprintf(stderr, "wrote C (%d×%d float32) to %s\n", in.C.Rows, in.C.Cols, f.out)
+		fmt.Fprintf(stderr, "wrote C (%d×%d float32) to %s\n", r.M, r.N, f.out)
 	}
 	return nil
 }
@@ -177,28 +291,6 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// readInput reads an input matrix and tells stderr what float32 and the
-// file's format changed in it.
-func readInput(path string, allowOverflow bool, stderr io.Writer) (blas32.General, error) {
-	m, info, err := matfile.ReadWith(path, &matfile.ReadOptions{AllowOverflow: allowOverflow})
-	if errors.Is(err, matfile.ErrOverflow) {
-		return m, fmt.Errorf("%w; rescale the data, or pass -allow-overflow to multiply with ±Inf there", err)
-	}
-	if err != nil {
-		return m, err
-	}
-	if info.Overflows > 0 {
-		fmt.Fprintf(stderr, "glmul mul: %s: %s beyond float32's range became ±Inf (-allow-overflow)\n", path, countOf(info.Overflows, "float64 value", "float64 values"))
-	}
-	if info.Underflows > 0 {
-		fmt.Fprintf(stderr, "glmul mul: %s: %s too small for float32 (below ≈1.4e-45) became 0\n", path, countOf(info.Underflows, "nonzero value", "nonzero values"))
-	}
-	if info.Duplicates > 0 {
-		fmt.Fprintf(stderr, "glmul mul: %s: %s summed into an earlier entry at the same position (MatrixMarket's coordinate convention)\n", path, countOf(info.Duplicates, "duplicate entry", "duplicate entries"))
-	}
-	return m, nil
-}
-
 // countOf writes n with the noun's singular or plural: "1 duplicate entry".
 func countOf(n int, one, many string) string {
 	if n == 1 {
@@ -218,16 +310,4 @@ func sameFile(x, y string) bool {
 	ax, errx := filepath.Abs(x)
 	ay, erry := filepath.Abs(y)
 	return errors.Join(errx, erry) == nil && ax == ay
-}
-
-// finite reports whether every element of m is finite.
-func finite(m blas32.General) bool {
-	for i := 0; i < m.Rows; i++ {
-		for _, v := range m.Data[i*m.Stride : i*m.Stride+m.Cols] {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return false
-			}
-		}
-	}
-	return true
 }

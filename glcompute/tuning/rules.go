@@ -44,6 +44,22 @@ func UseEdges(interiorGroups, edgeGroups, slots int) bool {
 // where the cpu kernel family serves rather than the fast one.
 func OnCPU(d Driver) bool { return strings.Contains(d.Renderer, "llvmpipe") }
 
+// ThinN returns the configuration for products whose result has at most
+// ThinNMax columns (matrix-vector products), where the default's tiles
+// are far wider than C; "" where none was measured. On llvmpipe (2-core
+// EPYC, Mesa 22.3.6, 4096×4096×4, 2026-11-25) cpu:1x16_16x4 ran in 27 ms
+// against the default cpu:8x8_8x8's 95 ms, which computes 64 columns to
+// keep 4 (docs/PERFORMANCE.md, "glmul mul at disk speed").
+func ThinN(d Driver) string {
+	if OnCPU(d) {
+		return LlvmpipeThinN
+	}
+	return ""
+}
+
+// ThinNMax is the most columns of C that ThinN serves.
+const ThinNMax = 4
+
 // SmallGrid returns the configuration for products the default handles
 // badly (see UseSmallGrid); "" where the default serves every size.
 func SmallGrid(d Driver) string {
@@ -179,5 +195,6 @@ const (
 	NVIDIANatural   = "fast:128x256x8_8x8_db" // NVIDIADefault's stand-in with A as it is
 	NVIDIASmallGrid = "fast:64x64x8_8x4_db"
 	LlvmpipeDefault = "cpu:8x8_8x8"
+	LlvmpipeThinN   = "cpu:1x16_16x4"
 	GenericDefault  = "fast:128x128x8_8x8"
 )

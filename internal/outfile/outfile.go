@@ -210,3 +210,24 @@ func pathless(err error) error {
 	}
 	return err
 }
+
+// Room says how many bytes a new file at path can take: the free space
+// (for an unprivileged user) of the file system that a replacement of
+// path would be written to; ok is false where that is not known: "-", a
+// device or FIFO (written in place, whatever its size), or a platform
+// without the query.
+func Room(path string) (bytes uint64, ok bool) {
+	if path == Stdout {
+		return 0, false
+	}
+	t, err := resolve(path)
+	if err != nil {
+		return 0, false
+	}
+	if inPlace, err := t.classify(); err != nil || inPlace {
+		return 0, false
+	}
+	// A file it replaces still holds its space until the rename: not
+	// counted as room.
+	return freeBytes(filepath.Dir(t.final))
+}

@@ -456,3 +456,22 @@ func onlyEntries(t *testing.T, dir string, names ...string) {
 		t.Errorf("%s holds %q, want %q", dir, got, names)
 	}
 }
+
+// TestRoom: a new file's room is its file system's free space; standard
+// output and a FIFO have none to tell.
+func TestRoom(t *testing.T) {
+	dir := t.TempDir()
+	if b, ok := Room(filepath.Join(dir, "new.npy")); !ok || b == 0 {
+		t.Errorf("room for a new file: %d, %v", b, ok)
+	}
+	if _, ok := Room(Stdout); ok {
+		t.Error("room on standard output")
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := Room(fifo); ok {
+		t.Error("room in a FIFO")
+	}
+}

@@ -5,6 +5,19 @@
 // (array or coordinate; real, integer or pattern; general or symmetric),
 // read into dense row-major float32 matrices. It is pure Go.
 //
+// # Streaming
+//
+// Open returns a Source that reads a matrix a block of rows at a time,
+// in any order, so that glmul mul's memory is bounded by its row panels
+// rather than its matrices: a .npy file's header is checked at Open and
+// its data read by Source.ReadRows with positioned reads (float32 in the
+// host's byte order straight into the matrix's memory; other dtypes
+// through a 1 MiB buffer, converted). A .mtx file lists its entries in no
+// row order: Open parses it whole. NewSink writes a matrix to a stream a
+// block of rows at a time, in order. ReadWith and Write are built on
+// them: Open and one ReadRows of the whole matrix; NewSink and one
+// WriteRows.
+//
 // # Types
 //
 // glmul computes in float32. float64 input (a .npy '<f8' or '>f8', a .mtx
@@ -32,15 +45,18 @@
 // A .mtx file may ask for at most 2^28 dense elements. .npy headers are
 // read as NumPy writes them (format versions 1.0 and 2.0, numpy.save's
 // key order). Output is float32: .npy with dtype '<f4', C order; .mtx as
-// "array real general".
+// "coordinate real general", listing every element, zeros included, row
+// by row ("i j v", 1-based, v the shortest decimal that reads back as the
+// same float32): a Sink writes rows in order, and MatrixMarket's "array"
+// format is column-major.
 //
 // # Errors
 //
 // Every error names the file and says what is wrong with it: not the
 // format, a truncated or overlong file, a header that disagrees with the
 // data, an unsupported dtype or field, a rank other than 2, an empty
-// matrix, a value beyond float32's range. A .npy file is read in full or
-// not at all: one that ends sooner than its size said when it was opened
-// (still being written, on a network mount) is an error saying how many
-// elements were expected and how many were read, never zeros.
+// matrix, a value beyond float32's range. A .npy file's rows are read in
+// full or not at all: one that ends sooner than its size said when it was
+// opened (still being written, on a network mount), or whose size
+// changed since (rewritten), is an error saying so, never zeros.
 package matfile

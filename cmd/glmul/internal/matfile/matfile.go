@@ -22,6 +22,69 @@ func Format(path string) (string, error) {
 	return "", fmt.Errorf("%s: unknown file type: use .npy (NumPy) or .mtx (MatrixMarket)", path)
 }
 
+// Source is a matrix file opened for reading by blocks of rows.
+type Source interface {
+	// Rows returns the matrix's number of rows.
+	Rows() int
+	// Cols returns the matrix's number of columns.
+	Cols() int
+	// ReadRows fills dst (dst.Rows rows, dst.Cols == Cols(), any Stride
+	// >= Cols) with rows [r0, r0+dst.Rows) of the matrix, as float32,
+	// row-major; dst's elements beyond Cols in each row are left as they
+	// are. Calls are serialized: one goroutine at a time reads; rows may
+	// be read in any order and more than once. Errors: a file that ended
+	// early or changed size since Open ("is it still being written?"),
+	// an I/O error, a float64 value beyond float32's range without
+	// ReadOptions.AllowOverflow (matching ErrOverflow, naming the
+	// element [row, col] and its value). A dst that does not fit the
+	// matrix is a programmer error: ReadRows panics.
+	ReadRows(dst blas32.General, r0 int) error
+	// Info says what reading changed so far: overflows (with
+	// AllowOverflow) and underflows, each row counted once however often
+	// it is read, and a .mtx file's duplicate entries.
+	Info() ReadInfo
+	// Close closes the file.
+	Close() error
+}
+
+// Open opens path by its extension (.npy or .mtx) for reading by blocks
+// of rows; o nil means the zero ReadOptions. A .npy file's header is read
+// and checked now; its data are read by ReadRows with positioned reads,
+// a block at a time. A .mtx file is parsed whole here (its entries come
+// in no row order) into memory, and ReadRows copies from it.
+func Open(path string, o *ReadOptions) (Source, error) {
+	if o == nil {
+		o = &ReadOptions{}
+	}
+	format, err := Format(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if format == ".mtx" {
+		defer f.Close()
+		m, info, err := readMTX(f, path, *o)
+		if err != nil {
+			return nil, err
+		}
+		return &mtxSource{m: m, info: info}, nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s, err := newNPYSource(f, f, fi.Size(), path, *o)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
 // Read reads the matrix in path, by its extension, with the zero
 // ReadOptions; ReadWith also says what reading changed.
 func Read(path string) (blas32.General, error) {
@@ -31,28 +94,28 @@ func Read(path string) (blas32.General, error) {
 
 // ReadWith reads the matrix in path, by its extension; o nil means the
 // zero ReadOptions. ReadInfo counts what float32 and the format's
-// conventions changed, for the caller to tell the user.
+// conventions changed, for the caller to tell the user. It is Open and
+// one ReadRows of the whole matrix.
 func ReadWith(path string, o *ReadOptions) (blas32.General, ReadInfo, error) {
-	if o == nil {
-		o = &ReadOptions{}
-	}
-	format, err := Format(path)
+	s, err := Open(path, o)
 	if err != nil {
 		return blas32.General{}, ReadInfo{}, err
 	}
-	f, err := os.Open(path)
-	if err != nil {
+	defer s.Close()
+	return readAll(s)
+}
+
+// readAll reads s's whole matrix: a .mtx file's as it was parsed, with
+// no copy.
+func readAll(s Source) (blas32.General, ReadInfo, error) {
+	if ms, ok := s.(*mtxSource); ok {
+		return ms.m, ms.info, nil
+	}
+	m := blas32.General{Rows: s.Rows(), Cols: s.Cols(), Stride: s.Cols(), Data: make([]float32, s.Rows()*s.Cols())}
+	if err := s.ReadRows(m, 0); err != nil {
 		return blas32.General{}, ReadInfo{}, err
 	}
-	defer f.Close()
-	if format == ".mtx" {
-		return readMTX(f, path, *o)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return blas32.General{}, ReadInfo{}, err
-	}
-	return readNPY(f, fi.Size(), path, *o)
+	return m, s.Info(), nil
 }
 
 // Write writes m to path in the format its extension names, streamed
@@ -60,14 +123,23 @@ func ReadWith(path string, o *ReadOptions) (blas32.General, ReadInfo, error) {
 // replaced atomically, left as it was on any failure; a device or FIFO is
 // written in place. path cannot be "-": its extension names the format.
 func Write(path string, m blas32.General) error {
-	format, err := Format(path)
-	if err != nil {
+	if _, err := Format(path); err != nil {
 		return err
 	}
 	return outfile.WriteWith(path, nil, func(w io.Writer) error {
-		if format == ".mtx" {
-			return writeMTX(w, m)
-		}
-		return writeNPY(w, m)
+		return writeMatrix(w, path, m)
 	})
+}
+
+// writeMatrix writes m to w through a Sink, in the format path's
+// extension names: the one writer of both formats.
+func writeMatrix(w io.Writer, path string, m blas32.General) error {
+	s, err := NewSink(w, path, m.Rows, m.Cols)
+	if err != nil {
+		return err
+	}
+	if err := s.WriteRows(m); err != nil {
+		return err
+	}
+	return s.Close()
 }

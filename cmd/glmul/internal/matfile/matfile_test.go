@@ -195,19 +195,22 @@ func FuzzRead(f *testing.F) {
 	})
 }
 
-// shortReader is a file that ends after n bytes although its size, when
-// opened, said more: truncated between the size check and the read.
+// shortReader is a file that ends after its bytes b although its size,
+// when opened, said more: truncated between the size check and the read.
 type shortReader struct {
 	b   []byte
 	err error // after the bytes; io.EOF for a plain truncation
 }
 
-func (r *shortReader) Read(p []byte) (int, error) {
-	if len(r.b) == 0 {
+// ReadAt reads r.b from off, then returns r.err where p goes beyond it.
+func (r *shortReader) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(r.b)) {
 		return 0, r.err
 	}
-	n := copy(p, r.b)
-	r.b = r.b[n:]
+	n := copy(p, r.b[off:])
+	if n < len(p) {
+		return n, r.err
+	}
 	return n, nil
 }
 

@@ -2,6 +2,7 @@ package matfile
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -35,8 +36,25 @@ type mtxReader struct {
 	// array format.
 	seen []uint64
 	dups int
+
+	batch []mtxEntry // entries parsed, to be set
+	texts []byte     // their values' text
+	touch uint32     // what flush's loads add up to, kept so they are made
 }
 
+// mtxEntry is an entry parsed, waiting in the batch to be set.
+type mtxEntry struct {
+	i, j   int // 0-based
+	v      float64
+	line   int
+	t0, t1 int // its value's text: texts[t0:t1]
+}
+
+// mtxBatch is the most entries parsed before they are set.
+const mtxBatch = 256
+
+// errf returns an error naming the file and the line just read, or the
+// scanner's own trouble, which explains it.
 func (r *mtxReader) errf(format string, args ...any) error {
 	if err := r.sc.Err(); err != nil { // the scanner's own trouble explains it
 		if errors.Is(err, bufio.ErrTooLong) {
@@ -47,28 +65,37 @@ func (r *mtxReader) errf(format string, args ...any) error {
 	return fmt.Errorf("%s:%d: %s", r.name, r.line, fmt.Sprintf(format, args...))
 }
 
-// next returns the next line that is not blank or a comment.
-func (r *mtxReader) next() (string, bool) {
+// next returns the next line that is not blank or a comment, trimmed: a
+// view of the scanner's buffer, valid until the next call.
+func (r *mtxReader) next() ([]byte, bool) {
 	for r.sc.Scan() {
 		r.line++
-		t := strings.TrimSpace(r.sc.Text())
-		if t != "" && !strings.HasPrefix(t, "%") {
+		t := bytes.TrimSpace(r.sc.Bytes())
+		if len(t) > 0 && t[0] != '%' {
 			return t, true
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // value parses one entry of the file's field. A real value beyond even
 // float64's range (1e400) comes back as ±math.MaxFloat64, and a nonzero
 // one below it (1e-400) as ±math.SmallestNonzeroFloat64, so that rounding
 // to float32 counts them as what they are: an overflow, an underflow.
-func (r *mtxReader) value(f string) (float64, error) {
+//
+// A plain decimal of few digits (as glmul writes float32) is parsed by
+// fastFloat; others by strconv, where string(f) does not allocate: the
+// string does not escape strconv (its errors copy it), so a short one is
+// made on the stack.
+func (r *mtxReader) value(f []byte) (float64, error) {
 	if r.h.field == "integer" {
-		v, err := strconv.ParseInt(f, 10, 64)
+		v, err := strconv.ParseInt(string(f), 10, 64)
 		return float64(v), err
 	}
-	v, err := strconv.ParseFloat(f, 64)
+	if v, ok := fastFloat(f); ok {
+		return v, nil
+	}
+	v, err := strconv.ParseFloat(string(f), 64)
 	switch {
 	case errors.Is(err, strconv.ErrRange) && math.IsInf(v, 0):
 		return math.Copysign(math.MaxFloat64, v), nil
@@ -80,21 +107,27 @@ func (r *mtxReader) value(f string) (float64, error) {
 
 // nonzeroMantissa reports whether a number's text has a nonzero digit
 // before its exponent ("1e-400", "0x1p-2000"; not "0.0e5").
-func nonzeroMantissa(s string) bool {
-	s = strings.ToLower(strings.TrimLeft(s, "+-"))
-	if hex, ok := strings.CutPrefix(s, "0x"); ok {
-		mant, _, _ := strings.Cut(hex, "p")
-		return strings.ContainsAny(mant, "123456789abcdef")
+func nonzeroMantissa(s []byte) bool {
+	s = bytes.TrimLeft(s, "+-")
+	if len(s) > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		mant, _, _ := bytes.Cut(s[2:], []byte("p"))
+		if i := bytes.IndexByte(mant, 'P'); i >= 0 {
+			mant = mant[:i]
+		}
+		return bytes.ContainsAny(mant, "123456789abcdefABCDEF")
 	}
-	mant, _, _ := strings.Cut(s, "e")
-	return strings.ContainsAny(mant, "123456789")
+	if i := bytes.IndexAny(s, "eE"); i >= 0 {
+		s = s[:i]
+	}
+	return bytes.ContainsAny(s, "123456789")
 }
 
 // readMTX reads a MatrixMarket matrix from r into a dense matrix; name is
 // for messages.
 func readMTX(in io.Reader, name string, o ReadOptions) (blas32.General, ReadInfo, error) {
 	r := &mtxReader{sc: bufio.NewScanner(in), name: name}
-	r.sc.Buffer(make([]byte, 64<<10), 1<<20)
+	// Lines up to 1 MiB, and reads of up to 1 MiB.
+	r.sc.Buffer(make([]byte, bufSize), bufSize)
 	dims, err := r.header()
 	if err != nil {
 		return blas32.General{}, ReadInfo{}, err
@@ -102,13 +135,14 @@ func readMTX(in io.Reader, name string, o ReadOptions) (blas32.General, ReadInfo
 	rows, cols := dims[0], dims[1]
 	r.alloc(rows, cols)
 	if r.h.format == "array" {
-		err = r.array(rows, cols, r.set)
+		err = r.array(rows, cols)
 	} else {
-		err = r.coordinate(rows, cols, dims[2], r.set)
+		err = r.coordinate(rows, cols, dims[2])
 	}
 	if err != nil {
 		return r.m, ReadInfo{}, err
 	}
+	r.flush()
 	return r.end(o)
 }
 
@@ -121,11 +155,44 @@ func (r *mtxReader) alloc(rows, cols int) {
 	}
 }
 
+// add queues entry (i, j), 0-based, of value v (text: as the file
+// writes it, a view of the line, copied), of the line just read, to be
+// set in the matrix.
+func (r *mtxReader) add(i, j int, v float64, text []byte) {
+	r.batch = append(r.batch, mtxEntry{i: i, j: j, v: v, line: r.line, t0: len(r.texts), t1: len(r.texts) + len(text)})
+	r.texts = append(r.texts, text...)
+	if len(r.batch) == mtxBatch {
+		r.flush()
+	}
+}
+
+// flush sets the batch's entries, in order. It first loads their places
+// in the matrix, and their marks, all at once: independent loads, whose
+// cache misses overlap rather than add up, for a coordinate file's
+// entries come in no order. (An array's entries go down the columns of
+// the row-major matrix at a constant stride, which the processor
+// prefetches: they are set as they are read.)
+func (r *mtxReader) flush() {
+	var sum uint32
+	for _, e := range r.batch {
+		k := e.i*r.m.Cols + e.j
+		sum += math.Float32bits(r.m.Data[k])
+		if r.seen != nil {
+			sum += uint32(r.seen[k/64])
+		}
+	}
+	r.touch += sum
+	for _, e := range r.batch {
+		r.set(e.i, e.j, e.v, r.texts[e.t0:e.t1], e.line)
+	}
+	r.batch, r.texts = r.batch[:0], r.texts[:0]
+}
+
 // set stores entry (i, j), 0-based, of value v (text: as the file writes
-// it) in the matrix. Entries add up: a coordinate file that lists (i, j)
-// twice means the sum (SciPy reads it so); a symmetric one's (i, j) is
-// also (j, i).
-func (r *mtxReader) set(i, j int, v float64, text string) {
+// it) from line in the matrix. Entries add up: a coordinate file that
+// lists (i, j) twice means the sum (SciPy reads it so); a symmetric one's
+// (i, j) is also (j, i).
+func (r *mtxReader) set(i, j int, v float64, text []byte, line int) {
 	cols := r.m.Cols
 	k := i*cols + j
 	if r.seen != nil {
@@ -144,7 +211,7 @@ func (r *mtxReader) set(i, j int, v float64, text string) {
 	old := r.m.Data[k] // 0 but for a duplicate
 	f, first := r.nw.round(v)
 	if first {
-		r.nw.where = fmt.Sprintf("%s:%d: entry (%d, %d) (row, column from 1, as the file numbers them) is %s", r.name, r.line, i+1, j+1, text)
+		r.nw.where = fmt.Sprintf("%s:%d: entry (%d, %d) (row, column from 1, as the file numbers them) is %s", r.name, line, i+1, j+1, text)
 		if old != 0 {
 			r.nw.where += fmt.Sprintf(", summed with %v from earlier entries there", old)
 		}
@@ -191,7 +258,7 @@ func (r *mtxReader) header() ([]int, error) {
 	if !ok {
 		return nil, r.errf("the size line is missing")
 	}
-	dims, err := ints(size)
+	dims, err := ints(string(size))
 	want := 2
 	if r.h.format == "coordinate" {
 		want = 3
@@ -211,7 +278,7 @@ func (r *mtxReader) header() ([]int, error) {
 
 // array reads a column-major array; a symmetric one lists the lower
 // triangle only.
-func (r *mtxReader) array(rows, cols int, set func(i, j int, v float64, text string)) error {
+func (r *mtxReader) array(rows, cols int) error {
 	for j := 0; j < cols; j++ {
 		i0 := 0
 		if r.h.symmetry == "symmetric" {
@@ -226,39 +293,44 @@ func (r *mtxReader) array(rows, cols int, set func(i, j int, v float64, text str
 			if err != nil {
 				return r.errf("%q is not a %s value", t, r.h.field)
 			}
-			set(i, j, v, t)
+			r.set(i, j, v, t, r.line)
 		}
 	}
 	return nil
 }
 
+// patternText is a pattern entry's value, as messages write it.
+var patternText = []byte("1 (pattern)")
+
 // coordinate reads nnz "i j [value]" entries, 1-based.
-func (r *mtxReader) coordinate(rows, cols, nnz int, set func(i, j int, v float64, text string)) error {
+func (r *mtxReader) coordinate(rows, cols, nnz int) error {
 	fields := 3
 	if r.h.field == "pattern" {
 		fields = 2
 	}
+	var f [4][]byte // a fourth: one field too many
 	for e := 0; e < nnz; e++ {
 		t, ok := r.next()
 		if !ok {
 			return r.errf("the file ends after %d of its %d entries", e, nnz)
 		}
-		f := strings.Fields(t)
-		if len(f) != fields {
+		if splitFields(t, f[:]) != fields && unicodeFields(t, f[:]) != fields {
 			return r.errf("entry %q should hold %d fields", t, fields)
 		}
-		ij, err := ints(f[0] + " " + f[1])
-		if err != nil || ij[0] < 1 || ij[0] > rows || ij[1] < 1 || ij[1] > cols {
+		i, erri := strconv.Atoi(string(f[0]))
+		j, errj := strconv.Atoi(string(f[1]))
+		if erri != nil || errj != nil || i < 1 || i > rows || j < 1 || j > cols {
 			return r.errf("entry %q: indices must be whole numbers within 1…%d and 1…%d", t, rows, cols)
 		}
-		v, text := 1.0, "1 (pattern)"
+		v, text := 1.0, patternText
 		if fields == 3 {
+			var err error
 			if v, err = r.value(f[2]); err != nil {
 				return r.errf("entry %q: %q is not a %s value", t, f[2], r.h.field)
 			}
 			text = f[2]
 		}
-		set(ij[0]-1, ij[1]-1, v, text)
+		r.add(i-1, j-1, v, text)
 	}
 	return nil
 }
@@ -296,17 +368,30 @@ func ints(s string) ([]int, error) {
 	return out, nil
 }
 
-// writeMTX writes m as "array real general", column-major.
-func writeMTX(w io.Writer, m blas32.General) error {
-	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "%%%%MatrixMarket matrix array real general\n%% written by glmul (float32)\n%d %d\n", m.Rows, m.Cols)
-	var buf []byte
-	for j := 0; j < m.Cols; j++ {
-		for i := 0; i < m.Rows; i++ {
-			buf = strconv.AppendFloat(buf[:0], float64(m.Data[i*m.Stride+j]), 'g', -1, 32)
-			buf = append(buf, '\n')
-			bw.Write(buf)
-		}
+// mtxSource is a .mtx file's matrix, parsed whole when it was opened.
+type mtxSource struct {
+	m    blas32.General // row-major, Stride == Cols
+	info ReadInfo
+}
+
+// Rows returns the matrix's number of rows.
+func (s *mtxSource) Rows() int { return s.m.Rows }
+
+// Cols returns the matrix's number of columns.
+func (s *mtxSource) Cols() int { return s.m.Cols }
+
+// Info says what reading the file changed.
+func (s *mtxSource) Info() ReadInfo { return s.info }
+
+// Close does nothing: the file was closed once parsed.
+func (s *mtxSource) Close() error { return nil }
+
+// ReadRows copies rows [r0, r0+dst.Rows) into dst.
+func (s *mtxSource) ReadRows(dst blas32.General, r0 int) error {
+	checkDst(dst, r0, s.m.Rows, s.m.Cols)
+	c := s.m.Cols
+	for i := range dst.Rows {
+		copy(dst.Data[i*dst.Stride:i*dst.Stride+c], s.m.Data[(r0+i)*c:(r0+i+1)*c])
 	}
-	return bw.Flush()
+	return nil
 }

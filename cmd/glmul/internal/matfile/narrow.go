@@ -47,6 +47,9 @@ type narrowing struct {
 	// [2, 0] is 1e+39"), set by the caller when round reports it.
 	where string
 	inf   float32 // what it became
+	// scope says where the values were counted, for check's message:
+	// "" for the whole file, "in rows 5 to 9" for a block of it.
+	scope string
 }
 
 // round returns v in float32; first reports the first overflow, whose
@@ -74,7 +77,11 @@ func (n *narrowing) check(o ReadOptions) error {
 	}
 	more := ""
 	if n.overflows > 1 {
-		more = fmt.Sprintf(" (%d such values in the file)", n.overflows)
+		scope := n.scope
+		if scope == "" {
+			scope = "in the file"
+		}
+		more = fmt.Sprintf(" (%d such values %s)", n.overflows, scope)
 	}
 	return fmt.Errorf("%s, %w (largest magnitude %s): it would become %v in float32%s",
 		n.where, ErrOverflow, strconv.FormatFloat(math.MaxFloat32, 'g', -1, 32), n.inf, more)
@@ -83,4 +90,14 @@ func (n *narrowing) check(o ReadOptions) error {
 // info returns the counts as a ReadInfo.
 func (n *narrowing) info() ReadInfo {
 	return ReadInfo{Overflows: n.overflows, Underflows: n.underflows}
+}
+
+// merge adds b's counts to n's; b's first overflow becomes n's if n has
+// none.
+func (n *narrowing) merge(b narrowing) {
+	if n.overflows == 0 && b.overflows > 0 {
+		n.where, n.inf = b.where, b.inf
+	}
+	n.overflows += b.overflows
+	n.underflows += b.underflows
 }

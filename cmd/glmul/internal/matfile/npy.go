@@ -3,10 +3,8 @@ package matfile
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
@@ -14,37 +12,34 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 )
 
-// readNPY reads a rank-2 float32 or float64 .npy array from r; size is
-// the file's size when it was opened (r may yet end sooner, if the file
-// shrank since); name is for messages.
-func readNPY(r io.Reader, size int64, name string, o ReadOptions) (m blas32.General, info ReadInfo, err error) {
+// readNPY reads a rank-2 float32 or float64 .npy array, whole, from ra;
+// size is the file's size when it was opened (ra may yet end sooner, if
+// the file shrank since); name is for messages.
+func readNPY(ra io.ReaderAt, size int64, name string, o ReadOptions) (blas32.General, ReadInfo, error) {
+	s, err := newNPYSource(nil, ra, size, name, o)
+	if err != nil {
+		return blas32.General{}, ReadInfo{}, err
+	}
+	return readAll(s)
+}
+
+// readNPYLayout reads and checks the header of the .npy file in ra, of
+// size bytes; name is for messages.
+func readNPYLayout(ra io.ReaderAt, size int64, name string) (l npyLayout, err error) {
 	defer func() {
 		// npyio indexes a header it has not checked: a corrupt one panics.
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%s: not a valid .npy file (corrupt header)", name)
 		}
 	}()
-	br := bufio.NewReader(r)
+	br := bufio.NewReader(io.NewSectionReader(ra, 0, size))
 	if err := checkNPYHeaderSize(br, size, name); err != nil {
-		return m, info, err
+		return l, err
 	}
 	// npyio reads the header only (its binary.Read reads in full); the
-	// data are read below, where a short read is an error: npyio's own
-	// data reader ignores io.EOF and leaves zeros.
-	cr := &countingReader{r: br}
-	l, err := readNPYHeader(cr, size, name)
-	if err != nil {
-		return m, info, err
-	}
-	var nw narrowing
-	data, err := l.readData(cr, name, &nw)
-	if err != nil {
-		return m, info, err
-	}
-	if err := nw.check(o); err != nil {
-		return m, info, err
-	}
-	return l.matrix(data), nw.info(), nil
+	// data are read by npySource.ReadRows, where a short read is an
+	// error: npyio's own data reader ignores io.EOF and leaves zeros.
+	return readNPYHeader(&countingReader{r: br}, size, name)
 }
 
 // npyLayout is what a checked .npy header says of the data after it.
@@ -105,48 +100,6 @@ func readNPYHeader(cr *countingReader, size int64, name string) (npyLayout, erro
 	return npyLayout{dtype: d.Type, fortran: d.Fortran, order: order, item: item, rows: rows, cols: cols, n: n, hdr: cr.n}, nil
 }
 
-// place returns the (row, column) of the i-th element in file order.
-func (l npyLayout) place(i int64) (row, col int64) {
-	if l.fortran {
-		return i % int64(l.rows), i / int64(l.rows)
-	}
-	return i / int64(l.cols), i % int64(l.cols)
-}
-
-// readData reads l's elements from cr, which has read the header, in
-// file order, rounding float64 ones through nw; a file that ends early is
-// an error that says so.
-func (l npyLayout) readData(cr *countingReader, name string, nw *narrowing) ([]float32, error) {
-	data, got, err := readNPYData(cr, l.n, l.order, l.item, nw, func(i int64, v float64) {
-		row, col := l.place(i)
-		nw.where = fmt.Sprintf("%s: element [%d, %d] (row, column from 0, as NumPy indexes) is %s", name, row, col, strconv.FormatFloat(v, 'g', -1, 64))
-	})
-	switch {
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return nil, fmt.Errorf("%s: expected %d elements (%d×%d %s) but read %d: the file ended %d bytes into its data, which held %d bytes when it was opened (is it still being written?)",
-			name, l.n, l.rows, l.cols, l.dtype, got, cr.n-l.hdr, l.n*int64(l.item))
-	case err != nil:
-		return nil, fmt.Errorf("%s: reading the data: expected %d elements, read %d: %w", name, l.n, got, err)
-	}
-	return data, nil
-}
-
-// matrix returns data, l's elements in file order, as a row-major
-// matrix.
-func (l npyLayout) matrix(data []float32) blas32.General {
-	m := blas32.General{Rows: l.rows, Cols: l.cols, Stride: l.cols, Data: data}
-	if l.fortran { // column-major on disk
-		t := make([]float32, l.n)
-		for j := 0; j < l.cols; j++ {
-			for i := 0; i < l.rows; i++ {
-				t[i*l.cols+j] = data[j*l.rows+i]
-			}
-		}
-		m.Data = t
-	}
-	return m
-}
-
 // npyDtype returns the byte order and item size of the dtypes glmul reads:
 // float32 and float64, with an explicit byte order.
 func npyDtype(descr string) (binary.ByteOrder, int, error) {
@@ -196,69 +149,13 @@ func dtypeName(descr string) string {
 	return ""
 }
 
-// readNPYData reads n elements of item bytes (4: float32, 8: float64) in
-// order from r into float32s, in file order; float64 ones are rounded
-// through nw, and overflowed(i, v) is called for the first that overflows.
-// It returns how many whole elements it read: fewer than n only with an
-// error (io.EOF or io.ErrUnexpectedEOF where the data end early).
-func readNPYData(r io.Reader, n int64, order binary.ByteOrder, item int, nw *narrowing, overflowed func(i int64, v float64)) ([]float32, int64, error) {
-	data := make([]float32, n)
-	buf := make([]byte, min(n*int64(item), 1<<20)) // 1 MiB: a whole number of items
-	var got int64
-	for got < n {
-		chunk := buf[:min(n-got, int64(len(buf)/item))*int64(item)]
-		k, err := io.ReadFull(r, chunk)
-		whole := chunk[:k/item*item]
-		if item == 4 {
-			for i := range len(whole) / 4 {
-				data[got+int64(i)] = math.Float32frombits(order.Uint32(whole[4*i:]))
-			}
-		} else {
-			for i := range len(whole) / 8 {
-				v := math.Float64frombits(order.Uint64(whole[8*i:]))
-				f, first := nw.round(v)
-				if first {
-					overflowed(got+int64(i), v)
-				}
-				data[got+int64(i)] = f
-			}
-		}
-		got += int64(len(whole) / item)
-		if err != nil {
-			return data, got, err
-		}
-	}
-	return data, got, nil
-}
-
-// writeNPY writes m as a C-order '<f4' .npy array (format version 1.0).
-// npyio writes 2-D arrays only from gonum's float64 mat.Dense, so the
-// header, a padded Python dict literal, is written here.
-func writeNPY(w io.Writer, m blas32.General) error {
-	dict := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", m.Rows, m.Cols)
-	// magic (6) + version (2) + length (2) + dict + '\n': a multiple of 64.
-	pad := (64 - (10+len(dict)+1)%64) % 64
-	dict += strings.Repeat(" ", pad) + "\n"
-	bw := bufio.NewWriter(w)
-	bw.WriteString("\x93NUMPY\x01\x00")
-	binary.Write(bw, binary.LittleEndian, uint16(len(dict)))
-	bw.WriteString(dict)
-	var buf [4]byte
-	for i := 0; i < m.Rows; i++ {
-		for _, v := range m.Data[i*m.Stride : i*m.Stride+m.Cols] {
-			binary.LittleEndian.PutUint32(buf[:], math.Float32bits(v))
-			bw.Write(buf[:])
-		}
-	}
-	return bw.Flush()
-}
-
 // countingReader counts the bytes read through it.
 type countingReader struct {
 	r io.Reader
 	n int64
 }
 
+// Read reads from the underlying reader, counting what it reads.
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)

@@ -139,9 +139,10 @@ func (st *stages) give(ch chan *panel, pn *panel) bool {
 	}
 }
 
-// run runs the four stages: the reader, the GPU and the checker on
-// goroutines of their own, the writer on the caller's.
-func run(ctx context.Context, p plan, a RowReader, c RowWriter, g *gpu, chk *checker, progress func(done, total int), r *Result) error {
+// run runs the four stages: the reader starts at once, beside B's read
+// and upload; the GPU and the checker on goroutines of their own once B
+// is up (Freivalds' B·x computed meanwhile), the writer on the caller's.
+func run(ctx context.Context, dev *glcompute.Device, p plan, a, b RowReader, c RowWriter, o Options, r *Result) error {
 	st := &stages{p: p, free: make(chan *panel, hostPanels), read: make(chan *panel, 1), back: make(chan *panel, 1), ready: make(chan *panel, 1)}
 	st.ctx, st.cancel = context.WithCancelCause(ctx)
 	defer st.cancel(nil)
@@ -149,11 +150,31 @@ func run(ctx context.Context, p plan, a RowReader, c RowWriter, g *gpu, chk *che
 		st.free <- newPanel(p)
 	}
 	var wg sync.WaitGroup
+	defer wg.Wait()
 	wg.Go(func() { st.reader(a, &r.Read) })
+	hb, err := readB(b, p, r)
+	if err != nil {
+		st.cancel(err)
+		return err
+	}
+	prepared := make(chan *checker, 1) // B·x for Freivalds, beside B's upload
+	go func() { prepared <- newChecker(o, p, hb) }()
+	g, err := newGPU(dev, p, hb, o.Kernel)
+	if err != nil {
+		st.cancel(err)
+		return err
+	}
+	defer g.release()
 	wg.Go(func() { st.gpu(g, &r.GPU) })
-	wg.Go(func() { st.checker(chk, &r.Check) })
-	st.writer(c, progress, &r.Write)
+	var chk *checker
+	wg.Go(func() {
+		if chk = <-prepared; st.ctx.Err() == nil {
+			st.checker(chk, &r.Check)
+		}
+	})
+	st.writer(c, o.Progress, &r.Write)
 	wg.Wait()
+	r.Validation = chk.result()
 	if st.ctx.Err() != nil {
 		return context.Cause(st.ctx)
 	}
