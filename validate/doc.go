@@ -23,6 +23,10 @@
 //
 //	|(Ĉx)ᵢ − (A(Bx))ᵢ| ≤ λ²√K·u · ‖Aᵢ,:‖₂ · (Σⱼ ‖B:,ⱼ‖₂² xⱼ²)^½,   λ = 6
 //
+// plus the float64 evaluation's own error, γ_{K+N}(u₆₄)·(‖Aᵢ,:‖·‖|B||x|‖ +
+// ‖Ĉᵢ,:‖·‖x‖). Rows applies it a block of rows at a time, for a C that
+// arrives in panels, all vectors in one pass over each row.
+//
 // It catches a wrong element whose error exceeds that bound divided by |xⱼ|,
 // wrong rows, wrong columns and wrong blocks; Full is the mode that certifies.
 //
