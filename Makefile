@@ -31,6 +31,10 @@ WINDOWS_APT := gcc-mingw-w64-x86-64 wine wine64 xvfb xauth
 # libraries).
 ARM64_APT := gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 
+# make results also runs bench/files: NumPy (and SciPy for .mtx) as the peer,
+# GNU time for peak RSS.
+RESULTS_APT := python3-numpy python3-scipy time
+
 # Packages whose code never touches GL: tested with the race detector.
 PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/... ./glcompute/tuning/... ./glcompute/internal/dispatch/... \
 	./glcompute/internal/thread/... ./cmd/glmul/internal/report/... ./cmd/glmul/internal/table/... \
@@ -85,6 +89,7 @@ check-arm64: deps
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc $(GO) vet ./...
 
 results: deps
+	@scripts/deps.sh $(RESULTS_APT)
 	GO=$(GO) scripts/results.sh llvmpipe docs/results/llvmpipe
 
 fuzz: deps

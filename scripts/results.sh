@@ -76,7 +76,8 @@ failed=0
 last_ok= # the last step that succeeded, whose section derive adds to
 
 # step FILE [EXTRA_FILES] -- [VAR=value ...] ARGS...: runs env VARs $GLMUL ARGS
-# (or, when ARGS starts with "python", that program), stdout into DIR/FILE.
+# (or, when ARGS starts with "python", that program; with "bash", that
+# script), stdout into DIR/FILE.
 # EXTRA_FILES (comma-separated, may be empty) are the other files the command
 # writes into DIR. A failed step leaves DIR/FILE as it was.
 step() {
@@ -93,6 +94,8 @@ step() {
 	if [ "${1:-}" = python ]; then
 		shift
 		args=("${PYTHON:-python3}" "$@")
+	elif [ "${1:-}" = bash ]; then
+		args=("$@")
 	else
 		args=("$GLMUL" "$@")
 	fi
@@ -212,6 +215,23 @@ h100)
 	fi
 	;;
 esac
+
+# files.md: glmul mul on users' files against NumPy (and PyTorch where it has
+# CUDA), bench/files; the inputs are made first, in FILES_DIR (default: a
+# temporary directory; the big cases take 3.2 GiB).
+if [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" files.md "* ]]; then
+	cases="input_bound output_bound input_bound_f8 input_bound_fortran tall_a thin_big_c"
+	[ "$mode" = h100 ] && cases="square8192 $cases"
+	files=${FILES_DIR:-$tmp/files}
+	py=${PYTHON:-python3}
+	"$py" -c 'import numpy' 2>/dev/null || py=/usr/bin/python3
+	if "$py" bench/files/make_inputs.py "$files" $cases >&2; then
+		step files.md "" -- bash bench/files/run.sh -r 3 -g "$GLMUL" "$files" $cases
+	else
+		echo "results: files.md skipped: bench/files/make_inputs.py failed (NumPy missing?)" >&2
+		failed=1
+	fi
+fi
 
 # results.md: the preamble, then the sections kept from an earlier run (steps not
 # run this time), then this run's.
