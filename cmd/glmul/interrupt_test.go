@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/matfile"
+	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute/tuning"
 )
 
@@ -215,5 +218,45 @@ func TestTuneCtrlC(t *testing.T) {
 	}
 	if e, ok := got.LookupClass(drv, tuning.LongK); !ok || !e.When.Equal(when) || e.Kernel != "cpu:4x4_4x4" || e.GFLOPS != 1e-3 || e.N != 8 {
 		t.Errorf("long-k was interrupted, but its cache entry changed: %+v (present: %v)", e, ok)
+	}
+}
+
+// TestMulCtrlC: Ctrl-C in glmul mul, once its first panel of C is written,
+// exits 130 within a second or so, says so, and leaves -o as it was (here a
+// file that was there before), with no temporary file beside it. The
+// files are made by the parent (GLMUL_TEST_DIR): 8192×2048 by 2048×2048,
+// eight panels of 1024 rows, tenths of a second each on llvmpipe.
+func TestMulCtrlC(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "mul" {
+		dir := os.Getenv("GLMUL_TEST_DIR")
+		os.Exit(exitCode(run([]string{"mul", filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy"), "-o", filepath.Join(dir, "c.npy"),
+			"-backend", "egl", "-progress", "on"}, os.Stdout, os.Stderr), os.Stderr))
+	}
+	needGL(t)
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, m := range []struct {
+		name       string
+		rows, cols int
+	}{{"a.npy", 8192, 2048}, {"b.npy", 2048, 2048}} {
+		if err := matfile.Write(filepath.Join(dir, m.name), cpu.Random(m.rows, m.cols, rng)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := []byte("the C of an earlier run")
+	os.WriteFile(filepath.Join(dir, "c.npy"), before, 0o644)
+	t.Setenv("GLMUL_TEST_DIR", dir)
+	c := startChild(t, "TestMulCtrlC", "mul", "(1/8)") // the progress bar after the first panel
+	if !c.interrupt(t) {
+		t.Skip("the device finished all 8 panels before Ctrl-C; the test needs a slow one (llvmpipe in CI)")
+	}
+	if !strings.Contains(c.stderr.String(), "interrupted by Ctrl-C: the 8192×2048×2048 product stopped before its last panel; "+filepath.Join(dir, "c.npy")+" was left as it was") {
+		t.Errorf("stderr:\n%s", c.stderr.String())
+	}
+	if now, _ := os.ReadFile(filepath.Join(dir, "c.npy")); string(now) != string(before) {
+		t.Errorf("c.npy changed: %q", now)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+		t.Errorf("files beside the inputs and c.npy: %v", entries)
 	}
 }

@@ -27,6 +27,7 @@ type mulFlags struct {
 	kernel        string
 	mode          validate.Mode
 	format        report.Format
+	progress      string // auto|on|off
 }
 
 // mulHelp is glmul mul's -h text.
@@ -66,6 +67,7 @@ func parseMul(args []string, stderr io.Writer) (*mulFlags, error) {
 	fs.StringVar(&f.kernel, "kernel", "fast", "compute shader: fast, tiled32, fast:BMxBNxBK_TMxTN or cpu:LXxLY_TMxTN")
 	mode := fs.String("validate", "auto", "check C on the CPU: auto|full|freivalds|none (inputs with NaN or Inf: full)")
 	format := fs.String("format", "text", "report: text (on stderr) or json (on stdout)")
+	fs.StringVar(&f.progress, "progress", "auto", "a progress bar of the panels of C written, on stderr: auto|on|off (auto: when stderr is a terminal)")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, err
@@ -100,6 +102,9 @@ func parseMul(args []string, stderr io.Writer) (*mulFlags, error) {
 	}
 	if f.format, err = report.CheckFormat(*format, report.Text, report.JSON); err != nil {
 		return nil, usagef("mul: -format: %v", err)
+	}
+	if err := checkProgress("mul: ", f.progress); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
@@ -206,6 +211,12 @@ func streamProduct(f *mulFlags, dev *glcompute.Device, a, b matfile.Source, stde
 	ctx, stop := notifyInterrupt()
 	defer stop()
 	o := stream.Options{Kernel: f.kernel, Validate: f.mode, Seed: 1, Context: ctx}
+	if bar := newBar(f.progress, stderr, "panels of C written"); bar != nil {
+		panels, _ := stream.Panels(a.Rows(), a.Cols(), b.Cols(), 0)
+		bar.ChangeMax(panels)
+		defer bar.Finish()
+		o.Progress = func(done, _ int) { bar.Set(done) }
+	}
 	err, abandoned = awaitWork(ctx, stderr, "glmul mul", func() error {
 		return outfile.WriteWith(f.out, nil, func(w io.Writer) error {
 			sink, err := matfile.NewSink(w, f.out, a.Rows(), b.Cols())

@@ -159,6 +159,13 @@ func newPlan(m, k, n int, panelBytes int64) plan {
 	return p
 }
 
+// Panels returns how many panels, of how many rows, Product cuts an m×k
+// by k×n product into with Options.PanelBytes panelBytes.
+func Panels(m, k, n int, panelBytes int64) (panels, rows int) {
+	p := newPlan(m, k, n, panelBytes)
+	return p.panels, p.rows
+}
+
 // HostBytes is the host memory Product takes for an m×k by k×n product
 // with Options.PanelBytes panelBytes: B, and the panels of A and C.
 func HostBytes(m, k, n int, panelBytes int64) int64 { return newPlan(m, k, n, panelBytes).hostBytes() }
