@@ -14,6 +14,7 @@
 #   -f        the peers fsync C too (glmul always does: its writes are
 #             atomic and durable); default: plain np.save, as users call it
 #   GLMUL_FLAGS  extra flags for glmul mul (word-split), e.g. "-kernel tiled32"
+#   GLMUL_COMMIT the commit the binary was built from (default: this checkout's)
 #   PYTHON       the python3 to run the peers with (default python3, else
 #                /usr/bin/python3 when only that one imports numpy)
 #
@@ -83,8 +84,8 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 fi
 renderer=$("$glmul" devices 2>/dev/null | awk -F ' [|] ' '/^ +yes: /{print $2; exit}')
 [ -n "${gpu:-}" ] || gpu="${renderer:-unknown} (glmul devices' GL renderer; no nvidia-smi)"
-commit=unknown
-if git -C "$here" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+commit=${GLMUL_COMMIT:-unknown} # GLMUL_COMMIT: the commit the binary was built from, where this tree's git cannot say
+if [ -z "${GLMUL_COMMIT:-}" ] && git -C "$here" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
 	[ -z "$(git -C "$here" status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit (tracked files modified)"
 fi
