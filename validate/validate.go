@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/blas/blas32"
-
-	"github.com/glmul/glmul/cpu"
 )
 
 // Mode selects how a product is checked.
@@ -162,47 +160,13 @@ func Choose(m, k, n int) Mode {
 	return Freivalds
 }
 
-// CheckFull compares every element of C with a float64 product.
+// CheckFull compares every element of C with a float64 product (see
+// FullRows, which it runs over the whole product).
 func CheckFull(a, b, c blas32.General) Result {
 	checkShapes(a, b, c)
-	ref := cpu.Reference(a, b, false)
-	mag := cpu.Reference(a, b, true)
-	// The float64 reference has its own (tiny) error, γ_K in float64.
-	g := gamma(a.Cols, u32) + gamma(a.Cols, u64)
-	r := Result{Mode: Full, OK: true, Row: -1, Col: -1}
-	rowNF, colNF := nonFinite(a, b)
-	var diff2, ref2 float64
-	for i := 0; i < c.Rows; i++ {
-		for j := 0; j < c.Cols; j++ {
-			got := float64(c.Data[i*c.Stride+j])
-			want := ref.Data[i*ref.Stride+j]
-			bound := g * mag.Data[i*mag.Stride+j]
-			if math.IsNaN(want) && math.IsNaN(got) || math.IsInf(want, 0) && got == want {
-				continue // NaN and Inf propagate: the same class is right
-			}
-			if (math.IsNaN(got) || math.IsInf(got, 0)) && (rowNF[i] || colNF[j]) {
-				// IEEE arithmetic makes 0·NaN NaN and 0·Inf NaN; the
-				// float64 reference (gonum) skips zero terms, the GPU
-				// does not. Either is right where a non-finite input
-				// meets this element.
-				continue
-			}
-			d := math.Abs(got - want)
-			diff2 += d * d
-			ref2 += want * want
-			ratio := ratio(d, bound)
-			if ratio > r.WorstRatio || r.Row < 0 {
-				r.WorstRatio, r.Row, r.Col, r.Got, r.Want, r.Bound = ratio, i, j, got, want, bound
-			}
-		}
-	}
-	r.OK = r.WorstRatio <= 1
-	if ref2 > 0 {
-		r.RelFrobenius = math.Sqrt(diff2 / ref2)
-	} else {
-		r.RelFrobenius = math.Sqrt(diff2)
-	}
-	return r
+	f := NewFullRows(b)
+	f.Check(a, c, 0)
+	return f.Result()
 }
 
 // nonFinite reports which rows of a and which columns of b hold a NaN or

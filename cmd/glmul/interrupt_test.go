@@ -250,7 +250,9 @@ func TestMulCtrlC(t *testing.T) {
 	if !c.interrupt(t) {
 		t.Skip("the device finished all 8 panels before Ctrl-C; the test needs a slow one (llvmpipe in CI)")
 	}
-	if !strings.Contains(c.stderr.String(), "interrupted by Ctrl-C: the 8192×2048×2048 product stopped before its last panel; "+filepath.Join(dir, "c.npy")+" was left as it was") {
+	// Between panels, or (a panel on a loaded llvmpipe can take over the
+	// second's grace) abandoned: either way -o stays as it was.
+	if e := c.stderr.String(); !strings.Contains(e, "interrupted by Ctrl-C: the 8192×2048×2048 product ") || !strings.Contains(e, filepath.Join(dir, "c.npy")+" was left as it was") {
 		t.Errorf("stderr:\n%s", c.stderr.String())
 	}
 	if now, _ := os.ReadFile(filepath.Join(dir, "c.npy")); string(now) != string(before) {

@@ -232,14 +232,29 @@ func streamProduct(f *mulFlags, dev *glcompute.Device, a, b matfile.Source, stde
 			return sink.Close()
 		})
 	})
+	if abandoned { // the work goroutine may still write r, and C's temporary file
+		outfile.Abandon()
+		return stream.Result{}, true, interruptedError{fmt.Sprintf("the %d×%d×%d product did not stop within a second; %s",
+			a.Rows(), a.Cols(), b.Cols(), leftAs(f.out))}
+	}
 	switch {
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		return r, abandoned, interruptedError{fmt.Sprintf("the %d×%d×%d product stopped before its last panel; %s was left as it was", a.Rows(), a.Cols(), b.Cols(), f.out)}
+		return r, false, interruptedError{fmt.Sprintf("the %d×%d×%d product stopped before its last panel; %s", a.Rows(), a.Cols(), b.Cols(), leftAs(f.out))}
 	case errors.Is(err, errNotValidated):
-		fmt.Fprintf(stderr, "glmul mul: %v; %s not written\n", r.Validation.Err(), f.out)
-		return r, abandoned, errReported
+		fmt.Fprintf(stderr, "glmul mul: %v; %s\n", r.Validation.Err(), leftAs(f.out))
+		return r, false, errReported
 	}
 	return r, abandoned, overflowHint(err)
+}
+
+// leftAs says what became of out when the product did not finish: a
+// regular file is replaced only at the end (outfile), but a device or FIFO
+// was written as C came.
+func leftAs(out string) string {
+	if fi, err := os.Stat(out); err == nil && fi.Mode()&(os.ModeDevice|os.ModeNamedPipe) != 0 {
+		return out + " (a device or FIFO) received the rows of C computed until then, unvalidated"
+	}
+	return out + " was left as it was"
 }
 
 // noteReads tells stderr what float32 and the files' formats changed in

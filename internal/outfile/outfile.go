@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // Stdout is the path that names standard output.
@@ -230,4 +231,28 @@ func Room(path string) (bytes uint64, ok bool) {
 	// A file it replaces still holds its space until the rename: not
 	// counted as room.
 	return freeBytes(filepath.Dir(t.final))
+}
+
+// pending holds the names of the temporary files of replacements in
+// progress (replace), for Abandon.
+var pending sync.Map // name → struct{}
+
+// Abandon removes the temporary file of every replacement still in
+// progress: for a process about to exit without waiting for a goroutine
+// that is writing one (Ctrl-C past its grace), so that the files they
+// would replace stay as they were and nothing is left beside them. A
+// replacement that goes on afterwards fails, its temporary file gone; one
+// whose rename was already under way may still land.
+func Abandon() {
+	pending.Range(func(name, _ any) bool {
+		os.Remove(name.(string))
+		pending.Delete(name)
+		return true
+	})
+}
+
+// track records a replacement's temporary file until done is called.
+func track(name string) (done func()) {
+	pending.Store(name, struct{}{})
+	return func() { pending.Delete(name) }
 }

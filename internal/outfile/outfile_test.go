@@ -475,3 +475,33 @@ func TestRoom(t *testing.T) {
 		t.Error("room in a FIFO")
 	}
 }
+
+// TestAbandon: Abandon removes the temporary file of a replacement in
+// progress, and the replacement then fails, leaving the file as it was.
+func TestAbandon(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.npy")
+	os.WriteFile(path, []byte("before"), 0o644)
+	writing, abandoned := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- WriteWith(path, nil, func(w io.Writer) error {
+			w.Write([]byte("partial"))
+			close(writing)
+			<-abandoned
+			return nil
+		})
+	}()
+	<-writing
+	Abandon()
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("after Abandon: %v", entries)
+	}
+	close(abandoned)
+	if err := <-done; err == nil {
+		t.Error("a replacement whose temporary file was abandoned succeeded")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "before" {
+		t.Errorf("the file became %q", b)
+	}
+}

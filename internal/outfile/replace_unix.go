@@ -27,6 +27,7 @@ func (t dest) replace(write func(io.Writer) error) error {
 		return fmt.Errorf("outfile: %s: cannot write in %s: %w", t, dir, pathless(err))
 	}
 	defer pf.Cleanup()
+	defer track(pf.Name())()
 	if err := stream(pf, t.String(), write); err != nil {
 		return err
 	}

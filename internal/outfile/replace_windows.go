@@ -19,6 +19,7 @@ func (t dest) replace(write func(io.Writer) error) error {
 		return fmt.Errorf("outfile: %s: cannot write in %s: %w", t, dir, pathless(err))
 	}
 	tmp := f.Name()
+	defer track(tmp)()
 	ok := false
 	defer func() {
 		if !ok {

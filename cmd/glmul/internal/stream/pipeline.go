@@ -27,11 +27,11 @@ type gpu struct {
 }
 
 // newGPU uploads B (hb, padded) and allocates the panels' matrices.
-func newGPU(dev *glcompute.Device, p plan, hb blas32.General, kernel string) (g *gpu, err error) {
-	g = &gpu{dev: dev, p: p, kernel: kernel}
+func newGPU(dev *glcompute.Device, p plan, hb blas32.General, kernel string) (_ *gpu, err error) {
+	g := &gpu{dev: dev, p: p, kernel: kernel}
 	defer func() {
 		if err != nil {
-			g.release()
+			g.release() // what was made before the failure
 		}
 	}()
 	if g.b, err = dev.NewMatrix(p.kp, p.np); err != nil {
@@ -145,12 +145,16 @@ func (st *stages) give(ch chan *panel, pn *panel) bool {
 func run(ctx context.Context, dev *glcompute.Device, p plan, a, b RowReader, c RowWriter, o Options, r *Result) error {
 	st := &stages{p: p, free: make(chan *panel, hostPanels), read: make(chan *panel, 1), back: make(chan *panel, 1), ready: make(chan *panel, 1)}
 	st.ctx, st.cancel = context.WithCancelCause(ctx)
-	defer st.cancel(nil)
 	for range min(hostPanels, p.panels) {
 		st.free <- newPanel(p)
 	}
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// On every way out, a panic included: stop the stages, then wait for
+	// them (before g's release, deferred later, frees what they use).
+	defer func() {
+		st.cancel(nil)
+		wg.Wait()
+	}()
 	wg.Go(func() { st.reader(a, &r.Read) })
 	hb, err := readB(b, p, r)
 	if err != nil {
@@ -164,7 +168,11 @@ func run(ctx context.Context, dev *glcompute.Device, p plan, a, b RowReader, c R
 		st.cancel(err)
 		return err
 	}
-	defer g.release()
+	defer func() {
+		st.cancel(nil)
+		wg.Wait()
+		g.release()
+	}()
 	wg.Go(func() { st.gpu(g, &r.GPU) })
 	var chk *checker
 	wg.Go(func() {

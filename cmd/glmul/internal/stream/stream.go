@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -196,13 +197,15 @@ func view(m blas32.General, rows, cols int) blas32.General {
 	return blas32.General{Rows: rows, Cols: cols, Stride: m.Stride, Data: m.Data[:(rows-1)*m.Stride+cols]}
 }
 
-// checker validates C panel by panel (Options.Validate).
+// checker validates C panel by panel (Options.Validate): Freivalds'
+// method where the mode is Freivalds and the panel's rows of A are finite,
+// in full otherwise.
 type checker struct {
-	mode  validate.Mode
-	b     blas32.General // B as read (k×n)
-	rows  *validate.Rows // Freivalds' vectors, for Freivalds panels
-	full  validate.Result
-	fulls int // panels checked in full
+	mode validate.Mode
+	b    blas32.General     // B as read (k×n)
+	rows *validate.Rows     // Freivalds' vectors, for Freivalds panels
+	full *validate.FullRows // B in float64, made for the first full panel
+	once sync.Once
 }
 
 // newChecker prepares the check of an m×k by k×n product by hb (B
@@ -220,7 +223,7 @@ func newChecker(o Options, p plan, hb blas32.General) *checker {
 	if mode == validate.Freivalds && !finite(b) {
 		mode = validate.Full
 	}
-	ch := &checker{mode: mode, b: b, full: validate.Result{Mode: validate.Full, OK: true}}
+	ch := &checker{mode: mode, b: b}
 	if mode == validate.Freivalds {
 		ch.rows = validate.NewRows(b, validate.FreivaldsVectors, rand.New(rand.NewPCG(o.Seed, 2)))
 	}
@@ -234,28 +237,28 @@ func (ch *checker) check(a, c blas32.General, r0 int) {
 	case ch.mode == validate.Freivalds && finite(a):
 		ch.rows.Check(a, c, r0)
 	default:
-		r := validate.CheckFull(a, ch.b, c)
-		if r.Row += r0; r.WorstRatio > ch.full.WorstRatio || ch.fulls == 0 {
-			ch.full = r
-		}
-		ch.full.OK = ch.full.OK && r.OK
-		ch.fulls++
+		ch.once.Do(func() { ch.full = validate.NewFullRows(ch.b) })
+		ch.full.Check(a, c, r0)
 	}
 }
 
-// result is the worst of the panels' checks.
+// result is the worst of the panels' checks: Freivalds', unless a panel
+// checked in full (rows with NaN or Inf) did worse.
 func (ch *checker) result() validate.Result {
 	switch {
 	case ch.mode == validate.None:
 		return validate.Result{Mode: validate.None, OK: true}
+	case ch.rows == nil && ch.full == nil:
+		return validate.Result{Mode: ch.mode, OK: true, Row: -1, Col: -1}
 	case ch.rows == nil:
-		return ch.full
+		return ch.full.Result()
 	}
 	r := ch.rows.Result()
-	if ch.fulls > 0 && ch.full.WorstRatio > r.WorstRatio {
-		r = ch.full // a panel with NaN or Inf, checked in full
+	if ch.full != nil {
+		if f := ch.full.Result(); f.WorstRatio > r.WorstRatio || !f.OK {
+			r = f
+		}
 	}
-	r.OK = r.OK && ch.full.OK
 	return r
 }
 

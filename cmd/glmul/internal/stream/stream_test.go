@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
 
@@ -150,5 +151,33 @@ func TestNonFiniteIsCheckedInFull(t *testing.T) {
 	}
 	if v := w.rows[150][0]; !math.IsNaN(float64(v)) {
 		t.Errorf("C[150][0] = %v, want NaN", v)
+	}
+}
+
+// TestBTooLarge: a B over one storage block fails the product with
+// ErrTooLarge (no hang while the reader waits), on a device whose block
+// is at most 256 MiB (llvmpipe: 128 MiB).
+func TestBTooLarge(t *testing.T) {
+	d := openDevice(t)
+	limit := d.Info().MaxSSBOBlockSize
+	if limit > 256<<20 {
+		t.Skipf("a storage block of %d MiB: B would take too much memory here", limit>>20)
+	}
+	k := int(math.Sqrt(float64(limit/4))) + 64 // k×k floats: over the block
+	rng := rand.New(rand.NewPCG(9, 9))
+	a, b := cpu.Random(300, k, rng), cpu.Random(k, k, rng)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Product(d, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, &memWriter{failAfter: -1},
+			Options{PanelBytes: int64(4 * 64 * (2*k + 8)), Validate: validate.None})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, glcompute.ErrTooLarge) {
+			t.Errorf("B of %d×%d over a %d-byte block: %v, want ErrTooLarge", k, k, limit, err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("no return within 60 s: the pipeline hangs")
 	}
 }
