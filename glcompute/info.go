@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/trace"
 )
 
 // Info describes the device behind a context.
@@ -74,7 +75,9 @@ func (d *Device) initInfo() error {
 		return fmt.Errorf("%w: OpenGL %d.%d with compute shaders is needed; %q (%s) offers %d.%d (macOS stops at 4.1)",
 			ErrUnsupported, major, minor, i.Renderer, i.Vendor, i.Major, i.Minor)
 	}
+	trace.Stage("GL: strings and version read")
 	l := glw.QueryLimits()
+	trace.Stage("GL: limits read")
 	i.MaxWorkGroupCount, i.MaxWorkGroupSize = l.MaxWorkGroupCount, l.MaxWorkGroupSize
 	i.MaxWorkGroupInvocations, i.MaxSharedMemory = l.MaxWorkGroupInvocations, l.MaxSharedMemory
 	i.MaxSSBOBlockSize = l.MaxSSBOBlockSize
@@ -83,6 +86,7 @@ func (d *Device) initInfo() error {
 		i.TimerBits = glw.TimerBits()
 		if glw.HasExtension("GL_NV_shader_thread_group") {
 			i.SMCount = d.querySMCount()
+			trace.Stage("SM count: smcount.comp compiled, dispatched, read back")
 		}
 	}
 	if !i.ES || i.Major > 3 || i.Minor >= 2 || glw.HasExtension("GL_OES_texture_buffer") || glw.HasExtension("GL_EXT_texture_buffer") {
@@ -92,7 +96,9 @@ func (d *Device) initInfo() error {
 	for d.bindAlign%max(l.SSBOOffsetAlignment, 1) != 0 || d.bindAlign%max(l.TextureBufferOffsetAlignment, 1) != 0 {
 		d.bindAlign += 16
 	}
+	trace.Stage("GL: extensions and alignments read")
 	d.chooseKernels()
+	trace.Stage("kernel choice (tuning cache read, configurations looked up)")
 	return nil
 }
 

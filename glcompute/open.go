@@ -10,12 +10,14 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/egl"
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/glcompute/internal/thread"
+	"github.com/glmul/glmul/glcompute/internal/trace"
 	"github.com/glmul/glmul/glcompute/internal/window"
 )
 
 // Open creates a context as opts say, checks that it offers OpenGL 4.3
 // compute shaders, and returns the Device. The caller must Release it.
 func Open(opts *Options) (*Device, error) {
+	trace.Stage("")
 	opts.check()
 	d := &Device{thread: thread.New(), programs: map[string]*program{}, born: time.Now()}
 	if opts != nil {
@@ -29,6 +31,7 @@ func Open(opts *Options) (*Device, error) {
 		return nil, fmt.Errorf("glcompute: %w", err)
 	}
 	var err error
+	trace.Stage("Open: the device thread started")
 	d.thread.Call(func() { err = d.open() })
 	if err != nil {
 		d.thread.Call(d.releaseContext)
@@ -104,6 +107,7 @@ func (d *Device) openGLFW(major, minor int) error {
 
 func (d *Device) openEGL(major, minor int) error {
 	c, err := egl.NewContext(d.opts.Device, major, minor)
+	trace.Stage("EGL: context ready")
 	if err != nil {
 		if probe, perr := egl.NewContext(d.opts.Device, 0, 0); perr == nil {
 			found := "an unknown version"
@@ -120,6 +124,7 @@ func (d *Device) openEGL(major, minor int) error {
 	if err := c.MakeCurrent(); err != nil {
 		return fmt.Errorf("%w: %w", ErrNoContext, err)
 	}
+	trace.Stage("EGL: context made current")
 	switch c.Platform {
 	case "device":
 		d.info.BackendNote = "EGL device " + c.Device.String()
@@ -140,6 +145,7 @@ func (d *Device) openGLES() error {
 	if err := c.MakeCurrent(); err != nil {
 		return fmt.Errorf("%w: %w", ErrNoContext, err)
 	}
+	trace.Stage("EGL: context made current")
 	d.info.ES = true
 	d.info.BackendNote = "OpenGL ES through EGL " + c.Platform
 	if c.Platform == "device" {
@@ -152,6 +158,7 @@ func (d *Device) loadGL(getProc func(string) unsafe.Pointer) error {
 	if err := glw.Init(getProc); err != nil {
 		return fmt.Errorf("%w: loading OpenGL functions: %w", ErrUnsupported, err)
 	}
+	trace.Stage("GL: functions loaded (go-gl)")
 	return nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/glmul/glmul/glcompute/internal/trace"
 )
 
 // ErrNoContext is returned when no EGL display could give an OpenGL context
@@ -145,6 +147,7 @@ func newContextFor(es bool, device, major, minor int) (*Context, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNoContext, unavailable)
 	}
 	client := eglClientExtensions()
+	trace.Stage("EGL: client extensions (libEGL and its vendors loaded)")
 	if client == "" {
 		return nil, fmt.Errorf("%w: EGL client extensions unavailable (is libEGL installed? error %s)", ErrNoContext, errorName(eglGetError()))
 	}
@@ -179,6 +182,7 @@ func newContextFor(es bool, device, major, minor int) (*Context, error) {
 // the one device asked for failed or does not exist.
 func onDevices(es bool, device, major, minor int) (c *Context, tried []string, err error) {
 	devs := Devices()
+	trace.Stage(fmt.Sprintf("EGL: %d devices listed", len(devs)))
 	if device > len(devs) {
 		return nil, nil, fmt.Errorf("%w: EGL device %d requested, but EGL lists %d", ErrNoContext, device, len(devs))
 	}
@@ -226,6 +230,7 @@ func newContext(disp eglDisplay, es bool, major, minor int) (*Context, error) {
 	if _, _, ok := eglInitialize(disp); !ok {
 		return nil, fmt.Errorf("eglInitialize: %s", errorName(eglGetError()))
 	}
+	trace.Stage("EGL: display initialized (the driver loaded)")
 	displays.Lock()
 	displays.refs[disp]++
 	displays.Unlock()
@@ -249,6 +254,7 @@ func newContext(disp eglDisplay, es bool, major, minor int) (*Context, error) {
 		}
 	}
 	ctx, ok := eglCreateContext(disp, cfg, major, minor, nil, es)
+	trace.Stage("EGL: context created")
 	if !ok {
 		if es {
 			return fail("eglCreateContext (OpenGL ES %d.%d): %s", major, minor, errorName(eglGetError()))
