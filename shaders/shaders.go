@@ -54,7 +54,9 @@ type Kernel struct {
 	Source, SourceES string
 }
 
-// withES returns k with its SourceES.
+// withES returns k with its SourceES. The fixed kernels (GEMM, Transpose,
+// ...) are built once (sync.OnceValue): resident products ask for them on
+// every call, and their text is the same each time.
 func withES(k Kernel) Kernel {
 	k.SourceES = ES(k.Source)
 	return k
@@ -96,38 +98,48 @@ func Tiled32() Kernel {
 
 // GEMM is the general kernel on resident matrices (gemm.comp): transposes,
 // α, β, element offsets and row strides.
-func GEMM() Kernel {
+func GEMM() Kernel { return gEMMKernel() }
+
+var gEMMKernel = sync.OnceValue(func() Kernel {
 	return withES(Kernel{Name: "gemm", File: "gemm.comp", TileM: 64, TileN: 64, Align: 1,
 		Threads: 256, SharedBytes: 2 * 16 * 64 * 4, Source: string(source("gemm.comp"))})
-}
+})
 
 // Reduce sums the partial results of a split-K product (reduce.comp).
-func Reduce() Kernel {
+func Reduce() Kernel { return reduceKernel() }
+
+var reduceKernel = sync.OnceValue(func() Kernel {
 	return withES(Kernel{Name: "reduce", File: "reduce.comp", TileM: 1, TileN: 256, Align: 4,
 		Threads: 256, Source: string(source("reduce.comp"))})
-}
+})
 
 // Fill sets the words of a buffer to one value (fill.comp): glmul's NaN
 // poison of results.
-func Fill() Kernel {
+func Fill() Kernel { return fillKernel() }
+
+var fillKernel = sync.OnceValue(func() Kernel {
 	return withES(Kernel{Name: "fill", File: "fill.comp", TileM: 1, TileN: 256, Align: 1,
 		Threads: 256, Source: string(source("fill.comp"))})
-}
+})
 
 // SMCount writes the GPU's multiprocessor count and warps per
 // multiprocessor to words 0 and 1 of binding 2 (smcount.comp); it needs
 // GL_NV_shader_thread_group.
-func SMCount() Kernel {
+func SMCount() Kernel { return sMCountKernel() }
+
+var sMCountKernel = sync.OnceValue(func() Kernel {
 	return withES(Kernel{Name: "smcount", File: "smcount.comp", TileM: 1, TileN: 1, Align: 1,
 		Threads: 1, Source: string(source("smcount.comp"))})
-}
+})
 
 // Transpose writes A transposed for the kernels that read it so
 // (transpose.comp, Kernel.TransposeA): 64×64 tiles of T = Aᵀ.
-func Transpose() Kernel {
+func Transpose() Kernel { return transposeKernel() }
+
+var transposeKernel = sync.OnceValue(func() Kernel {
 	return withES(Kernel{Name: "transpose", File: "transpose.comp", TileM: 64, TileN: 64, Align: 4,
 		Threads: 256, SharedBytes: 64 * 65 * 4, Source: string(source("transpose.comp"))})
-}
+})
 
 // Natural returns the kernel spec that computes what spec does from A in
 // its natural layout: spec itself unless it reads A transposed (_at),
@@ -141,10 +153,12 @@ func Natural(spec string) string {
 
 // Batched is the kernel for many small products (batched.comp): one
 // invocation per element of C, 256 per work group.
-func Batched() Kernel {
+func Batched() Kernel { return batchedKernel() }
+
+var batchedKernel = sync.OnceValue(func() Kernel {
 	return withES(Kernel{Name: "batched", File: "batched.comp", TileM: 1, TileN: 256, Align: 1,
 		Threads: 256, Source: string(source("batched.comp"))})
-}
+})
 
 // looked memoizes Lookup: a kernel is an immutable value, and building
 // fast.comp's source costs more than a resident product's whole dispatch.

@@ -30,14 +30,19 @@ def save(path, c, fsync):
             os.close(d)
 
 
-def main():
+def args(name):
+    """The peers' command line: A and B read as float32, C's path, --fsync."""
     fsync = sys.argv[4:] == ["--fsync"]
     if len(sys.argv) != 4 and not fsync:
-        sys.exit("usage: numpy_mul.py A.npy B.npy C.npy [--fsync]")
+        sys.exit("usage: %s A.npy B.npy C.npy [--fsync]" % name)
     a = np.load(sys.argv[1]).astype(np.float32, copy=False)
     b = np.load(sys.argv[2]).astype(np.float32, copy=False)
-    c = a @ b
-    save(sys.argv[3], c, fsync)
+    return a, b, sys.argv[3], fsync
+
+
+def main():
+    a, b, c_path, fsync = args("numpy_mul.py")
+    save(c_path, a @ b, fsync)
 
 
 if __name__ == "__main__":

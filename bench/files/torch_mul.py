@@ -12,42 +12,22 @@ torch start-up and CUDA context creation included, as glmul's include its
 start-up and OpenGL context. Exits 3 when CUDA is not available.
 With --fsync, C is fsynced (file and directory), as glmul fsyncs its C.
 """
-import os
 import sys
 
-import numpy as np
 import torch
 
-
-def save(path, c, fsync):
-    """np.save, then with fsync the file's data and its directory entry made
-    durable, as glmul's renameio write does."""
-    with open(path, "wb") as f:
-        np.save(f, c)
-        if fsync:
-            f.flush()
-            os.fsync(f.fileno())
-    if fsync:
-        d = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
-        try:
-            os.fsync(d)
-        finally:
-            os.close(d)
+from numpy_mul import args, save  # beside this file: the same loading and saving
 
 
 def main():
-    fsync = sys.argv[4:] == ["--fsync"]
-    if len(sys.argv) != 4 and not fsync:
-        sys.exit("usage: torch_mul.py A.npy B.npy C.npy [--fsync]")
     if not torch.cuda.is_available():
         print("torch_mul: CUDA is not available", file=sys.stderr)
         sys.exit(3)
+    a, b, c_path, fsync = args("torch_mul.py")
     torch.backends.cuda.matmul.allow_tf32 = False
-    a = torch.from_numpy(np.load(sys.argv[1]).astype(np.float32, copy=False)).cuda()
-    b = torch.from_numpy(np.load(sys.argv[2]).astype(np.float32, copy=False)).cuda()
-    c = torch.mm(a, b)
+    c = torch.mm(torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda())
     torch.cuda.synchronize()
-    save(sys.argv[3], c.cpu().numpy(), fsync)
+    save(c_path, c.cpu().numpy(), fsync)
 
 
 if __name__ == "__main__":

@@ -2,12 +2,12 @@ package measure
 
 import (
 	"context"
-	"os"
 	"runtime"
 	"testing"
 	"time"
 
-	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/cmd/glmul/internal/gltest"
+
 	"github.com/glmul/glmul/validate"
 )
 
@@ -73,26 +73,11 @@ func TestSteadyWarmup(t *testing.T) {
 	}
 }
 
-// openDevice opens a device for a GL test: with GLMUL_REQUIRE_GL=1 (CI)
-// a missing context fails the test, elsewhere it skips.
-func openDevice(t *testing.T) *glcompute.Device {
-	t.Helper()
-	d, err := glcompute.Open(&glcompute.Options{Backend: glcompute.BackendEGL})
-	if err != nil {
-		if os.Getenv("GLMUL_REQUIRE_GL") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	t.Cleanup(d.Release)
-	return d
-}
-
 // TestMinWarmupAfterIdle: MinWarmup is skipped within RampIdle of the
 // device's creation or its last product, and applied after it was idle
 // longer, or always with Ramp.
 func TestMinWarmupAfterIdle(t *testing.T) {
-	d := openDevice(t)
+	d := gltest.Open(t)
 	in := NewInputs(32, 32, 32, 5)
 	o := Options{Warmup: 1}
 	// Compile first, so that the warm-ups below time products alone.
@@ -128,7 +113,7 @@ func TestMinWarmupAfterIdle(t *testing.T) {
 // the pass) and the progress of its runs' dispatches; a product run once
 // or in panels takes the pass's own stage times.
 func TestProductStages(t *testing.T) {
-	d := openDevice(t)
+	d := gltest.Open(t)
 	in := NewInputs(100, 50, 70, 1)
 	var calls []int
 	total := 0

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
+
+	"github.com/glmul/glmul/cmd/glmul/internal/gltest"
 
 	"gonum.org/v1/gonum/blas/blas32"
 
@@ -59,25 +60,12 @@ func (w *memWriter) WriteRows(m blas32.General) error {
 	return nil
 }
 
-func openDevice(t *testing.T) *glcompute.Device {
-	t.Helper()
-	d, err := glcompute.Open(&glcompute.Options{Backend: glcompute.BackendEGL})
-	if err != nil {
-		if os.Getenv("GLMUL_REQUIRE_GL") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	t.Cleanup(d.Release)
-	return d
-}
-
 // TestProduct streams products whose panels straddle every boundary: one
 // panel, a last panel of one row, k and n off multiples of 4 (padding),
 // one row, one column; each C against float64 with γ_K tolerances, every
 // row written once, in order, and validated.
 func TestProduct(t *testing.T) {
-	d := openDevice(t)
+	d := gltest.Open(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, c := range []struct {
 		m, k, n    int
@@ -114,7 +102,7 @@ func TestProduct(t *testing.T) {
 // each stop the product with that error, whatever stage it reached, and
 // no row is written past the failure.
 func TestProductStops(t *testing.T) {
-	d := openDevice(t)
+	d := gltest.Open(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	a, b := cpu.Random(300, 40, rng), cpu.Random(40, 30, rng)
 	o := Options{PanelBytes: 4 * 64 * (40 + 32)} // 64-row panels: 5 of them
@@ -140,7 +128,7 @@ func TestProductStops(t *testing.T) {
 // TestNonFiniteIsCheckedInFull: a NaN in A's rows sends its panel to the
 // full check, which accepts the NaN it propagates into C.
 func TestNonFiniteIsCheckedInFull(t *testing.T) {
-	d := openDevice(t)
+	d := gltest.Open(t)
 	rng := rand.New(rand.NewPCG(7, 8))
 	a, b := cpu.Random(200, 16, rng), cpu.Random(16, 8, rng)
 	a.Data[150*a.Stride+3] = float32(math.NaN())
@@ -158,7 +146,7 @@ func TestNonFiniteIsCheckedInFull(t *testing.T) {
 // ErrTooLarge (no hang while the reader waits), on a device whose block
 // is at most 256 MiB (llvmpipe: 128 MiB).
 func TestBTooLarge(t *testing.T) {
-	d := openDevice(t)
+	d := gltest.Open(t)
 	limit := d.Info().MaxSSBOBlockSize
 	if limit > 256<<20 {
 		t.Skipf("a storage block of %d MiB: B would take too much memory here", limit>>20)
