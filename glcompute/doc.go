@@ -49,6 +49,15 @@
 // one shader storage binding, or than MulOptions.MaxGPUMemory, run in
 // panels (Plan tells how).
 //
+// # Matrices larger than memory
+//
+// MulStream multiplies a matrix read by panels of rows (a RowReader: a
+// file, say) by one read whole, writing C's rows in order to a RowWriter,
+// so that host memory holds B and three panels, not A and C
+// (StreamHostBytes). Reading, the GPU, a caller's check of each panel
+// (StreamOptions.Check) and writing overlap, each on a goroutine of its
+// own. glmul mul is this call between files.
+//
 // # Measuring
 //
 // Mul's Timings describe its layout (kernel, dispatches, work groups, K

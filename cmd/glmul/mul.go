@@ -6,14 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+
+	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cmd/glmul/internal/matfile"
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
-	"github.com/glmul/glmul/cmd/glmul/internal/stream"
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/internal/outfile"
 	"github.com/glmul/glmul/validate"
@@ -119,51 +120,28 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 			return usagef("mul: -o %s is an input; write C elsewhere", f.out)
 		}
 	}
-	if err := checkWritable("mul: -o", f.out, false); err != nil {
-		return err
-	}
 	a, b, err := openInputs(f)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
 	defer b.Close()
-	m, k, n := a.Rows(), a.Cols(), b.Cols()
-	if need := stream.HostBytes(m, k, n, 0); float64(need) > hostMemoryOr(math.Inf(1)) {
-		return fmt.Errorf("mul: the %d×%d by %d×%d product needs %.1f GiB of host memory for B and its panels of A and C; this machine has %.1f GiB",
-			m, k, k, n, float64(need)/(1<<30), hostMemoryOr(0)/(1<<30))
-	}
-	if err := checkRoom(f.out, m, n); err != nil {
-		return err
-	}
-	dev, err := f.dev.openFor([]string{f.kernel}, [3]int{m, k, n})
-	if err != nil {
-		return err
-	}
-	abandoned := false
-	defer releaseUnlessAbandoned(dev, &abandoned)
-	noteKernelChoice(dev, stderr)
-	r, abandoned, err := streamProduct(f, dev, a, b, stderr)
+	r, err := streamProduct(f, a, b, stderr)
 	if err != nil {
 		return err
 	}
 	noteReads(f, a, b, stderr)
-	return writeMulReport(f, dev, r, stdout, stderr)
+	return writeMulReport(f, r, stdout, stderr)
 }
 
-// checkRoom refuses an m×n C that cannot fit the free space where out
-// would be written: .npy's 4 bytes an element, or .mtx's 6 at the least
-// ("i j v" and a newline). A device or FIFO is not checked.
-func checkRoom(out string, m, n int) error {
-	per := 4.0
+// cBytes is the least an m×n C takes in out's format: .npy's 4 bytes an
+// element, or .mtx's 6 ("i j v" and a newline).
+func cBytes(out string, m, n int) uint64 {
+	per := uint64(4)
 	if format, _ := matfile.Format(out); format == ".mtx" {
 		per = 6
 	}
-	need := per * float64(m) * float64(n)
-	if room, ok := outfile.Room(out); ok && need > float64(room) {
-		return fmt.Errorf("mul: C is %d×%d, at least %.1f GiB as %s; the file system of %s has %.1f GiB free", m, n, need/(1<<30), filepath.Ext(out), out, float64(room)/(1<<30))
-	}
-	return nil
+	return per * uint64(m) * uint64(n)
 }
 
 // openInputs opens A and B for reading by panels and checks that they
@@ -203,48 +181,124 @@ func overflowHint(err error) error {
 // nothing when the write returns an error).
 var errNotValidated = errors.New("C failed validation")
 
-// streamProduct multiplies A by B into f.out, panel by panel (package
-// stream), through outfile: a regular file is replaced only once every
-// row is written and C validated. Ctrl-C stops it between panels, within
-// a second (awaitWork), leaving the output as it was.
-func streamProduct(f *mulFlags, dev *glcompute.Device, a, b matfile.Source, stderr io.Writer) (r stream.Result, abandoned bool, err error) {
+// mulResult is a streamed product's figures, its check and its device.
+type mulResult struct {
+	glcompute.StreamResult
+	Validation validate.Result
+	Device     glcompute.Info
+}
+
+// mulAutoFullLimit is the largest product (M·N·K multiply-adds) that
+// -validate auto checks in full in glmul mul: a product from files to a
+// file is bound by its reading and writing, and a full check costs as much
+// as a product on the CPU, where Freivalds' method costs a pass over A and
+// C. On llvmpipe's two cores: 4096×64×4096 (64 MiB of C) about a second in
+// full, eight times NumPy's whole load, multiply and save, against 0.1 s;
+// 4096×4096×1 342 ms in full against about 50 ms. validate.AutoFullLimit,
+// for glmul's own random products, is 1024 times larger.
+const mulAutoFullLimit = 1 << 20
+
+// mulCheck is glmul mul's check of C, panel by panel (validate.Panels):
+// the -validate mode, auto resolved by the product's size.
+type mulCheck struct {
+	mode   validate.Mode
+	panels *validate.Panels // made by prepare, once B is read
+}
+
+// newMulCheck resolves -validate auto for an m×k by k×n product: full up
+// to mulAutoFullLimit, else Freivalds' method (a panel with NaN or Inf is
+// checked in full whatever the mode).
+func newMulCheck(mode validate.Mode, m, k, n int) *mulCheck {
+	if mode == validate.Auto {
+		mode = validate.Freivalds
+		if float64(m)*float64(k)*float64(n) <= mulAutoFullLimit {
+			mode = validate.Full
+		}
+	}
+	return &mulCheck{mode: mode}
+}
+
+// prepare is the product's glcompute.StreamOptions.Check.
+func (c *mulCheck) prepare(b blas32.General) glcompute.PanelCheck {
+	c.panels = validate.NewPanels(c.mode, b, rand.New(rand.NewPCG(1, 2)))
+	return c.panels.Check
+}
+
+// streamProduct multiplies A by B into f.out, panel by panel
+// (glcompute.MulStream), through outfile: a regular file is replaced only
+// once every row is written and C validated, and refused at the start
+// where its file system has not the room. The device is opened once the
+// output is known to be writable. Ctrl-C stops the product between
+// panels, within a second (awaitWork), leaving the output as it was.
+func streamProduct(f *mulFlags, a, b matfile.Source, stderr io.Writer) (r mulResult, err error) {
 	ctx, stop := notifyInterrupt()
 	defer stop()
-	o := stream.Options{Kernel: f.kernel, Validate: f.mode, Seed: 1, Context: ctx}
+	m, k, n := a.Rows(), a.Cols(), b.Cols()
+	chk := newMulCheck(f.mode, m, k, n)
+	o := &glcompute.StreamOptions{Context: ctx, Check: chk.prepare, HostLimit: int64(hostMemoryOr(0))}
 	if bar := newBar(f.progress, stderr, "panels of C written"); bar != nil {
-		panels, _ := stream.Panels(a.Rows(), a.Cols(), b.Cols(), 0)
-		bar.ChangeMax(panels)
 		defer bar.Finish()
-		o.Progress = func(done, _ int) { bar.Set(done) }
+		o.Progress = func(done, total int) { bar.ChangeMax(total); bar.Set(done) }
 	}
-	err, abandoned = awaitWork(ctx, stderr, "glmul mul", func() error {
-		return outfile.WriteWith(f.out, nil, func(w io.Writer) error {
-			sink, err := matfile.NewSink(w, f.out, a.Rows(), b.Cols())
-			if err != nil {
-				return err
-			}
-			if r, err = stream.Product(dev, a, b, sink, o); err != nil {
-				return err
-			}
-			if r.Validation.Err() != nil {
-				return errNotValidated
-			}
-			return sink.Close()
+	size := cBytes(f.out, m, n)
+	err, abandoned := awaitWork(ctx, stderr, "glmul mul", func() error {
+		return outfile.WriteSized(f.out, nil, size, func(w io.Writer) error {
+			return mulInto(w, f, a, b, o, chk, &r, stderr)
 		})
 	})
-	if abandoned { // the work goroutine may still write r, and C's temporary file
-		outfile.Abandon()
-		return stream.Result{}, true, interruptedError{fmt.Sprintf("the %d×%d×%d product did not stop within a second; %s",
-			a.Rows(), a.Cols(), b.Cols(), leftAs(f.out))}
+	return r, mulError(f, r, m, k, n, err, abandoned, stderr)
+}
+
+// mulInto opens the device and multiplies A by B into w, C as f.out's
+// format, with f's kernel and o's other options, and checks it (chk); r
+// gets the figures. An error or a failed
+// check leaves w incomplete, for outfile to discard.
+func mulInto(w io.Writer, f *mulFlags, a, b matfile.Source, o *glcompute.StreamOptions, chk *mulCheck, r *mulResult, stderr io.Writer) error {
+	m, k, n := a.Rows(), a.Cols(), b.Cols()
+	sink, err := matfile.NewSink(w, f.out, m, n)
+	if err != nil {
+		return err
 	}
+	dev, err := f.dev.openFor([]string{f.kernel}, [3]int{m, k, n})
+	if err != nil {
+		return err
+	}
+	defer dev.Release()
+	noteKernelChoice(dev, stderr)
+	r.Device = dev.Info()
+	o.Kernel = f.kernel
+	return mulOn(dev, sink, a, b, o, chk, r)
+}
+
+// mulOn multiplies A by B on dev into sink and checks C (chk); r gets
+// the figures.
+func mulOn(dev *glcompute.Device, sink matfile.Sink, a, b matfile.Source, o *glcompute.StreamOptions, chk *mulCheck, r *mulResult) (err error) {
+	if r.StreamResult, err = dev.MulStream(sink, a, b, o); err != nil {
+		return err
+	}
+	if r.Validation = chk.panels.Result(); r.Validation.Err() != nil {
+		return errNotValidated
+	}
+	return sink.Close()
+}
+
+// mulError explains how streamProduct ended when it did not write C.
+func mulError(f *mulFlags, r mulResult, m, k, n int, err error, abandoned bool, stderr io.Writer) error {
 	switch {
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		return r, false, interruptedError{fmt.Sprintf("the %d×%d×%d product stopped before its last panel; %s", a.Rows(), a.Cols(), b.Cols(), leftAs(f.out))}
+	case abandoned: // the work goroutine may still write r, and C's temporary file
+		outfile.Abandon()
+		return interruptedError{fmt.Sprintf("the %d×%d×%d product did not stop within a second; %s", m, k, n, leftAs(f.out))}
+	case errors.Is(err, context.Canceled):
+		return interruptedError{fmt.Sprintf("the %d×%d×%d product stopped before its last panel; %s", m, k, n, leftAs(f.out))}
 	case errors.Is(err, errNotValidated):
 		fmt.Fprintf(stderr, "glmul mul: %v; %s\n", r.Validation.Err(), leftAs(f.out))
-		return r, false, errReported
+		return errReported
+	case errors.Is(err, outfile.ErrNoRoom):
+		return fmt.Errorf("mul: C is %d×%d float32 as %s: %w", m, n, filepath.Ext(f.out), err)
+	case errors.Is(err, glcompute.ErrHostMemory):
+		return fmt.Errorf("mul: %w (this machine's memory)", err)
 	}
-	return r, abandoned, overflowHint(err)
+	return overflowHint(err)
 }
 
 // leftAs says what became of out when the product did not finish: a
@@ -278,8 +332,8 @@ func noteReads(f *mulFlags, a, b matfile.Source, stderr io.Writer) {
 
 // writeMulReport prints the product's report (JSON on stdout with
 // -format json, else text on stderr) and says where C went.
-func writeMulReport(f *mulFlags, dev *glcompute.Device, r stream.Result, stdout, stderr io.Writer) error {
-	rep := &report.Mul{Device: measure.Device(dev.Info()), Inputs: []string{f.a, f.b}, Output: f.out, Kernel: r.Kernel,
+func writeMulReport(f *mulFlags, r mulResult, stdout, stderr io.Writer) error {
+	rep := &report.Mul{Device: measure.Device(r.Device), Inputs: []string{f.a, f.b}, Output: f.out, Kernel: r.Kernel,
 		M: r.M, K: r.K, N: r.N, Panels: r.Panels, PanelRows: r.PanelRows, HostBytes: r.HostBytes,
 		ReadB: r.ReadB, Read: r.Read, GPU: r.GPU, Check: r.Check, WriteC: r.Write, Wall: r.Wall,
 		GFLOPS: measure.GFLOPS(r.Flop(), r.Wall), Validation: r.Validation}

@@ -69,7 +69,7 @@ func TestMulBadInput(t *testing.T) {
 		return p
 	}
 	a := write("a.npy", 3, 4, 0)
-	b5 := write("b5.mtx", 5, 2, 0)
+	b5, b4 := write("b5.mtx", 5, 2, 0), write("b4.mtx", 4, 2, 0)
 	tall, wide := write("tall.npy", 300000, 1, 1), write("wide.npy", 1, 300000, 1)
 	corrupt := filepath.Join(dir, "corrupt.npy")
 	os.WriteFile(corrupt, []byte("\x93NUMPY garbage"), 0o644)
@@ -84,7 +84,7 @@ func TestMulBadInput(t *testing.T) {
 		{[]string{"-a", a, "-b", b5}, 2, "give -o FILE for C"},
 		{[]string{"-a", a, "-b", b5, "-o", filepath.Join(dir, "c.txt")}, 2, "unknown file type"},
 		{[]string{"-a", a, "-b", a, "-o", a}, 2, "is an input"},
-		{[]string{"-a", a, "-b", b5, "-o", filepath.Join(dir, "none", "c.npy")}, 1, "there is no directory"},
+		{[]string{"-a", a, "-b", b4, "-o", filepath.Join(dir, "none", "c.npy")}, 1, "there is no directory"},
 		{[]string{"-a", a, "-b", b5, "-o", out}, 1, "A's columns must equal B's rows"},
 		{[]string{"-a", corrupt, "-b", b5, "-o", out}, 1, "corrupt.npy: not a valid .npy file"},
 		{[]string{"-a", filepath.Join(dir, "missing.npy"), "-b", b5, "-o", out}, 1, "missing.npy: no such file"},

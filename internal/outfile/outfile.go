@@ -32,6 +32,19 @@ func Write(path string, stdout io.Writer, data []byte) error {
 // is replaced only if write returns nil and every write succeeded; its
 // first write error is returned even if write dropped it.
 func WriteWith(path string, stdout io.Writer, write func(io.Writer) error) error {
+	return WriteSized(path, stdout, 0, write)
+}
+
+// ErrNoRoom is the error, wrapped, of WriteSized for a file larger than
+// the free space where it would be written.
+var ErrNoRoom = errors.New("not enough free space")
+
+// WriteSized is WriteWith for a write of at least size bytes: a file that
+// would be replaced is refused with ErrNoRoom before write is called if
+// its file system has less free space (Room), so that long work is not
+// done for a file that cannot be kept. A device, a FIFO or "-" is written
+// whatever the size.
+func WriteSized(path string, stdout io.Writer, size uint64, write func(io.Writer) error) error {
 	if path == Stdout {
 		if stdout == nil {
 			return errors.New("outfile: -: standard output cannot take this file; name a file")
@@ -48,6 +61,13 @@ func WriteWith(path string, stdout io.Writer, write func(io.Writer) error) error
 		return err
 	case inPlace:
 		return t.writeInPlace(write)
+	}
+	dir, err := t.dir()
+	if err != nil {
+		return err
+	}
+	if room, ok := freeBytes(dir); ok && size > room {
+		return fmt.Errorf("outfile: %s: %w: at least %s to write, %s free there", t, ErrNoRoom, gib(size), gib(room))
 	}
 	return t.replace(write)
 }
@@ -69,9 +89,9 @@ func Check(path string) error {
 	if inPlace, err := t.classify(); err != nil || inPlace {
 		return err
 	}
-	dir := filepath.Dir(t.final)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("outfile: %s: there is no directory %s", t, dir)
+	dir, err := t.dir()
+	if err != nil {
+		return err
 	}
 	f, err := os.CreateTemp(dir, ".glmul-outfile-check-*")
 	if err != nil {
@@ -127,6 +147,16 @@ func resolve(path string) (dest, error) {
 		t.final = link
 	}
 	return t, fmt.Errorf("outfile: %s: more than %d symbolic links (a loop?)", t.path, maxLinks)
+}
+
+// dir returns the directory a replacement of t is written in, or an
+// error that says it does not exist.
+func (t dest) dir() (string, error) {
+	dir := filepath.Dir(t.final)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("outfile: %s: there is no directory %s", t, dir)
+	}
+	return dir, nil
 }
 
 // classify says whether t is written in place (a device or a FIFO) or
@@ -212,26 +242,8 @@ func pathless(err error) error {
 	return err
 }
 
-// Room says how many bytes a new file at path can take: the free space
-// (for an unprivileged user) of the file system that a replacement of
-// path would be written to; ok is false where that is not known: "-", a
-// device or FIFO (written in place, whatever its size), or a platform
-// without the query.
-func Room(path string) (bytes uint64, ok bool) {
-	if path == Stdout {
-		return 0, false
-	}
-	t, err := resolve(path)
-	if err != nil {
-		return 0, false
-	}
-	if inPlace, err := t.classify(); err != nil || inPlace {
-		return 0, false
-	}
-	// A file it replaces still holds its space until the rename: not
-	// counted as room.
-	return freeBytes(filepath.Dir(t.final))
-}
+// gib writes a size in GiB, one decimal.
+func gib(b uint64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
 
 // pending holds the names of the temporary files of replacements in
 // progress (replace), for Abandon.

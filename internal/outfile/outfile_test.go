@@ -457,22 +457,44 @@ func onlyEntries(t *testing.T, dir string, names ...string) {
 	}
 }
 
-// TestRoom: a new file's room is its file system's free space; standard
-// output and a FIFO have none to tell.
-func TestRoom(t *testing.T) {
+// TestWriteSized: a replacement larger than its file system's free space
+// is refused with ErrNoRoom before write is called, the old file left as
+// it was; one that fits is written; a FIFO is written whatever the size.
+func TestWriteSized(t *testing.T) {
 	dir := t.TempDir()
-	if b, ok := Room(filepath.Join(dir, "new.npy")); !ok || b == 0 {
-		t.Errorf("room for a new file: %d, %v", b, ok)
+	path := filepath.Join(dir, "c.npy")
+	os.WriteFile(path, []byte("before"), 0o644)
+	room, ok := freeBytes(dir)
+	if !ok {
+		t.Skip("no free-space query on this platform")
 	}
-	if _, ok := Room(Stdout); ok {
-		t.Error("room on standard output")
+	called := false
+	err := WriteSized(path, nil, room+1<<40, func(w io.Writer) error { called = true; return nil })
+	if !errors.Is(err, ErrNoRoom) || called || !strings.Contains(err.Error(), "GiB free") {
+		t.Errorf("a TiB over the free space: %v, write called: %v", err, called)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "before" {
+		t.Errorf("after the refusal: %q", b)
+	}
+	if err := WriteSized(path, nil, 5, func(w io.Writer) error { _, err := w.Write([]byte("after")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "after" {
+		t.Errorf("written: %q", b)
 	}
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := Room(fifo); ok {
-		t.Error("room in a FIFO")
+	go func() {
+		f, err := os.Open(fifo)
+		if err == nil {
+			io.Copy(io.Discard, f)
+			f.Close()
+		}
+	}()
+	if err := WriteSized(fifo, nil, room+1<<40, func(w io.Writer) error { _, err := w.Write([]byte("x")); return err }); err != nil {
+		t.Errorf("a FIFO: %v", err)
 	}
 }
 

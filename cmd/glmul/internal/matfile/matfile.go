@@ -50,8 +50,9 @@ type Source interface {
 // Open opens path by its extension (.npy or .mtx) for reading by blocks
 // of rows; o nil means the zero ReadOptions. A .npy file's header is read
 // and checked now; its data are read by ReadRows with positioned reads,
-// a block at a time. A .mtx file is parsed whole here (its entries come
-// in no row order) into memory, and ReadRows copies from it.
+// a block at a time. A .mtx file's header is read now, and its entries,
+// which come in no row order, are parsed whole into memory at the first
+// ReadRows, which copies from it.
 func Open(path string, o *ReadOptions) (Source, error) {
 	if o == nil {
 		o = &ReadOptions{}
@@ -65,12 +66,12 @@ func Open(path string, o *ReadOptions) (Source, error) {
 		return nil, err
 	}
 	if format == ".mtx" {
-		defer f.Close()
-		m, info, err := readMTX(f, path, *o)
+		s, err := openMTX(f, path, *o)
 		if err != nil {
+			f.Close()
 			return nil, err
 		}
-		return &mtxSource{m: m, info: info}, nil
+		return s, nil
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -109,6 +110,9 @@ func ReadWith(path string, o *ReadOptions) (blas32.General, ReadInfo, error) {
 // no copy.
 func readAll(s Source) (blas32.General, ReadInfo, error) {
 	if ms, ok := s.(*mtxSource); ok {
+		if err := ms.parse(); err != nil {
+			return blas32.General{}, ReadInfo{}, err
+		}
 		return ms.m, ms.info, nil
 	}
 	m := blas32.General{Rows: s.Rows(), Cols: s.Cols(), Stride: s.Cols(), Data: make([]float32, s.Rows()*s.Cols())}

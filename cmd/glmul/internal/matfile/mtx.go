@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 
@@ -125,19 +126,38 @@ func nonzeroMantissa(s []byte) bool {
 // readMTX reads a MatrixMarket matrix from r into a dense matrix; name is
 // for messages.
 func readMTX(in io.Reader, name string, o ReadOptions) (blas32.General, ReadInfo, error) {
-	r := &mtxReader{sc: bufio.NewScanner(in), name: name}
+	r, rows, cols, entries, err := readMTXHeader(in, name)
+	if err != nil {
+		return blas32.General{}, ReadInfo{}, err
+	}
+	return r.body(rows, cols, entries, o)
+}
+
+// readMTXHeader reads a MatrixMarket file's banner and size line: its
+// rows and columns, and its entries for coordinate format. The reader
+// goes on with the body.
+func readMTXHeader(in io.Reader, name string) (r *mtxReader, rows, cols, entries int, err error) {
+	r = &mtxReader{sc: bufio.NewScanner(in), name: name}
 	// Lines up to 1 MiB, and reads of up to 1 MiB.
 	r.sc.Buffer(make([]byte, bufSize), bufSize)
 	dims, err := r.header()
 	if err != nil {
-		return blas32.General{}, ReadInfo{}, err
+		return nil, 0, 0, 0, err
 	}
-	rows, cols := dims[0], dims[1]
+	if r.h.format == "coordinate" {
+		entries = dims[2]
+	}
+	return r, dims[0], dims[1], entries, nil
+}
+
+// body reads the entries of a rows×cols matrix whose header was read.
+func (r *mtxReader) body(rows, cols, entries int, o ReadOptions) (blas32.General, ReadInfo, error) {
 	r.alloc(rows, cols)
+	var err error
 	if r.h.format == "array" {
 		err = r.array(rows, cols)
 	} else {
-		err = r.coordinate(rows, cols, dims[2])
+		err = r.coordinate(rows, cols, entries)
 	}
 	if err != nil {
 		return r.m, ReadInfo{}, err
@@ -368,27 +388,66 @@ func ints(s string) ([]int, error) {
 	return out, nil
 }
 
-// mtxSource is a .mtx file's matrix, parsed whole when it was opened.
+// mtxSource is a .mtx file's matrix: its header read when it was opened,
+// its entries, which come in no row order, parsed whole at the first
+// ReadRows (on the product's reader, not before the output and the
+// device are known to work).
 type mtxSource struct {
-	m    blas32.General // row-major, Stride == Cols
-	info ReadInfo
+	f                   *os.File
+	r                   *mtxReader
+	rows, cols, entries int
+	o                   ReadOptions
+	parsed              bool
+	m                   blas32.General // row-major, Stride == Cols
+	info                ReadInfo
+	err                 error // the parse's, returned by every ReadRows
+}
+
+// openMTX reads f's header.
+func openMTX(f *os.File, name string, o ReadOptions) (*mtxSource, error) {
+	r, rows, cols, entries, err := readMTXHeader(f, name)
+	if err != nil {
+		return nil, err
+	}
+	return &mtxSource{f: f, r: r, rows: rows, cols: cols, entries: entries, o: o}, nil
+}
+
+// parse reads the entries, once, and closes the file.
+func (s *mtxSource) parse() error {
+	if !s.parsed {
+		s.parsed = true
+		s.m, s.info, s.err = s.r.body(s.rows, s.cols, s.entries, s.o)
+		s.r = nil
+		s.f.Close()
+	}
+	return s.err
 }
 
 // Rows returns the matrix's number of rows.
-func (s *mtxSource) Rows() int { return s.m.Rows }
+func (s *mtxSource) Rows() int { return s.rows }
 
 // Cols returns the matrix's number of columns.
-func (s *mtxSource) Cols() int { return s.m.Cols }
+func (s *mtxSource) Cols() int { return s.cols }
 
-// Info says what reading the file changed.
+// Info says what reading the file changed: nothing before the first
+// ReadRows.
 func (s *mtxSource) Info() ReadInfo { return s.info }
 
-// Close does nothing: the file was closed once parsed.
-func (s *mtxSource) Close() error { return nil }
+// Close closes the file if it was not parsed.
+func (s *mtxSource) Close() error {
+	if s.parsed {
+		return nil
+	}
+	s.parsed, s.err = true, errors.New("matfile: read after Close")
+	return s.f.Close()
+}
 
 // ReadRows copies rows [r0, r0+dst.Rows) into dst.
 func (s *mtxSource) ReadRows(dst blas32.General, r0 int) error {
-	checkDst(dst, r0, s.m.Rows, s.m.Cols)
+	checkDst(dst, r0, s.rows, s.cols)
+	if err := s.parse(); err != nil {
+		return err
+	}
 	c := s.m.Cols
 	for i := range dst.Rows {
 		copy(dst.Data[i*dst.Stride:i*dst.Stride+c], s.m.Data[(r0+i)*c:(r0+i+1)*c])

@@ -229,6 +229,39 @@ func TestReadRowsMTX(t *testing.T) {
 	}
 }
 
+// TestMTXParsedAtFirstRead: Open reads a .mtx file's header only: a
+// body that is wrong opens, with the header's shape, and every ReadRows
+// returns the parse's error, naming the line; Close after that is fine,
+// and a file closed unread is not read.
+func TestMTXParsedAtFirstRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.mtx")
+	text := "%%MatrixMarket matrix coordinate real general\n3 2 2\n1 1 1.5\n4 1 2\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, nil)
+	if err != nil || s.Rows() != 3 || s.Cols() != 2 {
+		t.Fatalf("Open: %v", err)
+	}
+	for range 2 {
+		if err := s.ReadRows(newDst(1, 2, 2), 0); err == nil || !strings.Contains(err.Error(), "bad.mtx:4:") {
+			t.Errorf("ReadRows of a file with row 4 of 3: %v", err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Error(err)
+	}
+	if s, err = Open(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := s.ReadRows(newDst(1, 2, 2), 0); err == nil {
+		t.Error("ReadRows after Close: no error")
+	}
+}
+
 // A file that shrinks or grows after Open is an error naming it at the
 // next ReadRows, even for rows that it still holds: its data are no
 // longer what the header described (np.save truncates and rewrites).

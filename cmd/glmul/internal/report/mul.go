@@ -10,7 +10,7 @@ import (
 )
 
 // Mul is the report of glmul mul: a product streamed from files to a
-// file in panels of rows, its stages overlapping (package stream).
+// file in panels of rows, its stages overlapping (glcompute.MulStream).
 type Mul struct {
 	Device Device   `json:"device"`
 	Inputs []string `json:"inputs"` // A's and B's files

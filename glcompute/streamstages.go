@@ -1,4 +1,4 @@
-package stream
+package glcompute
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
-
-	"github.com/glmul/glmul/glcompute"
 )
 
 // hostPanels is how many panels of host memory circulate: one being read,
@@ -15,20 +13,20 @@ import (
 // further apart, at a panel of memory each.
 const hostPanels = 3
 
-// gpu is the GPU side of a product: B, and two panels of A and C that
+// streamGPU is the GPU side of a streamed product: B, and two panels of A and C that
 // panels take in turn (panel i in slot i%2), so that one panel's C is read
 // back while the next one's product runs.
-type gpu struct {
-	dev    *glcompute.Device
-	p      plan
-	kernel string // Options.Kernel
-	b      *glcompute.Matrix
-	a, c   [2]*glcompute.Matrix
+type streamGPU struct {
+	dev    *Device
+	p      streamPlan
+	kernel string // StreamOptions.Kernel
+	b      *Matrix
+	a, c   [2]*Matrix
 }
 
 // newGPU uploads B (hb, padded) and allocates the panels' matrices.
-func newGPU(dev *glcompute.Device, p plan, hb blas32.General, kernel string) (_ *gpu, err error) {
-	g := &gpu{dev: dev, p: p, kernel: kernel}
+func newStreamGPU(dev *Device, p streamPlan, hb blas32.General, kernel string) (_ *streamGPU, err error) {
+	g := &streamGPU{dev: dev, p: p, kernel: kernel}
 	defer func() {
 		if err != nil {
 			g.release() // what was made before the failure
@@ -52,8 +50,8 @@ func newGPU(dev *glcompute.Device, p plan, hb blas32.General, kernel string) (_ 
 }
 
 // release frees the GPU matrices.
-func (g *gpu) release() {
-	for _, m := range []*glcompute.Matrix{g.b, g.a[0], g.a[1], g.c[0], g.c[1]} {
+func (g *streamGPU) release() {
+	for _, m := range []*Matrix{g.b, g.a[0], g.a[1], g.c[0], g.c[1]} {
 		if m != nil {
 			m.Release()
 		}
@@ -63,7 +61,7 @@ func (g *gpu) release() {
 // slot returns panel i's matrices of A and C: the slot's own, or views of
 // their first rows for a last panel that is shorter; release frees the
 // views.
-func (g *gpu) slot(i int) (a, c *glcompute.Matrix, release func(), err error) {
+func (g *streamGPU) slot(i int) (a, c *Matrix, release func(), err error) {
 	s, rows := i%2, g.p.rowsOf(i)
 	a, c = g.a[s], g.c[s]
 	if rows == g.p.rows {
@@ -80,13 +78,13 @@ func (g *gpu) slot(i int) (a, c *glcompute.Matrix, release func(), err error) {
 }
 
 // multiply uploads panel pn's rows of A and queues their product by B.
-func (g *gpu) multiply(pn *panel) error {
+func (g *streamGPU) multiply(pn *panel) error {
 	a, c, release, err := g.slot(pn.i)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := a.Upload(view(pn.a, a.Rows, g.p.kp)); err != nil {
+	if err := a.Upload(rowsView(pn.a, a.Rows, g.p.kp)); err != nil {
 		return errPanel("uploading A for", g.p, pn.i, err)
 	}
 	if err := c.MulKernel(g.kernel, a, g.b); err != nil {
@@ -96,21 +94,21 @@ func (g *gpu) multiply(pn *panel) error {
 }
 
 // readBack copies panel pn's C into its host memory.
-func (g *gpu) readBack(pn *panel) error {
+func (g *streamGPU) readBack(pn *panel) error {
 	_, c, release, err := g.slot(pn.i)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := c.Download(view(pn.c, c.Rows, g.p.np)); err != nil {
+	if err := c.Download(rowsView(pn.c, c.Rows, g.p.np)); err != nil {
 		return errPanel("reading back", g.p, pn.i, err)
 	}
 	return nil
 }
 
-// stages is one product's pipeline: its channels and the first error.
-type stages struct {
-	p      plan
+// streamStages is one streamed product's pipeline: its channels and the first error.
+type streamStages struct {
+	p      streamPlan
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	free   chan *panel // panels to read into
@@ -120,7 +118,7 @@ type stages struct {
 }
 
 // take receives from ch, or reports false once the product stopped.
-func (st *stages) take(ch chan *panel) (*panel, bool) {
+func (st *streamStages) take(ch chan *panel) (*panel, bool) {
 	select {
 	case pn, ok := <-ch:
 		return pn, ok
@@ -130,7 +128,7 @@ func (st *stages) take(ch chan *panel) (*panel, bool) {
 }
 
 // give sends pn on ch, or reports false once the product stopped.
-func (st *stages) give(ch chan *panel, pn *panel) bool {
+func (st *streamStages) give(ch chan *panel, pn *panel) bool {
 	select {
 	case ch <- pn:
 		return true
@@ -139,11 +137,12 @@ func (st *stages) give(ch chan *panel, pn *panel) bool {
 	}
 }
 
-// run runs the four stages: the reader starts at once, beside B's read
-// and upload; the GPU and the checker on goroutines of their own once B
-// is up (Freivalds' B·x computed meanwhile), the writer on the caller's.
-func run(ctx context.Context, dev *glcompute.Device, p plan, a, b RowReader, c RowWriter, o Options, r *Result) error {
-	st := &stages{p: p, free: make(chan *panel, hostPanels), read: make(chan *panel, 1), back: make(chan *panel, 1), ready: make(chan *panel, 1)}
+// runStream runs the four stages: the reader starts at once, beside B's
+// read and upload; the GPU and the check on goroutines of their own once B
+// is up (StreamOptions.Check prepared meanwhile), the writer on the
+// caller's.
+func runStream(ctx context.Context, dev *Device, p streamPlan, a, b RowReader, c RowWriter, o *StreamOptions, r *StreamResult) error {
+	st := &streamStages{p: p, free: make(chan *panel, hostPanels), read: make(chan *panel, 1), back: make(chan *panel, 1), ready: make(chan *panel, 1)}
 	st.ctx, st.cancel = context.WithCancelCause(ctx)
 	for range min(hostPanels, p.panels) {
 		st.free <- newPanel(p)
@@ -161,9 +160,15 @@ func run(ctx context.Context, dev *glcompute.Device, p plan, a, b RowReader, c R
 		st.cancel(err)
 		return err
 	}
-	prepared := make(chan *checker, 1) // B·x for Freivalds, beside B's upload
-	go func() { prepared <- newChecker(o, p, hb) }()
-	g, err := newGPU(dev, p, hb, o.Kernel)
+	prepared := make(chan PanelCheck, 1) // the check's set-up, beside B's upload
+	wg.Go(func() {                       // waited for on every way out, as the stages are
+		var check PanelCheck
+		if o.Check != nil {
+			check = o.Check(rowsView(hb, p.k, p.n))
+		}
+		prepared <- check
+	})
+	g, err := newStreamGPU(dev, p, hb, o.Kernel)
 	if err != nil {
 		st.cancel(err)
 		return err
@@ -174,15 +179,13 @@ func run(ctx context.Context, dev *glcompute.Device, p plan, a, b RowReader, c R
 		g.release()
 	}()
 	wg.Go(func() { st.gpu(g, &r.GPU) })
-	var chk *checker
 	wg.Go(func() {
-		if chk = <-prepared; st.ctx.Err() == nil {
-			st.checker(chk, &r.Check)
+		if check := <-prepared; st.ctx.Err() == nil {
+			st.checker(check, &r.Check)
 		}
 	})
 	st.writer(c, o.Progress, &r.Write)
 	wg.Wait()
-	r.Validation = chk.result()
 	if st.ctx.Err() != nil {
 		return context.Cause(st.ctx)
 	}
@@ -198,7 +201,7 @@ func timed(busy *time.Duration, f func() error) error {
 }
 
 // reader reads A's panels in order.
-func (st *stages) reader(a RowReader, busy *time.Duration) {
+func (st *streamStages) reader(a RowReader, busy *time.Duration) {
 	defer close(st.read)
 	for i := range st.p.panels {
 		pn, ok := st.take(st.free)
@@ -206,7 +209,7 @@ func (st *stages) reader(a RowReader, busy *time.Duration) {
 			return
 		}
 		pn.i = i
-		if err := timed(busy, func() error { return a.ReadRows(view(pn.a, st.p.rowsOf(i), st.p.k), i*st.p.rows) }); err != nil {
+		if err := timed(busy, func() error { return a.ReadRows(rowsView(pn.a, st.p.rowsOf(i), st.p.k), i*st.p.rows) }); err != nil {
 			st.cancel(err)
 			return
 		}
@@ -218,7 +221,7 @@ func (st *stages) reader(a RowReader, busy *time.Duration) {
 
 // gpu multiplies each panel read, then reads back the panel before it,
 // whose product ran meanwhile.
-func (st *stages) gpu(g *gpu, busy *time.Duration) {
+func (st *streamStages) gpu(g *streamGPU, busy *time.Duration) {
 	defer close(st.back)
 	var prev *panel
 	for {
@@ -248,19 +251,20 @@ func (st *stages) gpu(g *gpu, busy *time.Duration) {
 	}
 }
 
-// checker validates each panel read back.
-func (st *stages) checker(chk *checker, busy *time.Duration) {
+// checker checks each panel read back (nil check: passes it on).
+func (st *streamStages) checker(check PanelCheck, busy *time.Duration) {
 	defer close(st.ready)
 	for {
 		pn, ok := st.take(st.back)
 		if !ok {
 			return
 		}
-		rows := st.p.rowsOf(pn.i)
-		timed(busy, func() error {
-			chk.check(view(pn.a, rows, st.p.k), view(pn.c, rows, st.p.n), pn.i*st.p.rows)
-			return nil
-		})
+		if rows := st.p.rowsOf(pn.i); check != nil {
+			timed(busy, func() error {
+				check(rowsView(pn.a, rows, st.p.k), rowsView(pn.c, rows, st.p.n), pn.i*st.p.rows)
+				return nil
+			})
+		}
 		if !st.give(st.ready, pn) {
 			return
 		}
@@ -269,13 +273,13 @@ func (st *stages) checker(chk *checker, busy *time.Duration) {
 
 // writer writes each checked panel of C, in order, and frees its memory
 // for the reader.
-func (st *stages) writer(c RowWriter, progress func(done, total int), busy *time.Duration) {
+func (st *streamStages) writer(c RowWriter, progress func(done, total int), busy *time.Duration) {
 	for done := 1; ; done++ {
 		pn, ok := st.take(st.ready)
 		if !ok {
 			return
 		}
-		if err := timed(busy, func() error { return c.WriteRows(view(pn.c, st.p.rowsOf(pn.i), st.p.n)) }); err != nil {
+		if err := timed(busy, func() error { return c.WriteRows(rowsView(pn.c, st.p.rowsOf(pn.i), st.p.n)) }); err != nil {
 			st.cancel(err)
 			return
 		}

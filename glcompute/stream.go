@@ -1,0 +1,209 @@
+package glcompute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// RowReader is a matrix read by blocks of rows: a file read by panels
+// (glmul's matfile.Source), or memory.
+type RowReader interface {
+	Rows() int
+	Cols() int
+	// ReadRows fills dst (dst.Cols = Cols(), any stride) with rows
+	// [r0, r0+dst.Rows), leaving a stride's padding as it is.
+	ReadRows(dst blas32.General, r0 int) error
+}
+
+// RowWriter takes a matrix's rows in order: a file written as they come
+// (glmul's matfile.Sink), or memory.
+type RowWriter interface {
+	WriteRows(m blas32.General) error
+}
+
+// PanelCheck checks rows r0… of a streamed product's C (c) against the
+// same rows of A (a). MulStream calls it once a panel, in order, on a
+// goroutine of its own, while later panels are read and computed.
+type PanelCheck func(a, c blas32.General, r0 int)
+
+// StreamOptions are the options of one MulStream. The zero value (or a
+// nil *StreamOptions) checks nothing and uses panels of at most
+// DefaultPanelBytes.
+type StreamOptions struct {
+	// Kernel names the kernel as MulOptions.Kernel does. Zero value "":
+	// the device's choice for a panel's shape.
+	Kernel string
+	// PanelBytes bounds the host memory of one panel of A and C together:
+	// MulStream keeps three of each (one being read or written, one on the
+	// GPU, one being checked) and the GPU two. Zero value: an eighth of A
+	// and C together, between MinPanelBytes and DefaultPanelBytes.
+	PanelBytes int64
+	// Check, if set, is called once with B as read (k×n), on a goroutine
+	// of its own while B is uploaded, and returns the check of each panel
+	// of C (nil: none). A panel is written only after its check returned.
+	Check func(b blas32.General) PanelCheck
+	// Progress, if set, is called as each panel of C is written, with the
+	// panels written and their total.
+	Progress func(done, total int)
+	// Context, if set, stops the product between panels.
+	Context context.Context
+	// HostLimit, if positive, is the most host memory the product may
+	// take (StreamHostBytes): a product that needs more fails with
+	// ErrHostMemory before anything is read.
+	HostLimit int64
+}
+
+// ErrHostMemory is the error, wrapped, of a MulStream that needs more
+// host memory than StreamOptions.HostLimit.
+var ErrHostMemory = errors.New("not enough host memory")
+
+// Panel sizes (StreamOptions.PanelBytes).
+const (
+	DefaultPanelBytes = 64 << 20
+	MinPanelBytes     = 4 << 20
+)
+
+// StreamResult is one streamed product's figures: its shape and panels,
+// and each stage's busy time (the stages overlap, so they add up to more
+// than Wall).
+type StreamResult struct {
+	M, K, N   int
+	Kernel    string // the kernel of a whole panel
+	Panels    int
+	PanelRows int
+	// ReadB is the time spent reading B, Read reading A's panels, GPU the
+	// GPU stage's (uploads, products, readbacks), Check the panels'
+	// checks and Write writing C.
+	ReadB, Read, GPU, Check, Write time.Duration
+	// Wall runs from the first read to the last panel written.
+	Wall time.Duration
+	// HostBytes is the host memory of the panels and B that MulStream
+	// allocated.
+	HostBytes int64
+}
+
+// Flop is the product's floating-point operations, 2·M·N·K.
+func (r StreamResult) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * float64(r.K) }
+
+// MulStream computes C = A·B for matrices that need not fit in memory:
+// A is read by panels of rows from a, B whole from b, and C's rows are
+// written in order to c, so that host memory holds B and a few panels
+// (StreamHostBytes) rather than A and C. Four stages overlap, each on a
+// goroutine of its own: reading A's panels, the GPU (upload of a panel
+// into one of two resident matrices, its product by B, readback of the
+// panel before it), the check (StreamOptions.Check) and writing C.
+//
+// A's columns must equal B's rows. An error from any stage stops the
+// others; what c received by then is incomplete. MulStream returns once
+// every stage has stopped.
+func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (StreamResult, error) {
+	if a.Cols() != b.Rows() {
+		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
+	}
+	if o == nil {
+		o = &StreamOptions{}
+	}
+	p := newStreamPlan(a.Rows(), a.Cols(), b.Cols(), o.PanelBytes)
+	if need := p.hostBytes(); o.HostLimit > 0 && need > o.HostLimit {
+		return StreamResult{}, fmt.Errorf("glcompute: the %d×%d by %d×%d product needs %.1f GiB of host memory for B and its panels of A and C, over the limit of %.1f GiB: %w",
+			p.m, p.k, p.k, p.n, float64(need)/(1<<30), float64(o.HostLimit)/(1<<30), ErrHostMemory)
+	}
+	r := StreamResult{M: p.m, K: p.k, N: p.n, Panels: p.panels, PanelRows: p.rows, Kernel: o.Kernel}
+	if o.Kernel == "" || o.Kernel == "fast" {
+		r.Kernel = d.KernelFor(p.rows, p.kp, p.np)
+	}
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	start := time.Now()
+	err := runStream(ctx, d, p, a, b, c, o, &r)
+	r.Wall = time.Since(start)
+	r.HostBytes = p.hostBytes()
+	return r, err
+}
+
+// StreamPanels returns how many panels, of how many rows, MulStream cuts
+// an m×k by k×n product into with StreamOptions.PanelBytes panelBytes.
+func StreamPanels(m, k, n int, panelBytes int64) (panels, rows int) {
+	p := newStreamPlan(m, k, n, panelBytes)
+	return p.panels, p.rows
+}
+
+// StreamHostBytes is the host memory MulStream takes for an m×k by k×n
+// product with StreamOptions.PanelBytes panelBytes: B, and the panels of
+// A and C.
+func StreamHostBytes(m, k, n int, panelBytes int64) int64 {
+	return newStreamPlan(m, k, n, panelBytes).hostBytes()
+}
+
+// streamPlan is a streamed product's panels: A (m×k) by B (k×n) in panels
+// of rows rows; kp and np are k and n rounded up to 4 floats, the padded
+// layout the fast kernel reads and writes whole vec4s of.
+type streamPlan struct {
+	m, k, n, kp, np int
+	rows, panels    int
+}
+
+// newStreamPlan sizes the panels of an m×k by k×n product to panelBytes
+// of A and C (zero: an eighth of both, within [MinPanelBytes,
+// DefaultPanelBytes]), rows a multiple of 64 where more than 64.
+func newStreamPlan(m, k, n int, panelBytes int64) streamPlan {
+	p := streamPlan{m: m, k: k, n: n, kp: (k + 3) / 4 * 4, np: (n + 3) / 4 * 4}
+	row := 4 * int64(p.kp+p.np)
+	if panelBytes <= 0 {
+		panelBytes = min(DefaultPanelBytes, max(MinPanelBytes, row*int64(m)/8))
+	}
+	p.rows = int(min(int64(m), max(1, panelBytes/row)))
+	if p.rows > 64 && p.rows < m {
+		p.rows = p.rows / 64 * 64
+	}
+	p.panels = (m + p.rows - 1) / p.rows
+	return p
+}
+
+// hostBytes is B's memory and the panels'.
+func (p streamPlan) hostBytes() int64 {
+	return 4 * (int64(p.kp)*int64(p.np) + int64(min(hostPanels, p.panels))*int64(p.rows)*int64(p.kp+p.np))
+}
+
+// rowsOf returns the number of rows of panel i.
+func (p streamPlan) rowsOf(i int) int { return min(p.rows, p.m-i*p.rows) }
+
+// readB reads B whole into a host matrix with its rows and columns padded
+// to p's multiples of 4 with zeros.
+func readB(b RowReader, p streamPlan, r *StreamResult) (blas32.General, error) {
+	t0 := time.Now()
+	hb := blas32.General{Rows: p.kp, Cols: p.np, Stride: p.np, Data: make([]float32, p.kp*p.np)}
+	err := b.ReadRows(blas32.General{Rows: p.k, Cols: p.n, Stride: p.np, Data: hb.Data}, 0)
+	r.ReadB = time.Since(t0)
+	return hb, err
+}
+
+// panel is one panel's host memory: its rows of A (kp floats a row, the
+// padding zero) and of C (np floats a row).
+type panel struct {
+	i    int
+	a, c blas32.General
+}
+
+// newPanel allocates a panel of p.rows rows.
+func newPanel(p streamPlan) *panel {
+	return &panel{a: blas32.General{Rows: p.rows, Cols: p.kp, Stride: p.kp, Data: make([]float32, p.rows*p.kp)},
+		c: blas32.General{Rows: p.rows, Cols: p.np, Stride: p.np, Data: make([]float32, p.rows*p.np)}}
+}
+
+// rowsView returns the first rows rows and cols columns of m.
+func rowsView(m blas32.General, rows, cols int) blas32.General {
+	return blas32.General{Rows: rows, Cols: cols, Stride: m.Stride, Data: m.Data[:(rows-1)*m.Stride+cols]}
+}
+
+// errPanel wraps a GPU error with the panel it was at.
+func errPanel(what string, p streamPlan, i int, err error) error {
+	r0 := i * p.rows
+	return fmt.Errorf("%s rows %d to %d of C (panel %d of %d): %w", what, r0, r0+p.rowsOf(i)-1, i+1, p.panels, err)
+}

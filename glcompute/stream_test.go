@@ -1,0 +1,203 @@
+package glcompute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/cpu"
+)
+
+// memReader reads rows of an in-memory matrix, failing at row failAt (-1:
+// never) as a truncated file would.
+type memReader struct {
+	m      blas32.General
+	failAt int
+	calls  int
+}
+
+func (r *memReader) Rows() int { return r.m.Rows }
+func (r *memReader) Cols() int { return r.m.Cols }
+func (r *memReader) ReadRows(dst blas32.General, r0 int) error {
+	r.calls++
+	if dst.Cols != r.m.Cols || r0+dst.Rows > r.m.Rows {
+		panic("memReader: bad block")
+	}
+	if r.failAt >= 0 && r0+dst.Rows > r.failAt {
+		return errTruncated
+	}
+	for i := 0; i < dst.Rows; i++ {
+		copy(dst.Data[i*dst.Stride:i*dst.Stride+dst.Cols], r.m.Data[(r0+i)*r.m.Stride:])
+	}
+	return nil
+}
+
+var errTruncated = errors.New("the file ended early")
+
+// memWriter collects the rows written, failing after failAfter rows (-1:
+// never).
+type memWriter struct {
+	rows      [][]float32
+	failAfter int
+	checked   func() int // if set: the rows checked, which a write must not pass
+}
+
+func (w *memWriter) WriteRows(m blas32.General) error {
+	if w.checked != nil && len(w.rows)+m.Rows > w.checked() {
+		return fmt.Errorf("rows %d to %d written before their check", len(w.rows), len(w.rows)+m.Rows-1)
+	}
+	if w.failAfter >= 0 && len(w.rows)+m.Rows > w.failAfter {
+		return errors.New("disk full")
+	}
+	for i := 0; i < m.Rows; i++ {
+		w.rows = append(w.rows, append([]float32(nil), m.Data[i*m.Stride:i*m.Stride+m.Cols]...))
+	}
+	return nil
+}
+
+// checkRecorder is a StreamOptions.Check that records what MulStream
+// hands it: B, and each panel's rows of A and C, which must be A's own
+// rows, and C's with n columns, in order.
+type checkRecorder struct {
+	t       *testing.T
+	a       blas32.General
+	n       int
+	b       blas32.General
+	mu      sync.Mutex
+	checked int // rows checked: a writer must not see more
+}
+
+func (cr *checkRecorder) prepare(b blas32.General) PanelCheck {
+	cr.b = b
+	return func(a, c blas32.General, r0 int) {
+		cr.mu.Lock()
+		defer cr.mu.Unlock()
+		if r0 != cr.checked || a.Rows != c.Rows || a.Cols != cr.a.Cols || c.Cols != cr.n {
+			cr.t.Errorf("check of rows %d… (%d×%d of A, %d×%d of C) after %d rows checked", r0, a.Rows, a.Cols, c.Rows, c.Cols, cr.checked)
+		}
+		for i := 0; i < a.Rows; i++ {
+			for j := 0; j < a.Cols; j++ {
+				if a.Data[i*a.Stride+j] != cr.a.Data[(r0+i)*cr.a.Stride+j] {
+					cr.t.Fatalf("check of rows %d…: A[%d][%d] is not A's", r0, r0+i, j)
+				}
+			}
+		}
+		cr.checked += a.Rows
+	}
+}
+
+// rows returns how many rows were checked.
+func (cr *checkRecorder) rows() int {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	return cr.checked
+}
+
+// TestMulStream streams products whose panels straddle every boundary:
+// one panel, a last panel of one row, k and n off multiples of 4
+// (padding), one row, one column; each C against float64 with γ_K
+// tolerances, every row written once, in order, each after its check.
+func TestMulStream(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range []struct {
+		m, k, n    int
+		panelBytes int64
+	}{
+		{1, 1, 1, 0}, {70, 33, 17, 0}, {129, 5, 3, 4 * 64 * (8 + 4)}, {65, 64, 64, 4 * 64 * 128}, {300, 130, 1, 4 * 100 * (132 + 4)}, {7, 1, 300, 1},
+	} {
+		a, b := cpu.Random(c.m, c.k, rng), cpu.Random(c.k, c.n, rng)
+		cr := &checkRecorder{t: t, a: a, n: c.n}
+		w := &memWriter{failAfter: -1, checked: cr.rows}
+		r, err := d.MulStream(w, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1},
+			&StreamOptions{PanelBytes: c.panelBytes, Check: cr.prepare, Kernel: []string{"", "tiled32", "fast:64x64x8_4x4"}[c.m%3]})
+		if err != nil {
+			t.Fatalf("%d×%d×%d: %v", c.m, c.k, c.n, err)
+		}
+		if len(w.rows) != c.m || cr.rows() != c.m || cr.b.Rows != c.k || cr.b.Cols != c.n {
+			t.Fatalf("%d×%d×%d: %d rows written, %d checked, B %d×%d checked", c.m, c.k, c.n, len(w.rows), cr.rows(), cr.b.Rows, cr.b.Cols)
+		}
+		for i := 0; i < c.k; i++ {
+			for j := 0; j < c.n; j++ {
+				if cr.b.Data[i*cr.b.Stride+j] != b.Data[i*b.Stride+j] {
+					t.Fatalf("%d×%d×%d: the check's B[%d][%d] is not B's", c.m, c.k, c.n, i, j)
+				}
+			}
+		}
+		ref := cpu.Reference(a, b, false)
+		mag := cpu.Reference(a, b, true)
+		g := float64(c.k) * math.Ldexp(1, -24) * 1.01
+		for i, row := range w.rows {
+			for j, v := range row {
+				if want := ref.Data[i*ref.Stride+j]; math.Abs(float64(v)-want) > g*mag.Data[i*mag.Stride+j]+1e-30 {
+					t.Fatalf("%d×%d×%d in %d panels of %d: C[%d][%d] = %v, want %v", c.m, c.k, c.n, r.Panels, r.PanelRows, i, j, v, want)
+				}
+			}
+		}
+		if c.panelBytes > 0 && c.m > 64 && r.Panels < 2 {
+			t.Errorf("%d×%d×%d: %d panel(s) of %d rows for %d panel bytes", c.m, c.k, c.n, r.Panels, r.PanelRows, c.panelBytes)
+		}
+	}
+}
+
+// TestMulStreamStops: a read error, a write error and a cancelled context
+// each stop the product with that error, whatever stage it reached, and
+// no row is written past the failure.
+func TestMulStreamStops(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(5, 6))
+	a, b := cpu.Random(300, 40, rng), cpu.Random(40, 30, rng)
+	o := &StreamOptions{PanelBytes: 4 * 64 * (40 + 32)} // 64-row panels: 5 of them
+	_, err := d.MulStream(&memWriter{failAfter: -1}, &memReader{m: a, failAt: 200}, &memReader{m: b, failAt: -1}, o)
+	if !errors.Is(err, errTruncated) {
+		t.Errorf("truncated A: %v", err)
+	}
+	w := &memWriter{failAfter: 100}
+	if _, err := d.MulStream(w, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, o); err == nil || len(w.rows) > 100 {
+		t.Errorf("disk full after 100 rows: %v, %d rows written", err, len(w.rows))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o.Context = ctx
+	if _, err := d.MulStream(&memWriter{failAfter: -1}, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, o); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	if _, err := d.MulStream(&memWriter{failAfter: -1}, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: 10}, nil); !errors.Is(err, errTruncated) {
+		t.Errorf("truncated B: %v", err)
+	}
+}
+
+// TestMulStreamBTooLarge: a B over one storage block fails the product with
+// ErrTooLarge (no hang while the reader waits), on a device whose block
+// is at most 256 MiB (llvmpipe: 128 MiB).
+func TestMulStreamBTooLarge(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	limit := d.Info().MaxSSBOBlockSize
+	if limit > 256<<20 {
+		t.Skipf("a storage block of %d MiB: B would take too much memory here", limit>>20)
+	}
+	k := int(math.Sqrt(float64(limit/4))) + 64 // k×k floats: over the block
+	rng := rand.New(rand.NewPCG(9, 9))
+	a, b := cpu.Random(300, k, rng), cpu.Random(k, k, rng)
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.MulStream(&memWriter{failAfter: -1}, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1},
+			&StreamOptions{PanelBytes: int64(4 * 64 * (2*k + 8))})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrTooLarge) {
+			t.Errorf("B of %d×%d over a %d-byte block: %v, want ErrTooLarge", k, k, limit, err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("no return within 60 s: the pipeline hangs")
+	}
+}
