@@ -79,34 +79,39 @@ func (g *streamGPU) slot(i int) (a, c *Matrix, release func(), err error) {
 
 // multiply uploads panel pn's rows of A and queues their product by B.
 func (g *streamGPU) multiply(pn *panel) error {
+	return g.on(pn, func(a, c *Matrix) error {
+		if err := a.Upload(rowsView(pn.a, a.Rows, g.p.kp)); err != nil {
+			return errPanel("uploading A for", g.p, pn.i, err)
+		}
+		if err := c.MulKernel(g.kernel, a, g.b); err != nil {
+			return errPanel("computing", g.p, pn.i, err)
+		}
+		return nil
+	})
+}
+
+// readBack copies panel pn's C into its host memory.
+func (g *streamGPU) readBack(pn *panel) error {
+	return g.on(pn, func(_, c *Matrix) error {
+		if err := c.Download(rowsView(pn.c, c.Rows, g.p.np)); err != nil {
+			return errPanel("reading back", g.p, pn.i, err)
+		}
+		return nil
+	})
+}
+
+// on calls f with panel pn's matrices of A and C (slot).
+func (g *streamGPU) on(pn *panel, f func(a, c *Matrix) error) error {
 	a, c, release, err := g.slot(pn.i)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := a.Upload(rowsView(pn.a, a.Rows, g.p.kp)); err != nil {
-		return errPanel("uploading A for", g.p, pn.i, err)
-	}
-	if err := c.MulKernel(g.kernel, a, g.b); err != nil {
-		return errPanel("computing", g.p, pn.i, err)
-	}
-	return nil
+	return f(a, c)
 }
 
-// readBack copies panel pn's C into its host memory.
-func (g *streamGPU) readBack(pn *panel) error {
-	_, c, release, err := g.slot(pn.i)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if err := c.Download(rowsView(pn.c, c.Rows, g.p.np)); err != nil {
-		return errPanel("reading back", g.p, pn.i, err)
-	}
-	return nil
-}
-
-// streamStages is one streamed product's pipeline: its channels and the first error.
+// streamStages is one streamed product's pipeline: its channels and the
+// first error.
 type streamStages struct {
 	p      streamPlan
 	ctx    context.Context

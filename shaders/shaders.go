@@ -89,57 +89,49 @@ func source(name string) []byte {
 	return b
 }
 
-// Tiled32 is the paper's kernel (seed 001, Algorithm 2).
-func Tiled32() Kernel {
-	b := source("tiled32.comp")
-	return withES(Kernel{Name: "tiled32", File: "tiled32.comp", TileM: 32, TileN: 32, Align: 1,
-		Threads: 1024, SharedBytes: 2 * 32 * 32 * 4, Source: string(b)})
+// fixed returns a kernel whose GLSL is its file as it is, built once at
+// the first call: k with its Source and SourceES.
+func fixed(k Kernel) func() Kernel {
+	return sync.OnceValue(func() Kernel {
+		k.Source = string(source(k.File))
+		return withES(k)
+	})
 }
+
+// Tiled32 is the paper's kernel (seed 001, Algorithm 2).
+func Tiled32() Kernel { return tiled32Kernel() }
+
+var tiled32Kernel = fixed(Kernel{Name: "tiled32", File: "tiled32.comp", TileM: 32, TileN: 32, Align: 1, Threads: 1024, SharedBytes: 2 * 32 * 32 * 4})
 
 // GEMM is the general kernel on resident matrices (gemm.comp): transposes,
 // α, β, element offsets and row strides.
 func GEMM() Kernel { return gEMMKernel() }
 
-var gEMMKernel = sync.OnceValue(func() Kernel {
-	return withES(Kernel{Name: "gemm", File: "gemm.comp", TileM: 64, TileN: 64, Align: 1,
-		Threads: 256, SharedBytes: 2 * 16 * 64 * 4, Source: string(source("gemm.comp"))})
-})
+var gEMMKernel = fixed(Kernel{Name: "gemm", File: "gemm.comp", TileM: 64, TileN: 64, Align: 1, Threads: 256, SharedBytes: 2 * 16 * 64 * 4})
 
 // Reduce sums the partial results of a split-K product (reduce.comp).
 func Reduce() Kernel { return reduceKernel() }
 
-var reduceKernel = sync.OnceValue(func() Kernel {
-	return withES(Kernel{Name: "reduce", File: "reduce.comp", TileM: 1, TileN: 256, Align: 4,
-		Threads: 256, Source: string(source("reduce.comp"))})
-})
+var reduceKernel = fixed(Kernel{Name: "reduce", File: "reduce.comp", TileM: 1, TileN: 256, Align: 4, Threads: 256})
 
 // Fill sets the words of a buffer to one value (fill.comp): glmul's NaN
 // poison of results.
 func Fill() Kernel { return fillKernel() }
 
-var fillKernel = sync.OnceValue(func() Kernel {
-	return withES(Kernel{Name: "fill", File: "fill.comp", TileM: 1, TileN: 256, Align: 1,
-		Threads: 256, Source: string(source("fill.comp"))})
-})
+var fillKernel = fixed(Kernel{Name: "fill", File: "fill.comp", TileM: 1, TileN: 256, Align: 1, Threads: 256})
 
 // SMCount writes the GPU's multiprocessor count and warps per
 // multiprocessor to words 0 and 1 of binding 2 (smcount.comp); it needs
 // GL_NV_shader_thread_group.
 func SMCount() Kernel { return sMCountKernel() }
 
-var sMCountKernel = sync.OnceValue(func() Kernel {
-	return withES(Kernel{Name: "smcount", File: "smcount.comp", TileM: 1, TileN: 1, Align: 1,
-		Threads: 1, Source: string(source("smcount.comp"))})
-})
+var sMCountKernel = fixed(Kernel{Name: "smcount", File: "smcount.comp", TileM: 1, TileN: 1, Align: 1, Threads: 1})
 
 // Transpose writes A transposed for the kernels that read it so
 // (transpose.comp, Kernel.TransposeA): 64×64 tiles of T = Aᵀ.
 func Transpose() Kernel { return transposeKernel() }
 
-var transposeKernel = sync.OnceValue(func() Kernel {
-	return withES(Kernel{Name: "transpose", File: "transpose.comp", TileM: 64, TileN: 64, Align: 4,
-		Threads: 256, SharedBytes: 64 * 65 * 4, Source: string(source("transpose.comp"))})
-})
+var transposeKernel = fixed(Kernel{Name: "transpose", File: "transpose.comp", TileM: 64, TileN: 64, Align: 4, Threads: 256, SharedBytes: 64 * 65 * 4})
 
 // Natural returns the kernel spec that computes what spec does from A in
 // its natural layout: spec itself unless it reads A transposed (_at),
@@ -155,10 +147,7 @@ func Natural(spec string) string {
 // invocation per element of C, 256 per work group.
 func Batched() Kernel { return batchedKernel() }
 
-var batchedKernel = sync.OnceValue(func() Kernel {
-	return withES(Kernel{Name: "batched", File: "batched.comp", TileM: 1, TileN: 256, Align: 1,
-		Threads: 256, Source: string(source("batched.comp"))})
-})
+var batchedKernel = fixed(Kernel{Name: "batched", File: "batched.comp", TileM: 1, TileN: 256, Align: 1, Threads: 256})
 
 // looked memoizes Lookup: a kernel is an immutable value, and building
 // fast.comp's source costs more than a resident product's whole dispatch.

@@ -120,18 +120,17 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	d, err := f.dev.open()
+	h, err := f.dev.hold(stderr, nil)
 	if err != nil {
 		return err
 	}
-	abandoned := false
-	defer releaseUnlessAbandoned(d, &abandoned)
-	noteKernelChoice(d, stderr)
+	defer h.release()
+	d := h.Device
 	ctx, stop := notifyInterrupt()
 	defer stop()
 	p := newProgress(f.progress, stderr, "bench", len(f.shapes)*len(f.kernels))
 	var done finished[benchRow]
-	err, abandoned = awaitWork(ctx, stderr, "bench", func() error {
+	err, h.abandoned = awaitWork(ctx, stderr, "bench", func() error {
 		for si, s := range f.shapes {
 			if err := f.shape(ctx, d, s, uint64(si), p, &done, stderr); err != nil {
 				return err
@@ -140,7 +139,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return nil
 	})
 	rows := done.take()
-	if !abandoned {
+	if !h.abandoned {
 		p.done()
 	}
 	interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil

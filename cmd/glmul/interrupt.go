@@ -97,11 +97,30 @@ func (f *finished[T]) take() []T {
 	return f.units
 }
 
-// releaseUnlessAbandoned releases d unless *abandoned (awaitWork): the
-// device thread is then stuck in a run, and the process exits instead.
-// For a defer made before the work starts.
-func releaseUnlessAbandoned(d *glcompute.Device, abandoned *bool) {
-	if !*abandoned {
-		d.Release()
+// heldDevice is a command's device, released when the command ends
+// unless its work was abandoned (awaitWork): the device's thread is then
+// stuck in a run, and the process exits instead.
+type heldDevice struct {
+	*glcompute.Device
+	abandoned bool
+}
+
+// hold opens the device (openFor: each shape checked with each kernel)
+// for a command, noting a fallback kernel choice on stderr; the caller
+// defers its release.
+func (d *deviceFlags) hold(stderr io.Writer, kernels []string, shapes ...[3]int) (*heldDevice, error) {
+	dev, err := d.openFor(kernels, shapes...)
+	if err != nil {
+		return nil, err
+	}
+	noteKernelChoice(dev, stderr)
+	return &heldDevice{Device: dev}, nil
+}
+
+// release releases the device unless the work was abandoned: for a defer
+// made before the work starts.
+func (h *heldDevice) release() {
+	if !h.abandoned {
+		h.Release()
 	}
 }

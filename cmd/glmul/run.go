@@ -401,13 +401,13 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 	if err := checkHostMemory(o.m, o.k, o.nCols); err != nil {
 		return err
 	}
-	dev, err := o.dev.open()
+	h, err := o.dev.hold(stderr, nil)
 	if err != nil {
 		return err
 	}
-	abandoned := false
-	defer releaseUnlessAbandoned(dev, &abandoned)
-	if err := prepareDevice(o, dev, stderr); err != nil {
+	defer h.release()
+	dev := h.Device
+	if err := prepareDevice(o, dev); err != nil {
 		return err
 	}
 
@@ -416,11 +416,11 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 	mo, bar := measureOptions(ctx, o, stderr)
 	var r measure.Result
 	var releaseInputs func() // mapped inputs
-	r, releaseInputs, abandoned, err = runProduct(ctx, o, dev, mo, stderr)
-	if !abandoned && releaseInputs != nil {
+	r, releaseInputs, h.abandoned, err = runProduct(ctx, o, dev, mo, stderr)
+	if !h.abandoned && releaseInputs != nil {
 		defer releaseInputs()
 	}
-	if bar != nil && !abandoned {
+	if bar != nil && !h.abandoned {
 		bar.Finish()
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
@@ -435,8 +435,7 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 // prepareDevice notes the kernel choice on stderr, refuses what cannot
 // run before the inputs are made, and has dev prepare its staging buffers
 // while they are, for inputs that will use them.
-func prepareDevice(o *options, dev *glcompute.Device, stderr io.Writer) error {
-	noteKernelChoice(dev, stderr)
+func prepareDevice(o *options, dev *glcompute.Device) error {
 	if _, err := dev.Plan(o.m, o.k, o.nCols, &glcompute.MulOptions{Kernel: o.kernel, MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, SplitK: o.splitK}); err != nil {
 		return err
 	}

@@ -114,13 +114,12 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 		}
 		squares = append(squares, [3]int{n, n, n})
 	}
-	d, err := f.dev.openFor(f.kernels, squares...)
+	h, err := f.dev.hold(stderr, f.kernels, squares...)
 	if err != nil {
 		return err
 	}
-	abandoned := false
-	defer releaseUnlessAbandoned(d, &abandoned)
-	noteKernelChoice(d, stderr)
+	defer h.release()
+	d := h.Device
 	info := d.Info()
 	t := &table.Table{
 		Device:       fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, info.API()),
@@ -134,7 +133,7 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	m := &tableMeasurer{dev: d, ctx: ctx, stderr: stderr, progress: f.progress, reps: f.reps}
 	var measureErr error
-	t.Rows, measureErr, abandoned = m.measure(f.sizes, f.kernels, f.cpuMax)
+	t.Rows, measureErr, h.abandoned = m.measure(f.sizes, f.kernels, f.cpuMax)
 	t.Interrupted = errors.Is(measureErr, errInterrupted)
 	if len(t.Rows) > 0 {
 		if err := writeTable(t, stdout, stderr, f.format, f.plots); err != nil {

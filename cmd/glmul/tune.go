@@ -169,16 +169,12 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	f.dev.ignoreTuned = true
-	d, err := f.dev.open()
+	h, err := f.dev.hold(stderr, nil)
 	if err != nil {
 		return err
 	}
-	abandoned := false
-	defer func() {
-		if !abandoned { // else a device's thread is stuck in a run; the process exits
-			d.Release()
-		}
-	}()
+	defer h.release()
+	d := h.Device
 	if err := f.settle(d, stderr); err != nil {
 		return err
 	}
@@ -192,7 +188,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	var st tuneState
 	var done []classResult
 	var interrupted bool
-	done, interrupted, abandoned, err = f.tuneAll(ctx, d, results, path, &st, stderr)
+	done, interrupted, h.abandoned, err = f.tuneAll(ctx, d, results, path, &st, stderr)
 	if err != nil {
 		return err
 	}
