@@ -126,7 +126,7 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	}
 	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, SplitK: o.SplitK, Progress: o.Progress,
 		MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory, Context: o.Context}
-	st := newStages(o)
+	st := newStages(o, dev.Info())
 	if !o.Once {
 		mo.Measure = st.run
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/tuning"
 )
 
 // MinWarmup and MaxWarmup bound the warm-up before timed runs: after the
@@ -92,14 +93,15 @@ type stages struct {
 	o      Options
 	t      Timings
 	alone  bool // the stages ran alone (not a product in panels)
+	onCPU  bool // the device computes on the CPU: no clocks to ramp
 	ctx    context.Context
 	report func()
 	done   int
 	total  int
 }
 
-func newStages(o Options) *stages {
-	st := &stages{o: o, ctx: o.Context}
+func newStages(o Options, info glcompute.Info) *stages {
+	st := &stages{o: o, ctx: o.Context, onCPU: tuning.OnCPU(tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version})}
 	if st.ctx == nil {
 		st.ctx = context.Background()
 	}
@@ -151,9 +153,15 @@ func (st *stages) transfers(s *glcompute.Stages) error {
 	return err
 }
 
-// warmUp runs the Warmup products (reported as progress), then more
-// until MinWarmup has passed (after RampIdle of idleness, or with Ramp)
-// and until they run steadily, none begun after MaxWarmup.
+// warmUp runs the Warmup products (reported as progress), then, on a GPU,
+// more until MinWarmup has passed (after RampIdle of idleness, or with
+// Ramp) and until they run steadily, none begun after MaxWarmup. A device
+// that computes on the CPU (llvmpipe) has no clocks to ramp: its first
+// run compiles the kernel's machine code, and the Warmup runs are all it
+// needs (unless Ramp asks for MinWarmup anyway). The steady loop cost llvmpipe at least 15 ms of glmul -n 128's
+// 110 (up to 230, where 0.27 ms runs on a shared machine kept missing
+// the 2% agreement), and the median fell to 62 ms without it (paired
+// runs, docs/PERFORMANCE.md).
 func (st *stages) warmUp(s *glcompute.Stages) error {
 	if st.o.Warmup == 0 {
 		return nil
@@ -166,6 +174,10 @@ func (st *stages) warmUp(s *glcompute.Stages) error {
 		if _, _, err := s.Run(false, st.report); err != nil {
 			return err
 		}
+	}
+	if st.onCPU && !st.o.Ramp {
+		st.t.WarmupTime = time.Since(start)
+		return nil
 	}
 	minimum := MinWarmup
 	if s.Idle() < RampIdle && !st.o.Ramp {
