@@ -27,8 +27,10 @@ type Device struct {
 	borrowed bool // the host's context: no thread, state saved and restored
 	ctx      glContext
 	programs map[string]*program
-	stager   *stager                  // created on the first host product
-	hostMats map[*float32]*HostMatrix // by the address of Data[0]
+	// programsLoaded counts programs loaded from Options.ProgramCache.
+	programsLoaded int
+	stager         *stager                  // created on the first host product
+	hostMats       map[*float32]*HostMatrix // by the address of Data[0]
 	// bindAlign is the byte alignment of bound buffer ranges:
 	// GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT (and that of buffer
 	// textures) rounded up to a multiple of 16, so that offsets in vec4s

@@ -177,13 +177,9 @@ func (d *Device) programOf(k shaders.Kernel) (*program, error) {
 	if d.info.ES {
 		src = k.SourceES
 	}
-	prog, err := glw.NewComputeProgram(k.File, src)
+	prog, err := d.compile(k.File, src)
 	if err != nil {
-		var ce *glw.CompileError
-		if errors.As(err, &ce) && d.opts.Verbose {
-			return nil, fmt.Errorf("%w: %w\n%s", ErrDriver, err, ce.NumberedSource())
-		}
-		return nil, fmt.Errorf("%w: %w", ErrDriver, err)
+		return nil, err
 	}
 	p := &program{kernel: k, prog: prog}
 	if b := maxDispatchTime(d.opts, d.borrowed); b > 0 {
@@ -191,6 +187,25 @@ func (d *Device) programOf(k shaders.Kernel) (*program, error) {
 	}
 	d.programs[spec] = p
 	return p, nil
+}
+
+// compile returns the program of src (file's source): from
+// Options.ProgramCache where the driver takes its binary, else compiled,
+// linked and kept there; on the device thread.
+func (d *Device) compile(file, src string) (glw.Program, error) {
+	if prog, ok := d.loadProgram(src); ok {
+		return prog, nil
+	}
+	prog, err := glw.NewComputeProgram(file, src)
+	if err != nil {
+		var ce *glw.CompileError
+		if errors.As(err, &ce) && d.opts.Verbose {
+			return 0, fmt.Errorf("%w: %w\n%s", ErrDriver, err, ce.NumberedSource())
+		}
+		return 0, fmt.Errorf("%w: %w", ErrDriver, err)
+	}
+	d.storeProgram(src, prog)
+	return prog, nil
 }
 
 // fits reports whether the device can run kernel k at all.

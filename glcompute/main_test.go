@@ -76,7 +76,13 @@ func requireGL() bool { return os.Getenv("GLMUL_REQUIRE_GL") == "1" }
 // can exist there.
 func openDevice(t testing.TB, backend Backend) *Device {
 	t.Helper()
-	backend, impossible := platformBackend(backend)
+	return openDeviceWith(t, &Options{Backend: backend})
+}
+
+// openDeviceWith is openDevice with more Options.
+func openDeviceWith(t testing.TB, o *Options) *Device {
+	t.Helper()
+	backend, impossible := platformBackend(o.Backend)
 	if impossible != "" {
 		t.Skip(impossible) // not a missing driver: no GL of this kind can exist here
 	}
@@ -91,7 +97,9 @@ func openDevice(t testing.TB, backend Backend) *Device {
 		t.Setenv("DISPLAY", "")
 		t.Setenv("WAYLAND_DISPLAY", "")
 	}
-	d, err := Open(&Options{Backend: backend})
+	oo := *o
+	oo.Backend = backend
+	d, err := Open(&oo)
 	if err != nil {
 		noGL(t, err.Error())
 	}

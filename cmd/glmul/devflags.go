@@ -22,6 +22,7 @@ type deviceFlags struct {
 	verbose     bool
 	ignoreTuned bool
 	mapPerChunk bool
+	programs    string // the program cache's directory; "": none
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
@@ -30,6 +31,7 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.verbose, "v", false, "verbose: line-numbered shader source on compile errors")
 	fs.BoolVar(&d.ignoreTuned, "ignore-tuned", false, "use the built-in fast kernel configuration, not the one glmul tune cached")
 	fs.BoolVar(&d.mapPerChunk, "map-per-chunk", false, "stage matrices with glMapBufferRange per chunk, as on a GL 4.3 driver, not persistent mappings")
+	fs.StringVar(&d.programs, "program-cache", glcompute.DefaultProgramCache(), "keep compiled kernels (the driver's program binaries) in `DIR` for later runs; \"\": compile every kernel")
 }
 
 func (d *deviceFlags) check() error {
@@ -47,7 +49,7 @@ func (d *deviceFlags) check() error {
 
 func (d *deviceFlags) open() (*glcompute.Device, error) {
 	return glcompute.Open(&glcompute.Options{Backend: glcompute.Backend(d.backend), Device: d.device,
-		Verbose: d.verbose, IgnoreTuned: d.ignoreTuned, NoPersistentMapping: d.mapPerChunk})
+		Verbose: d.verbose, IgnoreTuned: d.ignoreTuned, NoPersistentMapping: d.mapPerChunk, ProgramCache: d.programs})
 }
 
 // newCommand returns the flag set of a glmul subcommand: parse errors are

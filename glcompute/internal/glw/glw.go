@@ -309,6 +309,28 @@ func infoLog(obj uint32, getiv func(uint32, uint32, *int32), getLog func(uint32,
 	return strings.TrimSpace(strings.TrimRight(string(buf), "\x00"))
 }
 
+// LoadProgram makes a program from a binary that Binary returned, on the
+// same driver: ok is false, and no program is left, where the driver
+// refuses it (another driver's, a changed driver, a damaged file); the
+// caller then compiles the source. GL errors it raised are cleared.
+func LoadProgram(format uint32, data []byte) (_ Program, ok bool) {
+	if len(data) == 0 {
+		return 0, false
+	}
+	p := gl.CreateProgram()
+	gl.ProgramParameteri(p, gl.PROGRAM_BINARY_RETRIEVABLE_HINT, gl.TRUE)
+	gl.ProgramBinary(p, format, unsafe.Pointer(&data[0]), int32(len(data)))
+	var status int32
+	gl.GetProgramiv(p, gl.LINK_STATUS, &status)
+	for gl.GetError() != gl.NO_ERROR { // GL_INVALID_ENUM for an unknown format
+	}
+	if status == gl.FALSE {
+		gl.DeleteProgram(p)
+		return 0, false
+	}
+	return Program(p), true
+}
+
 // Binary returns the driver's program binary (glGetProgramBinary) and its
 // format; nil where the driver keeps none. NVIDIA's holds the program's
 // assembly as text.
