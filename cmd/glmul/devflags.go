@@ -38,8 +38,10 @@ func (d *deviceFlags) check() error {
 	if d.device < 0 {
 		return usagef("-device must be 0 (automatic) or an index from -list-devices (got %d)", d.device)
 	}
-	if devs := glcompute.EGLDevices(); d.device > 0 && len(devs) > 0 && d.device > len(devs) {
-		return usagef("-device %d: EGL lists %d device(s); glmul -list-devices names them", d.device, len(devs))
+	if d.device > 0 { // EGLDevices loads every EGL vendor's library (NVIDIA's: ~15 ms): only for -device
+		if devs := glcompute.EGLDevices(); len(devs) > 0 && d.device > len(devs) {
+			return usagef("-device %d: EGL lists %d device(s); glmul -list-devices names them", d.device, len(devs))
+		}
 	}
 	if _, err := glcompute.ParseBackend(d.backend); err != nil {
 		return usagef("-backend: %v", err)

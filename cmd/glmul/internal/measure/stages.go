@@ -43,8 +43,15 @@ const RampIdle = 500 * time.Millisecond
 // the mean: a 30 µs run's mean over a batch moves by more than 2% with the
 // host's scheduling alone (on the H100 n = 128 never settled that way),
 // while clocks that rise make every run faster.
+//
+// A batch is shorter for short runs: steadyRuns of them, at least
+// minSteadyBatch. On the H100 a 128³ product's run (30 µs with its
+// glFinish) made three 5 ms batches 15 ms of a 170 ms process; 30 runs
+// still give a fastest that a clock change moves by far more than 2%.
 const (
 	steadyBatch     = 5 * time.Millisecond
+	minSteadyBatch  = time.Millisecond
+	steadyRuns      = 30
 	steadyTolerance = 0.02
 )
 
@@ -204,15 +211,19 @@ func warmUpMore(ctx context.Context, start time.Time, minimum, limit time.Durati
 		}
 	}
 	var fastest []time.Duration
+	batch := time.Duration(0) // set by the first run: steadyRuns of it
 	for time.Since(start) < limit {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		b0, best := time.Now(), time.Duration(math.MaxInt64)
-		for time.Since(b0) < steadyBatch {
+		for batch == 0 || time.Since(b0) < batch {
 			d, err := run()
 			if err != nil {
 				return err
+			}
+			if batch == 0 {
+				batch = min(steadyBatch, max(minSteadyBatch, steadyRuns*d))
 			}
 			best = min(best, d)
 		}

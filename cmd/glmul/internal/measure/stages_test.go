@@ -47,6 +47,21 @@ func TestSteadyWarmup(t *testing.T) {
 	if el := time.Since(start); el < 70*time.Millisecond || el > 500*time.Millisecond {
 		t.Errorf("steady after %v (%d runs): want the 60 ms ramp and three 5 ms batches, well under the 1 s cap", el, runs)
 	}
+	// Short runs (30 µs, a small product's) that hold: three batches of
+	// 30 runs or 1 ms, not of 5 ms.
+	start, runs = time.Now(), 0
+	short := func() (time.Duration, error) {
+		runs++
+		r0 := time.Now()
+		spin(30 * time.Microsecond)
+		return time.Since(r0), nil
+	}
+	if err := warmUpMore(ctx, start, 0, time.Second, short); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el < 3*time.Millisecond || el > 12*time.Millisecond {
+		t.Errorf("30 µs runs steady after %v (%d runs): want three batches of 1 ms, under the 15 ms of three 5 ms ones", el, runs)
+	}
 	// Runs that keep drifting (1 to 3 ms over every 40 ms) never settle:
 	// the cap ends it.
 	start, runs = time.Now(), 0
