@@ -10,6 +10,13 @@ import (
 	"github.com/glmul/glmul/glcompute/tuning"
 )
 
+// What ended a warm-up (Timings.WarmupRule).
+const (
+	WarmupRuns   = "the warm-up runs alone: a device on the CPU has no clocks to ramp"
+	WarmupSteady = "until steady"
+	WarmupRamp   = "at least 0.5 s (idle 0.5 s or more before, or Ramp), then until steady"
+)
+
 // MinWarmup and MaxWarmup bound the warm-up before timed runs: after the
 // Warmup runs, more run for at least MinWarmup and then until their times
 // are steady (batches of steadyBatch agreeing within steadyTolerance), none
@@ -78,8 +85,10 @@ type Timings struct {
 	// the second of two, FirstReadback the first (as for Upload).
 	Readback      time.Duration `json:"readback_ns"`
 	FirstReadback time.Duration `json:"first_readback_ns,omitempty"`
-	// WarmupTime is how long the warm-up ran.
+	// WarmupTime is how long the warm-up ran; WarmupRule, what made it
+	// stop (WarmupRuns, WarmupSteady, WarmupRamp).
 	WarmupTime time.Duration `json:"warmup_ns"`
+	WarmupRule string        `json:"warmup_rule,omitempty"`
 	// UploadBytes and ReadbackBytes are the bytes moved each way.
 	UploadBytes   int64 `json:"upload_bytes"`
 	ReadbackBytes int64 `json:"readback_bytes"`
@@ -183,12 +192,13 @@ func (st *stages) warmUp(s *glcompute.Stages) error {
 		}
 	}
 	if st.onCPU && !st.o.Ramp {
-		st.t.WarmupTime = time.Since(start)
+		st.t.WarmupTime, st.t.WarmupRule = time.Since(start), WarmupRuns
 		return nil
 	}
-	minimum := MinWarmup
+	var minimum time.Duration
+	minimum, st.t.WarmupRule = MinWarmup, WarmupRamp
 	if s.Idle() < RampIdle && !st.o.Ramp {
-		minimum = 0
+		minimum, st.t.WarmupRule = 0, WarmupSteady
 	}
 	run := func() (time.Duration, error) { d, _, err := s.Run(false, nil); return d, err }
 	if err := warmUpMore(st.ctx, start, minimum, MaxWarmup, run); err != nil {

@@ -47,6 +47,7 @@ type Timings struct {
 	Panels                     string // the panel plan; "" for one piece
 	// WarmupTime is how long the warm-up ran; Splits, the slices of K.
 	WarmupTime time.Duration
+	WarmupRule string // what ended the warm-up (measure.Timings.WarmupRule)
 	Splits     int
 	// EdgeKernel computed EdgeGroups work groups of strips past whole
 	// tiles ("" for none).
@@ -221,7 +222,7 @@ func (r *Run) writeCompute(p lineFunc) {
 	default:
 		warm := "without warm-up"
 		if r.Warmup > 0 {
-			warm = fmt.Sprintf("after %d+ warm-up run(s), %.0f ms in all (until steady; at least 0.5 s after 0.5 s idle)", r.Warmup, float64(t.WarmupTime)/1e6)
+			warm = fmt.Sprintf("after %d+ warm-up run(s), %.0f ms in all (%s)", r.Warmup, float64(t.WarmupTime)/1e6, t.WarmupRule)
 		}
 		p("compute", "%8.2f ms mean, %.2f median, %.2f min over %d run(s) %s (%s)",
 			s.KernelMeanMS, s.KernelMedMS, s.KernelMinMS, t.Runs, warm, src)
