@@ -557,6 +557,9 @@ func TestTimerPlausible(t *testing.T) {
 		// Wine's clock: wall times of 0; llvmpipe's timer 56 ns a run.
 		{[]time.Duration{56, 60}, []time.Duration{0, 0}, false},
 		{[]time.Duration{5 * time.Microsecond}, []time.Duration{0}, true},
+		// A 12 µs product's runs, one of whose wall times holds a 2 ms stall.
+		{[]time.Duration{12e3, 12e3, 12e3, 12e3, 12e3, 12e3, 12e3, 12e3, 12e3, 12e3},
+			[]time.Duration{60e3, 60e3, 60e3, 2e6, 60e3, 60e3, 60e3, 60e3, 60e3, 60e3}, true},
 	} {
 		if got := timerPlausible(c.gpu, c.wall); got != c.want {
 			t.Errorf("timerPlausible(%v, %v) = %v, want %v", c.gpu, c.wall, got, c.want)

@@ -58,7 +58,7 @@ test_windows() {
 	$GO test -c -o "$tmp/glcompute.test.exe" ./glcompute
 	echo "== glcompute tests under Wine (WGL through GLFW, Mesa llvmpipe)"
 	GLMUL_REQUIRE_GL=1 wine_run glcompute "$tmp/glcompute.test.exe" -test.count=1 -test.v -test.timeout 600s >"$tmp/glcompute.log" 2>&1 || {
-		grep -E -- '--- FAIL|panic:|_test\.go:[0-9]+:' "$tmp/glcompute.log" | head -40
+		grep -E -A12 -- '--- FAIL|panic:' "$tmp/glcompute.log" | head -80 # a failed test's messages follow its line
 		echo "windows: glcompute tests FAILED under Wine" >&2
 		exit 1
 	}

@@ -252,7 +252,8 @@ func steady(ts []time.Duration) bool {
 }
 
 // timeRuns times the Reps products by the wall clock after glFinish and,
-// where every run had a real GL timer reading, by the GL timer.
+// where the runs' GL timer readings are real (glcompute.TimerPlausible,
+// judged over all the runs), by the GL timer.
 func (st *stages) timeRuns(s *glcompute.Stages) error {
 	reps := max(1, st.o.Reps)
 	gpu := make([]time.Duration, 0, min(reps, 1024))
@@ -269,7 +270,7 @@ func (st *stages) timeRuns(s *glcompute.Stages) error {
 		timed = timed && g > 0
 		gpu = append(gpu, g)
 	}
-	if timed {
+	if timed && glcompute.TimerPlausible(gpu, st.t.Compute[len(st.t.Compute)-len(gpu):]) {
 		st.t.GPU = gpu
 	}
 	return nil
