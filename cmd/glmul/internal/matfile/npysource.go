@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 
@@ -188,7 +189,7 @@ func (s *npySource) readC(dst blas32.General, r0 int, nw *narrowing) error {
 	off := l.hdr + int64(r0)*int64(rowBytes)
 	switch {
 	case s.direct && dst.Stride == l.cols:
-		return s.readAt(float32Bytes(dst.Data[:dst.Rows*l.cols]), off)
+		return s.readAtParallel(float32Bytes(dst.Data[:dst.Rows*l.cols]), off)
 	case s.direct && rowBytes >= directRowBytes:
 		for i := range dst.Rows {
 			row := dst.Data[i*dst.Stride : i*dst.Stride+l.cols]
@@ -291,6 +292,42 @@ func (s *npySource) readAt(p []byte, off int64) error {
 		return nil
 	}
 	return s.shortRead(off+int64(k), err)
+}
+
+// parallelReadBytes is the least a read must be for readAtParallel to
+// split it, and the least each piece is.
+const parallelReadBytes = 8 << 20
+
+// readAtParallel is readAt, the read split over the CPUs in pieces of at
+// least parallelReadBytes where it is longer. Reading a large block into
+// memory not touched before is bound by the page faults that give the
+// destination its pages (a 256 MiB B: 149 ms on the H100 machine, 1.7
+// GB/s from the page cache), and faults on different CPUs proceed
+// together. io.ReaderAt allows parallel calls. The first piece's error
+// (in file order) is returned.
+func (s *npySource) readAtParallel(p []byte, off int64) error {
+	n := min(runtime.GOMAXPROCS(0), len(p)/parallelReadBytes)
+	if n < 2 {
+		return s.readAt(p, off)
+	}
+	per := (len(p)/n + 4095) &^ 4095
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		lo := i * per
+		hi := min(len(p), lo+per)
+		if lo >= hi {
+			break
+		}
+		wg.Go(func() { errs[i] = s.readAt(p[lo:hi], off+int64(lo)) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // shortRead returns the error for a read that stopped at byte end of the

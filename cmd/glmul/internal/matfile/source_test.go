@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -443,5 +444,41 @@ func TestSpans(t *testing.T) {
 	s.add(0, 50)
 	if fmt.Sprint(s) != "[{0 50 false}]" || fmt.Sprint(s.split(45, 50)) != "[{45 50 true}]" {
 		t.Errorf("spans %v", s)
+	}
+}
+
+// TestReadRowsParallel: a float32 block large enough to be read in
+// parallel pieces (readAtParallel) arrives whole and in place, and a file
+// cut inside a later piece fails with the first place it ended.
+func TestReadRowsParallel(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	rows, cols := 9000, 1024 // 36.9 MB: four pieces
+	data := make([]byte, 4*rows*cols)
+	for i := range rows * cols {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(i%8191)-4095.5))
+	}
+	file := npyBytes("<f4", false, fmt.Sprintf("(%d, %d)", rows, cols), data)
+	hdr := len(file) - len(data)
+	s, err := newNPYSource(nil, &shortReader{b: file, err: io.EOF}, int64(len(file)), "big.npy", ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: make([]float32, rows*cols)}
+	if err := s.ReadRows(dst, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range dst.Data {
+		if want := float32(i%8191) - 4095.5; v != want {
+			t.Fatalf("element %d: %v, want %v", i, v, want)
+		}
+	}
+	keep := 3*len(data)/5 + 12 // inside the third of four pieces
+	s, err = newNPYSource(nil, &shortReader{b: file[:hdr+keep], err: io.EOF}, int64(len(file)), "big.npy", ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("the file ended %d bytes into its data", keep)
+	if err := s.ReadRows(dst, 0); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("cut at %d bytes: %v, want %q", keep, err, want)
 	}
 }
