@@ -6,6 +6,7 @@ import (
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/glcompute/internal/trace"
+	"github.com/glmul/glmul/glcompute/tuning"
 )
 
 // Info describes the device behind a context.
@@ -119,6 +120,12 @@ func (i Info) ShadingLanguage() string {
 		return i.GLSLVersion
 	}
 	return "GLSL " + i.GLSLVersion
+}
+
+// Driver is the driver as glcompute/tuning keys and judges it: vendor,
+// renderer and version.
+func (i Info) Driver() tuning.Driver {
+	return tuning.Driver{Vendor: i.Vendor, Renderer: i.Renderer, Version: i.Version}
 }
 
 // Info returns the device's strings and limits, also after Release. Safe

@@ -529,9 +529,7 @@ func (d *Device) Fits(spec string) error {
 	return d.fits(k)
 }
 
-func (d *Device) tuningDriver() tuning.Driver {
-	return tuning.Driver{Vendor: d.info.Vendor, Renderer: d.info.Renderer, Version: d.info.Version}
-}
+func (d *Device) tuningDriver() tuning.Driver { return d.info.Driver() }
 
 // querySMCount runs smcount.comp and returns gl_SMCountNV, or 0 if that
 // fails (it is an optimization's input, never a reason to fail Open). On

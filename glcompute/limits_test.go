@@ -70,7 +70,7 @@ func TestInfoAfterRelease(t *testing.T) {
 // not used, and the kernel source says so (issue 23: it ran silently).
 func TestCacheKernelOutsideFamily(t *testing.T) {
 	info := openDevice(t, BackendEGL).Info()
-	drv := tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version}
+	drv := info.Driver()
 	for _, bad := range []string{"tiled32", "gemm", "fast:1x2x3"} {
 		path := filepath.Join(tempDir(t), "tuned.json")
 		t.Setenv("GLMUL_TUNE_CACHE", path)

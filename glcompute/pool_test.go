@@ -108,7 +108,7 @@ func TestClassKernels(t *testing.T) {
 	path := filepath.Join(tempDir(t), "tuned.json")
 	t.Setenv("GLMUL_TUNE_CACHE", path)
 	c := tuning.Cache{}
-	c.Put(tuning.Entry{Driver: tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version}, Class: tuning.LongK, Kernel: spec})
+	c.Put(tuning.Entry{Driver: info.Driver(), Class: tuning.LongK, Kernel: spec})
 	if err := c.Save(path); err != nil {
 		t.Fatal(err)
 	}

@@ -203,7 +203,7 @@ func TestTuneShowFormats(t *testing.T) {
 	cache := filepath.Join(t.TempDir(), "tuned.json")
 	t.Setenv("GLMUL_TUNE_CACHE", cache)
 	var c tuning.Cache
-	c.Put(tuning.Entry{Driver: tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version}, Class: tuning.LongK, Kernel: spec, GFLOPS: 1, N: 64})
+	c.Put(tuning.Entry{Driver: info.Driver(), Class: tuning.LongK, Kernel: spec, GFLOPS: 1, N: 64})
 	c.Put(tuning.Entry{Driver: tuning.Driver{Vendor: "Other", Renderer: "GPU", Version: "1.0"}, Kernel: "fast:64x64x8_8x4", GFLOPS: 2, N: 64}) // before classes: square
 	if err := c.Save(cache); err != nil {
 		t.Fatal(err)

@@ -175,7 +175,7 @@ func TestTuneCtrlC(t *testing.T) {
 	info := needGL(t)
 	cache := filepath.Join(t.TempDir(), "tuned.json")
 	t.Setenv("GLMUL_TUNE_CACHE", cache) // the child's
-	drv := tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version}
+	drv := info.Driver()
 	when := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 	var seeded tuning.Cache
 	for _, cl := range []tuning.Class{tuning.Square, tuning.LongK} {

@@ -75,7 +75,7 @@ func (f *tuneFlags) kept(results, done []classResult, path string, savedOK bool)
 // write prints the sweeps' outcome: a line per class with its winner, and
 // every candidate's rate by class.
 func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResult, path string, saved []string, took time.Duration) error {
-	builtin, _ := tuning.Builtin(tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version})
+	builtin, _ := tuning.Builtin(info.Driver())
 	savedTo := ""
 	if len(saved) > 0 {
 		savedTo = path
@@ -138,7 +138,7 @@ func saveTuned(path string, info glcompute.Info, r *classResult) error {
 	if err != nil {
 		return err
 	}
-	drv := tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version}
+	drv := info.Driver()
 	if r.Saved {
 		cache.Put(tuning.Entry{Driver: drv, Class: r.Class, Kernel: r.Best.Kernel, GFLOPS: r.Best.GFLOPS, N: r.shapes[len(r.shapes)/2][2], When: time.Now().UTC()})
 	} else {

@@ -117,7 +117,7 @@ type stages struct {
 }
 
 func newStages(o Options, info glcompute.Info) *stages {
-	st := &stages{o: o, ctx: o.Context, onCPU: tuning.OnCPU(tuning.Driver{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.Version})}
+	st := &stages{o: o, ctx: o.Context, onCPU: tuning.OnCPU(info.Driver())}
 	if st.ctx == nil {
 		st.ctx = context.Background()
 	}
