@@ -246,28 +246,31 @@ func streamProduct(f *mulFlags, a, b matfile.Source, stderr io.Writer) (r mulRes
 			return mulInto(w, f, a, b, o, chk, &r, stderr)
 		})
 	})
-	return r, mulError(f, r, m, k, n, err, abandoned, stderr)
+	if abandoned { // the work goroutine may still write r, and C's temporary file
+		outfile.Abandon()
+		return mulResult{}, interruptedError{fmt.Sprintf("the %d×%d×%d product did not stop within a second; %s", m, k, n, leftAs(f.out))}
+	}
+	return r, mulError(f, r, m, k, n, err, stderr)
 }
 
 // mulInto opens the device and multiplies A by B into w, C as f.out's
 // format, with f's kernel and o's other options, and checks it (chk); r
-// gets the figures. An error or a failed
-// check leaves w incomplete, for outfile to discard.
+// gets the figures. An error or a failed check leaves w incomplete, for
+// outfile to discard.
 func mulInto(w io.Writer, f *mulFlags, a, b matfile.Source, o *glcompute.StreamOptions, chk *mulCheck, r *mulResult, stderr io.Writer) error {
 	m, k, n := a.Rows(), a.Cols(), b.Cols()
 	sink, err := matfile.NewSink(w, f.out, m, n)
 	if err != nil {
 		return err
 	}
-	dev, err := f.dev.openFor([]string{f.kernel}, [3]int{m, k, n})
+	h, err := f.dev.hold(stderr, []string{f.kernel}, [3]int{m, k, n})
 	if err != nil {
 		return err
 	}
-	defer dev.Release()
-	noteKernelChoice(dev, stderr)
-	r.Device = dev.Info()
+	defer h.release() // on this goroutine, after the product: never abandoned here
+	r.Device = h.Info()
 	o.Kernel = f.kernel
-	return mulOn(dev, sink, a, b, o, chk, r)
+	return mulOn(h.Device, sink, a, b, o, chk, r)
 }
 
 // mulOn multiplies A by B on dev into sink and checks C (chk); r gets
@@ -283,11 +286,8 @@ func mulOn(dev *glcompute.Device, sink matfile.Sink, a, b matfile.Source, o *glc
 }
 
 // mulError explains how streamProduct ended when it did not write C.
-func mulError(f *mulFlags, r mulResult, m, k, n int, err error, abandoned bool, stderr io.Writer) error {
+func mulError(f *mulFlags, r mulResult, m, k, n int, err error, stderr io.Writer) error {
 	switch {
-	case abandoned: // the work goroutine may still write r, and C's temporary file
-		outfile.Abandon()
-		return interruptedError{fmt.Sprintf("the %d×%d×%d product did not stop within a second; %s", m, k, n, leftAs(f.out))}
 	case errors.Is(err, context.Canceled):
 		return interruptedError{fmt.Sprintf("the %d×%d×%d product stopped before its last panel; %s", m, k, n, leftAs(f.out))}
 	case errors.Is(err, errNotValidated):
