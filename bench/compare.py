@@ -6,8 +6,13 @@ off, CUDA events, medians) on each, and prints one table: glmul's GFLOPS per
 kernel, cuBLAS's, and glmul as a percentage of cuBLAS. Needs an NVIDIA GPU
 with PyTorch; glmul reaches the GPU through headless EGL.
 
+With --unseen it also runs the same bench as a GPU glmul never saw
+(`glmul bench -unseen`: the device model's kernel choice, no tuning cache,
+no vendor's measured choice) and adds its kernel, GFLOPS and percentage of
+the tuned figure in the same run.
+
 usage: bench/compare.py [--glmul bin/glmul] [--reps 10] [--kernels tiled32,fast]
-                        [--shapes 1024,2048,4096,...] [--csv out.csv]
+                        [--shapes 1024,2048,4096,...] [--unseen] [--csv out.csv]
 """
 import argparse
 import csv
@@ -28,16 +33,14 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--kernels", default="tiled32,fast")
     ap.add_argument("--shapes", default=DEFAULT_SHAPES)
+    ap.add_argument("--unseen", action="store_true", help="also run glmul bench -unseen and compare it with the tuned choice")
     ap.add_argument("--csv", help="also write the table as CSV here")
     args = ap.parse_args()
 
-    cmd = [args.glmul, "bench", "-format", "csv", "-progress", "off", "-reps", str(args.reps),
-           "-kernels", args.kernels, "-shapes", args.shapes]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    sys.stderr.write(out.stderr)
-    if out.returncode != 0:
-        sys.exit(f"compare: {' '.join(cmd)} exited {out.returncode}")
-    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    rows = bench(args)
+    unseen = {}
+    if args.unseen:
+        unseen = {(r["m"], r["k"], r["n"], r["kernel"]): r for r in bench(args, "-unseen")}
 
     cublas = {}
     for r in rows:
@@ -50,13 +53,23 @@ def main():
     for r in rows:
         key = (int(r["m"]), int(r["k"]), int(r["n"]))
         g = float(r["gflops"]) if r["gflops"] else 0.0
-        table.append({
+        t = {
             "shape": "x".join(map(str, key)), "kernel": r["spec"] or r["kernel"], "glmul_gflops": f"{g:.1f}",
             "cublas_gflops": f"{cublas[key]:.1f}",
             "pct_of_cublas": f"{100 * g / cublas[key]:.1f}" if not r["skipped"] else "",
             "valid": r["valid"], "skipped": r["skipped"],
-        })
+        }
+        u = unseen.get((r["m"], r["k"], r["n"], r["kernel"]))
+        if args.unseen:
+            ug = float(u["gflops"]) if u and u["gflops"] else 0.0
+            t["unseen_kernel"] = (u["spec"] or u["kernel"]) if u else "(none)"
+            t["unseen_gflops"] = f"{ug:.1f}"
+            t["unseen_pct_of_tuned"] = f"{100 * ug / g:.1f}" if g > 0 and u and not u["skipped"] else ""
+            t["valid"] += "/" + (u["valid"] if u else "")
+        table.append(t)
     cols = ["shape", "kernel", "glmul_gflops", "cublas_gflops", "pct_of_cublas", "valid"]
+    if args.unseen:
+        cols[5:5] = ["unseen_kernel", "unseen_gflops", "unseen_pct_of_tuned"]
     widths = {c: max(len(c), *(len(t[c]) for t in table)) for c in cols}
     print("  ".join(c.rjust(widths[c]) for c in cols))
     for t in table:
@@ -66,6 +79,17 @@ def main():
             w = csv.DictWriter(f, fieldnames=cols + ["skipped"])
             w.writeheader()
             w.writerows(table)
+
+
+def bench(args, *extra):
+    """Runs glmul bench on the shapes (with extra flags) and returns its CSV rows."""
+    cmd = [args.glmul, "bench", "-format", "csv", "-progress", "off", "-reps", str(args.reps),
+           "-kernels", args.kernels, "-shapes", args.shapes, *extra]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    sys.stderr.write(out.stderr)
+    if out.returncode != 0:
+        sys.exit(f"compare: {' '.join(cmd)} exited {out.returncode}")
+    return list(csv.DictReader(io.StringIO(out.stdout)))
 
 
 if __name__ == "__main__":

@@ -128,6 +128,11 @@ func (i Info) Driver() tuning.Driver {
 	return tuning.Driver{Vendor: i.Vendor, Renderer: i.Renderer, Version: i.Version}
 }
 
+// Facts are what the device model (tuning.Model) reads of the device.
+func (i Info) Facts() tuning.Facts {
+	return tuning.Facts{SharedMemory: i.MaxSharedMemory, Invocations: i.MaxWorkGroupInvocations, Units: i.SMCount}
+}
+
 // Info returns the device's strings and limits, also after Release. Safe
 // from any goroutine.
 func (d *Device) Info() Info { return d.info }

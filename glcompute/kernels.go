@@ -375,19 +375,21 @@ func (d *Device) kernelFor(m, kDim, n int) string {
 }
 
 // chooseKernels sets Info's kernel choice: DefaultKernel and its source
-// (chooseDefaultKernel) and the SmallGridKernel where the vendor has one
-// that fits.
+// (chooseDefaultKernel), the stand-in reading A as it is where the default
+// reads A transposed, and the SmallGridKernel, from builtinChoice where
+// they fit.
 func (d *Device) chooseKernels() {
 	i := &d.info
+	builtin := d.builtinChoice()
 	cache, path, cacheErr := d.tuningCache()
-	i.DefaultKernel, i.DefaultKernelSource = d.chooseDefaultKernel(cache, path, cacheErr)
+	i.DefaultKernel, i.DefaultKernelSource = d.chooseDefaultKernel(builtin, cache, path, cacheErr)
 	if k, err := shaders.Lookup(i.DefaultKernel); err == nil && k.TransposeA {
-		i.NaturalKernel = tuning.NaturalFor(d.tuningDriver())
+		i.NaturalKernel = builtin.Natural
 		if nk, err := shaders.Lookup(i.NaturalKernel); err != nil || d.fits(nk) != nil {
 			i.NaturalKernel = shaders.Natural(i.DefaultKernel)
 		}
 	}
-	if k, err := shaders.Lookup(tuning.SmallGrid(d.tuningDriver())); err == nil && d.fits(k) == nil {
+	if k, err := shaders.Lookup(builtin.SmallGrid); err == nil && d.fits(k) == nil {
 		i.SmallGridKernel = k.Spec()
 	}
 	if cacheErr == nil {
@@ -398,6 +400,21 @@ func (d *Device) chooseKernels() {
 		}
 	}
 }
+
+// builtinChoice is the kernel choice without glmul tune: the device
+// model's with Options.Unseen, else tuning.Choose's for this driver.
+func (d *Device) builtinChoice() tuning.Choice {
+	if d.opts.Unseen {
+		ch := tuning.Model(d.info.Facts())
+		ch.Source += ", as a device never seen (Unseen)"
+		return ch
+	}
+	return tuning.Choose(d.info.Driver(), d.info.Facts())
+}
+
+// ignoreTuned reports whether the tuning cache is left unread
+// (Options.IgnoreTuned, Options.Unseen).
+func (d *Device) ignoreTuned() bool { return d.opts.IgnoreTuned || d.opts.Unseen }
 
 // tunedKernel returns the kernel a cache entry names if glmul may use it:
 // it parses, is a configuration of a family that glmul tune sweeps (fast,
@@ -421,7 +438,7 @@ func (d *Device) tunedKernel(e tuning.Entry, path string) (shaders.Kernel, error
 // other than square that glmul may use (tunedKernel), and why the others
 // are ignored; nil without any (or with Options.IgnoreTuned).
 func (d *Device) classKernels(cache tuning.Cache) (out map[string]string, ignored []string) {
-	if d.opts.IgnoreTuned {
+	if d.ignoreTuned() {
 		return nil, nil
 	}
 	path, _ := tuning.Path()
@@ -444,9 +461,9 @@ func (d *Device) classKernels(cache tuning.Cache) (out map[string]string, ignore
 }
 
 // tuningCache reads the tuning cache at tuning.Path, once per device (an
-// owned device with IgnoreTuned reads nothing).
+// owned device with IgnoreTuned or Unseen reads nothing).
 func (d *Device) tuningCache() (c tuning.Cache, path string, err error) {
-	if d.opts.IgnoreTuned {
+	if d.ignoreTuned() {
 		return c, "", nil
 	}
 	if path, err = tuning.Path(); err != nil {
@@ -457,30 +474,28 @@ func (d *Device) tuningCache() (c tuning.Cache, path string, err error) {
 }
 
 // chooseDefaultKernel returns the tuned fast configuration for this driver
-// if glmul tune cached one that still parses and fits, else the built-in
-// one for the vendor.
-func (d *Device) chooseDefaultKernel(cache tuning.Cache, path string, cacheErr error) (spec, source string) {
-	dev := d.tuningDriver()
-	builtin, builtinSource := tuning.Builtin(dev)
-	if k, err := shaders.Lookup(builtin); err == nil && d.fits(k) != nil {
+// if glmul tune cached one that still parses and fits, else builtin's.
+func (d *Device) chooseDefaultKernel(builtin tuning.Choice, cache tuning.Cache, path string, cacheErr error) (spec, source string) {
+	spec, source = builtin.Default, builtin.Source
+	if k, err := shaders.Lookup(spec); err == nil && d.fits(k) != nil {
 		// llvmpipe's cpu kernel on an OpenGL ES context without buffer
 		// textures, say.
-		builtin, builtinSource = tuning.GenericDefault, fmt.Sprintf("generic default (the %s for this device, %s, cannot run on this context)", builtinSource, k.Spec())
+		spec, source = tuning.GenericDefault, fmt.Sprintf("generic default (the %s for this device, %s, cannot run on this context)", source, k.Spec())
 	}
 	switch {
-	case d.opts.IgnoreTuned:
-		return builtin, builtinSource
+	case d.ignoreTuned():
+		return spec, source
 	case cacheErr != nil && path == "": // no cache directory
-		return builtin, builtinSource
+		return spec, source
 	case cacheErr != nil:
-		return builtin, builtinSource + "; " + cacheErr.Error()
+		return spec, source + "; " + cacheErr.Error()
 	}
-	e, ok := cache.Lookup(dev)
+	e, ok := cache.Lookup(d.tuningDriver())
 	if !ok {
-		return builtin, builtinSource
+		return spec, source
 	}
 	if _, err := d.tunedKernel(e, path); err != nil {
-		return builtin, builtinSource + "; " + err.Error()
+		return spec, source + "; " + err.Error()
 	}
 	return e.Kernel, fmt.Sprintf("tuned by glmul tune on %s (%s)", e.When.Format("2006-01-02"), path)
 }
@@ -529,7 +544,14 @@ func (d *Device) Fits(spec string) error {
 	return d.fits(k)
 }
 
-func (d *Device) tuningDriver() tuning.Driver { return d.info.Driver() }
+// tuningDriver is the driver as the shape rules see it: none, as for an
+// unknown vendor, with Options.Unseen.
+func (d *Device) tuningDriver() tuning.Driver {
+	if d.opts.Unseen {
+		return tuning.Driver{}
+	}
+	return d.info.Driver()
+}
 
 // querySMCount runs smcount.comp and returns gl_SMCountNV, or 0 if that
 // fails (it is an optimization's input, never a reason to fail Open). On

@@ -53,6 +53,13 @@ type Options struct {
 	// ignoring glmul tune's cache. Zero value: a tuned configuration for
 	// this exact driver is used when the cache has one.
 	IgnoreTuned bool
+	// Unseen runs the device as one glmul never saw, to judge the device
+	// model: the model (tuning.Model) chooses the kernels from what OpenGL
+	// reports (shared memory, invocations; the multiprocessors where the
+	// driver tells them), with no tuning cache (as IgnoreTuned) and none
+	// of the vendor's measured choices or rules. Zero value: a vendor
+	// glmul has measured gets its own choice.
+	Unseen bool
 	// ProgramCache is a directory where compiled kernels are kept as the
 	// driver's program binaries (glGetProgramBinary) and loaded from in
 	// later processes (glProgramBinary), one file per driver (vendor,

@@ -4,12 +4,15 @@ import (
 	"errors"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/glcompute/tuning"
+	"github.com/glmul/glmul/internal/conformance"
 	"github.com/glmul/glmul/validate"
+	"gonum.org/v1/gonum/blas/blas32"
 )
 
 // TestBufferReuse: a product reuses the buffers the last one left where
@@ -122,6 +125,45 @@ func TestClassKernels(t *testing.T) {
 		if (long == spec) == ignore || square == spec {
 			t.Errorf("IgnoreTuned %v: long-k product runs %s, square %s; the cached long-k kernel is %s", ignore, long, square, spec)
 		}
+	}
+}
+
+// TestUnseen: a device opened Unseen runs the device model's choice for
+// what OpenGL reports, whatever its vendor and a tuning cache say (here
+// llvmpipe's cpu built-in, its thin-B rule and a cached square winner),
+// and its products are right: the model's default (A transposed on this
+// context's limits), its stand-in and its small grid over shapes that
+// straddle their tiles.
+func TestUnseen(t *testing.T) {
+	info := openDevice(t, BackendEGL).Info()
+	path := filepath.Join(tempDir(t), "tuned.json")
+	t.Setenv("GLMUL_TUNE_CACHE", path)
+	c := tuning.Cache{}
+	c.Put(tuning.Entry{Driver: info.Driver(), Class: tuning.Square, Kernel: "fast:64x64x8_4x4"})
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	d := openDeviceWith(t, &Options{Backend: onPlatform(BackendEGL), Unseen: true})
+	want := tuning.Model(d.Info().Facts())
+	got := d.Info()
+	if got.DefaultKernel != want.Default || got.NaturalKernel != want.Natural || got.SmallGridKernel != want.SmallGrid ||
+		!strings.Contains(got.DefaultKernelSource, "device model") || !strings.Contains(got.DefaultKernelSource, "Unseen") {
+		t.Fatalf("Unseen device chose %s, %s, %s (%s); the model says %+v", got.DefaultKernel, got.NaturalKernel, got.SmallGridKernel, got.DefaultKernelSource, want)
+	}
+	for _, s := range [][3]int{{4096, 4096, 4096}, {2048, 64, 2}, {1024, 1024, 1024}, {64, 64, 64}} {
+		k := d.KernelFor(s[0], s[1], s[2])
+		if k != want.Default && k != want.Natural && k != want.SmallGrid {
+			t.Errorf("Unseen: %v runs %s, none of the model's %+v", s, k, want)
+		}
+	}
+	shapes := []conformance.Shape{{M: 257, K: 33, N: 2049}, {M: 130, K: 520, N: 67}, {M: 65, K: 19, N: 255}, {M: 1, K: 9, N: 1}}
+	for _, kernel := range []string{"fast", want.Natural, want.SmallGrid} {
+		t.Run(kernel, func(t *testing.T) {
+			conformance.Run(t, shapes, func(c, a, b blas32.General) error {
+				_, err := stagedMul(d, c, a, b, MulOptions{Kernel: kernel}, 2)
+				return err
+			})
+		})
 	}
 }
 

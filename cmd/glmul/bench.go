@@ -43,6 +43,7 @@ type benchFlags struct {
 	shapes   [][3]int
 	kernels  []string
 	reps     int
+	splitK   int
 	mode     validate.Mode
 	format   report.Format
 	progress string
@@ -56,6 +57,7 @@ On Mesa llvmpipe choose small -shapes: the defaults run for hours there.`, []str
 	shapes := fs.String("shapes", defaultBenchShapes, "comma-separated `list` of N (square) or MxKxN")
 	kernels := fs.String("kernels", "tiled32,fast", "comma-separated kernels: tiled32, fast, fast:BMxBNxBK_TMxTN, cpu:LXxLY_TMxTN...")
 	fs.IntVar(&f.reps, "reps", 10, fmt.Sprintf("timed runs per shape and kernel, 1 to %d, after a warm-up: one run in full, more until 0.5 s has passed, then batches of runs until their times are steady, none begun after 0.8 s", maxReps))
+	fs.IntVar(&f.splitK, "split-k", 0, "split the inner dimension `S` ways (fast kernel); 0: automatic, as a product without the flag; 1: no split")
 	mode := fs.String("validate", "auto", "auto|full|freivalds|none")
 	format := fs.String("format", "text", "output: text|csv|json|bench (Go benchmark lines for benchstat)")
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (a line per product when not a terminal)")
@@ -71,6 +73,9 @@ On Mesa llvmpipe choose small -shapes: the defaults run for hours there.`, []str
 	}
 	if err := checkReps("bench: ", f.reps); err != nil {
 		return nil, err
+	}
+	if f.splitK < 0 {
+		return nil, usagef("bench: -split-k must be 0 (automatic) or more (got %d)", f.splitK)
 	}
 	if f.mode, err = validate.ParseMode(*mode); err != nil {
 		return nil, usagef("bench: -validate: %v", err)
@@ -190,7 +195,7 @@ func (f *benchFlags) shape(ctx context.Context, d *glcompute.Device, s [3]int, s
 		if in == nil {
 			in = measure.NewInputs(m, k, n, seed)
 		}
-		r, err := measure.Product(d, in, measure.Options{Kernel: kern, Warmup: 1, Reps: f.reps, Validate: f.mode, Ramp: true, Context: ctx})
+		r, err := measure.Product(d, in, measure.Options{Kernel: kern, Warmup: 1, Reps: f.reps, SplitK: f.splitK, Validate: f.mode, Ramp: true, Context: ctx})
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return err
 		}

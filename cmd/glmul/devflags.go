@@ -21,6 +21,7 @@ type deviceFlags struct {
 	device      int
 	verbose     bool
 	ignoreTuned bool
+	unseen      bool
 	mapPerChunk bool
 	programs    string // the program cache's directory; "": none
 }
@@ -30,6 +31,7 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.device, "device", 0, "EGL device `index` from -list-devices (0: a hardware GPU first, else Mesa's software device)")
 	fs.BoolVar(&d.verbose, "v", false, "verbose: line-numbered shader source on compile errors")
 	fs.BoolVar(&d.ignoreTuned, "ignore-tuned", false, "use the built-in fast kernel configuration, not the one glmul tune cached")
+	fs.BoolVar(&d.unseen, "unseen", false, "run the GPU as one glmul never saw: the device model chooses the kernels from what OpenGL reports, no tuning cache, no vendor's measured choice (to judge the model)")
 	fs.BoolVar(&d.mapPerChunk, "map-per-chunk", false, "stage matrices with glMapBufferRange per chunk, as on a GL 4.3 driver, not persistent mappings")
 	fs.StringVar(&d.programs, "program-cache", glcompute.DefaultProgramCache(), "keep compiled kernels (the driver's program binaries) in `DIR` for later runs; \"\": compile every kernel")
 }
@@ -51,7 +53,7 @@ func (d *deviceFlags) check() error {
 
 func (d *deviceFlags) open() (*glcompute.Device, error) {
 	return glcompute.Open(&glcompute.Options{Backend: glcompute.Backend(d.backend), Device: d.device,
-		Verbose: d.verbose, IgnoreTuned: d.ignoreTuned, NoPersistentMapping: d.mapPerChunk, ProgramCache: d.programs})
+		Verbose: d.verbose, IgnoreTuned: d.ignoreTuned, Unseen: d.unseen, NoPersistentMapping: d.mapPerChunk, ProgramCache: d.programs})
 }
 
 // newCommand returns the flag set of a glmul subcommand: parse errors are

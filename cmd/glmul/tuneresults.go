@@ -75,7 +75,7 @@ func (f *tuneFlags) kept(results, done []classResult, path string, savedOK bool)
 // write prints the sweeps' outcome: a line per class with its winner, and
 // every candidate's rate by class.
 func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResult, path string, saved []string, took time.Duration) error {
-	builtin, _ := tuning.Builtin(info.Driver())
+	builtin := tuning.Choose(info.Driver(), info.Facts()).Default
 	savedTo := ""
 	if len(saved) > 0 {
 		savedTo = path

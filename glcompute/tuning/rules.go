@@ -6,17 +6,19 @@ import (
 	"strings"
 )
 
-// Builtin returns the fast kernel's configuration for a device that was
-// never tuned, and where the choice comes from. Only the vendors named here
-// were measured (docs/PERFORMANCE.md); others get the generic default.
-func Builtin(d Driver) (kernel, source string) {
+// Choose returns the kernel choice for a device glmul tune never ran on:
+// the configurations measured for its vendor (NVIDIA, on an H100; Mesa
+// llvmpipe, on 2 CPU cores: docs/PERFORMANCE.md), else the device model's
+// from what OpenGL reports of it (Model).
+func Choose(d Driver, f Facts) Choice {
 	switch {
 	case strings.Contains(d.Vendor, "NVIDIA"):
-		return NVIDIADefault, "built-in default for NVIDIA (tuned on an H100)"
+		return Choice{Default: NVIDIADefault, Natural: NVIDIANatural, SmallGrid: NVIDIASmallGrid,
+			Source: "built-in default for NVIDIA (tuned on an H100)"}
 	case OnCPU(d):
-		return LlvmpipeDefault, "built-in default for Mesa llvmpipe (tuned on 2 CPU cores)"
+		return Choice{Default: LlvmpipeDefault, Source: "built-in default for Mesa llvmpipe (tuned on 2 CPU cores)"}
 	}
-	return GenericDefault, "generic default (this vendor was never tuned: run glmul tune)"
+	return Model(f)
 }
 
 // EdgeGroupsPerIdleSlot is how many of the edge kernel's work groups per
@@ -59,15 +61,6 @@ func ThinN(d Driver) string {
 
 // ThinNMax is the most columns of C that ThinN serves.
 const ThinNMax = 4
-
-// SmallGrid returns the configuration for products the default handles
-// badly (see UseSmallGrid); "" where the default serves every size.
-func SmallGrid(d Driver) string {
-	if strings.Contains(d.Vendor, "NVIDIA") {
-		return NVIDIASmallGrid
-	}
-	return ""
-}
 
 // UseSmallGrid reports whether a product whose result the default
 // configuration covers with groups work groups, over an inner dimension k,
@@ -133,17 +126,6 @@ func AutoSplitK(groups, k, wave, slots int) int {
 // 4096×1024×4096.
 const TransposedAMinN = 2048
 
-// NaturalFor returns the built-in configuration that stands in for a
-// default that reads A transposed (the built-in one or a tuned one) where
-// A is read as it is, measured for the vendor; "" where none was (the
-// caller drops the default's _at).
-func NaturalFor(d Driver) string {
-	if strings.Contains(d.Vendor, "NVIDIA") {
-		return NVIDIANatural
-	}
-	return ""
-}
-
 // UseTransposedA reports whether a product n columns wide should keep a
 // default kernel that reads A transposed, rather than one reading A as it
 // is (glcompute's Info.NaturalKernel).
@@ -192,9 +174,12 @@ func SgemmThreshold(d Driver) int {
 // before each product): 46.3 against 41.9 TFLOPS at 4096³ on the H100.
 const (
 	NVIDIADefault   = "fast:256x128x16_16x8_db_at"
-	NVIDIANatural   = "fast:128x256x8_8x8_db" // NVIDIADefault's stand-in with A as it is
+	NVIDIANatural   = "fast:128x128x16_8x8_db" // NVIDIADefault's stand-in with A as it is
 	NVIDIASmallGrid = "fast:64x64x8_8x4_db"
 	LlvmpipeDefault = "cpu:8x8_8x8"
 	LlvmpipeThinN   = "cpu:1x16_16x4"
-	GenericDefault  = "fast:128x128x8_8x8"
+	// GenericDefault is the configuration for a device where the model
+	// found none that fits (Model) and for products over buffer textures
+	// larger than the device allows (glcompute's mulFast).
+	GenericDefault = "fast:128x128x8_8x8"
 )

@@ -66,14 +66,16 @@ func TestBuiltinsAreCandidates(t *testing.T) {
 			t.Errorf("built-in %s is not one of the tuned candidates (so not conformance-tested): %v", k, err)
 		}
 	}
-	if k, _ := Builtin(Driver{Vendor: "NVIDIA Corporation"}); k != NVIDIADefault {
-		t.Errorf("NVIDIA gets %s", k)
+	h100 := Facts{SharedMemory: 49152, Invocations: 1024, Units: 132}
+	if ch := Choose(Driver{Vendor: "NVIDIA Corporation"}, h100); ch.Default != NVIDIADefault || ch.SmallGrid != NVIDIASmallGrid {
+		t.Errorf("NVIDIA gets %+v", ch)
 	}
-	if k, _ := Builtin(Driver{Vendor: "Mesa", Renderer: "llvmpipe (LLVM 15)"}); k != LlvmpipeDefault {
-		t.Errorf("llvmpipe gets %s", k)
+	if ch := Choose(Driver{Vendor: "Mesa", Renderer: "llvmpipe (LLVM 15)"}, h100); ch.Default != LlvmpipeDefault || ch.SmallGrid != "" || ch.Natural != "" {
+		t.Errorf("llvmpipe gets %+v", ch)
 	}
-	if k, src := Builtin(Driver{Vendor: "AMD"}); k != GenericDefault || src == "" {
-		t.Errorf("AMD gets %s", k)
+	amd := Facts{SharedMemory: 65536, Invocations: 1024}
+	if ch := Choose(Driver{Vendor: "ATI Technologies Inc."}, amd); ch != Model(amd) || !strings.HasPrefix(ch.Source, "device model") {
+		t.Errorf("AMD gets %+v, not the device model's %+v", ch, Model(amd))
 	}
 }
 
@@ -249,14 +251,15 @@ func TestClasses(t *testing.T) {
 }
 
 // TestNaturalFor: NVIDIA's stand-in for its transposed-A default is a
-// configuration that reads A as it is; other vendors have none.
+// configuration that reads A as it is; llvmpipe has none.
 func TestNaturalFor(t *testing.T) {
+	h100 := Facts{SharedMemory: 49152, Invocations: 1024, Units: 132}
 	nv := Driver{Vendor: "NVIDIA Corporation", Renderer: "NVIDIA H100 80GB HBM3/PCIe/SSE2"}
-	if got := NaturalFor(nv); got != NVIDIANatural || strings.HasSuffix(got, "_at") || !strings.HasSuffix(NVIDIADefault, "_at") {
-		t.Errorf("NaturalFor(NVIDIA) = %q; default %q", got, NVIDIADefault)
+	if got := Choose(nv, h100).Natural; got != NVIDIANatural || strings.HasSuffix(got, "_at") || !strings.HasSuffix(NVIDIADefault, "_at") {
+		t.Errorf("NVIDIA's natural = %q; default %q", got, NVIDIADefault)
 	}
-	if got := NaturalFor(Driver{Vendor: "Mesa", Renderer: "llvmpipe (LLVM 15.0.6, 256 bits)"}); got != "" {
-		t.Errorf("NaturalFor(llvmpipe) = %q, want none", got)
+	if got := Choose(Driver{Vendor: "Mesa", Renderer: "llvmpipe (LLVM 15.0.6, 256 bits)"}, h100).Natural; got != "" {
+		t.Errorf("llvmpipe's natural = %q, want none", got)
 	}
 	if UseTransposedA(TransposedAMinN-1) || !UseTransposedA(TransposedAMinN) {
 		t.Errorf("UseTransposedA does not switch at TransposedAMinN = %d", TransposedAMinN)

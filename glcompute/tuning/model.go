@@ -1,0 +1,198 @@
+package tuning
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/glmul/glmul/shaders"
+)
+
+// Facts are what the device model knows of a GPU glmul never saw: what
+// OpenGL reports of it.
+type Facts struct {
+	// SharedMemory is the shared memory one work group may use, in bytes
+	// (GL_MAX_COMPUTE_SHARED_MEMORY_SIZE).
+	SharedMemory int
+	// Invocations is the most invocations one work group may have
+	// (GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS).
+	Invocations int
+	// Units is the count of multiprocessors (compute units), 0 where the
+	// driver does not say (only NVIDIA's GL_NV_shader_thread_group does).
+	// The model does not use it for the kernels; the shape rules
+	// (AutoSplitK's slots) do.
+	Units int
+}
+
+// Choice is a device's kernel choice: the fast configuration a product
+// runs by default, its stand-in where A is read as it is (Natural, set
+// where Default reads A transposed), the configuration for products whose
+// grid the default fills badly (SmallGrid, see UseSmallGrid; "" for none),
+// and where the choice comes from, in words.
+type Choice struct {
+	Default, Natural, SmallGrid string
+	Source                      string
+}
+
+// Register budget and cost, assumptions of the model that OpenGL cannot
+// confirm (it reports no register counts):
+//
+//   - ModelRegisters is what one invocation may hold without spilling to
+//     local memory: 255 on NVIDIA GPUs since Kepler, 256 vector registers
+//     a lane on AMD's GCN and RDNA.
+//   - modelOverhead is what a fast kernel holds besides its accumulators,
+//     fragments and staged loads (indices, bounds, loop counters).
+const (
+	ModelRegisters = 255
+	modelOverhead  = 32
+)
+
+// ModelMaxTN is the most columns of C one invocation of the model's
+// configurations computes. Not a register limit: on the H100 the
+// configurations with 8×16 per-invocation tiles ran at 12–24 TFLOPS where
+// the same registers in 16×8 ran at 46 (docs/PERFORMANCE.md "A
+// transposed"), a cliff the model's register count does not explain.
+const ModelMaxTN = 8
+
+// ModelMaxBK is the deepest K step of the model's configurations: on the
+// H100 the configurations with steps of 32 ran slowest of all tune's
+// candidates (64x64x32_8x8_db 3.3 TFLOPS, 128x64x32_16x8_db 0.66: very
+// likely spilled, docs/PERFORMANCE.md "Tuning per shape class"), and every
+// configuration measured best has a step of 8 or 16.
+const ModelMaxBK = 16
+
+// ModelRegistersOf is the model's estimate of the registers one invocation
+// of c holds: TM·TN accumulators; its fragments of A and B for one step of
+// k (TM + TN floats where A is read transposed, 4·TM + TN where A is read
+// as it is: a vec4 along K per row); the global loads it stages through
+// registers ((BM + BN)·BK / invocations); and modelOverhead.
+func ModelRegistersOf(c shaders.FastConfig) int {
+	frag := 4*c.TM + c.TN
+	if c.TransA {
+		frag = c.TM + c.TN
+	}
+	return c.TM*c.TN + frag + (c.BM+c.BN)*c.BK/c.Threads() + modelOverhead
+}
+
+// ModelMinThreads is the fewest invocations the model wants in a work
+// group of its Default and Natural: their groups each fill a
+// multiprocessor (OneGroupPerSM) or nearly, so their own invocations are
+// all that hide the latency of shared memory and of the FMAs, 8 warps of
+// 32 as in cuBLAS's 256×128 kernel on the H100 (docs/PERFORMANCE.md "A
+// transposed"). On an H200 128x128x16_8x8_db (256 invocations) ran
+// 8192×8192×256 at 41.2 TFLOPS where 128x128x8_16x8_db (128 invocations,
+// fewer shared reads per FMA) ran it at 36.2.
+const ModelMinThreads = 256
+
+// Model returns the kernel choice for a GPU glmul never saw, from Facts:
+//
+//   - it keeps the fast family's configurations (shaders.FastCandidates,
+//     without the padded warp-tile variants, which are for glmul tune to
+//     try) that fit the work group limits, whose register estimate
+//     (ModelRegistersOf) is within ModelRegisters, with at most
+//     ModelMaxTN columns per invocation and K steps of at most ModelMaxBK;
+//   - Default is, among those with ModelMinThreads invocations or more
+//     (any, where none has), the one that reads least per multiply-add:
+//     first the fewest shared-memory reads per FMA ((TM + TN) / (TM·TN) for
+//     an invocation), then the fewest global reads ((BM + BN) / (BM·BN) for
+//     a work group); then double-buffered, A read transposed, the deeper K
+//     step (fewer barriers per K), the taller block (on the H100
+//     256x128x16_16x8_db_at ran at 46.3 TFLOPS against 46.0–46.1 for its
+//     128×256 twins);
+//   - Natural is the same choice among those reading A as it is, with
+//     blocks of at most half the default's area: it serves products
+//     narrower than TransposedAMinN columns, whose grids are small, so
+//     they get twice the work groups before K is split (on an H200, at
+//     1024³: 128x128x16_8x8_db 29.4–31.1 TFLOPS, 256x128x8_16x8_db 26.4);
+//   - SmallGrid serves products with too few work groups to fill the GPU
+//     (UseSmallGrid): 64×64 blocks, so 4 times the groups of 128×128, with
+//     at least 128 invocations a group (each group has few others beside
+//     it to hide its latency), the fewest shared reads per FMA among them,
+//     and the shallowest K step (the small grid also serves K down to 64).
+//
+// Where nothing fits (a device that offers less than the fast family
+// needs), Default is GenericDefault and the caller's fit check decides.
+func Model(f Facts) Choice {
+	var ok []shaders.FastConfig
+	for _, c := range shaders.FastCandidates() {
+		if c.PadA == 0 && c.WarpX == 0 && c.TN <= ModelMaxTN && c.BK <= ModelMaxBK && c.Threads() <= f.Invocations &&
+			c.SharedBytes() <= f.SharedMemory && ModelRegistersOf(c) <= ModelRegisters {
+			ok = append(ok, c)
+		}
+	}
+	ch := Choice{Default: GenericDefault}
+	big := func(keep func(shaders.FastConfig) bool) (shaders.FastConfig, bool) {
+		many := func(c shaders.FastConfig) bool { return keep(c) && c.Threads() >= ModelMinThreads }
+		if c, found := modelBest(ok, many, bigFirst); found {
+			return c, true
+		}
+		return modelBest(ok, keep, bigFirst)
+	}
+	if best, found := big(func(shaders.FastConfig) bool { return true }); found {
+		ch.Default = "fast:" + best.String()
+		if best.TransA {
+			if nat, found := big(func(c shaders.FastConfig) bool { return !c.TransA && 2*c.BM*c.BN <= best.BM*best.BN }); found {
+				ch.Natural = "fast:" + nat.String()
+			}
+		}
+	}
+	small := func(c shaders.FastConfig) bool { return c.BM == 64 && c.BN == 64 && c.Threads() >= 128 && !c.TransA }
+	if best, found := modelBest(ok, small, smallFirst); found {
+		ch.SmallGrid = "fast:" + best.String()
+	}
+	ch.Source = fmt.Sprintf("device model, from %d bytes of shared memory and %d invocations a work group (glmul tune measures instead)",
+		f.SharedMemory, f.Invocations)
+	return ch
+}
+
+// modelBest returns the configuration among cs that keep accepts which
+// order puts first.
+func modelBest(cs []shaders.FastConfig, keep func(shaders.FastConfig) bool, order func(a, b shaders.FastConfig) int) (shaders.FastConfig, bool) {
+	var kept []shaders.FastConfig
+	for _, c := range cs {
+		if keep(c) {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) == 0 {
+		return shaders.FastConfig{}, false
+	}
+	return slices.MinFunc(kept, order), true
+}
+
+// reuse orders a before b where a reads less per FMA: from shared memory
+// (an invocation's TM·TN FMAs over TM + TN floats), then from global
+// memory (a group's BM·BN over BM + BN), compared by cross-multiplying.
+func reuse(a, b shaders.FastConfig) int {
+	if c := cmp.Compare(b.TM*b.TN*(a.TM+a.TN), a.TM*a.TN*(b.TM+b.TN)); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.BM*b.BN*(a.BM+a.BN), a.BM*a.BN*(b.BM+b.BN))
+}
+
+// bigFirst is Default's order (see Model).
+func bigFirst(a, b shaders.FastConfig) int {
+	if c := reuse(a, b); c != 0 {
+		return c
+	}
+	return cmp.Or(-cmpBool(a.DoubleBuffer, b.DoubleBuffer), -cmpBool(a.TransA, b.TransA),
+		cmp.Compare(b.BK, a.BK), cmp.Compare(b.BM, a.BM), cmp.Compare(b.TM, a.TM))
+}
+
+// smallFirst is SmallGrid's order (see Model).
+func smallFirst(a, b shaders.FastConfig) int {
+	if c := reuse(a, b); c != 0 {
+		return c
+	}
+	return cmp.Or(-cmpBool(a.DoubleBuffer, b.DoubleBuffer), cmp.Compare(a.BK, b.BK), cmp.Compare(b.TM, a.TM))
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
