@@ -75,6 +75,11 @@ static const char *spin_src =
 
 // Work bits; one context runs its bits in this order, then glFinish.
 enum { W_DISPATCH = 1, W_UP = 2, W_DOWN = 4, W_VERIFY = 8, W_EXIT = 16 };
+// Same-buffer variants: the dispatch writes the head of DST (or DEV2) while
+// a copy writes DST's tail (or reads DEV2's): disjoint bytes of one buffer
+// object, as a pipelined product's bands are. Does the driver still
+// overlap them, or does it order work by buffer object?
+enum { W_DISP_DST = 32, W_UP_TAIL = 64, W_DISP_DEV2 = 128, W_DOWN_TAIL = 256 };
 enum { B_SRC, B_DST, B_DEV2, B_RB, B_OUT, NBUF };  // up: SRC->DST, down: DEV2->RB
 static GLuint buf[NBUF], prog;
 static GLint loc_iters;
@@ -101,6 +106,18 @@ static void do_work(int mask, const char *who) {
     glUniform1ui(loc_iters, iters);
     glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 0, buf[B_OUT]);
     glDispatchCompute(groups, 1, 1);
+  }
+  if (mask & (W_DISP_DST | W_DISP_DEV2)) {
+    glUseProgram(prog);
+    glUniform1ui(loc_iters, iters);
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 0, buf[mask & W_DISP_DST ? B_DST : B_DEV2]);
+    glDispatchCompute(groups, 1, 1);
+  }
+  if (mask & (W_UP_TAIL | W_DOWN_TAIL)) {  // the second half, away from the dispatch's head
+    glBindBuffer(GL_COPY_READ_BUFFER, buf[mask & W_UP_TAIL ? B_SRC : B_DEV2]);
+    glBindBuffer(GL_COPY_WRITE_BUFFER, buf[mask & W_UP_TAIL ? B_DST : B_RB]);
+    glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, mask & W_UP_TAIL ? 0 : S / 2,
+                        mask & W_UP_TAIL ? S / 2 : 0, S / 2);
   }
   if (mask & W_UP) copy(buf[B_SRC], buf[B_DST]);
   if (mask & W_DOWN) copy(buf[B_DEV2], buf[B_RB]);
@@ -302,8 +319,16 @@ static struct kase K[] = {
     {"d  compute || readbk A|B", W_DISPATCH, W_DOWN, 0, 0, 2, 1},
     {"e  compute || up+dn  A|B", W_DISPATCH, W_UP | W_DOWN, 0, 0, 3, 2},
     {"e  comp || up || dn A|B|C", W_DISPATCH, W_UP, W_DOWN, 0, 4, 2},
+    {"f  upload half         B", 0, W_UP_TAIL, 0, -1, -1, 0},
+    {"f  readback half       B", 0, W_DOWN_TAIL, 0, -1, -1, 0},
+    {"f  comp || up half   A|B", W_DISPATCH, W_UP_TAIL, 0, 0, 11, 0},
+    {"f  comp || dn half   A|B", W_DISPATCH, W_DOWN_TAIL, 0, 0, 12, 0},
+    {"g  comp DST || up DST  A|B", W_DISP_DST, W_UP_TAIL, 0, 0, 11, 0},
+    {"g  comp DEV2 || dn DEV2 A|B", W_DISP_DEV2, W_DOWN_TAIL, 0, 0, 12, 0},
 };
-enum { NK = sizeof K / sizeof K[0], D_UP = 7, D_DOWN = 8 };
+// NK0: the cases before the same-buffer ones (f, g), which run after the
+// data check because they overwrite parts of DST, DEV2 and RB.
+enum { NK = sizeof K / sizeof K[0], NK0 = 11, D_UP = 7, D_DOWN = 8, F_UP = 13, F_DOWN = 14, G_UP = 15, G_DOWN = 16 };
 
 static double overlap(int k) {  // 1 = fully hidden, 0 = serialised
   double x = K[K[k].ref1].med, y = K[K[k].ref2].med;
@@ -396,7 +421,7 @@ int main(int argc, char **argv) {
   glFinish();
   for (int k = 0; k < NK; k++) K[k].t = calloc(reps, sizeof(double));
   for (int r = -1; r < reps; r++)
-    for (int k = 0; k < NK; k++) {
+    for (int k = 0; k < NK0; k++) {
       double ms = run_case(K[k].a, K[k].b, K[k].c);
       if (r >= 0) K[k].t[r] = ms;
     }
@@ -409,6 +434,11 @@ int main(int argc, char **argv) {
   glcheck("post-check");
   bad += count_bad(rb_map);
   if (bad) die("post-check: %zu words wrong after the timed copies", bad);
+  for (int r = -1; r < reps; r++)
+    for (int k = NK0; k < NK; k++) {
+      double ms = run_case(K[k].a, K[k].b, K[k].c);
+      if (r >= 0) K[k].t[r] = ms;
+    }
 
   printf("\n%-26s %9s %9s %9s %8s %8s %8s %8s\n", "case (contexts)", "median_ms", "min", "max", "GB/s",
          "/max", "/sum", "overlap");
@@ -430,6 +460,10 @@ int main(int argc, char **argv) {
   if (ca > 4 * cb || cb > 4 * ca) printf("note: compute (%.2f ms) and upload (%.2f ms) differ a lot; -ms near the copy time makes the test sharper\n", ca, cb);
   printf("verdict: copies from a second context vs compute in the first: upload %s (%.2f), readback %s (%.2f)\n",
          judge(overlap(D_UP)), overlap(D_UP), judge(overlap(D_DOWN)), overlap(D_DOWN));
+  printf("verdict: half copies beside compute on other buffers: upload %s (%.2f), readback %s (%.2f); "
+         "on disjoint bytes of the buffer the dispatch writes: upload %s (%.2f), readback %s (%.2f)\n",
+         judge(overlap(F_UP)), overlap(F_UP), judge(overlap(F_DOWN)), overlap(F_DOWN), judge(overlap(G_UP)),
+         overlap(G_UP), judge(overlap(G_DOWN)), overlap(G_DOWN));
 
   hand_out(W_EXIT, W_EXIT, 0);
   for (int i = 0; i < 2; i++) pthread_join(W[i].th, NULL);
