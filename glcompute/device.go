@@ -29,15 +29,8 @@ type Device struct {
 	programs map[string]*program
 	// programsLoaded counts programs loaded from Options.ProgramCache.
 	programsLoaded int
-	stager         *stager // created on the first host product
-	// cc is the copy context of pipelined passes (copies), made on the
-	// first pass of several steps; ccErr says why there is none, ccUsed
-	// that a pass used it (written on the device thread during calls,
-	// which hold mu).
-	cc       *copyContext
-	ccErr    error
-	ccUsed   bool
-	hostMats map[*float32]*HostMatrix // by the address of Data[0]
+	stager         *stager                  // created on the first host product
+	hostMats       map[*float32]*HostMatrix // by the address of Data[0]
 	// bindAlign is the byte alignment of bound buffer ranges:
 	// GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT (and that of buffer
 	// textures) rounded up to a multiple of 16, so that offsets in vec4s
@@ -159,10 +152,6 @@ func (d *Device) releaseContext() {
 		return
 	}
 	d.releaseObjects()
-	if d.cc != nil {
-		d.cc.release()
-		d.cc = nil
-	}
 	d.ctx.ReleaseCurrent()
 	d.ctx.Release()
 	d.ctx = nil

@@ -40,9 +40,6 @@ func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total 
 		steps = append(steps, s)
 	}
 	pl := &pipeline{d: h.d, o: h.o, steps: steps, report: report}
-	if len(steps) > 1 { // bands of disjoint rows of A and C, B written once before them
-		pl.cc = h.d.copies()
-	}
 	return pl.run()
 }
 

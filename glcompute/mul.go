@@ -120,9 +120,6 @@ type Timings struct {
 	// creation and a Measure hook are not in it.
 	EndToEnd time.Duration `json:"end_to_end_ns"`
 	Steps    int           `json:"pipeline_steps"`
-	// CopyContext: the pass issued its GPU copies from a second context,
-	// beside its dispatches (Options.NoCopyContext).
-	CopyContext bool `json:"copy_context,omitempty"`
 	// Upload and Readback are the host's busy time within the pass copying
 	// into and out of the staging buffers. Compute holds one element, the
 	// GPU's time with the pass's dispatches in flight: by GL_TIMESTAMP

@@ -74,13 +74,6 @@ type Options struct {
 	// glBufferStorage (GL 4.4). Zero value false: persistent, coherent
 	// mappings where the driver offers them.
 	NoPersistentMapping bool
-	// NoCopyContext makes pipelined host products issue their buffer
-	// copies in the device's own context, in order with its dispatches.
-	// Zero value: an owned EGL device issues them from a second, shared
-	// context on a thread of its own (Device.CopyContext), so that a GPU
-	// that runs two contexts at once (NVIDIA does) copies one band while
-	// it computes another.
-	NoCopyContext bool
 	// StagingBytes is the size of each of the four staging buffers that
 	// carry host matrices to and from the GPU in chunks of rows; a row
 	// must fit one. Zero value: DefaultStagingBytes (32 MiB).

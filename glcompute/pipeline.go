@@ -12,13 +12,9 @@ import (
 
 // A pipelined product runs as steps, one block of C each: while the GPU
 // computes step i, the host copies step i+1's operands into the staging
-// buffers and step i−1's block of C out of them. In one context the GPU's
-// queue keeps the order (copies in, dispatch, copies out) and fences tell
-// the host when a staging buffer is free or full; nothing waits for the
-// whole GPU. With a copy context (pipeline.cc: steps whose buffers no
-// other step touches) the GPU copies run there, beside the dispatches,
-// ordered by fences: a step's dispatches wait for its uploads (upDone),
-// its readback for its dispatches (compDone).
+// buffers and step i−1's block of C out of them. The GPU's queue keeps the
+// order (copies in, dispatch, copies out) and fences tell the host when
+// a staging buffer is free or full; nothing waits for the whole GPU.
 
 // bandRows is how many rows of C a step computes when a product of m
 // rows, in tiles tile rows high, runs in about bands row bands: a multiple
@@ -74,10 +70,6 @@ type pipeStep struct {
 	out    part
 	poison int
 	run    func() error
-	// With a copy context: the fence after the step's uploads there, and
-	// the one after its dispatches in the device's context (0 once waited
-	// on).
-	upDone, compDone glw.Fence
 }
 
 // pipeline runs steps in order; report, if set, is called as each step's
@@ -87,12 +79,6 @@ type pipeline struct {
 	o      *MulOptions
 	steps  []pipeStep
 	report func(done, total int)
-	// cc, if set, issues the GPU copies: only for steps that write and
-	// read disjoint parts of their buffers (no step's uploads overwrite
-	// what another step's dispatches read, no step's dispatches what
-	// another's readback reads), since only each step's own fences order
-	// the two contexts.
-	cc *copyContext
 	// The pass in progress: its figures, whether the GL timer times the
 	// steps, their queries (a GL_TIMESTAMP before and after each step's
 	// dispatches) and the wall time of their dispatch calls.
@@ -115,12 +101,11 @@ type passTimes struct {
 	gpuTimer                       bool
 	upBytes, downBytes             int64
 	steps                          int
-	copyContext                    bool // the copies ran in the copy context
 }
 
 // fill records the pass in t.
 func (pt passTimes) fill(t *Timings) {
-	t.EndToEnd, t.Steps, t.CopyContext = pt.wall, pt.steps, pt.copyContext
+	t.EndToEnd, t.Steps = pt.wall, pt.steps
 	t.Upload, t.Compute, t.Readback = pt.hostIn, []time.Duration{pt.compute}, pt.hostOut
 	if pt.gpuTimer {
 		t.GPU = []time.Duration{pt.compute}
@@ -129,7 +114,7 @@ func (pt passTimes) fill(t *Timings) {
 }
 
 // run runs the pass; on the device thread.
-func (pl *pipeline) run() (_ passTimes, err error) {
+func (pl *pipeline) run() (passTimes, error) {
 	d, st := pl.d, pl.d.stage()
 	in0, out0 := st.copiedIn, st.copiedOut
 	pl.pt, pl.timed = passTimes{}, d.info.TimerBits > 0 && !glw.TimerBusy()
@@ -140,12 +125,6 @@ func (pl *pipeline) run() (_ passTimes, err error) {
 			pl.queries[i][1].Release()
 		}
 	}()
-	if pl.cc != nil {
-		st.cc = pl.cc
-		d.ccUsed = true // the call that runs the pass holds d.mu
-		defer pl.endCopies(&err)
-		pl.cc.afterDevice() // the buffers, and whatever wrote them before the pass
-	}
 	start := time.Now()
 	if err := pl.upload(&pl.steps[0]); err != nil {
 		return pl.pt, err
@@ -163,29 +142,10 @@ func (pl *pipeline) run() (_ passTimes, err error) {
 		return pl.pt, err
 	}
 	pt := &pl.pt
-	pt.wall, pt.steps, pt.copyContext = time.Since(start), len(pl.steps), pl.cc != nil
+	pt.wall, pt.steps = time.Since(start), len(pl.steps)
 	pt.hostIn, pt.hostOut = st.copiedIn-in0, st.copiedOut-out0
 	pt.compute, pt.gpuTimer = pl.computeTime(pl.queries, pl.calls)
 	return *pt, d.checkError("running the pipelined product")
-}
-
-// endCopies ends a pass's use of the copy context: its GL errors become
-// the pass's, and after a pass that failed midway its copies are waited
-// for (the device's later commands are not ordered after them) and the
-// steps' fences deleted.
-func (pl *pipeline) endCopies(err *error) {
-	pl.d.stage().cc = nil
-	if *err == nil {
-		*err = pl.cc.check("copying in the copy context")
-		if *err == nil {
-			return
-		}
-	}
-	pl.cc.finish()
-	for i := range pl.steps {
-		pl.steps[i].upDone.Release()
-		pl.steps[i].compDone.Release()
-	}
 }
 
 // step runs step i: its dispatches and the readback of step i−1 queued,
@@ -218,14 +178,8 @@ func (pl *pipeline) step(i int) error {
 	return pl.arrived(finish, i)
 }
 
-// compute poisons a step's block of C and queues its dispatches, timed;
-// with a copy context, after its uploads there and before a fence for its
-// readback.
+// compute poisons a step's block of C and queues its dispatches, timed.
 func (pl *pipeline) compute(s *pipeStep) error {
-	if s.upDone != 0 {
-		s.upDone.WaitServer()
-		s.upDone.Release()
-	}
 	if s.poison > 0 {
 		if err := pl.d.poisonRange(s.c.buf, s.c.off, s.poison); err != nil {
 			return err
@@ -238,11 +192,6 @@ func (pl *pipeline) compute(s *pipeStep) error {
 	}
 	call, err := pl.dispatch(s, q)
 	pl.calls = append(pl.calls, call)
-	if pl.cc != nil {
-		glw.BarrierBufferRead() // the copy context's copies read what the shaders wrote
-		s.compDone = glw.NewFence()
-		glw.Flush()
-	}
 	return err
 }
 
@@ -348,15 +297,12 @@ func (pl *pipeline) upload(s *pipeStep) error {
 	for _, u := range s.up {
 		pt.upBytes += 4 * int64(u.src.rows) * int64(u.dst.stride)
 		if hm := pl.hostPart(u.src, u.dst.stride); hm != nil && !u.dst.keepGaps {
-			st.gpu(func() { hm.copyIn(u.dst, u.src.r0, u.src.rows) })
+			hm.copyIn(u.dst, u.src.r0, u.src.rows)
 			continue
 		}
 		if err := st.upload(u.dst, u.src.general()); err != nil {
 			return err
 		}
-	}
-	if pl.cc != nil {
-		s.upDone = pl.cc.fence()
 	}
 	return nil
 }
@@ -367,13 +313,8 @@ func (pl *pipeline) startDownload(s *pipeStep) (func() error, error) {
 	pt := &pl.pt
 	pt.downBytes += 4 * int64(s.out.rows) * int64(s.c.stride)
 	st := pl.d.stage()
-	if s.compDone != 0 {
-		pl.cc.after(s.compDone)
-		s.compDone = 0
-	}
 	if hm := pl.hostPart(s.out, s.c.stride); hm != nil {
-		var f glw.Fence
-		st.gpu(func() { f = hm.copyOut(s.c, s.out.r0, s.out.rows) })
+		f := hm.copyOut(s.c, s.out.r0, s.out.rows)
 		return func() error {
 			f.Signaled(^uint64(0))
 			f.Release()

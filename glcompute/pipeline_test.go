@@ -19,10 +19,8 @@ import (
 // tiles high; staging buffers of 8 KiB, so that a band moves in several
 // chunks and a download queues more than two, and so that narrow
 // products' bands shrink to fit them; a step a panel;
-// persistent mapping and glMapBufferRange; the GPU's copies from a
-// second, shared context (Options.NoCopyContext unset: the bands only)
-// and in the device's own; with and without Stages, and the timings and
-// progress each reports.
+// persistent mapping and glMapBufferRange; with and without Stages, and
+// the timings and progress each reports.
 func TestPipelined(t *testing.T) {
 	const kern = "fast:64x64x8_8x4" // 64-row tiles: M ≥ 256 runs in bands
 	// Bands of ⌈M/4⌉ rows rounded up to 64; 128 at most for 1000×16×16,
@@ -30,17 +28,14 @@ func TestPipelined(t *testing.T) {
 	steps := map[int]int{300: 3, 256: 4, 517: 3, 255: 1, 1000: 8}
 	shapes := []conformance.Shape{{M: 300, K: 77, N: 130}, {M: 256, K: 40, N: 64}, {M: 517, K: 9, N: 33}, {M: 255, K: 77, N: 130}, {M: 1000, K: 16, N: 16}}
 	t.Setenv("DISPLAY", "")
-	for _, run := range []struct{ persistent, copyContext bool }{{true, true}, {false, true}, {true, false}} {
-		persistent := run.persistent
-		d, err := Open(&Options{Backend: onPlatform(BackendEGL), StagingBytes: 8 << 10, NoPersistentMapping: !persistent, NoCopyContext: !run.copyContext})
+	for _, persistent := range []bool{true, false} {
+		d, err := Open(&Options{Backend: onPlatform(BackendEGL), StagingBytes: 8 << 10, NoPersistentMapping: !persistent})
 		if err != nil {
 			noGL(t, err.Error())
 		}
 		defer d.Release()
-		// A second EGL context where EGL made the device's (Windows: WGL).
-		copies := run.copyContext && d.Info().Backend == BackendEGL
 		for _, o := range []MulOptions{{Kernel: kern, Measure: func(*Stages) error { return nil }}, {Kernel: kern}, {Kernel: "tiled32"}, {Kernel: kern, SplitK: 3, Measure: func(*Stages) error { return nil }}} {
-			t.Run(fmt.Sprintf("persistent=%v/copycontext=%v/%s/measure=%v/split=%d", persistent, run.copyContext, o.Kernel, o.Measure != nil, o.SplitK), func(t *testing.T) {
+			t.Run(fmt.Sprintf("persistent=%v/%s/measure=%v/split=%d", persistent, o.Kernel, o.Measure != nil, o.SplitK), func(t *testing.T) {
 				conformance.Run(t, shapes, func(c, a, b blas32.General) error {
 					want := steps[a.Rows]
 					if o.Kernel != kern || o.SplitK > 1 {
@@ -59,9 +54,6 @@ func TestPipelined(t *testing.T) {
 					if tm.Steps != want || tm.EndToEnd <= 0 || len(tm.Compute) != 1 || tm.Compute[0] < 0 || tm.Compute[0] > tm.EndToEnd || tm.UploadBytes == 0 || tm.ReadbackBytes == 0 {
 						return fmt.Errorf("steps %d (want %d), timings %+v", tm.Steps, want, tm)
 					}
-					if tm.CopyContext != (copies && want > 1) {
-						return fmt.Errorf("%d steps with copies from a second context %v, want %v", tm.Steps, tm.CopyContext, copies && want > 1)
-					}
 					if calls[0] != want || last != [2]int{want, want} {
 						return fmt.Errorf("%d progress calls ending %v, want %d ending at %d of %d", calls[0], last, want, want, want)
 					}
@@ -72,14 +64,11 @@ func TestPipelined(t *testing.T) {
 		// Panels of 256 rows (16 KiB bindings), a step each.
 		conformance.Run(t, []conformance.Shape{{M: 1000, K: 16, N: 16}}, func(c, a, b blas32.General) error {
 			tm, err := d.Mul(c, a, b, &MulOptions{Kernel: kern, MaxBinding: 16 << 10})
-			if err == nil && (tm.Steps != 4 || !strings.HasPrefix(tm.Panels, "4×1 panels of 256×16") || tm.CopyContext) {
-				return fmt.Errorf("panels %q in %d steps (copy context %v), want 4×1 of 256×16 in 4 in one context", tm.Panels, tm.Steps, tm.CopyContext)
+			if err == nil && (tm.Steps != 4 || !strings.HasPrefix(tm.Panels, "4×1 panels of 256×16")) {
+				return fmt.Errorf("panels %q in %d steps, want 4×1 of 256×16 in 4", tm.Panels, tm.Steps)
 			}
 			return err
 		})
-		if used, why := d.CopyContext(); used != copies {
-			t.Errorf("Device.CopyContext() = %v (%v), want %v", used, why, copies)
-		}
 	}
 }
 

@@ -42,9 +42,6 @@ type stager struct {
 	// uploads take turns across calls, so that back-to-back small uploads
 	// find the other buffer free rather than wait for their own last copy.
 	upNext int
-	// cc, during a pipelined pass that has one (pipeline.run), is the
-	// copy context that issues the GPU copies (gpu).
-	cc *copyContext
 	// waits counts the times slot had to wait for the GPU (tests).
 	waits int
 }
@@ -123,20 +120,7 @@ func (s *stager) slot(slots *[2]stageSlot, i int, write bool, need int) (*stageS
 		return nil, fmt.Errorf("%w: the driver could not allocate a %s staging buffer", ErrOutOfMemory, formatBytes(float64(size)))
 	}
 	sl.size = size
-	if s.cc != nil { // the copy context uses it after its data store exists
-		s.cc.afterDevice()
-	}
 	return sl, nil
-}
-
-// gpu runs f, GPU copies through the staging buffers and the fence after
-// them, in the copy context where a pass has one, else here.
-func (s *stager) gpu(f func()) {
-	if s.cc != nil {
-		s.cc.do(f)
-		return
-	}
-	f()
 }
 
 // prepare makes the four staging buffers at full size.
@@ -219,23 +203,18 @@ func (s *stager) upload(dst view, src blas32.General) error {
 		if sl.ptr == nil && !sl.buf.Unmap() {
 			return fmt.Errorf("%w: a staging buffer's contents were lost while mapped", ErrDriver)
 		}
-		if sl.ptr == nil && s.cc != nil { // the unmap, in this context, before the copy there
-			s.cc.afterDevice()
-		}
-		s.gpu(func() {
-			if dst.keepGaps && stride > src.Cols {
-				for i := 0; i < r1-r0; i++ {
-					sl.buf.CopyTo(dst.buf, 4*i*stride, 4*(dst.off+(r0+i)*stride), 4*src.Cols)
-				}
-			} else {
-				// Whole rows, padding included: the kernels read it, so it
-				// must be the zeros written above, not what new device memory
-				// held.
-				sl.buf.CopyTo(dst.buf, 0, 4*(dst.off+r0*stride), 4*n)
+		if dst.keepGaps && stride > src.Cols {
+			for i := 0; i < r1-r0; i++ {
+				sl.buf.CopyTo(dst.buf, 4*i*stride, 4*(dst.off+(r0+i)*stride), 4*src.Cols)
 			}
-			sl.fence = glw.NewFence()
-			glw.Flush()
-		})
+		} else {
+			// Whole rows, padding included: the kernels read it, so it
+			// must be the zeros written above, not what new device memory
+			// held.
+			sl.buf.CopyTo(dst.buf, 0, 4*(dst.off+r0*stride), 4*n)
+		}
+		sl.fence = glw.NewFence()
+		glw.Flush()
 	}
 	return nil
 }
@@ -286,11 +265,9 @@ func (pd *pendingDownload) issue(c int) error {
 	if err != nil {
 		return err
 	}
-	pd.s.gpu(func() {
-		pd.src.buf.CopyTo(sl.buf, 4*(pd.src.off+r0*stride), 0, 4*((r1-r0-1)*stride+pd.dst.Cols))
-		sl.fence = glw.NewFence()
-		glw.Flush()
-	})
+	pd.src.buf.CopyTo(sl.buf, 4*(pd.src.off+r0*stride), 0, 4*((r1-r0-1)*stride+pd.dst.Cols))
+	sl.fence = glw.NewFence()
+	glw.Flush()
 	return nil
 }
 

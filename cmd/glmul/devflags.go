@@ -23,7 +23,6 @@ type deviceFlags struct {
 	ignoreTuned bool
 	unseen      bool
 	mapPerChunk bool
-	oneContext  bool
 	programs    string // the program cache's directory; "": none
 }
 
@@ -34,7 +33,6 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.ignoreTuned, "ignore-tuned", false, "use the built-in fast kernel configuration, not the one glmul tune cached")
 	fs.BoolVar(&d.unseen, "unseen", false, "run the GPU as one glmul never saw: the device model chooses the kernels from what OpenGL reports, no tuning cache, no vendor's measured choice (to judge the model)")
 	fs.BoolVar(&d.mapPerChunk, "map-per-chunk", false, "stage matrices with glMapBufferRange per chunk, as on a GL 4.3 driver, not persistent mappings")
-	fs.BoolVar(&d.oneContext, "one-context", false, "issue a pipelined product's GPU copies in the device's own context, in order with its dispatches, not from a second shared context beside them")
 	fs.StringVar(&d.programs, "program-cache", glcompute.DefaultProgramCache(), "keep compiled kernels (the driver's program binaries) in `DIR` for later runs; \"\": compile every kernel")
 }
 
@@ -55,7 +53,7 @@ func (d *deviceFlags) check() error {
 
 func (d *deviceFlags) open() (*glcompute.Device, error) {
 	return glcompute.Open(&glcompute.Options{Backend: glcompute.Backend(d.backend), Device: d.device,
-		Verbose: d.verbose, IgnoreTuned: d.ignoreTuned, Unseen: d.unseen, NoPersistentMapping: d.mapPerChunk, NoCopyContext: d.oneContext, ProgramCache: d.programs})
+		Verbose: d.verbose, IgnoreTuned: d.ignoreTuned, Unseen: d.unseen, NoPersistentMapping: d.mapPerChunk, ProgramCache: d.programs})
 }
 
 // newCommand returns the flag set of a glmul subcommand: parse errors are

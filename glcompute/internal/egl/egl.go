@@ -298,13 +298,8 @@ func bindAPI(es bool) bool {
 	return eglBindOpenGL()
 }
 
-// MakeCurrent binds the context to the calling thread, after selecting
-// its API there (a new thread's is OpenGL ES: a shared context made
-// current on a thread of its own needs this).
+// MakeCurrent binds the context to the calling thread.
 func (c *Context) MakeCurrent() error {
-	if !bindAPI(c.ES) {
-		return fmt.Errorf("egl: eglBindAPI: %s", errorName(eglGetError()))
-	}
 	if !eglMakeCurrent(c.disp, c.ctx) {
 		return fmt.Errorf("egl: eglMakeCurrent: %s", errorName(eglGetError()))
 	}

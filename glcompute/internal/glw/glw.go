@@ -419,11 +419,6 @@ func (f Fence) Signaled(timeoutNs uint64) bool {
 	return r == gl.ALREADY_SIGNALED || r == gl.CONDITION_SATISFIED || r == gl.WAIT_FAILED
 }
 
-// WaitServer makes the current context's later commands wait, on the GPU,
-// until the fence has passed (glWaitSync): for a fence another context of
-// the share group placed and flushed.
-func (f Fence) WaitServer() { gl.WaitSync(uintptr(f), 0, gl.TIMEOUT_IGNORED) }
-
 // Done reports whether the fence has passed, without waiting and without
 // glClientWaitSync (glGetSynciv): a poll that an engine's frame can afford.
 // The fence must have been flushed.

@@ -95,8 +95,6 @@ type Timings struct {
 	// EndToEnd and Steps are the pipelined pass's (glcompute.Timings).
 	EndToEnd time.Duration `json:"end_to_end_ns"`
 	Steps    int           `json:"pipeline_steps"`
-	// CopyContext: the pass's GPU copies ran in a second context.
-	CopyContext bool `json:"copy_context,omitempty"`
 	// Overlapping: Upload, Compute and Readback were measured within the
 	// pipelined pass (Options.Once, or a product in panels), each stage's
 	// busy time there, and their sum exceeds EndToEnd by what overlapped.
@@ -282,7 +280,7 @@ func (st *stages) timeRuns(s *glcompute.Stages) error {
 // did not run alone, the pass's own stage times stand for them.
 func (st *stages) finish(p glcompute.Timings) Timings {
 	t := st.t
-	t.Layout, t.EndToEnd, t.Steps, t.CopyContext = p.Layout, p.EndToEnd, p.Steps, p.CopyContext
+	t.Layout, t.EndToEnd, t.Steps = p.Layout, p.EndToEnd, p.Steps
 	if st.alone {
 		return t
 	}

@@ -54,11 +54,9 @@ type Timings struct {
 	EdgeKernel string
 	EdgeGroups int
 	// Steps of the pipelined product; Overlapping: the stage times were
-	// measured within it; CopyContext: its GPU copies ran in a second
-	// context (glcompute.Timings).
+	// measured within it (glcompute.Timings).
 	Steps       int
 	Overlapping bool
-	CopyContext bool
 	Full        any
 }
 
@@ -240,12 +238,8 @@ func (r *Run) writeCompute(p lineFunc) {
 func (r *Run) writeRates(p lineFunc) {
 	t, s := r.Timings, r.Summary
 	if t.Steps > 1 {
-		how := ""
-		if t.CopyContext {
-			how = " (the GPU's copies from a second GL context)"
-		}
-		p("pipelined", "%8.2f ms end to end in %d steps, the next step's upload and the last one's readback overlapping compute%s: %s",
-			s.EndToEndMS, t.Steps, how, overlap(s))
+		p("pipelined", "%8.2f ms end to end in %d steps, the next step's upload and the last one's readback overlapping compute: %s",
+			s.EndToEndMS, t.Steps, overlap(s))
 	} else {
 		p("pipelined", "%8.2f ms end to end in one step (too few rows of tiles to pipeline)", s.EndToEndMS)
 	}
