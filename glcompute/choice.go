@@ -1,0 +1,137 @@
+package glcompute
+
+import (
+	"fmt"
+
+	"github.com/glmul/glmul/glcompute/tuning"
+	"github.com/glmul/glmul/shaders"
+)
+
+// The device's kernel choice at Open: the built-in one (tuning.Choose, or
+// the device model's with Options.Unseen) and what glmul tune cached.
+
+// chooseKernels sets Info's kernel choice: DefaultKernel and its source
+// (chooseDefaultKernel), the stand-in reading A as it is where the default
+// reads A transposed, and the SmallGridKernel, from builtinChoice where
+// they fit.
+func (d *Device) chooseKernels() {
+	i := &d.info
+	builtin := d.builtinChoice()
+	cache, path, cacheErr := d.tuningCache()
+	i.DefaultKernel, i.DefaultKernelSource = d.chooseDefaultKernel(builtin, cache, path, cacheErr)
+	if k, err := shaders.Lookup(i.DefaultKernel); err == nil && k.TransposeA {
+		i.NaturalKernel = builtin.Natural
+		if nk, err := shaders.Lookup(i.NaturalKernel); err != nil || d.fits(nk) != nil {
+			i.NaturalKernel = shaders.Natural(i.DefaultKernel)
+		}
+	}
+	if k, err := shaders.Lookup(builtin.SmallGrid); err == nil && d.fits(k) == nil {
+		i.SmallGridKernel = k.Spec()
+	}
+	if cacheErr == nil {
+		var ignored []string
+		i.ClassKernels, ignored = d.classKernels(cache)
+		for _, why := range ignored {
+			i.DefaultKernelSource += "; " + why
+		}
+	}
+}
+
+// builtinChoice is the kernel choice without glmul tune: the device
+// model's with Options.Unseen, else tuning.Choose's for this driver.
+func (d *Device) builtinChoice() tuning.Choice {
+	if d.opts.Unseen {
+		ch := tuning.Model(d.info.Facts())
+		ch.Source += ", as a device never seen (Unseen)"
+		return ch
+	}
+	return tuning.Choose(d.info.Driver(), d.info.Facts())
+}
+
+// ignoreTuned reports whether the tuning cache is left unread
+// (Options.IgnoreTuned, Options.Unseen).
+func (d *Device) ignoreTuned() bool { return d.opts.IgnoreTuned || d.opts.Unseen }
+
+// tunedKernel returns the kernel a cache entry names if glmul may use it:
+// it parses, is a configuration of a family that glmul tune sweeps (fast,
+// or cpu on OpenGL on a CPU: never tiled32 or an internal kernel, which a
+// hand-edited or foreign cache could name) and fits this device; else an
+// error that says why, for the kernel source's words.
+func (d *Device) tunedKernel(e tuning.Entry, path string) (shaders.Kernel, error) {
+	k, err := shaders.Lookup(e.Kernel)
+	switch {
+	case err != nil:
+		return k, fmt.Errorf("the tuned %q in %s is not a kernel of this build, ignored", e.Kernel, path)
+	case k.Name != "fast" && k.Name != "cpu":
+		return k, fmt.Errorf("the tuned %q in %s is not a fast or cpu configuration, which is all glmul tune caches, ignored", e.Kernel, path)
+	case d.fits(k) != nil:
+		return k, fmt.Errorf("the tuned %q in %s does not fit this device, ignored", e.Kernel, path)
+	}
+	return k, nil
+}
+
+// classKernels returns the cached configurations of the shape classes
+// other than square that glmul may use (tunedKernel), and why the others
+// are ignored; nil without any (or with Options.IgnoreTuned).
+func (d *Device) classKernels(cache tuning.Cache) (out map[string]string, ignored []string) {
+	if d.ignoreTuned() {
+		return nil, nil
+	}
+	path, _ := tuning.Path()
+	for _, cl := range tuning.Classes {
+		e, ok := cache.LookupClass(d.tuningDriver(), cl)
+		if cl == tuning.Square || !ok {
+			continue
+		}
+		k, err := d.tunedKernel(e, path)
+		if err != nil {
+			ignored = append(ignored, fmt.Sprintf("%s class: %v", cl, err))
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[string(cl)] = k.Spec()
+	}
+	return out, ignored
+}
+
+// tuningCache reads the tuning cache at tuning.Path, once per device (an
+// owned device with IgnoreTuned or Unseen reads nothing).
+func (d *Device) tuningCache() (c tuning.Cache, path string, err error) {
+	if d.ignoreTuned() {
+		return c, "", nil
+	}
+	if path, err = tuning.Path(); err != nil {
+		return c, "", err
+	}
+	c, err = tuning.Load(path)
+	return c, path, err
+}
+
+// chooseDefaultKernel returns the tuned fast configuration for this driver
+// if glmul tune cached one that still parses and fits, else builtin's.
+func (d *Device) chooseDefaultKernel(builtin tuning.Choice, cache tuning.Cache, path string, cacheErr error) (spec, source string) {
+	spec, source = builtin.Default, builtin.Source
+	if k, err := shaders.Lookup(spec); err == nil && d.fits(k) != nil {
+		// llvmpipe's cpu kernel on an OpenGL ES context without buffer
+		// textures, say.
+		spec, source = tuning.GenericDefault, fmt.Sprintf("generic default (the %s for this device, %s, cannot run on this context)", source, k.Spec())
+	}
+	switch {
+	case d.ignoreTuned():
+		return spec, source
+	case cacheErr != nil && path == "": // no cache directory
+		return spec, source
+	case cacheErr != nil:
+		return spec, source + "; " + cacheErr.Error()
+	}
+	e, ok := cache.Lookup(d.tuningDriver())
+	if !ok {
+		return spec, source
+	}
+	if _, err := d.tunedKernel(e, path); err != nil {
+		return spec, source + "; " + err.Error()
+	}
+	return e.Kernel, fmt.Sprintf("tuned by glmul tune on %s (%s)", e.When.Format("2006-01-02"), path)
+}
