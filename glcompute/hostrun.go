@@ -21,6 +21,9 @@ const pipelineBands = 4
 // the bands cut to whole waves instead.
 func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total int)) (passTimes, error) {
 	rowsPer := h.rowsPerBand()
+	if h.allMapped(c, a, b) {
+		rowsPer = h.m
+	}
 	var steps []pipeStep
 	for r0 := 0; r0 < h.m; r0 += rowsPer {
 		rows := min(rowsPer, h.m-r0)
@@ -41,6 +44,17 @@ func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total 
 	}
 	pl := &pipeline{d: h.d, o: h.o, steps: steps, report: report}
 	return pl.run()
+}
+
+// allMapped reports whether A, B and C are all HostMatrix memory, which
+// the GPU copies with no host copy through staging: such a product runs in
+// one step. Bands overlap the host's copies with the GPU's work; here
+// there are none, and one context runs the GPU's copies and dispatches in
+// order, so bands only add their fences and waits. On the H100 (4096³,
+// -mapped, 6 processes each, one call): 7.05 ms end to end in 4 bands,
+// 6.88 in 2, 10.13 in 8 (bands of half a wave).
+func (h *hostProduct) allMapped(c, a, b blas32.General) bool {
+	return h.d.hostMatrix(a, h.lda) != nil && h.d.hostMatrix(b, h.ldb) != nil && h.d.hostMatrix(c, h.ldc) != nil
 }
 
 // rowsPerBand is how many rows of C a step of the pipelined pass

@@ -527,8 +527,12 @@ func hostMatrices(t *testing.T, d *Device, m, k, n int) {
 			for i := range hc.Data {
 				hc.Data[i] = float32(math.NaN())
 			}
-			if _, err := mulStaged(d, hc.General, ha.General, hb.General, MulOptions{Kernel: kern}, !once); err != nil {
+			tm, err := mulStaged(d, hc.General, ha.General, hb.General, MulOptions{Kernel: kern}, !once)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if tm.Steps != 1 {
+				t.Errorf("%s, all mapped: %d pipelined steps, want 1 (no host copies to overlap)", what, tm.Steps)
 			}
 			check(what+", all mapped", hc.General)
 			plain := cpu.New(m, n)
@@ -536,6 +540,13 @@ func hostMatrices(t *testing.T, d *Device, m, k, n int) {
 				t.Fatal(err)
 			}
 			check(what+", mapped A only", plain)
+			for i := range hc.Data {
+				hc.Data[i] = float32(math.NaN())
+			}
+			if _, err := mulStaged(d, hc.General, a, b, MulOptions{Kernel: kern}, !once); err != nil {
+				t.Fatal(err)
+			}
+			check(what+", mapped C only", hc.General)
 		}
 	}
 }
