@@ -130,7 +130,7 @@ func (i Info) Driver() tuning.Driver {
 
 // Facts are what the device model (tuning.Model) reads of the device.
 func (i Info) Facts() tuning.Facts {
-	return tuning.Facts{SharedMemory: i.MaxSharedMemory, Invocations: i.MaxWorkGroupInvocations, Units: i.SMCount}
+	return tuning.Facts{SharedMemory: i.MaxSharedMemory, Invocations: i.MaxWorkGroupInvocations}
 }
 
 // Info returns the device's strings and limits, also after Release. Safe

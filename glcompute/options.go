@@ -55,10 +55,11 @@ type Options struct {
 	IgnoreTuned bool
 	// Unseen runs the device as one glmul never saw, to judge the device
 	// model: the model (tuning.Model) chooses the kernels from what OpenGL
-	// reports (shared memory, invocations; the multiprocessors where the
-	// driver tells them), with no tuning cache (as IgnoreTuned) and none
-	// of the vendor's measured choices or rules. Zero value: a vendor
-	// glmul has measured gets its own choice.
+	// reports (shared memory and invocations a work group may have), with
+	// no tuning cache (as IgnoreTuned) and none of the vendor's measured
+	// choices or rules (the CPU ones of llvmpipe included); the shape rules
+	// still split K by the multiprocessors where the driver reports them.
+	// Zero value: a vendor glmul has measured gets its own choice.
 	Unseen bool
 	// ProgramCache is a directory where compiled kernels are kept as the
 	// driver's program binaries (glGetProgramBinary) and loaded from in

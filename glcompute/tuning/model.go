@@ -9,7 +9,10 @@ import (
 )
 
 // Facts are what the device model knows of a GPU glmul never saw: what
-// OpenGL reports of it.
+// OpenGL reports of it. The multiprocessor count, where the driver gives
+// it, is not among them: the model's configurations do not depend on it,
+// and the shape rules (AutoSplitK, UseEdges) take it from glcompute's
+// Info.SMCount for any vendor.
 type Facts struct {
 	// SharedMemory is the shared memory one work group may use, in bytes
 	// (GL_MAX_COMPUTE_SHARED_MEMORY_SIZE).
@@ -17,11 +20,6 @@ type Facts struct {
 	// Invocations is the most invocations one work group may have
 	// (GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS).
 	Invocations int
-	// Units is the count of multiprocessors (compute units), 0 where the
-	// driver does not say (only NVIDIA's GL_NV_shader_thread_group does).
-	// The model does not use it for the kernels; the shape rules
-	// (AutoSplitK's slots) do.
-	Units int
 }
 
 // Choice is a device's kernel choice: the fast configuration a product

@@ -10,7 +10,7 @@ import (
 // TestModelH100: from what OpenGL reports of the H100 (and the H200: the
 // same limits), the model chooses what the NVIDIA built-in measured best.
 func TestModelH100(t *testing.T) {
-	ch := Model(Facts{SharedMemory: 49152, Invocations: 1024, Units: 132})
+	ch := Model(Facts{SharedMemory: 49152, Invocations: 1024})
 	if ch.Default != NVIDIADefault || ch.Natural != NVIDIANatural || ch.SmallGrid != NVIDIASmallGrid {
 		t.Errorf("Model(H100) = %+v, want %s, %s, %s", ch, NVIDIADefault, NVIDIANatural, NVIDIASmallGrid)
 	}

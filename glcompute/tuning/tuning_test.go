@@ -66,7 +66,7 @@ func TestBuiltinsAreCandidates(t *testing.T) {
 			t.Errorf("built-in %s is not one of the tuned candidates (so not conformance-tested): %v", k, err)
 		}
 	}
-	h100 := Facts{SharedMemory: 49152, Invocations: 1024, Units: 132}
+	h100 := Facts{SharedMemory: 49152, Invocations: 1024}
 	if ch := Choose(Driver{Vendor: "NVIDIA Corporation"}, h100); ch.Default != NVIDIADefault || ch.SmallGrid != NVIDIASmallGrid {
 		t.Errorf("NVIDIA gets %+v", ch)
 	}
@@ -253,7 +253,7 @@ func TestClasses(t *testing.T) {
 // TestNaturalFor: NVIDIA's stand-in for its transposed-A default is a
 // configuration that reads A as it is; llvmpipe has none.
 func TestNaturalFor(t *testing.T) {
-	h100 := Facts{SharedMemory: 49152, Invocations: 1024, Units: 132}
+	h100 := Facts{SharedMemory: 49152, Invocations: 1024}
 	nv := Driver{Vendor: "NVIDIA Corporation", Renderer: "NVIDIA H100 80GB HBM3/PCIe/SSE2"}
 	if got := Choose(nv, h100).Natural; got != NVIDIANatural || strings.HasSuffix(got, "_at") || !strings.HasSuffix(NVIDIADefault, "_at") {
 		t.Errorf("NVIDIA's natural = %q; default %q", got, NVIDIADefault)
