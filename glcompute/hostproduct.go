@@ -34,8 +34,16 @@ type hostProduct struct {
 	// the last of several waves (tuning.AutoSplitK).
 	slots     int
 	waveSplit bool
-	reduce    []dispatch.LinearChunk
-	progress  progress
+	// mapped: A, B and C are all mapped host matrices (allMapped), which
+	// the GPU copies with no host copy through staging; the pass then runs
+	// in one step (rowsPerBand). Bands overlap the host's copies with the
+	// GPU's work; here there are none, one context runs the GPU's copies
+	// and dispatches in order, and bands only add their fences and waits.
+	// On the H100 (4096³, -mapped, 6 processes each, one call): 7.05 ms end
+	// to end in 4 bands, 6.88 in 2, 10.13 in 8 (bands of half a wave).
+	mapped   bool
+	reduce   []dispatch.LinearChunk
+	progress progress
 	// edge and edges: where the kernel's tiles leave strips of C past
 	// whole tiles, a smaller-tiled kernel and its dispatches over them
 	// (dispatch.Edges); chunks then covers the interior only.
@@ -66,8 +74,9 @@ func (h *hostProduct) offA4(r0 int) int {
 	return r0 * h.lda / 4
 }
 
-// plan compiles the kernel and plans the dispatches and the K split.
-func (h *hostProduct) plan() error {
+// plan compiles the kernel and plans the dispatches and the K split, for
+// the product c = a·b.
+func (h *hostProduct) plan(c, a, b blas32.General) error {
 	var err error
 	if h.p, err = h.d.programOf(h.kernels.kern); err != nil {
 		return err
@@ -77,6 +86,7 @@ func (h *hostProduct) plan() error {
 	}
 	al := h.p.kernel.Align
 	h.lda, h.ldb, h.ldc = roundUp(h.k, al), roundUp(h.n, al), roundUp(h.n, al)
+	h.mapped = h.allMapped(c, a, b)
 	h.splits, h.ksplit = 1, h.k
 	kernelLda := h.lda
 	if h.p.kernel.TransposeA {

@@ -16,14 +16,12 @@ const pipelineBands = 4
 // pipelined runs the product once in row bands of C (bandRows): B and
 // A's first band up, then, while the GPU computes band i, the host uploads
 // band i+1 of A and reads back band i−1 of C. A kernel without row offsets
-// (tiled32) and a product split along K to fill the GPU run as one band;
+// (tiled32), a product split along K to fill the GPU and one of mapped
+// host matrices only run as one band (rowsPerBand);
 // one split only to fill its last wave (waveSplit) runs its bands unsplit,
 // the bands cut to whole waves instead.
 func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total int)) (passTimes, error) {
 	rowsPer := h.rowsPerBand()
-	if h.allMapped(c, a, b) {
-		rowsPer = h.m
-	}
 	var steps []pipeStep
 	for r0 := 0; r0 < h.m; r0 += rowsPer {
 		rows := min(rowsPer, h.m-r0)
@@ -46,23 +44,20 @@ func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total 
 	return pl.run()
 }
 
-// allMapped reports whether A, B and C are all HostMatrix memory, which
-// the GPU copies with no host copy through staging: such a product runs in
-// one step. Bands overlap the host's copies with the GPU's work; here
-// there are none, and one context runs the GPU's copies and dispatches in
-// order, so bands only add their fences and waits. On the H100 (4096³,
-// -mapped, 6 processes each, one call): 7.05 ms end to end in 4 bands,
-// 6.88 in 2, 10.13 in 8 (bands of half a wave).
+// allMapped reports whether A, B and C are all HostMatrix memory at the
+// planned row strides, which the GPU copies with no host copy through
+// staging (hostProduct.mapped).
 func (h *hostProduct) allMapped(c, a, b blas32.General) bool {
 	return h.d.hostMatrix(a, h.lda) != nil && h.d.hostMatrix(b, h.ldb) != nil && h.d.hostMatrix(c, h.ldc) != nil
 }
 
 // rowsPerBand is how many rows of C a step of the pipelined pass
-// computes: h.m (one step) for a kernel without row offsets and for a
-// product split along K to fill the GPU.
+// computes: h.m (one step) for a kernel without row offsets, for a
+// product split along K to fill the GPU and for one whose A, B and C are
+// all mapped host matrices (hostProduct.mapped).
 func (h *hostProduct) rowsPerBand() int {
 	k := h.p.kernel
-	if !k.Strided || h.splits > 1 && !h.waveSplit {
+	if !k.Strided || h.splits > 1 && !h.waveSplit || h.mapped {
 		return h.m
 	}
 	waveRows := 0

@@ -235,7 +235,7 @@ func (d *Device) mul(c, a, b blas32.General, hp *hostPlan, idle time.Duration) (
 	o := &hp.o
 	h := &hostProduct{d: d, o: o, kernels: hp.kernels, m: a.Rows, k: a.Cols, n: b.Cols}
 	defer h.release()
-	if err := h.plan(); err != nil {
+	if err := h.plan(c, a, b); err != nil {
 		return t, err
 	}
 	t.Kernel = h.p.kernel.Spec()

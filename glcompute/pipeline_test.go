@@ -3,6 +3,8 @@ package glcompute
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +142,40 @@ func TestWaveSplitBands(t *testing.T) {
 		}
 		return err
 	})
+	// Mapped host matrices only, without the stages: one step, the whole
+	// product split (its workspace made: the step runs the split, not
+	// bands), the same C as unsplit bands from Go slices give.
+	m := 128*rowsOfTiles - 5
+	rng := rand.New(rand.NewPCG(5, 6))
+	a, b := cpu.Random(m, 2048, rng), cpu.Random(2048, 2048, rng)
+	plain := cpu.New(m, 2048)
+	if _, err := d.Mul(plain, a, b, &MulOptions{Kernel: kern}); err != nil {
+		t.Fatal(err)
+	}
+	hm := make([]*HostMatrix, 3)
+	for i, g := range []blas32.General{a, b, plain} {
+		var err error
+		if hm[i], err = d.NewHostMatrix(g.Rows, g.Cols); err != nil {
+			t.Fatal(err)
+		}
+		defer hm[i].Release()
+		if i < 2 {
+			for r := 0; r < g.Rows; r++ {
+				copy(hm[i].Data[r*hm[i].Stride:], g.Data[r*g.Stride:r*g.Stride+g.Cols])
+			}
+		}
+	}
+	tm, err := d.Mul(hm[2].General, hm[0].General, hm[1].General, &MulOptions{Kernel: kern})
+	if err != nil || tm.Steps != 1 || tm.Splits < 2 {
+		t.Fatalf("mapped %d×2048×2048: %d steps, %d slices (%v), want 1 step split", m, tm.Steps, tm.Splits, err)
+	}
+	for r := 0; r < m; r++ {
+		for j := 0; j < 2048; j++ {
+			if g, w := hm[2].Data[r*hm[2].Stride+j], plain.Data[r*plain.Stride+j]; math.Abs(float64(g-w)) > 1e-3*(1+math.Abs(float64(w))) {
+				t.Fatalf("mapped C[%d][%d] = %v, unsplit bands gave %v", r, j, g, w)
+			}
+		}
+	}
 	// Without the stages, only the unsplit bands run (and no workspace is
 	// made for a split nothing runs).
 	conformance.Run(t, []conformance.Shape{{M: 128*rowsOfTiles - 5, K: 2048, N: 2048}}, func(c, a, b blas32.General) error {

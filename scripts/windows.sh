@@ -58,8 +58,14 @@ test_windows() {
 	$GO test -c -o "$tmp/glcompute.test.exe" ./glcompute
 	echo "== glcompute tests under Wine (WGL through GLFW, Mesa llvmpipe)"
 	GLMUL_REQUIRE_GL=1 wine_run glcompute "$tmp/glcompute.test.exe" -test.count=1 -test.v -test.timeout 600s >"$tmp/glcompute.log" 2>&1 || {
-		grep -E -A12 -- '--- FAIL|panic:' "$tmp/glcompute.log" | head -80 # a failed test's messages follow its line
-		echo "windows: glcompute tests FAILED under Wine" >&2
+		rc=$?
+		# A failed test's messages follow its line. Without one (Xvfb or
+		# Wine failed to start, a crash), the log's end says why. grep
+		# finding nothing must not end the script here (pipefail).
+		grep -E -A12 -- '--- FAIL|panic:' "$tmp/glcompute.log" | head -80 || true
+		echo "-- the log's last lines:"
+		tail -20 "$tmp/glcompute.log"
+		echo "windows: glcompute tests FAILED under Wine (exit status $rc)" >&2
 		exit 1
 	}
 	echo "ok   glcompute   $(grep -c -- '--- PASS' "$tmp/glcompute.log") passed $(grep -c -- '--- SKIP' "$tmp/glcompute.log") skipped"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,7 @@ type benchRow struct {
 	Validation string          `json:"validation"`
 	Valid      bool            `json:"valid"`
 	Skipped    string          `json:"skipped,omitempty"`
+	Splits     int             `json:"k_splits"` // slices of K the measured runs had (-split-k; 1: none)
 }
 
 // benchFlags are glmul bench's flags, checked.
@@ -76,6 +78,9 @@ On Mesa llvmpipe choose small -shapes: the defaults run for hours there.`, []str
 	}
 	if f.splitK < 0 {
 		return nil, usagef("bench: -split-k must be 0 (automatic) or more (got %d)", f.splitK)
+	}
+	if f.splitK > 1 && slices.Contains(f.kernels, "tiled32") {
+		return nil, usagef("bench: -split-k %d needs fast or cpu kernels; tiled32 cannot split K: leave it out of -kernels", f.splitK)
 	}
 	if f.mode, err = validate.ParseMode(*mode); err != nil {
 		return nil, usagef("bench: -validate: %v", err)
@@ -207,7 +212,7 @@ func (f *benchFlags) shape(ctx context.Context, d *glcompute.Device, s [3]int, s
 		med := measure.Median(r.Times)
 		row.Spec, row.Times, row.Source = r.Kernel, r.Times, r.Source
 		row.MedianMS, row.GFLOPS = float64(med)/1e6, r.GFLOPS(med)
-		row.Validation, row.Valid = string(r.Validation.Mode), r.Validation.OK
+		row.Validation, row.Valid, row.Splits = string(r.Validation.Mode), r.Validation.OK, r.Timings.Splits
 		done.add(row, func() {
 			if !row.Valid {
 				fmt.Fprintf(stderr, "glmul bench: %s %s: %v\n", shape, kern, r.Validation.Err())
@@ -231,11 +236,11 @@ func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []b
 		t.Notes = []string{"interrupted: products after the last row were not measured"}
 	}
 	if format == report.CSV {
-		t.Header = []string{"m", "k", "n", "kernel", "spec", "timing_source", "runs", "median_ms", "gflops", "validation", "valid", "skipped"}
+		t.Header = []string{"m", "k", "n", "kernel", "spec", "timing_source", "runs", "median_ms", "gflops", "validation", "valid", "skipped", "k_splits"}
 		for _, r := range rows {
 			t.Rows = append(t.Rows, []string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, r.Spec, r.Source,
 				strconv.Itoa(len(r.Times)), strconv.FormatFloat(r.MedianMS, 'g', 6, 64), strconv.FormatFloat(r.GFLOPS, 'g', 6, 64),
-				r.Validation, strconv.FormatBool(r.Valid), r.Skipped})
+				r.Validation, strconv.FormatBool(r.Valid), r.Skipped, strconv.Itoa(r.Splits)})
 		}
 		return t.Write(w, format)
 	}

@@ -195,7 +195,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.warmup, "warmup", 1, fmt.Sprintf("untimed runs before the timed ones, 0 to %d, each in full however long it takes; then, if the context had done no work for 0.5 s, more until 0.5 s has passed since the warm-up began; then batches of 30 runs (1 to 5 ms) until their times are steady, none begun after 0.8 s; on a CPU device (llvmpipe) the runs alone (0: none of this)", maxWarmup))
 	fs.StringVar(&o.validate, "validate", "auto", "check the product on the CPU: auto|full|freivalds|none (auto: full up to 1024³ multiply-adds, freivalds above)")
 	o.dev.register(fs)
-	fs.IntVar(&o.splitK, "split-k", 0, "split the inner dimension `S` ways (fast kernel), for results too small to fill the GPU; 0: automatic (grids under about a wave of work groups: 128 on a GPU, the CPU's threads on llvmpipe); 1: no split")
+	fs.IntVar(&o.splitK, "split-k", 0, "split the inner dimension `S` ways (fast kernel), for results too small to fill the GPU; 0: automatic (grids under about a wave of work groups: 128 on a GPU, the CPU's threads on llvmpipe; where the driver reports its multiprocessors, NVIDIA, also grids whose last wave is poorly filled); 1: no split")
 	fs.IntVar(&o.maxGroups, "max-groups", glcompute.DefaultMaxGroups, "at most this many work groups per dispatch along each axis (the paper's TDR cap)")
 	fs.StringVar(&o.kernel, "kernel", "fast", "compute shader: fast (tuned for the device), tiled32 (the paper's), fast:BMxBNxBK_TMxTN, or cpu:LXxLY_TMxTN (for OpenGL on a CPU)")
 	fs.StringVar(&o.maxBinding, "max-binding", "", "run in panels whose matrices take at most `SIZE` bytes a binding (e.g. 1MiB; default: the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE)")

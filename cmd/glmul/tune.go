@@ -110,6 +110,9 @@ glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, s
 		return nil, err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.nSet = f.nSet || fl.Name == "n" })
+	if f.dev.unseen {
+		return nil, usagef("tune: -unseen is for judging the device model against the tuned choice (glmul bench -unseen); tune measures this device as it is and caches for its driver: run it without -unseen")
+	}
 	if err := positive("tune: ", "-n", f.n); err != nil {
 		return nil, err
 	}

@@ -52,11 +52,16 @@ const (
 // transposed"), a cliff the model's register count does not explain.
 const ModelMaxTN = 8
 
-// ModelMaxBK is the deepest K step of the model's configurations: on the
-// H100 the configurations with steps of 32 ran slowest of all tune's
-// candidates (64x64x32_8x8_db 3.3 TFLOPS, 128x64x32_16x8_db 0.66: very
-// likely spilled, docs/PERFORMANCE.md "Tuning per shape class"), and every
-// configuration measured best has a step of 8 or 16.
+// ModelMaxBK is the deepest K step of the model's configurations, an
+// assumption from the H100: there the default, natural and small-grid
+// configurations measured best have steps of 8 or 16, and in one sweep
+// the configurations with steps of 32 and large register tiles ran
+// slowest of all (64x64x32_8x8_db 3.3 TFLOPS, 128x64x32_16x8_db 0.66;
+// docs/PERFORMANCE.md "Tuning per shape class", where a later session
+// put part of that sweep's slowness on the clocks). It costs something:
+// glmul tune cached steps of 32 for the H100's long-k (64x128x32_8x4,
+// +8%) and thin-k (64x64x32_4x4, +12%) classes, which the model cannot
+// choose.
 const ModelMaxBK = 16
 
 // ModelRegistersOf is the model's estimate of the registers one invocation
@@ -140,6 +145,10 @@ func Model(f Facts) Choice {
 	}
 	ch.Source = fmt.Sprintf("device model, from %d bytes of shared memory and %d invocations a work group (glmul tune measures instead)",
 		f.SharedMemory, f.Invocations)
+	if len(ok) == 0 {
+		ch.Source = fmt.Sprintf("generic default (no configuration of the device model fits %d bytes of shared memory and %d invocations a work group)",
+			f.SharedMemory, f.Invocations)
+	}
 	return ch
 }
 

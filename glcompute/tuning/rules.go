@@ -14,7 +14,7 @@ func Choose(d Driver, f Facts) Choice {
 	switch {
 	case strings.Contains(d.Vendor, "NVIDIA"):
 		return Choice{Default: NVIDIADefault, Natural: NVIDIANatural, SmallGrid: NVIDIASmallGrid,
-			Source: "built-in default for NVIDIA (tuned on an H100)"}
+			Source: "built-in default for NVIDIA (measured on an H100 and an H200)"}
 	case OnCPU(d):
 		return Choice{Default: LlvmpipeDefault, Source: "built-in default for Mesa llvmpipe (tuned on 2 CPU cores)"}
 	}
@@ -67,9 +67,13 @@ const ThinNMax = 4
 // should use SmallGrid instead, on a device that runs wave groups at once:
 // when the default's grid, even split along K as AutoSplitK would, leaves
 // part of a wave idle, or K is too short to amortize large tiles' start and
-// finish. From H100 runs (docs/PERFORMANCE.md): 128×256 tiles split along
-// K beat 64×64 tiles at 1024³ (25.6 vs 23.3 TFLOPS: 32 groups in 8 slices),
-// 1000×4096×1000 (34.0 vs 23.3) and M 8192, K 8192, N 256 (39.9 vs 31.1);
+// finish. From H100 runs (docs/PERFORMANCE.md), with NVIDIA's natural of
+// the time, 128×256 tiles: split along K they beat 64×64 tiles at 1024³
+// (25.6 vs 23.3 TFLOPS: 32 groups in 8 slices), 1000×4096×1000 (34.0 vs
+// 23.3) and M 8192, K 8192, N 256 (39.9 vs 31.1); the 128×128 natural
+// since 2026-11-27 gives 64 groups in 4 slices there, and it beat the
+// small grid on an H200 at 1024³, 1000×4096×1000 and 8192×8192×256 (31.1,
+// 33.0 and 41.3 TFLOPS against 27.2, 23.7 and 34.3);
 // 64×64 tiles win where the split cannot fill a wave (512³, 64×4096×64)
 // and at K = 64.
 func UseSmallGrid(groups, k, wave int) bool {
