@@ -120,9 +120,16 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 		h.p.setUints(uniform{"lda", kernelLda}, uniform{"ldb", h.ldb}, uniform{"ldc", h.ldc},
 			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0}, uniform{"ksplit", h.ksplit})
 	}
+	return h.planWorkspace()
+}
+
+// planWorkspace makes the split-K workspace and compiles reduce.comp where
+// a pass will run the product split.
+func (h *hostProduct) planWorkspace() error {
 	if h.splits == 1 || h.o.Measure == nil && h.rowsPerBand() < h.m {
 		return nil // no pass runs the split: no workspace
 	}
+	var err error
 	count := h.m * h.ldc / 4 // vec4s of C
 	if err := h.d.checkBlock(fmt.Sprintf("the split-K workspace of %d partial results is", h.splits), 4*int64(h.splits)*int64(count)*4); err != nil {
 		return err
