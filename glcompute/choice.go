@@ -37,15 +37,15 @@ func (d *Device) chooseKernels() {
 	}
 }
 
-// builtinChoice is the kernel choice without glmul tune: the device
-// model's with Options.Unseen, else tuning.Choose's for this driver.
+// builtinChoice is the kernel choice without glmul tune: tuning.Choose's
+// for the driver as the rules see it (tuningDriver: none with
+// Options.Unseen, which leaves the device model's choice).
 func (d *Device) builtinChoice() tuning.Choice {
+	ch := tuning.Choose(d.tuningDriver(), d.info.Facts())
 	if d.opts.Unseen {
-		ch := tuning.Model(d.info.Facts())
 		ch.Source += ", as a device never seen (Unseen)"
-		return ch
 	}
-	return tuning.Choose(d.info.Driver(), d.info.Facts())
+	return ch
 }
 
 // ignoreTuned reports whether the tuning cache is left unread

@@ -143,10 +143,11 @@ func Model(f Facts) Choice {
 	if best, found := modelBest(ok, small, smallFirst); found {
 		ch.SmallGrid = "fast:" + best.String()
 	}
-	ch.Source = fmt.Sprintf("device model, from %d bytes of shared memory and %d invocations a work group (glmul tune measures instead)",
-		f.SharedMemory, f.Invocations)
 	if len(ok) == 0 {
 		ch.Source = fmt.Sprintf("generic default (no configuration of the device model fits %d bytes of shared memory and %d invocations a work group)",
+			f.SharedMemory, f.Invocations)
+	} else {
+		ch.Source = fmt.Sprintf("device model, from %d bytes of shared memory and %d invocations a work group (glmul tune measures instead)",
 			f.SharedMemory, f.Invocations)
 	}
 	return ch

@@ -7,9 +7,10 @@ import (
 )
 
 // Choose returns the kernel choice for a device glmul tune never ran on:
-// the configurations measured for its vendor (NVIDIA, on an H100; Mesa
-// llvmpipe, on 2 CPU cores: docs/PERFORMANCE.md), else the device model's
-// from what OpenGL reports of it (Model).
+// the configurations measured for its vendor (NVIDIA, on an H100 and an
+// H200; Mesa llvmpipe, on 2 CPU cores: docs/PERFORMANCE.md), else the
+// device model's from what OpenGL reports of it (Model): also for the
+// empty Driver, which glcompute passes for Options.Unseen.
 func Choose(d Driver, f Facts) Choice {
 	switch {
 	case strings.Contains(d.Vendor, "NVIDIA"):
