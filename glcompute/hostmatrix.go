@@ -13,8 +13,9 @@ import (
 // HostMatrix is a float32 matrix in host memory that the GPU reads and
 // writes directly, the analogue of CUDA's pinned memory: its Data is a
 // persistent, coherent mapping of a GL buffer. Fill it, and read results
-// from it, as any blas32.General; Mul then moves it with one GPU copy
-// instead of host copies through the staging buffers.
+// from it, as any blas32.General; Mul then reads and writes it from the
+// GPU (copies, or compute passes beside the kernel) instead of copying it
+// through the staging buffers on the host.
 //
 // Rows are padded to a multiple of 4 floats (Stride = Cols rounded up).
 // The padding belongs to glmul: Mul zeroes it in an operand and may write
@@ -105,9 +106,16 @@ func (h *HostMatrix) copyIn(dst view, r0, rows int) {
 
 // copyOut queues the GPU copy of src's rows into h's rows [r0, r0+rows)
 // and returns a fence that passes when it is done; on the device thread.
+// Where src is h's own buffer (a pass whose kernel wrote C straight into
+// it: hostProduct.outC) nothing is copied: the fence follows the barrier
+// that makes the kernel's writes visible to the host.
 func (h *HostMatrix) copyOut(src view, r0, rows int) glw.Fence {
-	glw.BarrierBufferRead()
-	src.buf.CopyTo(h.buf, 4*src.off, 4*r0*h.Stride, 4*rows*h.Stride)
+	if src.buf == h.buf {
+		glw.BarrierClientMapped()
+	} else {
+		glw.BarrierBufferRead()
+		src.buf.CopyTo(h.buf, 4*src.off, 4*r0*h.Stride, 4*rows*h.Stride)
+	}
 	f := glw.NewFence()
 	glw.Flush()
 	return f

@@ -35,13 +35,18 @@ type hostProduct struct {
 	slots     int
 	waveSplit bool
 	// mapped: A, B and C are all mapped host matrices (allMapped), which
-	// the GPU copies with no host copy through staging; the pass then runs
-	// in one step (rowsPerBand). Bands overlap the host's copies with the
-	// GPU's work; here there are none, one context runs the GPU's copies
-	// and dispatches in order, and bands only add their fences and waits.
-	// On the H100 (4096³, -mapped, 6 processes each, one call): 7.05 ms end
-	// to end in 4 bands, 6.88 in 2, 10.13 in 8 (bands of half a wave).
-	mapped   bool
+	// the GPU reads and writes with no host copy through staging; the pass
+	// then runs streamed (streams) or in one step (rowsPerBand). Bands of
+	// copy commands overlap nothing here: one context runs the GPU's
+	// copies and dispatches in order, and bands only add their fences and
+	// waits. On the H100 (4096³, -mapped, 6 processes each, one call),
+	// before streamed passes: 7.05 ms end to end in 4 bands, 6.88 in 2,
+	// 10.13 in 8 (bands of half a wave).
+	mapped bool
+	// plainAC: neither A nor C is a mapped host matrix and the staging
+	// buffers are mapped persistently, so that a streamed pass can read
+	// A's bands from them and write C's there (stagedEnds).
+	plainAC  bool
 	reduce   []dispatch.LinearChunk
 	progress progress
 	// edge and edges: where the kernel's tiles leave strips of C past
@@ -55,6 +60,18 @@ type hostProduct struct {
 	tr   *program
 	bufT glw.Buffer
 	ldt  int
+	// outC, where set, is the buffer the kernel writes C into instead of
+	// bufC: the pipelined pass of a product whose C is a mapped host
+	// matrix writes it there directly (pipelined), with no copy back.
+	outC glw.Buffer
+}
+
+// cBuf is the buffer the kernel (or split-K's reduction) writes C into.
+func (h *hostProduct) cBuf() glw.Buffer {
+	if h.outC != 0 {
+		return h.outC
+	}
+	return h.bufC
 }
 
 // kernelA is the buffer the kernel reads A from: A, or its transpose.
@@ -87,6 +104,7 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 	al := h.p.kernel.Align
 	h.lda, h.ldb, h.ldc = roundUp(h.k, al), roundUp(h.n, al), roundUp(h.n, al)
 	h.mapped = h.allMapped(c, a, b)
+	h.plainAC = h.d.hostMatrix(a, h.lda) == nil && h.d.hostMatrix(c, h.ldc) == nil && h.d.stage().persistent
 	h.splits, h.ksplit = 1, h.k
 	kernelLda := h.lda
 	if h.p.kernel.TransposeA {

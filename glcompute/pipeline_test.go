@@ -220,3 +220,72 @@ func TestMergedSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamed: a product whose kernel reads A transposed runs streamed
+// (hostProduct.streamed: A's bands transposed from host memory and C's
+// copied into it beside the kernel), from mapped host matrices and from Go
+// slices through the staging buffers (padded rows, and rows end to end
+// that the host copies as blocks), in bands,
+// with and without the stages, on shapes past whole tiles and bands (K
+// unsplit: a product split to fill the GPU runs in one step). An
+// element no band copies out stays NaN (mulStaged poisons C after the
+// stages' readback), and conformance compares every element against
+// float64 within K's bound.
+func TestStreamed(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	const kern = "fast:64x64x8_8x4_db_at"
+	if d.Fits(kern) != nil {
+		t.Skipf("%s does not fit %s", kern, d.Info().Renderer)
+	}
+	type streamCase struct {
+		kern     string
+		anyBands bool // streamAnyBands: bands under a wave stream too
+		shapes   []conformance.Shape
+	}
+	cases := []streamCase{{kern, true, []conformance.Shape{{M: 4*64 + 37, K: 301, N: 203}, {M: 9 * 64, K: 64, N: 128}, {M: 257, K: 5, N: 66}}}}
+	if d.Info().SMCount > 0 { // bands of a wave of the default kernel's groups, too slow for llvmpipe
+		cases = append(cases, streamCase{"fast:256x128x16_16x8_db_at", false, []conformance.Shape{{M: 13 * 256, K: 300, N: 4096}}}) // 4 bands, no edge strips
+	}
+	defer func() { streamAnyBands = false }()
+	for _, sc := range cases {
+		streamAnyBands = sc.anyBands
+		for _, staged := range []bool{false, true} {
+			mul := func(c, a, b blas32.General) error {
+				tm, err := mulStaged(d, c, a, b, MulOptions{Kernel: sc.kern, SplitK: 1}, staged)
+				if err == nil && c.Rows >= 4*64 && strings.HasSuffix(tm.Kernel, "_at") && tm.Steps < 2 {
+					return fmt.Errorf("%s: %d pipelined steps, want bands", tm.Kernel, tm.Steps)
+				}
+				return err
+			}
+			t.Run(fmt.Sprintf("%s/mapped/staged=%v", sc.kern, staged), func(t *testing.T) {
+				conformance.Run(t, sc.shapes, func(c, a, b blas32.General) error { return viaHostMatrices(d, c, a, b, mul) })
+			})
+			t.Run(fmt.Sprintf("%s/slices/staged=%v", sc.kern, staged), func(t *testing.T) {
+				conformance.Run(t, sc.shapes, mul)
+			})
+		}
+	}
+}
+
+// viaHostMatrices runs mul on copies of a and b in host matrices, into a
+// host matrix for c, and copies the result (and any NaN left in it) to c.
+func viaHostMatrices(d *Device, c, a, b blas32.General, mul func(hc, ha, hb blas32.General) error) error {
+	var hm [3]*HostMatrix
+	for i, g := range []blas32.General{a, b, c} {
+		var err error
+		if hm[i], err = d.NewHostMatrix(g.Rows, g.Cols); err != nil {
+			return err
+		}
+		defer hm[i].Release()
+		for r := 0; r < g.Rows; r++ {
+			copy(hm[i].Data[r*hm[i].Stride:(r+1)*hm[i].Stride], g.Data[r*g.Stride:r*g.Stride+g.Cols])
+		}
+	}
+	if err := mul(hm[2].General, hm[0].General, hm[1].General); err != nil {
+		return err
+	}
+	for r := 0; r < c.Rows; r++ {
+		copy(c.Data[r*c.Stride:r*c.Stride+c.Cols], hm[2].Data[r*hm[2].Stride:])
+	}
+	return nil
+}

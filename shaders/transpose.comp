@@ -8,9 +8,19 @@
 // lda, ldt, offA, offT and cols are multiples of 4, and A's columns from
 // K up to lda are zero (glmul's padding). Work group (x, y) covers T's
 // columns x0 + 64x… and rows y0 + 64y….
+//
+// Streamed (TransposeStream: STREAM and THREADS defined): a few work
+// groups, each looping over the tiles (tilesX across T's columns, all
+// of T's rows), so that they fit beside a product's work groups on the
+// same multiprocessors and run while it runs: a host product whose A is a
+// mapped host matrix transposes its next band of rows straight from host
+// memory that way (hostProduct.streamed).
 #version 430 core
 
-layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
+#ifndef THREADS
+#define THREADS 256u
+#endif
+layout(local_size_x = THREADS, local_size_y = 1, local_size_z = 1) in;
 
 uniform uint rows;
 uniform uint cols;
@@ -21,6 +31,9 @@ uniform uint offA;
 uniform uint offT;
 uniform uint x0;
 uniform uint y0;
+#ifdef STREAM
+uniform uint tilesX; // tiles across T's columns; the work groups take every tile in turn
+#endif
 
 layout(std430, binding = 0) readonly buffer ssbo_A { vec4 A[]; };
 layout(std430, binding = 2) writeonly buffer ssbo_T { vec4 T[]; };
@@ -29,13 +42,13 @@ layout(std430, binding = 2) writeonly buffer ssbo_T { vec4 T[]; };
 // (16 row groups of 4, two k) fall at most two to a bank.
 shared float tile[64][65];
 
-void main()
+// transposeTile transposes the 64×64 tile of A whose rows start at r0 and
+// columns at k0.
+void transposeTile(uint r0, uint k0)
 {
-    uint r0 = x0 + gl_WorkGroupID.x * 64u; // rows of A, columns of T
-    uint k0 = y0 + gl_WorkGroupID.y * 64u; // columns of A, rows of T
     uint t = gl_LocalInvocationIndex;
     uint q = t % 16u; // a vec4 along a row: of A (k) when reading, of T (r) when writing
-    for (uint i = t / 16u; i < 64u; i += 16u) {
+    for (uint i = t / 16u; i < 64u; i += THREADS / 16u) {
         uint r = r0 + i, k = k0 + q * 4u;
         vec4 v = r < rows && k < lda ? A[(offA + r * lda + k) / 4u] : vec4(0.0);
         tile[i][q * 4u] = v.x;
@@ -44,10 +57,23 @@ void main()
         tile[i][q * 4u + 3u] = v.w;
     }
     barrier();
-    for (uint i = t / 16u; i < 64u; i += 16u) {
+    for (uint i = t / 16u; i < 64u; i += THREADS / 16u) {
         uint k = k0 + i, r = r0 + q * 4u;
         if (k < K && r < cols) {
             T[(offT + k * ldt + r) / 4u] = vec4(tile[q * 4u][i], tile[q * 4u + 1u][i], tile[q * 4u + 2u][i], tile[q * 4u + 3u][i]);
         }
     }
+}
+
+void main()
+{
+#ifndef STREAM
+    transposeTile(x0 + gl_WorkGroupID.x * 64u, y0 + gl_WorkGroupID.y * 64u);
+#else
+    uint tiles = tilesX * ((K + 63u) / 64u);
+    for (uint g = gl_WorkGroupID.x; g < tiles; g += gl_NumWorkGroups.x) {
+        transposeTile(x0 + g % tilesX * 64u, y0 + g / tilesX * 64u);
+        barrier(); // the next tile's stores into tile[] wait for this one's reads
+    }
+#endif
 }

@@ -147,6 +147,21 @@ func BarrierAll() { gl.MemoryBarrier(gl.ALL_BARRIER_BITS) }
 // BarrierStorage orders shader storage writes before later shader reads.
 func BarrierStorage() { gl.MemoryBarrier(gl.SHADER_STORAGE_BARRIER_BIT) }
 
+// clientMappedBufferBarrierBit is GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT (GL
+// 4.4, ARB_buffer_storage, EXT_buffer_storage), which go-gl's 4.3 core
+// profile does not define.
+const clientMappedBufferBarrierBit = 0x00004000
+
+// BarrierClientMapped makes shader writes to a persistently mapped buffer
+// visible to the host once a fence after it has passed.
+func BarrierClientMapped() { gl.MemoryBarrier(clientMappedBufferBarrierBit) }
+
+// BarrierStorageClientMapped is BarrierStorage and BarrierClientMapped in
+// one call.
+func BarrierStorageClientMapped() {
+	gl.MemoryBarrier(gl.SHADER_STORAGE_BARRIER_BIT | clientMappedBufferBarrierBit)
+}
+
 // Dispatch3 launches x×y×z work groups of the current program.
 func Dispatch3(x, y, z int) { gl.DispatchCompute(uint32(x), uint32(y), uint32(z)) }
 

@@ -1,0 +1,360 @@
+package glcompute
+
+import (
+	"time"
+	"unsafe"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/tuning"
+	"github.com/glmul/glmul/shaders"
+)
+
+// A streamed pass moves A and C between host memory and the GPU with
+// compute passes issued beside the kernel's, instead of copy commands.
+// glCopyBufferSubData does not overlap the kernel on NVIDIA: one context
+// runs its copies and dispatches in order, and a second context's copies
+// of 32 MiB or less did not overlap either (docs/PERFORMANCE.md).
+// Dispatches without a barrier between them do run together where their
+// work groups find room. So while the kernel computes band i of C, the
+// GPU transposes band i+1 of A straight out of host memory
+// (TransposeStream) and copies band i−1 of C into it (Copy). Host memory
+// is the mapped host matrices themselves (mappedEnds), or, for Go slices,
+// the staging buffers (stagedEnds), which the host fills and empties a
+// band at a time while the GPU works on the others. 4096³ on the H100:
+// -mapped 6.1 ms end to end against 6.8–6.9 before, Go slices 9.5 against
+// 10.2 (docs/PERFORMANCE.md, "Streamed passes").
+
+// streams reports whether the pipelined pass runs streamed: A, B and C
+// all mapped host matrices, or A and C both Go slices with persistently
+// mapped staging buffers (B either), a kernel that reads A transposed (the
+// transpose is what reads A from host memory; a kernel reading A as it is
+// would read it from there once per column of tiles) without edge strips
+// (the edge kernel reads A as it is), bands that run unsplit, and at least
+// two bands of a wave of work groups each (waveRows, else tuning.Wave): a
+// band of fewer leaves most of the GPU idle (2048³ on the H100 in 4
+// bands of 32 groups: 2.31 ms end to end against 1.40 in one step).
+func (h *hostProduct) streams() bool {
+	if !h.mapped && !h.plainAC || h.tr == nil || h.edge != nil || !h.p.kernel.Strided || h.splits > 1 && !h.waveSplit {
+		return false
+	}
+	rows := h.bandSize()
+	if rows >= h.m {
+		return false
+	}
+	tileRows := rows / h.p.kernel.TileM
+	if streamAnyBands {
+		return true
+	}
+	if w := h.waveRows(); w > 0 {
+		return tileRows >= w
+	}
+	return tileRows*h.chunks.GroupsX >= tuning.Wave(h.d.tuningDriver())
+}
+
+// streamGroups is how many work groups each streaming pass runs, of
+// streamThreads invocations. Such a group cannot share a multiprocessor
+// with one of the kernel's (256 invocations of about 230 registers on
+// NVIDIA), so the streaming runs on the multiprocessors a band leaves idle
+// (4096³ on the H100: 128 groups a band, 4 of 132 idle) and, where it
+// has not finished with the band, on all of them after it. Measured on
+// the H100 (4096³, a band's kernel with the next band's transpose and the
+// last band's copy beside it; the kernel alone 0.733 ms): 4 groups of 1024
+// 0.920 ms, 8 0.944, 16 0.951, 36 0.869; 132 of 256 1.089, 132 of 64
+// 1.571 (groups small enough to sit beside the kernel's slow it down).
+// The transpose alone beside the kernel is hidden with 8 to 36 groups of
+// 1024 (0.734–0.745 ms); the copy out is not (PCIe writes from the
+// multiprocessors stall the kernel's own stores, as writing C to host
+// memory from the kernel did: docs/PERFORMANCE.md).
+func (h *hostProduct) streamGroups() int {
+	if n := h.d.info.SMCount; n > 0 {
+		return max(4, n/4)
+	}
+	return 32
+}
+
+// streamAnyBands makes streams accept bands of any size (tests: small
+// products then run streamed on any device).
+var streamAnyBands bool
+
+// streamThreads is the invocations of a streaming pass's work group:
+// 1024 (a multiprocessor the kernel leaves idle takes two such groups),
+// or what the driver allows (OpenGL ES 3.1 promises only 128), a multiple
+// of 16 (transpose.comp's rows of vec4s).
+func (h *hostProduct) streamThreads() int {
+	return min(1024, h.d.info.MaxWorkGroupInvocations, h.d.info.MaxWorkGroupSize[0]) / 16 * 16
+}
+
+// streamEnds are where a streamed pass finds its bands of A and puts
+// its bands of C: the host matrices themselves, or the staging buffers
+// (Go slices: the host copies a band of A in before the GPU transposes
+// it, and a band of C out after the GPU has copied it there).
+type streamEnds struct {
+	// a returns the buffer holding band i's rows of A (lda apart) and the
+	// float offset of its first row, after any host copy.
+	a func(i, r0, rows int) (glw.Buffer, int, error)
+	// c returns the buffer band i's rows of C (ldc apart) go to and the
+	// float offset of its first row.
+	c func(i, r0, rows int) (glw.Buffer, int, error)
+	// arrived, if set, is called in band order once band i's rows of C
+	// are there (the host copies them out of staging).
+	arrived func(i, r0, rows int)
+}
+
+// mappedEnds: A and C are host matrices the GPU reads and writes directly.
+func (h *hostProduct) mappedEnds(ha, hc *HostMatrix) streamEnds {
+	return streamEnds{
+		a: func(_, r0, rows int) (glw.Buffer, int, error) {
+			for i := r0; i < r0+rows; i++ { // the transpose reads A's padding, which must be zero
+				clear(ha.Data[i*ha.Stride+ha.Cols : (i+1)*ha.Stride])
+			}
+			return ha.buf, r0 * h.lda, nil
+		},
+		c: func(_, r0, _ int) (glw.Buffer, int, error) { return hc.buf, r0 * h.ldc, nil },
+	}
+}
+
+// stagedEnds: A and C are Go slices, their bands moved through the
+// staging buffers, band i through the buffers i%2 of each direction.
+// streamed's waits keep a buffer from being reused before the GPU and the
+// host are done with it.
+func (h *hostProduct) stagedEnds(a, c blas32.General) streamEnds {
+	st := h.d.stage()
+	return streamEnds{
+		a: func(i, r0, rows int) (glw.Buffer, int, error) {
+			sl, err := st.slot(&st.up, i%2, true, 4*rows*h.lda)
+			if err != nil {
+				return 0, 0, err
+			}
+			st.copyIn(unsafe.Slice((*float32)(sl.ptr), rows*h.lda), a, r0, r0+rows, h.lda)
+			return sl.buf, 0, nil
+		},
+		c: func(i, _, rows int) (glw.Buffer, int, error) {
+			sl, err := st.slot(&st.down, i%2, false, 4*rows*h.ldc)
+			if err != nil {
+				return 0, 0, err
+			}
+			return sl.buf, 0, nil
+		},
+		arrived: func(i, r0, rows int) {
+			st.copyOut(c, unsafe.Slice((*float32)(st.down[i%2].ptr), rows*h.ldc), r0, r0+rows, h.ldc)
+		},
+	}
+}
+
+// streamed runs the pipelined pass streamed (streams): B up and A's first
+// band transposed, then for each band of C the kernel, the next band of
+// A's transpose and the last band of C's copy out, with no barrier
+// between them; then the last band of C. C's GPU buffer is poisoned
+// first, so that an element no band writes reaches host memory as NaN.
+func (h *hostProduct) streamed(b blas32.General, ends streamEnds, report func(done, total int)) (passTimes, error) {
+	sp, err := h.newStreamPass(ends, report)
+	if err != nil {
+		return passTimes{}, err
+	}
+	defer sp.release()
+	st := h.d.stage()
+	in0, out0 := st.copiedIn, st.copiedOut
+	start := time.Now()
+	if err := sp.prologue(b); err != nil {
+		return passTimes{}, err
+	}
+	for i := range sp.bands {
+		if err := h.o.stopped(); err != nil {
+			return passTimes{}, err
+		}
+		if err := sp.step(i); err != nil {
+			return passTimes{}, err
+		}
+	}
+	sp.waitThrough(len(sp.bands)-1, ^uint64(0)) // the last copy is step len(bands), with step's wait
+	if err := sp.copyOut(len(sp.bands) - 1); err != nil {
+		return passTimes{}, err
+	}
+	glw.BarrierClientMapped()
+	sp.fence()
+	sp.waitThrough(len(sp.fences)-1, ^uint64(0))
+	pt := passTimes{wall: time.Since(start), steps: len(sp.bands)}
+	pt.hostIn, pt.hostOut = st.copiedIn-in0, st.copiedOut-out0
+	pt.upBytes = 4 * int64(h.k*h.ldb+h.m*h.lda)
+	pt.downBytes = 4 * int64(h.m*h.ldc)
+	pl := &pipeline{d: h.d, o: h.o}
+	pt.compute, pt.gpuTimer = pl.computeTime(sp.queries, sp.calls)
+	return pt, h.d.checkError("running the streamed product")
+}
+
+// streamPass is one streamed pass in progress.
+type streamPass struct {
+	h      *hostProduct
+	ends   streamEnds
+	tr, cp *program // TransposeStream, Copy
+	bands  [][2]int // first row and rows of each band
+	report func(done, total int)
+	// fences[0] passes after the first band's transpose, fences[i+1]
+	// after step i (band i computed, band i+1 of A transposed, band i−1
+	// of C copied out), fences[len(bands)+1] after the last band's copy:
+	// band j of C is out of the GPU once fences[j+2] has passed. done
+	// counts the bands of C delivered (ends.arrived, report).
+	fences []glw.Fence
+	done   int
+	// timed: each step between two GL_TIMESTAMP queries; calls: the wall
+	// time of its dispatch calls (pipeline.computeTime).
+	timed   bool
+	queries [][2]glw.Query
+	calls   []time.Duration
+}
+
+func (h *hostProduct) newStreamPass(ends streamEnds, report func(done, total int)) (*streamPass, error) {
+	sp := &streamPass{h: h, ends: ends, report: report, timed: h.d.info.TimerBits > 0 && !glw.TimerBusy()}
+	var err error
+	if sp.tr, err = h.d.programOf(shaders.TransposeStream(h.streamThreads())); err != nil {
+		return nil, err
+	}
+	if sp.cp, err = h.d.programOf(shaders.Copy(h.streamThreads())); err != nil {
+		return nil, err
+	}
+	rowsPer := h.rowsPerBand()
+	for r0 := 0; r0 < h.m; r0 += rowsPer {
+		sp.bands = append(sp.bands, [2]int{r0, min(rowsPer, h.m-r0)})
+	}
+	return sp, nil
+}
+
+// release deletes the pass's queries and fences. A pass that stopped
+// early (an error, a cancelled Context) first waits for the GPU: its
+// queued passes still read and write the staging buffers and host
+// matrices, which the next product or the caller may reuse at once.
+func (sp *streamPass) release() {
+	if sp.done < len(sp.bands) {
+		glw.Finish()
+	}
+	for _, q := range sp.queries {
+		q[0].Release()
+		q[1].Release()
+	}
+	for i := range sp.fences {
+		sp.fences[i].Release()
+	}
+}
+
+// prologue queues B's upload (host copies through staging for a Go
+// slice), C's poison and the first band's transpose.
+func (sp *streamPass) prologue(b blas32.General) error {
+	h := sp.h
+	if hb := h.d.hostMatrix(b, h.ldb); hb != nil {
+		hb.copyIn(view{buf: h.bufB}, 0, hb.Rows)
+	} else if err := h.d.stage().upload(view{buf: h.bufB, stride: h.ldb}, b); err != nil {
+		return err
+	}
+	if err := h.d.poison(h.bufC, 4*h.m*h.ldc); err != nil {
+		return err
+	}
+	if err := sp.transpose(0); err != nil {
+		return err
+	}
+	glw.BarrierStorage()
+	sp.fence()
+	return nil
+}
+
+// step queues step i, timed, after waiting for step i−2: the buffers that
+// band i+1 of A and band i−1 of C go through (stagedEnds) were last used
+// then.
+func (sp *streamPass) step(i int) error {
+	sp.waitThrough(i-1, ^uint64(0))
+	t0 := time.Now()
+	var q [2]glw.Query
+	if sp.timed {
+		q = [2]glw.Query{glw.NewQuery(), glw.NewQuery()}
+		sp.queries = append(sp.queries, q)
+		q[0].Timestamp()
+	}
+	if err := sp.h.bandKernel(sp.bands[i][0], sp.bands[i][1]); err != nil {
+		return err
+	}
+	if i+1 < len(sp.bands) {
+		if err := sp.transpose(i + 1); err != nil {
+			return err
+		}
+	}
+	if i > 0 {
+		if err := sp.copyOut(i - 1); err != nil {
+			return err
+		}
+	}
+	if sp.timed {
+		q[1].Timestamp()
+	}
+	glw.BarrierStorageClientMapped()
+	sp.fence()
+	sp.calls = append(sp.calls, time.Since(t0))
+	sp.waitThrough(-1, 0)
+	return nil
+}
+
+// fence appends a flushed fence after the commands queued so far.
+func (sp *streamPass) fence() {
+	sp.fences = append(sp.fences, glw.NewFence())
+	glw.Flush()
+}
+
+// waitThrough waits up to timeout for fences[k] (none for k < 0), then
+// delivers the bands of C whose fences have passed.
+func (sp *streamPass) waitThrough(k int, timeout uint64) {
+	if k >= 0 && !sp.fences[k].Signaled(timeout) {
+		return
+	}
+	for sp.done+2 < len(sp.fences) && sp.fences[sp.done+2].Signaled(0) {
+		b := sp.bands[sp.done]
+		if sp.ends.arrived != nil {
+			sp.ends.arrived(sp.done, b[0], b[1])
+		}
+		sp.done++
+		if sp.report != nil {
+			sp.report(sp.done, len(sp.bands))
+		}
+	}
+}
+
+// transpose queues the transpose of band i of A from where ends has it.
+func (sp *streamPass) transpose(i int) error {
+	b := sp.bands[i]
+	buf, off, err := sp.ends.a(i, b[0], b[1])
+	if err == nil {
+		sp.h.streamTranspose(sp.tr, buf, off, b[0], b[1])
+	}
+	return err
+}
+
+// copyOut queues the copy of band i of C (from bufC) to where ends puts it.
+func (sp *streamPass) copyOut(i int) error {
+	h, b := sp.h, sp.bands[i]
+	buf, off, err := sp.ends.c(i, b[0], b[1])
+	if err != nil {
+		return err
+	}
+	sp.cp.prog.Use()
+	h.bufC.BindStorage(0)
+	buf.BindStorage(2)
+	sp.cp.setUints(uniform{"count", b[1] * h.ldc / 4}, uniform{"offS4", b[0] * h.ldc / 4}, uniform{"offD4", off / 4})
+	glw.Dispatch(h.streamGroups(), 1)
+	return nil
+}
+
+// streamTranspose queues the streamed transpose of A's rows [r0, r0+rows),
+// held in buf from float off, lda apart, into bufT (the last band also
+// writes the zero columns up to ldt).
+func (h *hostProduct) streamTranspose(tr *program, buf glw.Buffer, off, r0, rows int) {
+	cols := rows
+	if r0+rows == h.m {
+		cols = h.ldt - r0
+	}
+	tr.prog.Use()
+	buf.BindStorage(0)
+	h.bufT.BindStorage(2)
+	tr.setUints(uniform{"rows", rows}, uniform{"cols", cols}, uniform{"K", h.k}, uniform{"lda", h.lda},
+		uniform{"ldt", h.ldt}, uniform{"offA", off}, uniform{"offT", r0}, uniform{"x0", 0}, uniform{"y0", 0},
+		uniform{"tilesX", (cols + 63) / 64})
+	glw.Dispatch(h.streamGroups(), 1)
+}
