@@ -46,12 +46,13 @@
 // glBufferSubData instead; PrepareStaging makes them ahead of the first product. A
 // HostMatrix lives in such memory from the start, so that the GPU reads
 // and writes it with no host copy, as pinned memory does for CUDA. Where
-// the kernel reads A transposed and the product fills the GPU at least
-// twice over, its bands of A are transposed straight out of host memory
-// (a HostMatrix, else the staging buffers) and its bands of C copied into
-// it by compute passes that run beside the kernel's (a streamed pass;
-// docs/PERFORMANCE.md). Products larger than one shader storage binding,
-// or than MulOptions.MaxGPUMemory, run in
+// the kernel reads A transposed, the product fills the GPU at least twice
+// over and A, B and C are all HostMatrix memory or A and C are both Go
+// slices, its bands of A are transposed straight out of host memory (the
+// HostMatrix, or the staging buffers) and its bands of C copied into it
+// by compute passes that run beside the kernel's (a streamed pass,
+// Timings.Streamed; docs/PERFORMANCE.md). Products larger than one shader
+// storage binding, or than MulOptions.MaxGPUMemory, run in
 // panels (Plan tells how).
 //
 // # Matrices larger than memory

@@ -56,7 +56,8 @@ type hostProduct struct {
 	edges []dispatch.Chunk
 	// tr, bufT and ldt: for a kernel that reads A transposed
 	// (Kernel.TransposeA), transpose.comp and the K×ldt transpose it
-	// writes from bufA before each product or band (transposeA).
+	// writes from bufA before each product or band (transposeA), or a
+	// streamed pass from host memory (streamTranspose).
 	tr   *program
 	bufT glw.Buffer
 	ldt  int

@@ -40,8 +40,8 @@ func (h *hostProduct) streams() bool {
 		return false
 	}
 	rows := h.bandSize()
-	if rows >= h.m {
-		return false
+	if rows >= h.m || !h.mapped && 4*rows*max(h.lda, h.ldc) > h.d.stage().bytes {
+		return false // one band, or bands larger than a staging buffer (bandRows keeps whole tiles)
 	}
 	tileRows := rows / h.p.kernel.TileM
 	if streamAnyBands {
@@ -105,12 +105,7 @@ type streamEnds struct {
 // mappedEnds: A and C are host matrices the GPU reads and writes directly.
 func (h *hostProduct) mappedEnds(ha, hc *HostMatrix) streamEnds {
 	return streamEnds{
-		a: func(_, r0, rows int) (glw.Buffer, int, error) {
-			for i := r0; i < r0+rows; i++ { // the transpose reads A's padding, which must be zero
-				clear(ha.Data[i*ha.Stride+ha.Cols : (i+1)*ha.Stride])
-			}
-			return ha.buf, r0 * h.lda, nil
-		},
+		a: func(_, r0, _ int) (glw.Buffer, int, error) { return ha.buf, r0 * h.lda, nil }, // padding is read, never written to T
 		c: func(_, r0, _ int) (glw.Buffer, int, error) { return hc.buf, r0 * h.ldc, nil },
 	}
 }
@@ -168,14 +163,14 @@ func (h *hostProduct) streamed(b blas32.General, ends streamEnds, report func(do
 			return passTimes{}, err
 		}
 	}
-	sp.waitThrough(len(sp.bands)-1, ^uint64(0)) // the last copy is step len(bands), with step's wait
+	sp.waitThrough(len(sp.bands)-1, ^uint64(0)) // the last copy is step len(bands): step's wait
 	if err := sp.copyOut(len(sp.bands) - 1); err != nil {
 		return passTimes{}, err
 	}
 	glw.BarrierClientMapped()
 	sp.fence()
 	sp.waitThrough(len(sp.fences)-1, ^uint64(0))
-	pt := passTimes{wall: time.Since(start), steps: len(sp.bands)}
+	pt := passTimes{wall: time.Since(start), steps: len(sp.bands), streamed: true}
 	pt.hostIn, pt.hostOut = st.copiedIn-in0, st.copiedOut-out0
 	pt.upBytes = 4 * int64(h.k*h.ldb+h.m*h.lda)
 	pt.downBytes = 4 * int64(h.m*h.ldc)
@@ -258,11 +253,11 @@ func (sp *streamPass) prologue(b blas32.General) error {
 	return nil
 }
 
-// step queues step i, timed, after waiting for step i−2: the buffers that
-// band i+1 of A and band i−1 of C go through (stagedEnds) were last used
-// then.
+// step queues step i, timed: the kernel over band i, flushed so that the
+// GPU has it while the host waits for step i−2 (the buffers that band i+1
+// of A and band i−1 of C go through, stagedEnds, were last used then) and
+// copies band i+1 of A in; then the transpose and the copy out.
 func (sp *streamPass) step(i int) error {
-	sp.waitThrough(i-1, ^uint64(0))
 	t0 := time.Now()
 	var q [2]glw.Query
 	if sp.timed {
@@ -273,6 +268,8 @@ func (sp *streamPass) step(i int) error {
 	if err := sp.h.bandKernel(sp.bands[i][0], sp.bands[i][1]); err != nil {
 		return err
 	}
+	glw.Flush()
+	sp.waitThrough(i-1, ^uint64(0))
 	if i+1 < len(sp.bands) {
 		if err := sp.transpose(i + 1); err != nil {
 			return err

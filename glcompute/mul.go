@@ -120,6 +120,9 @@ type Timings struct {
 	// creation and a Measure hook are not in it.
 	EndToEnd time.Duration `json:"end_to_end_ns"`
 	Steps    int           `json:"pipeline_steps"`
+	// Streamed: the pass moved A and C with compute passes beside the
+	// kernel's (a streamed pass: see the package documentation).
+	Streamed bool `json:"streamed,omitempty"`
 	// Upload and Readback are the host's busy time within the pass copying
 	// into and out of the staging buffers. Compute holds one element, the
 	// GPU's time with the pass's dispatches in flight: by GL_TIMESTAMP

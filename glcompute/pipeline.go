@@ -19,7 +19,8 @@ import (
 // bandRows is how many rows of C a step computes when a product of m
 // rows, in tiles tile rows high, runs in about bands row bands: a multiple
 // of the tile, and no more than fit one staging buffer of stagingBytes at
-// ld floats a row. A band larger than a staging buffer would stall the
+// ld floats a row where a tile's rows fit one (else the staging path moves
+// a band in several chunks, and a streamed pass does not stream). A band larger than a staging buffer would stall the
 // pipeline: the host fills both staging buffers, and the GPU frees them
 // only after the dispatch queued before their copies. Where waveRows (the
 // tile rows whose work groups the GPU runs in one wave; 0: unknown) is
@@ -101,11 +102,12 @@ type passTimes struct {
 	gpuTimer                       bool
 	upBytes, downBytes             int64
 	steps                          int
+	streamed                       bool
 }
 
 // fill records the pass in t.
 func (pt passTimes) fill(t *Timings) {
-	t.EndToEnd, t.Steps = pt.wall, pt.steps
+	t.EndToEnd, t.Steps, t.Streamed = pt.wall, pt.steps, pt.streamed
 	t.Upload, t.Compute, t.Readback = pt.hostIn, []time.Duration{pt.compute}, pt.hostOut
 	if pt.gpuTimer {
 		t.GPU = []time.Duration{pt.compute}

@@ -1,6 +1,7 @@
 package glcompute
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -225,46 +226,83 @@ func TestMergedSpan(t *testing.T) {
 // (hostProduct.streamed: A's bands transposed from host memory and C's
 // copied into it beside the kernel), from mapped host matrices and from Go
 // slices through the staging buffers (padded rows, and rows end to end
-// that the host copies as blocks), in bands,
-// with and without the stages, on shapes past whole tiles and bands (K
-// unsplit: a product split to fill the GPU runs in one step). An
+// that the host copies as blocks), in 3 and 4 bands, with and without the
+// stages, on shapes past whole tiles and bands (K unsplit: a product split
+// to fill the GPU runs in one step). It does not stream where bands are
+// larger than a staging buffer, without persistent mappings, or with a
+// mapped C but Go-slice A; those products must come out right too. An
 // element no band copies out stays NaN (mulStaged poisons C after the
 // stages' readback), and conformance compares every element against
-// float64 within K's bound.
+// float64 within K's bound. On the GPU, bands of a wave of the default
+// kernel's groups stream without streamAnyBands.
 func TestStreamed(t *testing.T) {
-	d := openDevice(t, BackendEGL)
 	const kern = "fast:64x64x8_8x4_db_at"
+	d := openDevice(t, BackendEGL)
 	if d.Fits(kern) != nil {
 		t.Skipf("%s does not fit %s", kern, d.Info().Renderer)
 	}
+	small := []conformance.Shape{{M: 4*64 + 37, K: 301, N: 203}, {M: 9 * 64, K: 64, N: 128}, {M: 257, K: 5, N: 66}}
 	type streamCase struct {
+		name     string
+		o        *Options // nil: d
 		kern     string
-		anyBands bool // streamAnyBands: bands under a wave stream too
+		anyBands bool   // streamAnyBands: bands under a wave stream too
+		ends     string // "mapped" (A, B, C), "slices", "mapped C"
+		stream   bool   // streams where the kernel reads A transposed (on NVIDIA small N runs A as it is)
 		shapes   []conformance.Shape
 	}
-	cases := []streamCase{{kern, true, []conformance.Shape{{M: 4*64 + 37, K: 301, N: 203}, {M: 9 * 64, K: 64, N: 128}, {M: 257, K: 5, N: 66}}}}
+	cases := []streamCase{
+		{"mapped", nil, kern, true, "mapped", true, small},
+		{"slices", nil, kern, true, "slices", true, small},
+		{"slices in 4 bands", &Options{StagingBytes: 64 << 10}, kern, true, "slices", true, []conformance.Shape{{M: 581, K: 61, N: 60}}},
+		{"bands over a staging buffer", &Options{StagingBytes: 8 << 10}, kern, true, "slices", false, small[:1]},
+		{"no persistent mapping", &Options{NoPersistentMapping: true}, kern, true, "slices", false, small[:1]},
+		{"mapped C only", nil, kern, true, "mapped C", false, small},
+	}
 	if d.Info().SMCount > 0 { // bands of a wave of the default kernel's groups, too slow for llvmpipe
-		cases = append(cases, streamCase{"fast:256x128x16_16x8_db_at", false, []conformance.Shape{{M: 13 * 256, K: 300, N: 4096}}}) // 4 bands, no edge strips
+		big := []conformance.Shape{{M: 13 * 256, K: 300, N: 4096}} // 4 bands, no edge strips
+		cases = append(cases, streamCase{"GPU mapped", nil, "fast:256x128x16_16x8_db_at", false, "mapped", true, big},
+			streamCase{"GPU slices", nil, "fast:256x128x16_16x8_db_at", false, "slices", true, big})
 	}
 	defer func() { streamAnyBands = false }()
 	for _, sc := range cases {
+		dev := d
+		if sc.o != nil {
+			sc.o.Backend = onPlatform(BackendEGL)
+			dev = openDeviceWith(t, sc.o)
+		}
 		streamAnyBands = sc.anyBands
 		for _, staged := range []bool{false, true} {
 			mul := func(c, a, b blas32.General) error {
-				tm, err := mulStaged(d, c, a, b, MulOptions{Kernel: sc.kern, SplitK: 1}, staged)
-				if err == nil && c.Rows >= 4*64 && strings.HasSuffix(tm.Kernel, "_at") && tm.Steps < 2 {
-					return fmt.Errorf("%s: %d pipelined steps, want bands", tm.Kernel, tm.Steps)
+				tm, err := mulStaged(dev, c, a, b, MulOptions{Kernel: sc.kern, SplitK: 1}, staged)
+				if want := sc.stream && strings.HasSuffix(tm.Kernel, "_at"); err == nil && tm.Streamed != want {
+					return fmt.Errorf("%s in %d steps: streamed %v, want %v", tm.Kernel, tm.Steps, tm.Streamed, want)
 				}
 				return err
 			}
-			t.Run(fmt.Sprintf("%s/mapped/staged=%v", sc.kern, staged), func(t *testing.T) {
-				conformance.Run(t, sc.shapes, func(c, a, b blas32.General) error { return viaHostMatrices(d, c, a, b, mul) })
-			})
-			t.Run(fmt.Sprintf("%s/slices/staged=%v", sc.kern, staged), func(t *testing.T) {
-				conformance.Run(t, sc.shapes, mul)
+			t.Run(fmt.Sprintf("%s/staged=%v", sc.name, staged), func(t *testing.T) {
+				conformance.Run(t, sc.shapes, func(c, a, b blas32.General) error {
+					switch sc.ends {
+					case "mapped":
+						return viaHostMatrices(dev, c, a, b, mul)
+					case "mapped C":
+						return viaHostMatrices(dev, c, a, b, func(hc, _, _ blas32.General) error { return mul(hc, a, b) })
+					}
+					return mul(c, a, b)
+				})
 			})
 		}
 	}
+	t.Run("cancelled", func(t *testing.T) {
+		streamAnyBands = true
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		rng := rand.New(rand.NewPCG(3, 4))
+		a, b, c := cpu.Random(293, 301, rng), cpu.Random(301, 203, rng), cpu.New(293, 203)
+		if _, err := d.Mul(c, a, b, &MulOptions{Kernel: kern, SplitK: 1, Context: ctx}); !errors.Is(err, context.Canceled) {
+			t.Errorf("Mul with a cancelled context: %v, want context.Canceled", err)
+		}
+	})
 }
 
 // viaHostMatrices runs mul on copies of a and b in host matrices, into a

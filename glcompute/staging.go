@@ -88,6 +88,10 @@ func (d *Device) Staging() string {
 // the transfer needs (up to the stager's size, so small products pin
 // little memory) and grown when a larger one comes.
 func (s *stager) slot(slots *[2]stageSlot, i int, write bool, need int) (*stageSlot, error) {
+	if need > s.bytes { // no caller may get a buffer shorter than it asked for
+		return nil, fmt.Errorf("%w: %s through a staging buffer of %s; raise Options.StagingBytes",
+			ErrTooLarge, formatBytes(float64(need)), formatBytes(float64(s.bytes)))
+	}
 	sl := &slots[i]
 	if sl.fence != 0 {
 		if !sl.fence.Done() {

@@ -12,9 +12,9 @@
 // Streamed (TransposeStream: STREAM and THREADS defined): a few work
 // groups, each looping over the tiles (tilesX across T's columns, all
 // of T's rows), so that they fit beside a product's work groups on the
-// same multiprocessors and run while it runs: a host product whose A is a
-// mapped host matrix transposes its next band of rows straight from host
-// memory that way (hostProduct.streamed).
+// same multiprocessors and run while it runs: a streamed pass transposes
+// its next band of A straight from host memory that way (a mapped host
+// matrix, or a staging buffer the host has filled; hostProduct.streamed).
 #version 430 core
 
 #ifndef THREADS

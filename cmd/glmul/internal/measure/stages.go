@@ -92,9 +92,10 @@ type Timings struct {
 	// UploadBytes and ReadbackBytes are the bytes moved each way.
 	UploadBytes   int64 `json:"upload_bytes"`
 	ReadbackBytes int64 `json:"readback_bytes"`
-	// EndToEnd and Steps are the pipelined pass's (glcompute.Timings).
+	// EndToEnd, Steps and Streamed are the pipelined pass's (glcompute.Timings).
 	EndToEnd time.Duration `json:"end_to_end_ns"`
 	Steps    int           `json:"pipeline_steps"`
+	Streamed bool          `json:"streamed,omitempty"`
 	// Overlapping: Upload, Compute and Readback were measured within the
 	// pipelined pass (Options.Once, or a product in panels), each stage's
 	// busy time there, and their sum exceeds EndToEnd by what overlapped.
@@ -280,7 +281,7 @@ func (st *stages) timeRuns(s *glcompute.Stages) error {
 // did not run alone, the pass's own stage times stand for them.
 func (st *stages) finish(p glcompute.Timings) Timings {
 	t := st.t
-	t.Layout, t.EndToEnd, t.Steps = p.Layout, p.EndToEnd, p.Steps
+	t.Layout, t.EndToEnd, t.Steps, t.Streamed = p.Layout, p.EndToEnd, p.Steps, p.Streamed
 	if st.alone {
 		return t
 	}
