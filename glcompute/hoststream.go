@@ -253,11 +253,15 @@ func (sp *streamPass) prologue(b blas32.General) error {
 	return nil
 }
 
-// step queues step i, timed: the kernel over band i, flushed so that the
-// GPU has it while the host waits for step i−2 (the buffers that band i+1
-// of A and band i−1 of C go through, stagedEnds, were last used then) and
-// copies band i+1 of A in; then the transpose and the copy out.
+// step queues step i, timed, after waiting for step i−2: the buffers that
+// band i+1 of A and band i−1 of C go through (stagedEnds) were last used
+// then. The kernel, the transpose and the copy out go to the GPU in one
+// flush: with the kernel flushed alone first (so that the GPU had it
+// while the host waited and copied), the passes beside it no longer
+// overlapped it on the H100 (4096³ -mapped 6.91 ms end to end against
+// 6.08; Go slices 9.57 against 9.50).
 func (sp *streamPass) step(i int) error {
+	sp.waitThrough(i-1, ^uint64(0))
 	t0 := time.Now()
 	var q [2]glw.Query
 	if sp.timed {
@@ -268,8 +272,6 @@ func (sp *streamPass) step(i int) error {
 	if err := sp.h.bandKernel(sp.bands[i][0], sp.bands[i][1]); err != nil {
 		return err
 	}
-	glw.Flush()
-	sp.waitThrough(i-1, ^uint64(0))
 	if i+1 < len(sp.bands) {
 		if err := sp.transpose(i + 1); err != nil {
 			return err
