@@ -46,13 +46,15 @@
 // glBufferSubData instead; PrepareStaging makes them ahead of the first product. A
 // HostMatrix lives in such memory from the start, so that the GPU reads
 // and writes it with no host copy, as pinned memory does for CUDA. Where
-// the kernel reads A transposed, the product fills the GPU at least twice
-// over and A, B and C are all HostMatrix memory or A and C are both Go
-// slices, its bands of A are transposed straight out of host memory (the
-// HostMatrix, or the staging buffers) and its bands of C copied into it
-// by compute passes that run beside the kernel's (a streamed pass,
-// Timings.Streamed; docs/PERFORMANCE.md). Products larger than one shader
-// storage binding, or than MulOptions.MaxGPUMemory, run in
+// the kernel reads A transposed and the product has more than about three
+// waves of work groups (bands of at least a wave), with no edge strips, and
+// A, B and C are all HostMatrix memory or A and C are both Go slices (with
+// persistently mapped staging buffers that a band fits), its bands of A
+// are transposed straight out of host memory (the HostMatrix, or the
+// staging buffers) and its bands of C copied into it by compute passes
+// that run beside the kernel's (a streamed pass, Timings.Streamed;
+// docs/PERFORMANCE.md). Products larger than one shader storage binding,
+// or than MulOptions.MaxGPUMemory, run in
 // panels (Plan tells how).
 //
 // # Matrices larger than memory

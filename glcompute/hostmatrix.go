@@ -18,8 +18,8 @@ import (
 // through the staging buffers on the host.
 //
 // Rows are padded to a multiple of 4 floats (Stride = Cols rounded up).
-// The padding belongs to glmul: Mul zeroes it in an operand and may write
-// it in a result. Data is valid until Release; using it afterwards is a
+// The padding belongs to glmul: Mul may zero it in an operand and may
+// write it in a result. Data is valid until Release; using it afterwards is a
 // use of unmapped memory. Needs glBufferStorage (GL 4.4 or
 // ARB_buffer_storage) and persistent mapping (not Options.NoPersistentMapping).
 //

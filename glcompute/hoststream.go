@@ -22,9 +22,10 @@ import (
 // (TransposeStream) and copies band i−1 of C into it (Copy). Host memory
 // is the mapped host matrices themselves (mappedEnds), or, for Go slices,
 // the staging buffers (stagedEnds), which the host fills and empties a
-// band at a time while the GPU works on the others. 4096³ on the H100:
-// -mapped 6.1 ms end to end against 6.8–6.9 before, Go slices 9.5 against
-// 10.2 (docs/PERFORMANCE.md, "Streamed passes").
+// band at a time while the GPU works on the others. 4096³ on the H100,
+// medians over processes: -mapped 6.05–6.13 ms end to end against
+// 6.84–7.08 for the previous binary in the same calls, Go slices 9.50–9.52
+// against 10.24–11.25 (docs/PERFORMANCE.md, "Streamed passes").
 
 // streams reports whether the pipelined pass runs streamed: A, B and C
 // all mapped host matrices, or A and C both Go slices with persistently
@@ -34,7 +35,9 @@ import (
 // (the edge kernel reads A as it is), bands that run unsplit, and at least
 // two bands of a wave of work groups each (waveRows, else tuning.Wave): a
 // band of fewer leaves most of the GPU idle (2048³ on the H100 in 4
-// bands of 32 groups: 2.31 ms end to end against 1.40 in one step).
+// bands of 32 groups: 2.31 ms end to end against 1.40 in one step). With
+// Go slices a band's rows of A and of C must also fit a staging buffer
+// (K and N up to 32768 at the default 32 MiB and 256-row tiles).
 func (h *hostProduct) streams() bool {
 	if !h.mapped && !h.plainAC || h.tr == nil || h.edge != nil || !h.p.kernel.Strided || h.splits > 1 && !h.waveSplit {
 		return false
@@ -60,13 +63,13 @@ func (h *hostProduct) streams() bool {
 // (4096³ on the H100: 128 groups a band, 4 of 132 idle) and, where it
 // has not finished with the band, on all of them after it. Measured on
 // the H100 (4096³, a band's kernel with the next band's transpose and the
-// last band's copy beside it; the kernel alone 0.733 ms): 4 groups of 1024
-// 0.920 ms, 8 0.944, 16 0.951, 36 0.869; 132 of 256 1.089, 132 of 64
-// 1.571 (groups small enough to sit beside the kernel's slow it down).
-// The transpose alone beside the kernel is hidden with 8 to 36 groups of
-// 1024 (0.734–0.745 ms); the copy out is not (PCIe writes from the
-// multiprocessors stall the kernel's own stores, as writing C to host
-// memory from the kernel did: docs/PERFORMANCE.md).
+// previous band's copy beside it; the kernel alone 0.733 ms): 4 groups of
+// 1024 0.920 ms, 8 0.944, 16 0.951, 36 0.869; 132 of 256 1.089, 132 of 64
+// 1.264 and 1.571 in two probes (groups small enough to sit beside the
+// kernel's slow it down). The transpose alone beside the kernel is hidden
+// with 4 to 36 groups of 1024 (0.734–0.745 ms); the copy out is not
+// (0.956–0.968 with 8 to 36), as writing C to host memory from the kernel
+// was not (docs/PERFORMANCE.md).
 func (h *hostProduct) streamGroups() int {
 	if n := h.d.info.SMCount; n > 0 {
 		return max(4, n/4)
@@ -139,9 +142,9 @@ func (h *hostProduct) stagedEnds(a, c blas32.General) streamEnds {
 }
 
 // streamed runs the pipelined pass streamed (streams): B up and A's first
-// band transposed, then for each band of C the kernel, the next band of
-// A's transpose and the last band of C's copy out, with no barrier
-// between them; then the last band of C. C's GPU buffer is poisoned
+// band transposed, then for each band i of C the kernel, the transpose of
+// band i+1 of A and the copy out of band i−1 of C, with no barrier between
+// them; then the copy out of the final band. C's GPU buffer is poisoned
 // first, so that an element no band writes reaches host memory as NaN.
 func (h *hostProduct) streamed(b blas32.General, ends streamEnds, report func(done, total int)) (passTimes, error) {
 	sp, err := h.newStreamPass(ends, report)

@@ -1,10 +1,10 @@
 // copy: D = S, count vec4s from S's vec4 offS4 to D's from offD4, by a
 // few work groups of THREADS invocations that loop over the whole range, so
 // that they run beside a product's dispatches. A streamed pass copies the
-// last band of C into host memory this way (a mapped host matrix, or a
-// staging buffer the host then empties) while the kernel computes the next
-// (hostProduct.streamed); a copy command would wait for the kernel (NVIDIA
-// runs one context's copies and dispatches in order).
+// previous band of C (i−1) into host memory this way (a mapped host
+// matrix, or a staging buffer the host then empties) while the kernel
+// computes band i (hostProduct.streamed); a copy command would wait for
+// the kernel (NVIDIA runs one context's copies and dispatches in order).
 #version 430 core
 
 #ifndef THREADS

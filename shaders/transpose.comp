@@ -5,16 +5,17 @@
 // Rows [0, rows) of A (row stride lda, from element offA) become columns
 // [0, rows) of T (row stride ldt, from element offT); columns [rows, cols)
 // of T are written as zero (the padding of M up to ldt). T has K rows.
-// lda, ldt, offA, offT and cols are multiples of 4, and A's columns from
-// K up to lda are zero (glmul's padding). Work group (x, y) covers T's
-// columns x0 + 64x… and rows y0 + 64y….
+// lda, ldt, offA, offT and cols are multiples of 4. A's columns from K up
+// to lda (padding) are read but never reach T, which has only K rows. Work
+// group (x, y) covers T's columns x0 + 64x… and rows y0 + 64y….
 //
-// Streamed (TransposeStream: STREAM and THREADS defined): a few work
-// groups, each looping over the tiles (tilesX across T's columns, all
-// of T's rows), so that they fit beside a product's work groups on the
-// same multiprocessors and run while it runs: a streamed pass transposes
-// its next band of A straight from host memory that way (a mapped host
-// matrix, or a staging buffer the host has filled; hostProduct.streamed).
+// Streamed (TransposeStream: STREAM and THREADS defined): a few large work
+// groups, each looping over the tiles (tilesX across T's columns, all of
+// T's rows), issued with no barrier after a product's dispatch, so that
+// they run on the multiprocessors its band leaves idle and then beside
+// its end: a streamed pass transposes its next band of A straight from
+// host memory that way (a mapped host matrix, or a staging buffer the host
+// has filled; hostProduct.streamed).
 #version 430 core
 
 #ifndef THREADS
