@@ -161,14 +161,20 @@ func (h *hostProduct) runEdges(edges []dispatch.Chunk, rows, r0 int) {
 // It leaves its own program and bindings: the kernel's are made again
 // after it.
 func (h *hostProduct) transposeA(r0, rows int) {
-	cols := rows
-	if r0+rows == h.m {
-		cols = h.ldt - r0
-	}
 	h.tr.prog.Use()
 	h.d.bindStorage(h.tr, 0, h.bufA, 0, 0)
 	h.bufT.BindStorage(2)
-	h.tr.transpose(rows, cols, h.k, h.lda, h.ldt, r0*h.lda, r0, h.o.MaxGroups) // its plan was checked in plan
+	h.tr.transpose(rows, h.transposeCols(r0, rows), h.k, h.lda, h.ldt, r0*h.lda, r0, h.o.MaxGroups) // its plan was checked in plan
+}
+
+// transposeCols is how many columns of T the transpose of A's rows [r0,
+// r0+rows) writes: rows, and for the last band also the zero columns up
+// to ldt.
+func (h *hostProduct) transposeCols(r0, rows int) int {
+	if r0+rows == h.m {
+		return h.ldt - r0
+	}
+	return rows
 }
 
 // transpose queues transpose.comp (tr, in use, with A bound at 0 and T at
@@ -177,13 +183,19 @@ func (h *hostProduct) transposeA(r0, rows int) {
 // written as zero; then the storage barrier that makes T visible to the
 // kernel.
 func (tr *program) transpose(rows, cols, k, lda, ldt, offA, offT, maxGroups int) error {
-	tr.setUints(uniform{"rows", rows}, uniform{"cols", cols}, uniform{"K", k}, uniform{"lda", lda},
-		uniform{"ldt", ldt}, uniform{"offA", offA}, uniform{"offT", offT})
+	tr.setTranspose(rows, cols, k, lda, ldt, offA, offT)
 	if _, err := tr.dispatchTiles(k, cols, maxGroups); err != nil {
 		return err
 	}
 	glw.BarrierStorage()
 	return nil
+}
+
+// setTranspose sets the uniforms of transpose.comp (tr, in use, either
+// variant) that transpose describes.
+func (tr *program) setTranspose(rows, cols, k, lda, ldt, offA, offT int) {
+	tr.setUints(uniform{"rows", rows}, uniform{"cols", cols}, uniform{"K", k}, uniform{"lda", lda},
+		uniform{"ldt", ldt}, uniform{"offA", offA}, uniform{"offT", offT})
 }
 
 // bind binds A, B and C (or the split-K workspace) for the kernel.

@@ -348,15 +348,11 @@ func (sp *streamPass) copyOut(i int) error {
 // held in buf from float off, lda apart, into bufT (the last band also
 // writes the zero columns up to ldt).
 func (h *hostProduct) streamTranspose(tr *program, buf glw.Buffer, off, r0, rows int) {
-	cols := rows
-	if r0+rows == h.m {
-		cols = h.ldt - r0
-	}
+	cols := h.transposeCols(r0, rows)
 	tr.prog.Use()
 	buf.BindStorage(0)
 	h.bufT.BindStorage(2)
-	tr.setUints(uniform{"rows", rows}, uniform{"cols", cols}, uniform{"K", h.k}, uniform{"lda", h.lda},
-		uniform{"ldt", h.ldt}, uniform{"offA", off}, uniform{"offT", r0}, uniform{"x0", 0}, uniform{"y0", 0},
-		uniform{"tilesX", (cols + 63) / 64})
+	tr.setTranspose(rows, cols, h.k, h.lda, h.ldt, off, r0)
+	tr.setUints(uniform{"x0", 0}, uniform{"y0", 0}, uniform{"tilesX", (cols + 63) / 64})
 	glw.Dispatch(h.streamGroups(), 1)
 }

@@ -20,8 +20,9 @@ import (
 // rows, in tiles tile rows high, runs in about bands row bands: a multiple
 // of the tile, and no more than fit one staging buffer of stagingBytes at
 // ld floats a row where a tile's rows fit one (else the staging path moves
-// a band in several chunks, and a streamed pass does not stream). A band larger than a staging buffer would stall the
-// pipeline: the host fills both staging buffers, and the GPU frees them
+// a band in several chunks, and a pass does not stream). A band larger
+// than a staging buffer would stall the pipeline: the host fills both
+// staging buffers, and the GPU frees them
 // only after the dispatch queued before their copies. Where waveRows (the
 // tile rows whose work groups the GPU runs in one wave; 0: unknown) is
 // known, a band of at least a wave is cut to whole waves: 4097³'s 33 tile

@@ -136,9 +136,7 @@ var transposeKernel = fixed(Kernel{Name: "transpose", File: "transpose.comp", Ti
 // TransposeStream is Transpose for a few work groups of threads
 // invocations (a multiple of 16, at most 1024) that loop over the tiles
 // (transpose.comp with STREAM), run beside a product's dispatches.
-func TransposeStream(threads int) Kernel {
-	return streamKernel(Kernel{Name: "transpose", File: "transpose.comp", TileM: 64, TileN: 64, Align: 4, SharedBytes: 64 * 65 * 4}, threads)
-}
+func TransposeStream(threads int) Kernel { return streamKernel(Transpose(), threads) }
 
 // Copy copies a range of vec4s between two buffers with a few work groups
 // of threads invocations that loop over it (copy.comp), run beside a
@@ -150,7 +148,8 @@ func Copy(threads int) Kernel {
 var streamKernels sync.Map // Kernel.Spec() → Kernel
 
 // streamKernel returns k, a streaming kernel, for work groups of threads
-// invocations: Config "streamN", its source with STREAM and THREADS defined.
+// invocations: Config "streamN", its source (k.File's) with STREAM and
+// THREADS defined.
 func streamKernel(k Kernel, threads int) Kernel {
 	k.Config, k.Threads = fmt.Sprintf("stream%d", threads), threads
 	if v, ok := streamKernels.Load(k.Spec()); ok {
