@@ -2,6 +2,7 @@ package glcompute
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/shaders"
@@ -20,14 +21,12 @@ func (d *Device) chooseKernels() {
 	cache, path, cacheErr := d.tuningCache()
 	i.DefaultKernel, i.DefaultKernelSource = d.chooseDefaultKernel(builtin, cache, path, cacheErr)
 	if k, err := shaders.Lookup(i.DefaultKernel); err == nil && k.TransposeA {
-		i.NaturalKernel = builtin.Natural
-		if nk, err := shaders.Lookup(i.NaturalKernel); err != nil || d.fits(nk) != nil {
+		i.NaturalKernel = d.runnable(builtin.Natural)
+		if i.NaturalKernel == "" {
 			i.NaturalKernel = shaders.Natural(i.DefaultKernel)
 		}
 	}
-	if k, err := shaders.Lookup(builtin.SmallGrid); err == nil && d.fits(k) == nil {
-		i.SmallGridKernel = k.Spec()
-	}
+	i.SmallGridKernel = d.runnable(builtin.SmallGrid)
 	if cacheErr == nil {
 		var ignored []string
 		i.ClassKernels, ignored = d.classKernels(cache)
@@ -35,6 +34,19 @@ func (d *Device) chooseKernels() {
 			i.DefaultKernelSource += "; " + why
 		}
 	}
+}
+
+// runnable returns spec if this device can run it, else the same
+// configuration reading storage buffers where spec reads buffer textures
+// (_tex) and the context has none (OpenGL ES 3.1 without
+// GL_OES_texture_buffer), else "".
+func (d *Device) runnable(spec string) string {
+	for _, s := range []string{spec, strings.TrimSuffix(spec, "_tex")} {
+		if k, err := shaders.Lookup(s); err == nil && d.fits(k) == nil {
+			return k.Spec()
+		}
+	}
+	return ""
 }
 
 // builtinChoice is the kernel choice without glmul tune: tuning.Choose's
@@ -113,10 +125,12 @@ func (d *Device) tuningCache() (c tuning.Cache, path string, err error) {
 // if glmul tune cached one that still parses and fits, else builtin's.
 func (d *Device) chooseDefaultKernel(builtin tuning.Choice, cache tuning.Cache, path string, cacheErr error) (spec, source string) {
 	spec, source = builtin.Default, builtin.Source
-	if k, err := shaders.Lookup(spec); err == nil && d.fits(k) != nil {
+	if r := d.runnable(spec); r == "" {
 		// llvmpipe's cpu kernel on an OpenGL ES context without buffer
 		// textures, say.
-		spec, source = tuning.GenericDefault, fmt.Sprintf("generic default (the %s for this device, %s, cannot run on this context)", source, k.Spec())
+		spec, source = tuning.GenericDefault, fmt.Sprintf("generic default (the %s for this device, %s, cannot run on this context)", source, spec)
+	} else if r != spec {
+		spec, source = r, fmt.Sprintf("%s, read through storage buffers (this context has no buffer textures)", source)
 	}
 	switch {
 	case d.ignoreTuned():

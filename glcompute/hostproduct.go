@@ -118,7 +118,7 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 			return err
 		}
 	}
-	if h.p.kernel.TileM*h.p.kernel.TileN >= tuning.OneGroupPerSM {
+	if tuning.FillsSM(h.p.kernel.Spec(), h.p.kernel.TileM*h.p.kernel.TileN) {
 		h.slots = h.d.info.SMCount
 	}
 	if err := h.planEdges(); err != nil {
@@ -173,10 +173,12 @@ func (h *hostProduct) planWorkspace() error {
 // same pass, where tuning.UseEdges says the strips fit beside the
 // interior's last wave (h.slots known, the kernel's tiles filling a
 // multiprocessor) and the interior runs unsplit (edges write C, not the
-// split-K workspace): the K split plan then decides is 1.
+// split-K workspace): the K split plan then decides is 1. Only for tiles
+// of OneGroupPerSM accumulators, the 128×256 and 256×128 tiles the rule
+// was measured with.
 func (h *hostProduct) planEdges() error {
 	ek, k := h.kernels.edge, h.p.kernel
-	if h.slots == 0 || h.o.SplitK > 1 || ek.Name == "" || ek.Spec() == k.Spec() || !k.Strided {
+	if h.slots == 0 || k.TileM*k.TileN < tuning.OneGroupPerSM || h.o.SplitK > 1 || ek.Name == "" || ek.Spec() == k.Spec() || !k.Strided {
 		return nil
 	}
 	if ek.StepK == 0 || ek.Textures != k.Textures { // one set of bindings serves both

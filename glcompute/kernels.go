@@ -323,7 +323,7 @@ func (d *Device) chooseHost(spec string, m, k, n int) (hk hostKernels, err error
 		}
 	}
 	if spec := d.info.SmallGridKernel; spec != "" {
-		if hk.edge, err = shaders.Lookup(spec); err != nil {
+		if hk.edge, err = shaders.Lookup(shaders.WithTextures(spec, hk.kern.Textures)); err != nil {
 			hk.edge = shaders.Kernel{} // none that this package knows
 		}
 	}

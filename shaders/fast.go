@@ -24,6 +24,9 @@ type FastConfig struct {
 	// TransA makes the kernel read A transposed (K rows of M floats,
 	// padded): Kernel.TransposeA, a transpose pass before the product.
 	TransA bool
+	// Tex makes the kernel read A and B through buffer textures
+	// (Kernel.Textures) rather than storage buffers.
+	Tex bool
 }
 
 // DefaultFast is the configuration used where no tuned or per-vendor one
@@ -70,12 +73,15 @@ func (c FastConfig) String() string {
 	if c.TransA {
 		s += "_at"
 	}
+	if c.Tex {
+		s += "_tex"
+	}
 	return s
 }
 
 // ParseFastConfig reads a configuration written by String.
 func ParseFastConfig(s string) (FastConfig, error) {
-	bad := fmt.Errorf("fast kernel configuration %q: want BMxBNxBK_TMxTN[_pP][_wW][_db][_at], e.g. 128x128x16_8x4_db", s)
+	bad := fmt.Errorf("fast kernel configuration %q: want BMxBNxBK_TMxTN[_pP][_wW][_db][_at][_tex], e.g. 128x128x16_8x4_db", s)
 	parts := strings.Split(s, "_")
 	if len(parts) < 2 {
 		return FastConfig{}, bad
@@ -101,6 +107,9 @@ func ParseFastConfig(s string) (FastConfig, error) {
 	}
 	if len(opts) > 0 && opts[0] == "at" {
 		c.TransA, opts = true, opts[1:]
+	}
+	if len(opts) > 0 && opts[0] == "tex" {
+		c.Tex, opts = true, opts[1:]
 	}
 	if len(opts) > 0 {
 		return FastConfig{}, bad
@@ -164,14 +173,17 @@ func Fast(c FastConfig) (Kernel, error) {
 	if c.DoubleBuffer {
 		db = 1
 	}
-	at := 0
+	at, tex := 0, 0
 	if c.TransA {
 		at = 1
 	}
-	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define PADA %d\n#define DB %d\n#define AT %d\n#define THREADS %d\n#define WX %d\n#line 1\n%s",
-		c.BM, c.BN, c.BK, c.TM, c.TN, c.PadA, db, at, c.Threads(), c.warpX(), body)
+	if c.Tex {
+		tex = 1
+	}
+	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define PADA %d\n#define DB %d\n#define AT %d\n#define TEX %d\n#define THREADS %d\n#define WX %d\n#line 1\n%s",
+		c.BM, c.BN, c.BK, c.TM, c.TN, c.PadA, db, at, tex, c.Threads(), c.warpX(), body)
 	return withES(Kernel{Name: "fast", Config: c.String(), File: "fast.comp", TileM: c.BM, TileN: c.BN, Strided: true,
-		Align: 4, SharedBytes: c.SharedBytes(), Threads: c.Threads(), StepK: c.BK, TransposeA: c.TransA, Source: src}), nil
+		Align: 4, SharedBytes: c.SharedBytes(), Threads: c.Threads(), StepK: c.BK, TransposeA: c.TransA, Textures: c.Tex, Source: src}), nil
 }
 
 // FastCandidates returns the configurations that glmul tune sweeps, each
@@ -181,7 +193,9 @@ func Fast(c FastConfig) (Kernel, error) {
 // double buffering, and for 8×8 double-buffered ones also warp tiles of 8
 // invocations across (_p4_w8); 64 to 512 invocations per work group; and
 // the double-buffered tiles of 128 rows and columns or more with 64 or 128
-// accumulators reading A transposed (_at, the H100's best).
+// accumulators reading A transposed (_at, the H100's best); those, and the
+// double-buffered tiles of up to 128×128 with 8×4 or 8×8 per invocation,
+// also reading A and B through buffer textures (_tex, NVIDIA's built-ins).
 func FastCandidates() []FastConfig {
 	var out []FastConfig
 	blocks := [][2]int{{64, 64}, {64, 128}, {128, 64}, {128, 128}, {128, 256}, {256, 128}}
@@ -198,6 +212,14 @@ func FastCandidates() []FastConfig {
 					if at := c; db && c.BM >= 128 && c.BN >= 128 && c.TM*c.TN >= 64 && bk <= 16 && c.Threads() <= 256 {
 						at.TransA = true
 						out = append(out, at)
+						at.Tex = true
+						out = append(out, at)
+					}
+					if tex := c; db && bk <= 16 && c.TM == 8 && c.TN >= 4 && c.TN <= 8 && c.BM <= 128 && c.BN <= 128 {
+						// NVIDIA's natural and small-grid kernels
+						// read through buffer textures.
+						tex.Tex = true
+						out = append(out, tex)
 					}
 					if c.TM == 8 && c.TN == 8 && db && bk <= 16 {
 						// Warp tiles: lost 10% on the H100, kept for

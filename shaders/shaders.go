@@ -165,10 +165,33 @@ func streamKernel(k Kernel, threads int) Kernel {
 // its natural layout: spec itself unless it reads A transposed (_at),
 // for products that have no room or path for the transposed copy.
 func Natural(spec string) string {
-	if k, err := Lookup(spec); err != nil || !k.TransposeA {
+	k, err := Lookup(spec)
+	if err != nil || !k.TransposeA {
 		return spec
 	}
-	return strings.TrimSuffix(spec, "_at")
+	c, err := ParseFastConfig(k.Config)
+	if err != nil {
+		return spec
+	}
+	c.TransA = false
+	return k.Name + ":" + c.String()
+}
+
+// WithTextures returns the fast configuration spec names, reading A and B
+// through buffer textures (_tex) or storage buffers as textures says; any
+// other spec as it is. An edge kernel reads the same way as the kernel it
+// shares its bindings with.
+func WithTextures(spec string, textures bool) string {
+	k, err := Lookup(spec)
+	if err != nil || k.Name != "fast" || k.Textures == textures {
+		return spec
+	}
+	c, err := ParseFastConfig(k.Config)
+	if err != nil {
+		return spec
+	}
+	c.Tex = textures
+	return k.Name + ":" + c.String()
 }
 
 // Batched is the kernel for many small products (batched.comp): one

@@ -31,9 +31,9 @@ func TestTiled32IsThePapersKernel(t *testing.T) {
 }
 
 func TestFastConfigRoundTrip(t *testing.T) {
-	for _, c := range []FastConfig{DefaultFast, {64, 128, 16, 4, 8, 4, false, 0, false}, {128, 128, 16, 8, 4, 0, true, 0, false}, {64, 64, 8, 4, 4, 4, true, 0, false},
-		{128, 256, 8, 8, 8, 4, true, 8, false}, {128, 128, 8, 8, 8, 0, false, 16, false}, {64, 64, 8, 8, 4, 0, true, 4, false}, {64, 192, 8, 4, 4, 0, true, 0, false},
-		{256, 128, 16, 16, 8, 0, true, 0, true}, {128, 128, 8, 8, 8, 0, false, 8, true}} {
+	for _, c := range []FastConfig{DefaultFast, {64, 128, 16, 4, 8, 4, false, 0, false, false}, {128, 128, 16, 8, 4, 0, true, 0, false, false}, {64, 64, 8, 4, 4, 4, true, 0, false, false},
+		{128, 256, 8, 8, 8, 4, true, 8, false, false}, {128, 128, 8, 8, 8, 0, false, 16, false, false}, {64, 64, 8, 8, 4, 0, true, 4, false, false}, {64, 192, 8, 4, 4, 0, true, 0, false, false},
+		{256, 128, 16, 16, 8, 0, true, 0, true, false}, {128, 128, 8, 8, 8, 0, false, 8, true, false}} {
 		back, err := ParseFastConfig(c.String())
 		if err != nil || back != c {
 			t.Errorf("ParseFastConfig(%q) = %+v, %v", c.String(), back, err)
@@ -129,5 +129,31 @@ func TestSourceES(t *testing.T) {
 		if k.SourceES == "" || k.SourceES != ES(k.Source) || !strings.Contains(k.SourceES, "#version 310 es") {
 			t.Errorf("%s: SourceES is not ES(Source)", k.Spec())
 		}
+	}
+}
+
+// TestTexturesSpecs: a configuration's buffer-texture twin and its natural
+// stand-in keep every other parameter.
+func TestTexturesSpecs(t *testing.T) {
+	for _, c := range []struct{ spec, want string }{
+		{"fast:64x64x8_8x4_db", "fast:64x64x8_8x4_db_tex"},
+		{"fast:256x128x16_16x8_db_at", "fast:256x128x16_16x8_db_at_tex"},
+		{"fast:64x64x8_8x4_db_tex", "fast:64x64x8_8x4_db_tex"},
+		{"tiled32", "tiled32"},
+		{"cpu:8x8_8x8", "cpu:8x8_8x8"},
+	} {
+		if got := WithTextures(c.spec, true); got != c.want {
+			t.Errorf("WithTextures(%s, true) = %s, want %s", c.spec, got, c.want)
+		}
+	}
+	if got := WithTextures("fast:256x128x16_16x8_db_at_tex", false); got != "fast:256x128x16_16x8_db_at" {
+		t.Errorf("WithTextures(_at_tex, false) = %s", got)
+	}
+	if got := Natural("fast:256x128x16_16x8_db_at_tex"); got != "fast:256x128x16_16x8_db_tex" {
+		t.Errorf("Natural(_at_tex) = %s", got)
+	}
+	k, err := Lookup("fast:128x128x16_8x8_db_tex")
+	if err != nil || !k.Textures || !strings.Contains(k.Source, "#define TEX 1\n") {
+		t.Errorf("Lookup(_tex): Textures %v, %v", k.Textures, err)
 	}
 }

@@ -85,12 +85,12 @@ func UseSmallGrid(groups, k, wave int) bool {
 // groups work groups is split into when MulOptions.SplitK is 0, on a
 // device that runs wave groups at once (Wave):
 //
-//   - under a wave, enough slices for about two waves, each slice at least
-//     128 long. From one H100 sweep (docs/PERFORMANCE.md): 64×4096×64 (1
+//   - where slots is not known, under a wave, enough slices for about two
+//     waves, each slice at least 128 long. From one H100 sweep (docs/PERFORMANCE.md): 64×4096×64 (1
 //     group) ran 11× faster in 32 slices, 512³ (64 groups) 1.47× in 4,
 //     256³ (16) 1.12× in 2.
-//   - from a wave on, where slots (how many of the kernel's groups the
-//     device runs at once: its multiprocessors, one group each) is known,
+//   - where slots (how many of the kernel's groups the device runs at
+//     once: its multiprocessors, one group each; see FillsSM) is known,
 //     the split that best fills the last of the waves of slots groups: s
 //     slices take ceil(groups·s/slots)/s of the unsplit product's group
 //     time, times 1 + 0.0125·s for s ≥ 2 (the reduction pass and shorter
@@ -101,17 +101,28 @@ func UseSmallGrid(groups, k, wave int) bool {
 //     4097³ (561 groups, 4.25 waves: +12%, 4 measured 0.6% faster), 4 for
 //     3000³ (+25%, the fastest), 3 for 2500³ (+13%, the fastest), none
 //     for 4096³, 6000³ and 8192³ (the fastest).
+//     Under a wave of slots too (before 2026-11-27 the first rule served
+//     there, and its two waves of groups, made for the small grid's four
+//     groups a multiprocessor, gave tiles that fill one twice the slices
+//     they needed), with up to 32 slices of at least 128: on the H100 it
+//     picks 2 for 64 groups of 128×128 (1024³, 1000×4096×1000), where 2
+//     slices measured 31.6 TFLOPS at 1024³ against about 27.8 in 4, and
+//     0.229 ms against 0.234 at 1000×4096×1000.
 //   - otherwise no split.
 func AutoSplitK(groups, k, wave, slots int) int {
-	if groups < wave {
-		return max(1, min((2*wave+groups-1)/groups, k/128))
-	}
 	if slots <= 0 {
+		if groups < wave {
+			return max(1, min((2*wave+groups-1)/groups, k/128))
+		}
 		return 1
 	}
 	waves := func(s int) float64 { return float64((groups*s+slots-1)/slots) / float64(s) }
 	best, bestT := 1, waves(1)
-	for s := 2; s <= min(8, k/256); s++ {
+	most := min(8, k/256)
+	if groups < slots {
+		most = min(32, k/128)
+	}
+	for s := 2; s <= most; s++ {
 		if t := waves(s) * (1 + 0.0125*float64(s)); t < 0.98*bestT {
 			best, bestT = s, t
 		}
@@ -140,8 +151,30 @@ func UseTransposedA(n int) bool { return n >= TransposedAMinN }
 // from which a work group is taken to occupy a multiprocessor alone: its
 // accumulators take half the 64 Ki registers of every NVIDIA
 // multiprocessor since Kepler, so a second group cannot fit. AutoSplitK's
-// wave model is used only for such tiles.
+// wave model is used only for tiles that fill a multiprocessor (FillsSM).
 const OneGroupPerSM = 32768
+
+// measuredOnePerSM are configurations with fewer accumulators than
+// OneGroupPerSM that run one work group a multiprocessor all the same
+// (their other registers), as a probe counted them on the H100: the work
+// groups of an instrumented copy started and not finished, per
+// multiprocessor (gl_SMIDNV; docs/PERFORMANCE.md "A transposed").
+// 128x128x16_8x8_db is NVIDIA's natural kernel; its K split also measured
+// best at one wave of 132 groups (PERFORMANCE.md "Split-K under a wave").
+var measuredOnePerSM = map[string]bool{
+	"fast:128x128x16_8x8_db": true,
+	"fast:128x128x16_8x4_db": true,
+}
+
+// FillsSM reports whether the kernel spec, whose block tile has
+// accumulators elements, runs one work group a multiprocessor: so many
+// accumulators (OneGroupPerSM) or measured so (measuredOnePerSM). The
+// number of slots for AutoSplitK is then the multiprocessors'.
+// The same configuration reading through buffer textures (_tex) counts as
+// it: the same registers.
+func FillsSM(spec string, accumulators int) bool {
+	return accumulators >= OneGroupPerSM || measuredOnePerSM[strings.TrimSuffix(spec, "_tex")]
+}
 
 // Wave is about how many work groups the device runs at once: 128 for a
 // GPU (an H100 has 132 SMs; smaller GPUs get more splits than they need,
@@ -177,9 +210,15 @@ func SgemmThreshold(d Driver) int {
 // The built-in configurations, from glmul tune runs recorded in
 // docs/PERFORMANCE.md. NVIDIA's reads A transposed (a transpose pass
 // before each product): 46.3 against 41.9 TFLOPS at 4096³ on the H100.
+// NVIDIA's default and natural read A and B through buffer textures
+// (_tex), whose loads carry no bounds check of the driver's in the K loop:
+// +2% at 4096³ and 8192³, +5% at 8192×8192×256 on the H100; not the small
+// grid, whose products are short enough that the textures' cost per
+// product (about 6 µs) outweighs it: 256³ 23.4 µs against 17.1
+// (PERFORMANCE.md "Buffer textures").
 const (
-	NVIDIADefault   = "fast:256x128x16_16x8_db_at"
-	NVIDIANatural   = "fast:128x128x16_8x8_db" // NVIDIADefault's stand-in with A as it is
+	NVIDIADefault   = "fast:256x128x16_16x8_db_at_tex"
+	NVIDIANatural   = "fast:128x128x16_8x8_db_tex" // NVIDIADefault's stand-in with A as it is
 	NVIDIASmallGrid = "fast:64x64x8_8x4_db"
 	LlvmpipeDefault = "cpu:8x8_8x8"
 	LlvmpipeThinN   = "cpu:1x16_16x4"

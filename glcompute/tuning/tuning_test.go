@@ -192,6 +192,15 @@ func TestAutoSplitK(t *testing.T) {
 	if AutoSplitK(561, 4097, 128, 0) != 1 || AutoSplitK(133, 100000, 128, 132) > 8 {
 		t.Error("no slots or a long K")
 	}
+	// Under a wave of slots: groups that fill a multiprocessor are split to
+	// about one wave (the small grid's two waves of groups doubled their
+	// slices): 64 groups of 128×128 measured best in 2 slices on the H100
+	// (1024³, 1000×4096×1000); one group takes 32 slices of 128.
+	for _, c := range []struct{ groups, k, want int }{{64, 1024, 2}, {64, 4096, 2}, {1, 4096, 32}, {32, 4096, 4}, {128, 8192, 1}, {64, 200, 1}} {
+		if got := AutoSplitK(c.groups, c.k, 128, 132); got != c.want {
+			t.Errorf("AutoSplitK(%d, %d, 128, 132) = %d, want %d", c.groups, c.k, got, c.want)
+		}
+	}
 	if Wave(Driver{Renderer: "llvmpipe (LLVM 15.0.6, 256 bits)"}) != runtime.NumCPU() || Wave(Driver{Renderer: "NVIDIA H100"}) != 128 {
 		t.Error("Wave")
 	}
@@ -255,7 +264,7 @@ func TestClasses(t *testing.T) {
 func TestNaturalFor(t *testing.T) {
 	h100 := Facts{SharedMemory: 49152, Invocations: 1024}
 	nv := Driver{Vendor: "NVIDIA Corporation", Renderer: "NVIDIA H100 80GB HBM3/PCIe/SSE2"}
-	if got := Choose(nv, h100).Natural; got != NVIDIANatural || strings.HasSuffix(got, "_at") || !strings.HasSuffix(NVIDIADefault, "_at") {
+	if got := Choose(nv, h100).Natural; got != NVIDIANatural || strings.Contains(got, "_at") || !strings.Contains(NVIDIADefault, "_at") {
 		t.Errorf("NVIDIA's natural = %q; default %q", got, NVIDIADefault)
 	}
 	if got := Choose(Driver{Vendor: "Mesa", Renderer: "llvmpipe (LLVM 15.0.6, 256 bits)"}, h100).Natural; got != "" {
@@ -263,5 +272,25 @@ func TestNaturalFor(t *testing.T) {
 	}
 	if UseTransposedA(TransposedAMinN-1) || !UseTransposedA(TransposedAMinN) {
 		t.Errorf("UseTransposedA does not switch at TransposedAMinN = %d", TransposedAMinN)
+	}
+}
+
+// TestFillsSM: NVIDIA's three built-in configurations as the probe counted
+// them on the H100 (the default and the natural one group a
+// multiprocessor, the small grid several).
+func TestFillsSM(t *testing.T) {
+	for _, c := range []struct {
+		spec         string
+		accumulators int
+		want         bool
+	}{
+		{NVIDIADefault, 256 * 128, true},
+		{NVIDIANatural, 128 * 128, true},
+		{NVIDIASmallGrid, 64 * 64, false},
+		{"fast:128x128x8_8x8_db", 128 * 128, false},
+	} {
+		if got := FillsSM(c.spec, c.accumulators); got != c.want {
+			t.Errorf("FillsSM(%s) = %v, want %v", c.spec, got, c.want)
+		}
 	}
 }

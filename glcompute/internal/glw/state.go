@@ -144,8 +144,14 @@ func SetFloat(location int32, v float32) { gl.Uniform1f(location, v) }
 // buffer reads.
 func BarrierAll() { gl.MemoryBarrier(gl.ALL_BARRIER_BITS) }
 
-// BarrierStorage orders shader storage writes before later shader reads.
-func BarrierStorage() { gl.MemoryBarrier(gl.SHADER_STORAGE_BARRIER_BIT) }
+// BarrierStorage orders shader storage writes before later shader reads:
+// storage loads and texel fetches, which the kernels reading A and B
+// through buffer textures make (a transpose's T, say, read by the next
+// band's kernel with no new binding between).
+func BarrierStorage() { gl.MemoryBarrier(storageReads) }
+
+// storageReads are the barrier bits of later reads by shaders.
+const storageReads = gl.SHADER_STORAGE_BARRIER_BIT | gl.TEXTURE_FETCH_BARRIER_BIT
 
 // clientMappedBufferBarrierBit is GL_CLIENT_MAPPED_BUFFER_BARRIER_BIT (GL
 // 4.4, ARB_buffer_storage, EXT_buffer_storage), which go-gl's 4.3 core
@@ -159,7 +165,7 @@ func BarrierClientMapped() { gl.MemoryBarrier(clientMappedBufferBarrierBit) }
 // BarrierStorageClientMapped is BarrierStorage and BarrierClientMapped in
 // one call.
 func BarrierStorageClientMapped() {
-	gl.MemoryBarrier(gl.SHADER_STORAGE_BARRIER_BIT | clientMappedBufferBarrierBit)
+	gl.MemoryBarrier(storageReads | clientMappedBufferBarrierBit)
 }
 
 // Dispatch3 launches x×y×z work groups of the current program.
