@@ -66,6 +66,11 @@ type Device struct {
 	texs     [2]glw.Texture
 	texBound bool
 	texBlock int64
+	// poolTex holds every buffer of the pool (pool, and those a running
+	// host product took from it): a buffer texture viewing all of it once
+	// a kernel read it through one (bindStorage), else 0. Such a texture
+	// lives as long as its buffer (releasePooled).
+	poolTex map[glw.Buffer]glw.Texture
 	// saved is the borrowed context's state that the running call (or
 	// Scope) restores, which binding textures adds to; nil otherwise.
 	saved *glw.State

@@ -241,6 +241,24 @@ func (d *Device) bindStorage(p *program, index uint32, buf glw.Buffer, start, si
 	if d.saved != nil {
 		d.saved.SaveTextures(len(d.texs))
 	}
+	if t, pooled := d.poolTex[buf]; pooled && start == 0 && size == 0 {
+		// A buffer of the pool has a texture of its own, made once and
+		// then only bound: giving a texture another buffer cost about 4 µs
+		// of GPU time a product on the H100, and the fetch barrier below
+		// 2.5 µs (256³: 23.4 µs against 17.0 through storage buffers).
+		// The barrier is not needed here: glmul writes a pool buffer by
+		// copies, or by shaders followed by BarrierStorage, which orders
+		// texel fetches too.
+		if t == 0 {
+			t = glw.NewTexture()
+			t.BindBuffer(index, buf, 0, 0)
+			d.poolTex[buf] = t
+		} else {
+			t.Bind(index)
+		}
+		d.texBound = true
+		return
+	}
 	if d.texs[index] == 0 {
 		d.texs[index] = glw.NewTexture()
 	}

@@ -90,8 +90,10 @@ func TestPlanRefusesOverflowingSizes(t *testing.T) {
 }
 
 // TestTexturesDetached: after products with the cpu kernel (host and
-// resident), its buffer textures view no buffer, so that they keep none
-// alive after the product's buffers are released.
+// resident), the buffer textures of bindStorage view no buffer, so that
+// they keep none alive after the product's buffers are released; a host
+// product's pool buffers have textures of their own, each viewing its
+// buffer, deleted with it.
 func TestTexturesDetached(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	a, b := cpu.New(40, 32), cpu.New(32, 20)
@@ -102,26 +104,40 @@ func TestTexturesDetached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, step := range []struct {
-		name string
-		run  func() error
-	}{
-		{"Mul of host matrices", func() error { _, err := d.Mul(cpu.New(40, 20), a, b, nil); return err }},
-		{"Matrix.Mul", func() error { return gc.Mul(ga, gb) }},
-	} {
-		if err := step.run(); err != nil {
-			t.Fatal(err)
-		}
-		d.call(func() {
-			for i, tex := range d.texs {
-				if tex == 0 {
-					t.Errorf("after %s: texture %d never made", step.name, i)
-				} else if buf := tex.ViewedBuffer(uint32(i)); buf != 0 {
-					t.Errorf("after %s: texture %d still views buffer %d", step.name, i, buf)
-				}
-			}
-		})
+	if _, err := d.Mul(cpu.New(40, 20), a, b, nil); err != nil {
+		t.Fatal(err)
 	}
+	d.call(func() {
+		made := 0
+		for buf, tex := range d.poolTex {
+			if tex == 0 {
+				continue
+			}
+			made++
+			if got := tex.ViewedBuffer(0); got != buf {
+				t.Errorf("pool buffer %d's texture views buffer %d", buf, got)
+			}
+		}
+		if made != 2 { // A and B
+			t.Errorf("%d pool buffers have textures, want 2", made)
+		}
+		d.drainPool()
+		if len(d.poolTex) != 0 {
+			t.Errorf("after the pool is drained: %d buffers left in poolTex", len(d.poolTex))
+		}
+	})
+	if err := gc.Mul(ga, gb); err != nil {
+		t.Fatal(err)
+	}
+	d.call(func() {
+		for i, tex := range d.texs {
+			if tex == 0 {
+				t.Errorf("after Matrix.Mul: texture %d never made", i)
+			} else if buf := tex.ViewedBuffer(uint32(i)); buf != 0 {
+				t.Errorf("after Matrix.Mul: texture %d still views buffer %d", i, buf)
+			}
+		}
+	})
 }
 
 // TestSmallTextureBuffers: where buffer textures view less than a storage

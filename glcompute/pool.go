@@ -42,13 +42,28 @@ func (d *Device) takeBuffer(bytes int, immutable bool) (b pooled, ok bool) {
 		return b, true
 	}
 	b = pooled{bytes: bytes, immutable: immutable}
-	if b.buf, ok = glw.NewDeviceBuffer(bytes, immutable); ok || len(d.pool) == 0 {
-		return b, ok
+	if b.buf, ok = glw.NewDeviceBuffer(bytes, immutable); !ok && len(d.pool) > 0 {
+		d.drainPool()
+		d.clearErrors() // the failure's GL_OUT_OF_MEMORY, which a success must not inherit
+		b.buf, ok = glw.NewDeviceBuffer(bytes, immutable)
 	}
-	d.drainPool()
-	d.clearErrors() // the failure's GL_OUT_OF_MEMORY, which a success must not inherit
-	b.buf, ok = glw.NewDeviceBuffer(bytes, immutable)
+	if ok {
+		if d.poolTex == nil {
+			d.poolTex = map[glw.Buffer]glw.Texture{}
+		}
+		d.poolTex[b.buf] = 0
+	}
 	return b, ok
+}
+
+// releasePooled deletes a buffer of the pool and the buffer texture that
+// views it, if any: a deleted buffer's name may come back for another
+// buffer, which the texture must not be taken to view.
+func (d *Device) releasePooled(p pooled) {
+	t := d.poolTex[p.buf]
+	t.Release()
+	delete(d.poolTex, p.buf)
+	p.buf.Release()
 }
 
 // keepBuffers returns a product's buffers to the pool, deleting the
@@ -63,7 +78,7 @@ func (d *Device) keepBuffers(bs []pooled) {
 		}
 	}
 	for len(d.pool) > n {
-		d.pool[0].buf.Release()
+		d.releasePooled(d.pool[0])
 		d.pool = d.pool[1:]
 	}
 }
@@ -71,7 +86,7 @@ func (d *Device) keepBuffers(bs []pooled) {
 // drainPool deletes every kept buffer. On the device thread.
 func (d *Device) drainPool() {
 	for _, p := range d.pool {
-		p.buf.Release()
+		d.releasePooled(p)
 	}
 	d.pool = nil
 }

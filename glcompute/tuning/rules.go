@@ -210,16 +210,17 @@ func SgemmThreshold(d Driver) int {
 // The built-in configurations, from glmul tune runs recorded in
 // docs/PERFORMANCE.md. NVIDIA's reads A transposed (a transpose pass
 // before each product): 46.3 against 41.9 TFLOPS at 4096³ on the H100.
-// NVIDIA's default and natural read A and B through buffer textures
-// (_tex), whose loads carry no bounds check of the driver's in the K loop:
-// +2% at 4096³ and 8192³, +5% at 8192×8192×256 on the H100; not the small
-// grid, whose products are short enough that the textures' cost per
-// product (about 6 µs) outweighs it: 256³ 23.4 µs against 17.1
-// (PERFORMANCE.md "Buffer textures").
+// NVIDIA's read A and B through buffer textures (_tex), whose loads carry
+// no bounds check of the driver's in the K loop. H100, glmul bench, one
+// call, against the same configurations through storage buffers: 4096³
+// 2.79 against 2.89 ms, 2048³ 0.381 against 0.393, 8192×8192×256 0.80
+// against 0.85, 1000×4096×1000 0.218 against 0.231, 1024³ 66.0 against
+// 67.4 µs, 4096×64×4096 75 against 81, 512³ 20.8 against 21.8, 256³ 16.5
+// against 17.0 (PERFORMANCE.md "Buffer textures").
 const (
 	NVIDIADefault   = "fast:256x128x16_16x8_db_at_tex"
 	NVIDIANatural   = "fast:128x128x16_8x8_db_tex" // NVIDIADefault's stand-in with A as it is
-	NVIDIASmallGrid = "fast:64x64x8_8x4_db"
+	NVIDIASmallGrid = "fast:64x64x8_8x4_db_tex"
 	LlvmpipeDefault = "cpu:8x8_8x8"
 	LlvmpipeThinN   = "cpu:1x16_16x4"
 	// GenericDefault is the configuration for a device where the model

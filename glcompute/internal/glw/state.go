@@ -200,6 +200,13 @@ func (t Texture) BindBuffer(unit uint32, buf Buffer, offset, size int64) {
 	}
 }
 
+// Bind binds t, a buffer texture, to texture unit unit, leaving unit
+// active.
+func (t Texture) Bind(unit uint32) {
+	gl.ActiveTexture(gl.TEXTURE0 + unit)
+	gl.BindTexture(gl.TEXTURE_BUFFER, uint32(t))
+}
+
 // ViewedBuffer binds t at texture unit unit and returns the buffer it
 // views (0: none).
 func (t Texture) ViewedBuffer(unit uint32) Buffer {
