@@ -165,16 +165,7 @@ func streamKernel(k Kernel, threads int) Kernel {
 // its natural layout: spec itself unless it reads A transposed (_at),
 // for products that have no room or path for the transposed copy.
 func Natural(spec string) string {
-	k, err := Lookup(spec)
-	if err != nil || !k.TransposeA {
-		return spec
-	}
-	c, err := ParseFastConfig(k.Config)
-	if err != nil {
-		return spec
-	}
-	c.TransA = false
-	return k.Name + ":" + c.String()
+	return refastened(spec, func(c *FastConfig) { c.TransA = false })
 }
 
 // WithTextures returns the fast configuration spec names, reading A and B
@@ -182,15 +173,21 @@ func Natural(spec string) string {
 // other spec as it is. An edge kernel reads the same way as the kernel it
 // shares its bindings with.
 func WithTextures(spec string, textures bool) string {
+	return refastened(spec, func(c *FastConfig) { c.Tex = textures })
+}
+
+// refastened returns the spec of the fast configuration spec names with
+// change applied; any other spec as it is.
+func refastened(spec string, change func(*FastConfig)) string {
 	k, err := Lookup(spec)
-	if err != nil || k.Name != "fast" || k.Textures == textures {
+	if err != nil || k.Name != "fast" {
 		return spec
 	}
 	c, err := ParseFastConfig(k.Config)
 	if err != nil {
 		return spec
 	}
-	c.Tex = textures
+	change(&c)
 	return k.Name + ":" + c.String()
 }
 
