@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/trace"
 	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/shaders"
 )
@@ -155,9 +156,11 @@ func (h *hostProduct) streamed(b blas32.General, ends streamEnds, report func(do
 	st := h.d.stage()
 	in0, out0 := st.copiedIn, st.copiedOut
 	start := time.Now()
+	trace.Stage("stream: before the pass")
 	if err := sp.prologue(b); err != nil {
 		return passTimes{}, err
 	}
+	trace.Stage("stream: prologue (B up, band 0 of A transposed)")
 	for i := range sp.bands {
 		if err := h.o.stopped(); err != nil {
 			return passTimes{}, err
@@ -173,6 +176,7 @@ func (h *hostProduct) streamed(b blas32.General, ends streamEnds, report func(do
 	glw.BarrierClientMapped()
 	sp.fence()
 	sp.waitThrough(len(sp.fences)-1, ^uint64(0))
+	trace.Stage("stream: the last bands of C out")
 	pt := passTimes{wall: time.Since(start), steps: len(sp.bands), streamed: true}
 	pt.hostIn, pt.hostOut = st.copiedIn-in0, st.copiedOut-out0
 	pt.upBytes = 4 * int64(h.k*h.ldb+h.m*h.lda)
@@ -265,6 +269,7 @@ func (sp *streamPass) prologue(b blas32.General) error {
 // 6.08; Go slices 9.57 against 9.50).
 func (sp *streamPass) step(i int) error {
 	sp.waitThrough(i-1, ^uint64(0))
+	trace.Stage("stream step: waited for the step before the last")
 	t0 := time.Now()
 	var q [2]glw.Query
 	if sp.timed {
@@ -291,7 +296,9 @@ func (sp *streamPass) step(i int) error {
 	glw.BarrierStorageClientMapped()
 	sp.fence()
 	sp.calls = append(sp.calls, time.Since(t0))
+	trace.Stage("stream step: queued (the next band of A in)")
 	sp.waitThrough(-1, 0)
+	trace.Stage("stream step: bands of C delivered")
 	return nil
 }
 

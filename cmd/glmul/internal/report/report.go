@@ -53,9 +53,11 @@ type Timings struct {
 	// tiles ("" for none).
 	EdgeKernel string
 	EdgeGroups int
-	// Steps of the pipelined product; Overlapping: the stage times were
+	// Steps of the pipelined product; Streamed: it ran as a streamed pass
+	// (copies beside the kernel); Overlapping: the stage times were
 	// measured within it (glcompute.Timings).
 	Steps       int
+	Streamed    bool
 	Overlapping bool
 	Full        any
 }
@@ -237,10 +239,14 @@ func (r *Run) writeCompute(p lineFunc) {
 // product.
 func (r *Run) writeRates(p lineFunc) {
 	t, s := r.Timings, r.Summary
-	if t.Steps > 1 {
+	switch {
+	case t.Steps > 1 && t.Streamed:
+		p("pipelined", "%8.2f ms end to end in %d steps, streamed (the GPU moving the next step's A in and the last one's C out beside the kernel): %s",
+			s.EndToEndMS, t.Steps, overlap(s))
+	case t.Steps > 1:
 		p("pipelined", "%8.2f ms end to end in %d steps, the next step's upload and the last one's readback overlapping compute: %s",
 			s.EndToEndMS, t.Steps, overlap(s))
-	} else {
+	default:
 		p("pipelined", "%8.2f ms end to end in one step (too few rows of tiles to pipeline)", s.EndToEndMS)
 	}
 	if s.KernelMeanMS > 0 {

@@ -112,3 +112,17 @@ func TestKernelFasterThanTheClock(t *testing.T) {
 		t.Errorf("report:\n%s", b.String())
 	}
 }
+
+// TestStreamedSaid: the text report says when the pipelined pass ran
+// streamed, which before it said only in JSON.
+func TestStreamedSaid(t *testing.T) {
+	for _, streamed := range []bool{false, true} {
+		r := Run{M: 4096, K: 4096, N: 4096, Kernel: "fast", Timings: Timings{Runs: 3, Steps: 4, Streamed: streamed},
+			Summary: Summary{TimingSource: "gl-timer", KernelMeanMS: 2.8, KernelMedMS: 2.8, KernelMinMS: 2.8, EndToEndMS: 9.2}}
+		var b bytes.Buffer
+		r.Write(&b, Text)
+		if got := strings.Contains(b.String(), "in 4 steps, streamed ("); got != streamed {
+			t.Errorf("streamed %v: the pipelined line says streamed: %v\n%s", streamed, got, b.String())
+		}
+	}
+}
