@@ -20,8 +20,9 @@ import (
 // Thread rule: a borrowed Device's Scope runs on the host's GL thread, and
 // f must make its glmul calls on that thread; the host must not change the
 // GL state that glmul uses (current program, shader storage bindings 0–2;
-// with the cpu kernel also the active texture unit and units 0–1's buffer
-// textures) inside f: resident products inside a Scope skip binding what
+// with a kernel reading through buffer textures, the cpu family or the
+// fast _tex configurations (NVIDIA's defaults), also the active texture
+// unit and units 0–1's buffer textures) inside f: resident products inside a Scope skip binding what
 // the previous one left bound. An owned Device's Scope may be called from any goroutine; its
 // calls from other goroutines during f get the lighter barrier too.
 func (d *Device) Scope(f func() error) error {

@@ -95,10 +95,13 @@
 //     indexed bindings 0–2 (buffer, offset and size) and, for calls that
 //     copy through them (uploads, downloads, host products), the
 //     copy-read and copy-write bindings; a kernel that reads through buffer
-//     textures (the cpu family, llvmpipe's default) also the active
-//     texture unit and the buffer textures of units 0 and 1. Other state
-//     (VAOs, array buffers, other textures, framebuffers) is never
-//     touched.
+//     textures (the cpu family, llvmpipe's default; the fast _tex
+//     configurations, NVIDIA's defaults) also the active texture unit and
+//     the buffer textures of units 0 and 1. Other state (VAOs, array
+//     buffers, other textures, framebuffers) is never touched. glmul's
+//     own objects stay in the context between calls: its GPU buffers
+//     kept for the next host product and, for those, buffer textures of
+//     their own (created and deleted by glmul, never bound after a call).
 //   - glmul never calls glGetError, installs no debug callback and never
 //     starts or ends a query the host has running. Out of memory is
 //     detected from the new buffer's size, where the driver refuses at all.

@@ -177,7 +177,8 @@ func setResidentFast(p *program, c *Matrix, lda int, b *Matrix, offA, offB, offC
 // and nothing ran, where the transpose kernel does not fit the device, or
 // the scratch does not fit one binding or the driver is out of memory for
 // it (it is kept from earlier products, grown where too small); the
-// caller then reads A as it is.
+// caller then reads A as it is; so too where the kernel reads through
+// buffer textures and B or the transpose is more than one views.
 func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err error) {
 	m, k := c.Rows, a.Cols
 	tk := shaders.Transpose()
@@ -185,6 +186,9 @@ func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err erro
 	bytes := 4 * int64(k) * int64(ldt)
 	if d.fits(tk) != nil || d.checkBlock("A's transpose", bytes) != nil {
 		return false, nil
+	}
+	if kern, err := shaders.Lookup(spec); err == nil && kern.Textures && max(bytes, d.extent(b.Offset, b.span())) > d.texBlock {
+		return false, nil // its buffer textures would not view all of B or the transpose
 	}
 	grow := false
 	run := func() {

@@ -92,6 +92,11 @@ func (d *Device) initInfo() error {
 	}
 	if !i.ES || i.Major > 3 || i.Minor >= 2 || glw.HasExtension("GL_OES_texture_buffer") || glw.HasExtension("GL_EXT_texture_buffer") {
 		d.texBlock = 16 * l.MaxTextureBufferTexels
+		if strings.Contains(i.Renderer, "softpipe") {
+			// Mesa 22.3.6's softpipe reports 65536 texels and fetches
+			// the texels past 32768 wrong (TestTexelsPastHalf).
+			d.texBlock /= 2
+		}
 	}
 	d.bindAlign = 16
 	for d.bindAlign%max(l.SSBOOffsetAlignment, 1) != 0 || d.bindAlign%max(l.TextureBufferOffsetAlignment, 1) != 0 {

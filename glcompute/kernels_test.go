@@ -12,6 +12,7 @@ import (
 	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/conformance"
 	"github.com/glmul/glmul/shaders"
+	"github.com/glmul/glmul/validate"
 )
 
 // TestMisspeltUniformPanics: a uniform name the kernel does not declare
@@ -189,4 +190,79 @@ func newResident(t *testing.T, d *Device, m blas32.General) *Matrix {
 	}
 	t.Cleanup(g.Release)
 	return g
+}
+
+// TestTexturesLimitAtKernels: where a buffer texture views less than the
+// operands (texBlock pinned to 512 KiB; softpipe's 65536 texels, GL 4.3's
+// minimum, are near it), a kernel reading A transposed through textures
+// gives way. A resident product runs neither the _at_tex kernel nor its
+// _tex stand-in; a host product whose transpose does not fit and whose
+// natural stand-in reads textures runs that stand-in in panels that its
+// textures view whole (the default, reading storage buffers, had set the
+// limit). Both ran whole and wrong on softpipe before (a review found
+// them, 2026-11-27); llvmpipe views more than it is told, so the test
+// checks the decisions as well as C.
+func TestTexturesLimitAtKernels(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	d.texBlock = 512 << 10
+	d.info.ClassKernels, d.info.SmallGridKernel = nil, ""
+	rng := rand.New(rand.NewPCG(3, 3))
+
+	d.info.DefaultKernel, d.info.NaturalKernel = "fast:64x64x8_8x4_db_at_tex", "fast:64x64x8_8x4_db_tex"
+	m, k, n := 16, 80, 2048 // B: 640 KiB
+	a, b := cpu.Random(m, k, rng), cpu.Random(k, n, rng)
+	ga, gb, gc := newResident(t, d, a), newResident(t, d, b), newResident(t, d, cpu.New(m, n))
+	if err := gc.Mul(ga, gb); err != nil {
+		t.Fatal(err)
+	}
+	got := cpu.New(m, n)
+	if err := gc.Download(got); err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.CheckFull(a, b, got).Err(); err != nil {
+		t.Errorf("resident product, B of %d bytes: %v", 4*k*n, err)
+	}
+	d.call(func() {
+		for _, spec := range []string{d.info.DefaultKernel, d.info.NaturalKernel} {
+			if _, ok := d.programs[spec]; ok {
+				t.Errorf("resident product, B of %d bytes over the %d a texture views: %s compiled", 4*k*n, d.texBlock, spec)
+			}
+		}
+	})
+
+	d.info.DefaultKernel, d.info.NaturalKernel = "fast:128x128x8_8x8_db_at", "fast:128x128x8_8x8_db_tex"
+	m, k, n = 300, 500, 40 // A: 600 KB
+	a, b = cpu.Random(m, k, rng), cpu.Random(k, n, rng)
+	c := cpu.New(m, n)
+	bytes := int64(4 * (m*k + k*n + m*n))
+	tm, err := d.Mul(c, a, b, &MulOptions{Kernel: d.info.DefaultKernel, MaxGPUMemory: bytes + 4*int64(k*m) - 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tm.Kernel != d.info.NaturalKernel || tm.Panels == "" {
+		t.Errorf("host product, A of %d bytes, no room for its transpose: ran %s, panels %q; want %s in panels", 4*m*k, tm.Kernel, tm.Panels, d.info.NaturalKernel)
+	}
+	if err := validate.CheckFull(a, b, c).Err(); err != nil {
+		t.Errorf("host product: %v", err)
+	}
+}
+
+// TestTexelsPastHalf: a kernel reading through buffer textures is right
+// on every texel it may view (texBlock, up to 1 MiB here: GL 4.3's least):
+// B from just under half of it to all of it. Mesa's softpipe fetched the
+// texels past 32768 of the 65536 it reports wrong (a review found it,
+// 2026-11-27); glmul views half as much there.
+func TestTexelsPastHalf(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(8, 8))
+	texels := int(min(d.texBlock, 1<<20) / 16)
+	for _, k := range []int{texels/32 - 4, texels/32 + 4, texels / 16} { // B: k rows of 64 floats, 16 texels
+		a, b, c := cpu.Random(8, k, rng), cpu.Random(k, 64, rng), cpu.New(8, 64)
+		if _, err := d.Mul(c, a, b, &MulOptions{Kernel: "fast:64x64x8_8x4_db_tex", SplitK: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := validate.CheckFull(a, b, c).Err(); err != nil {
+			t.Errorf("B of %d texels (the device views %d): %v", 16*k, texels, err)
+		}
+	}
 }

@@ -42,10 +42,15 @@ func (d *Device) planPanels(m, k, n int, hp *hostPlan) (plan dispatch.PanelPlan,
 		binding = min(binding, o.MaxBinding)
 	}
 	binding = min(binding, 4*maxIndex)
-	kern := hp.kernels.kern
-	if kern.Textures && d.texBlock > 0 { // a buffer texture may view less than a storage block
-		binding = min(binding, d.texBlock)
+	storage := binding
+	viewed := func(k shaders.Kernel) {
+		binding = storage
+		if k.Textures && d.texBlock > 0 { // a buffer texture may view less than a storage block
+			binding = min(binding, d.texBlock)
+		}
 	}
+	kern := hp.kernels.kern
+	viewed(kern)
 	al := kern.Align
 	if max(m, k, n) > 1<<31 {
 		return plan, false, fmt.Errorf("%w: a dimension of the %d×%d by %d×%d product is over 2³¹", ErrTooLarge, m, k, k, n)
@@ -63,6 +68,8 @@ func (d *Device) planPanels(m, k, n int, hp *hostPlan) (plan dispatch.PanelPlan,
 		}
 		kern = hp.kernels.natural
 		hp.kernels.kern = kern
+		viewed(kern) // the stand-in may read through textures where the default does not
+		lim = float64(binding)
 	}
 	if fits(0) {
 		return plan, false, nil
