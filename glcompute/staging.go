@@ -54,11 +54,19 @@ type stageSlot struct {
 	fence glw.Fence      // the GPU's last copy from or to buf; 0 if none
 }
 
+// maxCopyWorkers caps the host copy goroutines (GOMAXPROCS below it). On
+// the lent H100's 16-CPU host, glmul -n 4096 end to end (a streamed pass:
+// B and A's bands into staging, C's out) ran at a median of 9.58 ms over
+// 12 processes with 16 against 10.34 with 8 (interleaved, one call,
+// 2026-11-27). Before streamed passes 16 had measured no better than 8
+// (docs/PERFORMANCE.md, "Bands, copy goroutines and -mapped").
+const maxCopyWorkers = 16
+
 // stage returns the Device's stager, creating it on first use; on the
 // device thread.
 func (d *Device) stage() *stager {
 	if d.stager == nil {
-		s := &stager{bytes: d.opts.StagingBytes, workers: min(runtime.GOMAXPROCS(0), 8)}
+		s := &stager{bytes: d.opts.StagingBytes, workers: min(runtime.GOMAXPROCS(0), maxCopyWorkers)}
 		if s.bytes <= 0 {
 			s.bytes = DefaultStagingBytes
 		}
