@@ -2,7 +2,6 @@ package glcompute
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/shaders"
@@ -41,7 +40,7 @@ func (d *Device) chooseKernels() {
 // (_tex) and the context has none (OpenGL ES 3.1 without
 // GL_OES_texture_buffer), else "".
 func (d *Device) runnable(spec string) string {
-	for _, s := range []string{spec, strings.TrimSuffix(spec, "_tex")} {
+	for _, s := range []string{spec, shaders.WithTextures(spec, false)} {
 		if k, err := shaders.Lookup(s); err == nil && d.fits(k) == nil {
 			return k.Spec()
 		}

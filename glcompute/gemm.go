@@ -3,6 +3,7 @@ package glcompute
 import (
 	"errors"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/blas"
 
@@ -152,11 +153,18 @@ func (d *Device) mulFast(c, a, b *Matrix) error {
 		}
 		spec = d.natural(spec)
 	}
-	if k, err := shaders.Lookup(spec); err == nil && k.Textures && max(d.extent(a.Offset, a.span()), d.extent(b.Offset, b.span())) > d.texBlock {
+	if d.overTextures(spec, d.extent(a.Offset, a.span()), d.extent(b.Offset, b.span())) {
 		spec = tuning.GenericDefault
 	}
 	return d.resident(func() (*program, error) { return d.program(spec) }, a, b, c,
 		func(p *program, offA, offB, offC int) { setResidentFast(p, c, a.Stride, b, offA, offB, offC) })
+}
+
+// overTextures reports whether kernel spec reads through buffer textures
+// and one of its inputs, of these bytes, is more than a texture views.
+func (d *Device) overTextures(spec string, bytes ...int64) bool {
+	k, err := shaders.Lookup(spec)
+	return err == nil && k.Textures && slices.Max(bytes) > d.texBlock
 }
 
 // setResidentFast sets a fast kernel's uniforms for the resident product
@@ -187,7 +195,7 @@ func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err erro
 	if d.fits(tk) != nil || d.checkBlock("A's transpose", bytes) != nil {
 		return false, nil
 	}
-	if kern, err := shaders.Lookup(spec); err == nil && kern.Textures && max(bytes, d.extent(b.Offset, b.span())) > d.texBlock {
+	if d.overTextures(spec, bytes, d.extent(b.Offset, b.span())) {
 		return false, nil // its buffer textures would not view all of B or the transpose
 	}
 	grow := false

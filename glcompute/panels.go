@@ -43,14 +43,14 @@ func (d *Device) planPanels(m, k, n int, hp *hostPlan) (plan dispatch.PanelPlan,
 	}
 	binding = min(binding, 4*maxIndex)
 	storage := binding
-	viewed := func(k shaders.Kernel) {
-		binding = storage
+	viewed := func(k shaders.Kernel) int64 { // what one binding of k's may hold
 		if k.Textures && d.texBlock > 0 { // a buffer texture may view less than a storage block
-			binding = min(binding, d.texBlock)
+			return min(storage, d.texBlock)
 		}
+		return storage
 	}
 	kern := hp.kernels.kern
-	viewed(kern)
+	binding = viewed(kern)
 	al := kern.Align
 	if max(m, k, n) > 1<<31 {
 		return plan, false, fmt.Errorf("%w: a dimension of the %d×%d by %d×%d product is over 2³¹", ErrTooLarge, m, k, k, n)
@@ -68,7 +68,7 @@ func (d *Device) planPanels(m, k, n int, hp *hostPlan) (plan dispatch.PanelPlan,
 		}
 		kern = hp.kernels.natural
 		hp.kernels.kern = kern
-		viewed(kern) // the stand-in may read through textures where the default does not
+		binding = viewed(kern) // the stand-in may read through textures where the default does not
 		lim = float64(binding)
 	}
 	if fits(0) {

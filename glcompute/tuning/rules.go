@@ -4,6 +4,8 @@ import (
 	"math"
 	"runtime"
 	"strings"
+
+	"github.com/glmul/glmul/shaders"
 )
 
 // Choose returns the kernel choice for a device glmul tune never ran on:
@@ -171,9 +173,9 @@ var measuredOnePerSM = map[string]bool{
 // accumulators (OneGroupPerSM) or measured so (measuredOnePerSM). The
 // number of slots for AutoSplitK is then the multiprocessors'.
 // The same configuration reading through buffer textures (_tex) counts as
-// it: the same registers.
+// it (shaders.WithTextures): the same registers.
 func FillsSM(spec string, accumulators int) bool {
-	return accumulators >= OneGroupPerSM || measuredOnePerSM[strings.TrimSuffix(spec, "_tex")]
+	return accumulators >= OneGroupPerSM || measuredOnePerSM[shaders.WithTextures(spec, false)]
 }
 
 // Wave is about how many work groups the device runs at once: 128 for a
