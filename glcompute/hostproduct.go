@@ -61,6 +61,10 @@ type hostProduct struct {
 	tr   *program
 	bufT glw.Buffer
 	ldt  int
+	// sk, where set, runs each whole product as stream-K (streamk.go):
+	// whole waves of tiles, then the last tiles shared by every
+	// multiprocessor. A pass in bands runs the plain kernel.
+	sk *streamK
 	// outC, where set, is the buffer the kernel writes C into instead of
 	// bufC: the pipelined pass of a product whose C is a mapped host
 	// matrix writes it there directly (pipelined), with no copy back.
@@ -133,6 +137,9 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 		h.ksplit = roundUp((h.k+split-1)/split, h.p.kernel.StepK)
 		h.splits = (h.k + h.ksplit - 1) / h.ksplit
 	}
+	if err := h.planStreamK(); err != nil {
+		return err
+	}
 	h.p.prog.Use()
 	h.p.setUints(uniform{"M", h.m}, uniform{"K", h.k}, uniform{"N", h.n})
 	if h.p.kernel.Strided {
@@ -140,6 +147,15 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0}, uniform{"ksplit", h.ksplit})
 	}
 	return h.planWorkspace()
+}
+
+// kernelLda is the row stride of the A the kernel reads: A's, or its
+// transpose's.
+func (h *hostProduct) kernelLda() int {
+	if h.tr != nil {
+		return h.ldt
+	}
+	return h.lda
 }
 
 // planWorkspace makes the split-K workspace and compiles reduce.comp where
@@ -278,4 +294,7 @@ func (h *hostProduct) release() {
 	}
 	h.held, h.bufA, h.bufB, h.bufC, h.bufT = nil, 0, 0, 0, 0
 	h.work.Release()
+	if h.sk != nil {
+		h.sk.work.Release()
+	}
 }

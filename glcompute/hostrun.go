@@ -225,6 +225,12 @@ func (h *hostProduct) run() {
 	if h.tr != nil {
 		h.transposeA(0, h.m)
 	}
+	if h.sk != nil {
+		h.sk.run(h)
+		h.progress.dispatched()
+		h.progress.drain()
+		return
+	}
 	h.p.prog.Use()
 	if h.splits > 1 || h.tr != nil {
 		h.bind()

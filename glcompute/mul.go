@@ -101,6 +101,12 @@ type Layout struct {
 	// own interiors and strips.
 	EdgeKernel string `json:"edge_kernel,omitempty"`
 	EdgeGroups int    `json:"edge_groups,omitempty"`
+	// StreamKTiles, where not 0, is how many tiles of C after whole waves
+	// of them StreamKGroups work groups shared, each taking an equal run of
+	// their K steps, a second pass summing the pieces (stream-K; see
+	// tuning.UseStreamK). Groups then counts the tiles.
+	StreamKTiles  int `json:"stream_k_tiles,omitempty"`
+	StreamKGroups int `json:"stream_k_groups,omitempty"`
 	// Groups is the number of work groups along x (columns) and y (rows)
 	// (over all panels of a product run in panels).
 	Groups [2]int `json:"groups"`
@@ -251,6 +257,10 @@ func (d *Device) mul(c, a, b blas32.General, hp *hostPlan, idle time.Duration) (
 	}
 	if o.Measure == nil && h.rowsPerBand() < h.m {
 		t.Splits = 1 // the only pass runs its bands unsplit
+	}
+	if h.sk != nil {
+		t.StreamKTiles, t.StreamKGroups = h.sk.tiles, h.sk.groups
+		t.Dispatches = 2 + len(h.sk.fixChunks)
 	}
 	if err := h.alloc(); err != nil {
 		return t, err

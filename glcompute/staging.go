@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/trace"
 )
 
 // DefaultStagingBytes is the size of each staging buffer: large enough
@@ -204,7 +205,9 @@ func (s *stager) upload(dst view, src blas32.General) error {
 				return fmt.Errorf("%w: glMapBufferRange refused a staging buffer", ErrDriver)
 			}
 		}
+		trace.Stage("upload chunk: staging buffer free")
 		s.copyIn(unsafe.Slice((*float32)(ptr), n), src, r0, r1, stride)
+		trace.Stage("upload chunk: copied in by the host")
 		if sl.ptr == nil && !sl.buf.Unmap() {
 			return fmt.Errorf("%w: a staging buffer's contents were lost while mapped", ErrDriver)
 		}

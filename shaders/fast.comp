@@ -73,6 +73,9 @@
 #ifndef SHIFT
 #define SHIFT 1
 #endif
+#ifndef SK
+#define SK 0
+#endif
 #ifndef WX
 #define WX THREADS_X
 #endif
@@ -112,6 +115,28 @@ layout(std430, binding = 1) readonly buffer ssbo_B { vec4 B[]; };
 #define LDB(i) B[i]
 #endif
 layout(std430, binding = 2) writeonly buffer ssbo_R { vec4 R[]; };
+
+#if SK
+// Stream-K (SK 1, shaders.StreamK; glcompute's streamk.go plans it), for
+// a product of whole tiles, tiles of C numbered row by row, tilesX a row,
+// in two one-dimensional dispatches. Work group g = skBase +
+// gl_WorkGroupID.x below skDP computes tile g whole, into C at R, as the
+// plain kernel does: whole waves of them. The skGroups groups from skDP
+// on share the K steps of the remaining skTiles tiles evenly: the h-th
+// takes steps h·U/skGroups to (h+1)·U/skGroups (U = skTiles·skSteps in
+// all, skSteps a tile, tile by tile), fewer than a tile's, so at most the
+// end of one tile and the start of the next. It writes each piece's sum
+// at R, then bound to a workspace: its first piece in slot 2h, its second
+// in 2h+1, BM·BN floats a slot; skfix.comp adds them up into C. No group
+// waits for another: the last wave, part idle with plain tiles, is
+// shared by every multiprocessor.
+uniform uint skBase;
+uniform uint skDP;
+uniform uint skGroups;
+uniform uint skTiles;
+uniform uint skSteps;
+uniform uint tilesX;
+#endif
 
 #if AT
 #define A_SIZE (BK * (BM / 4))      // vec4s of one buffer of As (As[k][row/4])
@@ -252,11 +277,42 @@ void main()
     uint tx = (warp % uint(WPR)) * uint(WX) + lane % uint(WX);
     uint ty = (warp / uint(WPR)) * uint(WY) + lane / uint(WX);
 #endif
+    uint lda4 = lda / 4u, ldb4 = ldb / 4u;
+#if SK
+    uint g = skBase + gl_WorkGroupID.x;
+    uint tile[2], step0[2], step1[2];
+    int pieces;
+    if (g < skDP) {
+        pieces = 1;
+        tile[0] = g;
+        step0[0] = 0u;
+        step1[0] = skSteps;
+    } else {
+        uint h = g - skDP, total = skTiles * skSteps;
+        uint s0 = h * total / skGroups, s1 = (h + 1u) * total / skGroups;
+        uint t0 = s0 / skSteps;
+        pieces = s1 > s0 ? 1 : 0;
+        tile[0] = skDP + t0;
+        step0[0] = s0 - t0 * skSteps;
+        step1[0] = min(skSteps, s1 - t0 * skSteps);
+        if (s1 > (t0 + 1u) * skSteps) {
+            pieces = 2;
+            tile[1] = tile[0] + 1u;
+            step0[1] = 0u;
+            step1[1] = s1 - (t0 + 1u) * skSteps;
+        }
+    }
+    for (int piece = 0; piece < pieces; piece++) {
+    uint row0 = tile[piece] / tilesX * uint(BM);
+    uint col0 = tile[piece] % tilesX * uint(BN);
+    uint kBegin = step0[piece] * uint(BK);
+    uint kEnd = min(K, step1[piece] * uint(BK));
+#else
     uint row0 = y0 + gl_WorkGroupID.y * uint(BM);
     uint col0 = x0 + gl_WorkGroupID.x * uint(BN); // a multiple of 4
-    uint lda4 = lda / 4u, ldb4 = ldb / 4u;
     uint kBegin = gl_WorkGroupID.z * ksplit;
     uint kEnd = min(K, kBegin + ksplit);
+#endif
     // The last split also reads A's zero padding up to lda; the others stop
     // at a multiple of BK, so their vec4s never straddle kEnd.
     uint kEndA = kEnd == K ? lda : kEnd;
@@ -410,6 +466,30 @@ void main()
     }
 
     uint ldc4 = ldc / 4u;
+#if SK
+    // Every tile is whole (the plan's condition): no bounds to check.
+    if (g < skDP) {
+        #pragma optionNV(unroll all)
+        for (int i = 0; i < TM; i++) {
+            uint rowC = offC4 + C_ROW(i) * ldc4 + col0 / 4u + tx;
+            #pragma optionNV(unroll all)
+            for (int j = 0; j < GN; j++) {
+                R[rowC + uint(j * THREADS_X)] = acc[i][j];
+            }
+        }
+    } else {
+        uint slot = (2u * (g - skDP) + uint(piece)) * uint(BM * (BN / 4)) + tx;
+        #pragma optionNV(unroll all)
+        for (int i = 0; i < TM; i++) {
+            uint rowW = slot + (C_ROW(i) - row0) * uint(BN / 4);
+            #pragma optionNV(unroll all)
+            for (int j = 0; j < GN; j++) {
+                R[rowW + uint(j * THREADS_X)] = acc[i][j];
+            }
+        }
+    }
+    } // pieces
+#else
     uint outC4 = offC4 + gl_WorkGroupID.z * M * ldc4;
 #if SHIFT
     // A tile moved back stores only its own elements: rows from ownRow,
@@ -447,4 +527,5 @@ void main()
             }
         }
     }
+#endif
 }

@@ -236,3 +236,22 @@ func FastCandidates() []FastConfig {
 	}
 	return out
 }
+
+// StreamK returns fast kernel k (a "fast" Kernel, as Fast or Lookup give
+// it) built for stream-K products (fast.comp with SK): a one-dimensional
+// dispatch of whole tiles and of groups that share the last tiles' K
+// steps, their pieces summed by StreamKFix. Its spec is "streamk:" and
+// k's configuration.
+func StreamK(k Kernel) Kernel {
+	k.Name = "streamk"
+	k.Source = strings.Replace(k.Source, "#version 430 core\n", "#version 430 core\n#define SK 1\n", 1)
+	return withES(k)
+}
+
+// StreamKFix returns skfix.comp for tiles of bm×bn: the second pass of a
+// stream-K product, adding up the pieces of its shared tiles into C.
+func StreamKFix(bm, bn int) Kernel {
+	src := strings.Replace(string(source("skfix.comp")), "#define THREADS", fmt.Sprintf("#define BM %d\n#define BN %d\n#define THREADS", bm, bn), 1)
+	return withES(Kernel{Name: "skfix", Config: fmt.Sprintf("%dx%d", bm, bn), File: "skfix.comp", TileM: 1, TileN: 256, Align: 4, Threads: 256,
+		Source: "#version 430 core\n" + src})
+}

@@ -118,18 +118,29 @@ func AutoSplitK(groups, k, wave, slots int) int {
 		}
 		return 1
 	}
-	waves := func(s int) float64 { return float64((groups*s+slots-1)/slots) / float64(s) }
-	best, bestT := 1, waves(1)
+	best, bestT := 1, SplitTime(groups, slots, 1)
 	most := min(8, k/256)
 	if groups < slots {
 		most = min(32, k/128)
 	}
 	for s := 2; s <= most; s++ {
-		if t := waves(s) * (1 + 0.0125*float64(s)); t < 0.98*bestT {
+		if t := SplitTime(groups, slots, s); t < 0.98*bestT {
 			best, bestT = s, t
 		}
 	}
 	return best
+}
+
+// SplitTime is AutoSplitK's model of a product of groups work groups, on
+// a device that runs slots of them at once, in s slices of K: its time
+// in unsplit groups' times, ceil(groups·s/slots)/s, times 1 + 0.0125·s
+// for s ≥ 2 (the reduction pass and shorter K loops).
+func SplitTime(groups, slots, s int) float64 {
+	t := float64((groups*s+slots-1)/slots) / float64(s)
+	if s > 1 {
+		t *= 1 + 0.0125*float64(s)
+	}
+	return t
 }
 
 // TransposedAMinN is the width of B (N) from which a default kernel that
@@ -230,3 +241,36 @@ const (
 	// larger than the device allows (glcompute's mulFast).
 	GenericDefault = "fast:128x128x8_8x8"
 )
+
+// StreamKMinSteps is the fewest K steps a tile may have for UseStreamK:
+// with fewer, the pieces' writes and their sum weigh more against the
+// tile's work.
+const StreamKMinSteps = 128
+
+// StreamKCost is UseStreamK's model of what stream-K adds, in tile
+// times: the shared groups' writes of their pieces (two tiles' worth a
+// group at most) and the pass that sums them.
+const StreamKCost = 0.05
+
+// UseStreamK reports whether a product of tiles tiles of steps K steps
+// each, on a device that runs slots of the kernel's work groups at once
+// (one a multiprocessor, FillsSM), should run stream-K rather than in
+// the split slices of K that AutoSplitK chose to fill its last wave:
+// whole waves of tiles, then the K steps of the remaining tiles shared
+// evenly by slots work groups, a second pass summing their pieces (two
+// tiles a group at most, against all of C for a split). Where its model,
+// tiles/slots plus StreamKCost tile times, beats SplitTime's for that
+// split. Not where AutoSplitK keeps the product unsplit (split 1): the
+// last wave is full enough there that on the H100, whose clocks rise
+// when multiprocessors idle, stream-K measured no gain (one call, two
+// rounds against the previous binary: 4096³ 2.765–2.785 ms against
+// 2.767–2.770, 4608³ 3.91–3.94 against 3.87–3.90, 7168³ 14.54–14.69
+// against 14.36), where it replaced splits it gained 7–10% (2560³ 0.721–
+// 0.729 against 0.804 in 3 slices, 3072³ 1.206 against 1.292 in 4,
+// 5120³ 5.35–5.37 against 5.74 in 2).
+func UseStreamK(tiles, steps, slots, split int) bool {
+	if split < 2 || slots <= 0 || tiles <= slots || steps < StreamKMinSteps || tiles%slots == 0 {
+		return false
+	}
+	return float64(tiles)/float64(slots)+StreamKCost < SplitTime(tiles, slots, split)
+}

@@ -294,3 +294,33 @@ func TestFillsSM(t *testing.T) {
 		}
 	}
 }
+
+// TestUseStreamK: stream-K in place of a split that fills the last wave,
+// where its model beats the split's; not where the product runs unsplit,
+// under a wave, with short K or no slot count.
+func TestUseStreamK(t *testing.T) {
+	for _, c := range []struct {
+		tiles, steps, slots, split int
+		want                       bool
+	}{
+		{288, 192, 132, 4, true},   // 3072³ in 256×128 tiles: 2.23 against 2.36
+		{800, 320, 132, 2, true},   // 5120³: 6.11 against 6.66
+		{200, 160, 132, 3, true},   // 2560³: 1.57 against 1.73
+		{512, 256, 132, 1, false},  // 4096³: unsplit
+		{2048, 512, 132, 1, false}, // 8192³: unsplit
+		{128, 256, 132, 2, false},  // under a wave
+		{288, 64, 132, 4, false},   // short K
+		{288, 192, 0, 4, false},    // slots unknown
+		{7, 128, 4, 4, true},       // 1.8 against 1.84 in 4 slices
+		{6, 128, 4, 2, false},      // 1.55 against 1.54 in 2 slices
+	} {
+		if got := UseStreamK(c.tiles, c.steps, c.slots, c.split); got != c.want {
+			t.Errorf("UseStreamK(%d, %d, %d, %d) = %v, want %v", c.tiles, c.steps, c.slots, c.split, got, c.want)
+		}
+	}
+	for _, c := range []struct{ groups, k, slots, want int }{{288, 3072, 132, 4}, {800, 5120, 132, 2}, {200, 2560, 132, 3}, {7, 1024, 4, 4}, {6, 1024, 4, 2}} {
+		if got := AutoSplitK(c.groups, c.k, 128, c.slots); got != c.want {
+			t.Errorf("AutoSplitK(%d, %d, 128, %d) = %d, want %d", c.groups, c.k, c.slots, got, c.want)
+		}
+	}
+}

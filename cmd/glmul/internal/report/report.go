@@ -53,6 +53,9 @@ type Timings struct {
 	// tiles ("" for none).
 	EdgeKernel string
 	EdgeGroups int
+	// StreamKTiles tiles were shared by StreamKGroups work groups after
+	// whole waves of tiles (stream-K; 0 for none).
+	StreamKTiles, StreamKGroups int
 	// Steps of the pipelined product; Streamed: it ran as a streamed pass
 	// (copies beside the kernel); Overlapping: the stage times were
 	// measured within it (glcompute.Timings).
@@ -179,6 +182,9 @@ func (r *Run) writeSetup(p lineFunc) {
 	}
 	if t.EdgeKernel != "" {
 		split += fmt.Sprintf(", and %s in %d work groups over the strips past whole tiles", t.EdgeKernel, t.EdgeGroups)
+	}
+	if t.StreamKTiles > 0 {
+		split += fmt.Sprintf(", the last %d tiles' K steps shared by %d work groups (stream-K; a second pass sums them)", t.StreamKTiles, t.StreamKGroups)
 	}
 	p("kernel", "%s: %d×%d work groups in %d dispatch(es) of at most %d×%d%s", r.Kernel, t.Groups[0], t.Groups[1], t.Dispatches, r.MaxGroups, r.MaxGroups, split)
 	if r.Staging != "" {
