@@ -20,26 +20,25 @@ type streamK struct {
 	p, fix            *program
 	dp, groups, tiles int // skDP, skGroups, skTiles: tiles shared
 	steps, tilesX     int // K steps a tile, tiles a row of C
+	rowLim            int // the rows a tile may reach: M, or M rounded up to 4 for A transposed
 	work              glw.Buffer
 	fixChunks         []dispatch.LinearChunk
 }
 
 // planStreamK sets h.sk where the product qualifies (and then runs
 // unsplit): a fast kernel that fills a multiprocessor (h.slots known), an
-// automatic K split, no edge strips, no pacing, whole tiles only (M and N
-// multiples of the tile), both dispatches within the product's group
-// budget and the shaders' 32-bit step arithmetic, and tuning.UseStreamK
+// automatic K split, no edge strips, no pacing, both dispatches within
+// the product's group budget and the shaders' 32-bit step arithmetic, and tuning.UseStreamK
 // against the split AutoSplitK chose. Where the only pass then runs in
 // bands (not under Measure), it runs them unsplit with the plain kernel,
 // as an unsplit product does.
 func (h *hostProduct) planStreamK() error {
 	k := h.p.kernel
-	if h.slots == 0 || h.o.SplitK != 0 || h.edge != nil || h.p.pace != nil ||
-		k.Name != "fast" || !k.Strided || k.StepK == 0 || h.m%k.TileM != 0 || h.n%k.TileN != 0 {
+	if h.slots == 0 || h.o.SplitK != 0 || h.edge != nil || h.p.pace != nil || k.Name != "fast" || !k.Strided || k.StepK == 0 {
 		return nil
 	}
-	tilesX := h.n / k.TileN
-	tiles, steps := tilesX*(h.m/k.TileM), (h.k+k.StepK-1)/k.StepK
+	tilesX := (h.n + k.TileN - 1) / k.TileN
+	tiles, steps := tilesX*((h.m+k.TileM-1)/k.TileM), (h.k+k.StepK-1)/k.StepK
 	maxGroups := h.o.MaxGroups
 	if maxGroups <= 0 {
 		maxGroups = DefaultMaxGroups
@@ -55,7 +54,10 @@ func (h *hostProduct) planStreamK() error {
 	if h.o.Measure == nil && h.rowsPerBand() < h.m {
 		return nil // the only pass runs in bands
 	}
-	sk := &streamK{dp: tiles - shared, groups: h.slots, tiles: shared, steps: steps, tilesX: tilesX}
+	sk := &streamK{dp: tiles - shared, groups: h.slots, tiles: shared, steps: steps, tilesX: tilesX, rowLim: h.m}
+	if k.TransposeA {
+		sk.rowLim = roundUp(h.m, 4) // the transpose's zero columns (fast.comp's SHIFT)
+	}
 	var err error
 	if sk.p, err = h.d.programOf(shaders.StreamK(k)); err != nil {
 		return err
@@ -102,7 +104,8 @@ func (sk *streamK) run(h *hostProduct) {
 	sk.work.BindStorage(0)
 	h.cBuf().BindStorage(2)
 	sk.fix.setUints(uniform{"skDP", sk.dp}, uniform{"skGroups", sk.groups}, uniform{"skTiles", sk.tiles},
-		uniform{"skSteps", sk.steps}, uniform{"tilesX", sk.tilesX}, uniform{"ldc", h.ldc}, uniform{"offC4", 0})
+		uniform{"skSteps", sk.steps}, uniform{"tilesX", sk.tilesX}, uniform{"M", h.m}, uniform{"rowLim", sk.rowLim},
+		uniform{"colLim", h.ldb}, uniform{"ldc", h.ldc}, uniform{"offC4", 0})
 	for _, ch := range sk.fixChunks {
 		sk.fix.setUint("first", uint32(ch.First))
 		glw.Dispatch(ch.GroupsX, ch.GroupsY)

@@ -10,40 +10,44 @@ import (
 	"github.com/glmul/glmul/internal/conformance"
 )
 
-// TestStreamK runs products on a device told it has 4 multiprocessors,
-// with 128×256 tiles (kernels that fill one, FillsSM) and K long enough
-// (tuning.StreamKMinSteps), where the last wave is partly idle:
-// tuning.UseStreamK takes stream-K where its model beats AutoSplitK's
-// split. 5 tiles: one shared by 4 groups, 32 steps a piece; 7: three
-// shared, 96.75 steps a group of 129 a tile (K not a multiple of the
-// step), so groups hold the end of one tile and the start of the next;
-// 9: two waves of whole tiles first. 6 tiles split in 2 (the model's
-// choice, 1.54 tile times against 1.55) and 3 tiles (under a wave) run
-// plain. A transposed and natural; C validated against float64 after
-// poisoning, under Measure (the runs and the pass after them) and as a
-// plain Mul (its pass in bands: plain kernel); on OpenGL ES too.
+// TestStreamK runs products on a device told it has 4 or 5
+// multiprocessors, with 128×256 tiles (kernels that fill one, FillsSM)
+// and K long enough (tuning.StreamKMinSteps), where the last wave is
+// partly idle: tuning.UseStreamK takes stream-K where its model beats
+// AutoSplitK's split. 5 tiles on 4: one shared, 32 steps a piece; 7 on 4:
+// three shared, 96.75 steps a group of 129 a tile (K not a multiple of
+// the step), so groups hold the end of one tile and the start of the
+// next; 9 on 4: two waves of whole tiles first; tiles past the edges of
+// C, moved back (SHIFT) whole or shared: 12 on 5 (700×300), 9 on 4
+// (333×515, M not a multiple of 4), 6 on 5 (100×1300: fewer rows than a
+// tile). 6 tiles on 4 split in 2 (the model's choice, 1.54 tile times
+// against 1.55) and 3 tiles (under a wave) run plain. A transposed and
+// natural; C validated against float64 after poisoning, under Measure
+// (the runs and the pass after them) and as a plain Mul (its pass in
+// bands: plain kernel); on OpenGL ES too.
 func TestStreamK(t *testing.T) {
 	d := openDevice(t, BackendEGL)
-	d.info.SMCount = 4
 	type want struct {
-		shape  conformance.Shape
-		shared int // tiles shared, 0: none
+		shape         conformance.Shape
+		slots, shared int // multiprocessors; tiles shared, 0: none
 	}
 	cases := []want{
-		{conformance.Shape{M: 640, K: 1024, N: 256}, 1},
-		{conformance.Shape{M: 896, K: 1029, N: 256}, 3},
-		{conformance.Shape{M: 384, K: 1024, N: 768}, 1},
-		{conformance.Shape{M: 256, K: 1024, N: 768}, 0},
-		{conformance.Shape{M: 384, K: 1024, N: 256}, 0},
+		{conformance.Shape{M: 640, K: 1024, N: 256}, 4, 1},
+		{conformance.Shape{M: 896, K: 1029, N: 256}, 4, 3},
+		{conformance.Shape{M: 384, K: 1024, N: 768}, 4, 1},
+		{conformance.Shape{M: 700, K: 1030, N: 300}, 5, 2},
+		{conformance.Shape{M: 333, K: 1024, N: 515}, 4, 1},
+		{conformance.Shape{M: 100, K: 1031, N: 1300}, 5, 1},
+		{conformance.Shape{M: 256, K: 1024, N: 768}, 4, 0},
+		{conformance.Shape{M: 384, K: 1024, N: 256}, 4, 0},
 	}
 	specs := []string{"fast:128x256x8_8x8_db", "fast:128x256x8_16x8_db_at", "gles/fast:128x256x8_16x8_db_at"}
 	if strings.Contains(d.info.Renderer, "softpipe") {
 		// About 100× slower than llvmpipe (12 s a shape here): the case
 		// with pieces in two tiles, on one backend.
-		cases, specs = cases[1:2], specs[:2]
+		cases, specs = []want{cases[1], cases[3]}, specs[:2]
 	}
 	gles := openDevice(t, BackendGLES)
-	gles.info.SMCount = 4
 	for _, spec := range specs {
 		d := d
 		if s, ok := strings.CutPrefix(spec, "gles/"); ok {
@@ -51,6 +55,7 @@ func TestStreamK(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%s/%s/%v", d.info.Backend, spec, c.shape), func(t *testing.T) {
+				d.info.SMCount = c.slots
 				for _, staged := range []bool{true, false} {
 					conformance.Run(t, []conformance.Shape{c.shape}, func(cm, a, b blas32.General) error {
 						tm, err := mulStaged(d, cm, a, b, MulOptions{Kernel: spec}, staged)
@@ -58,8 +63,8 @@ func TestStreamK(t *testing.T) {
 						if !staged && tm.Steps > 1 {
 							want = 0
 						}
-						if err == nil && (tm.StreamKTiles != want || want > 0 && tm.StreamKGroups != 4) {
-							t.Errorf("staged %v: stream-K tiles %d in %d groups, want %d in 4", staged, tm.StreamKTiles, tm.StreamKGroups, want)
+						if err == nil && (tm.StreamKTiles != want || want > 0 && tm.StreamKGroups != c.slots) {
+							t.Errorf("staged %v: stream-K tiles %d in %d groups, want %d in %d", staged, tm.StreamKTiles, tm.StreamKGroups, want, c.slots)
 						}
 						return err
 					})

@@ -117,19 +117,20 @@ layout(std430, binding = 1) readonly buffer ssbo_B { vec4 B[]; };
 layout(std430, binding = 2) writeonly buffer ssbo_R { vec4 R[]; };
 
 #if SK
-// Stream-K (SK 1, shaders.StreamK; glcompute's streamk.go plans it), for
-// a product of whole tiles, tiles of C numbered row by row, tilesX a row,
-// in two one-dimensional dispatches. Work group g = skBase +
-// gl_WorkGroupID.x below skDP computes tile g whole, into C at R, as the
-// plain kernel does: whole waves of them. The skGroups groups from skDP
-// on share the K steps of the remaining skTiles tiles evenly: the h-th
-// takes steps h·U/skGroups to (h+1)·U/skGroups (U = skTiles·skSteps in
-// all, skSteps a tile, tile by tile), fewer than a tile's, so at most the
-// end of one tile and the start of the next. It writes each piece's sum
-// at R, then bound to a workspace: its first piece in slot 2h, its second
-// in 2h+1, BM·BN floats a slot; skfix.comp adds them up into C. No group
-// waits for another: the last wave, part idle with plain tiles, is
-// shared by every multiprocessor.
+// Stream-K (SK 1, shaders.StreamK; glcompute's streamk.go plans it): the
+// tiles of C numbered row by row, tilesX a row, in two one-dimensional
+// dispatches. Work group g = skBase + gl_WorkGroupID.x below skDP
+// computes tile g whole, into C at R, as the plain kernel does: whole
+// waves of them. The skGroups groups from skDP on share the K steps of
+// the remaining skTiles tiles evenly: the h-th takes steps h·U/skGroups
+// to (h+1)·U/skGroups (U = skTiles·skSteps in all, skSteps a tile, tile
+// by tile), fewer than a tile's, so at most the end of one tile and the
+// start of the next. It writes each piece's sum at R, then bound to a
+// workspace: its first piece in slot 2h, its second in 2h+1, BM·BN
+// floats a slot; skfix.comp adds them up into C. No group waits for
+// another: the last wave, part idle with plain tiles, is shared by every
+// multiprocessor. Tiles past the matrices' edges move back (SHIFT) as in
+// the plain kernel.
 uniform uint skBase;
 uniform uint skDP;
 uniform uint skGroups;
@@ -467,24 +468,40 @@ void main()
 
     uint ldc4 = ldc / 4u;
 #if SK
-    // Every tile is whole (the plan's condition): no bounds to check.
-    if (g < skDP) {
+    // Element (row, column vec4 c4) goes to R[out4 + row·ldo4 + c4]: C
+    // for a whole tile, or the piece's slot of the workspace, the tile as
+    // computed (from row0, col0), BN/4 vec4s a row (uint arithmetic wraps,
+    // so out4 may pass below zero). A tile moved back (SHIFT) stores only
+    // its own elements, from ownRow and ownCol4, as the plain kernel does;
+    // skfix.comp reads only those of a piece.
+    uint out4 = offC4, ldo4 = ldc4;
+    if (g >= skDP) {
+        ldo4 = uint(BN / 4);
+        out4 = (2u * (g - skDP) + uint(piece)) * uint(BM * (BN / 4)) - row0 * ldo4 - col0 / 4u;
+    }
+    uint ownRow = tile[piece] / tilesX * uint(BM);
+    uint ownCol4 = tile[piece] % tilesX * uint(BN / 4);
+    if (ownRow == row0 && ownCol4 == col0 / 4u && row0 + uint(BM) <= M && col0 / 4u + uint(BN / 4) <= ldc4) {
         #pragma optionNV(unroll all)
         for (int i = 0; i < TM; i++) {
-            uint rowC = offC4 + C_ROW(i) * ldc4 + col0 / 4u + tx;
+            uint rowO = out4 + C_ROW(i) * ldo4 + col0 / 4u + tx;
             #pragma optionNV(unroll all)
             for (int j = 0; j < GN; j++) {
-                R[rowC + uint(j * THREADS_X)] = acc[i][j];
+                R[rowO + uint(j * THREADS_X)] = acc[i][j];
             }
         }
     } else {
-        uint slot = (2u * (g - skDP) + uint(piece)) * uint(BM * (BN / 4)) + tx;
         #pragma optionNV(unroll all)
         for (int i = 0; i < TM; i++) {
-            uint rowW = slot + (C_ROW(i) - row0) * uint(BN / 4);
-            #pragma optionNV(unroll all)
-            for (int j = 0; j < GN; j++) {
-                R[rowW + uint(j * THREADS_X)] = acc[i][j];
+            uint row = C_ROW(i);
+            if (row < M && row >= ownRow) {
+                #pragma optionNV(unroll all)
+                for (int j = 0; j < GN; j++) {
+                    uint c4 = col0 / 4u + uint(j * THREADS_X) + tx;
+                    if (c4 < ldc4 && c4 >= ownCol4) {
+                        R[out4 + row * ldo4 + c4] = acc[i][j];
+                    }
+                }
             }
         }
     }

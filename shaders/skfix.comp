@@ -2,12 +2,16 @@
 // kernel's skGroups shared groups wrote the pieces of the last skTiles
 // tiles of C to W, BM·BN floats a slot, group h's first piece in slot 2h
 // and its second in 2h+1; this adds up each tile's pieces, in the order
-// of their K steps, and writes the tile into C. Tile u of those (tile
-// skDP + u of C, tiles numbered row by row, tilesX a row) covers the
-// steps from u·skSteps of U = skTiles·skSteps, which group h shares from
-// h·U/skGroups (rounded down) to (h+1)·U/skGroups; a group's share is
-// shorter than a tile, so it holds at most two pieces. BM and BN are
-// injected as #defines (Kernel.StreamKFix).
+// of their K steps, and writes the tile's own elements into C. Tile u of
+// those (tile skDP + u of C, tiles numbered row by row, tilesX a row)
+// covers the steps from u·skSteps of U = skTiles·skSteps, which group h
+// shares from h·U/skGroups (rounded down) to (h+1)·U/skGroups; a group's
+// share is shorter than a tile, so it holds at most two pieces. A tile
+// crossing the last row or column was computed moved back to end on it
+// (fast.comp's SHIFT, with rowLim and colLim: the rows and columns it may
+// reach), where the matrices have a tile's worth; its own elements start
+// where it would have. BM and BN are injected as #defines
+// (shaders.StreamKFix).
 #define THREADS 256
 #define TILE4 (BM * (BN / 4))       // vec4s of a tile
 
@@ -18,6 +22,9 @@ uniform uint skGroups;
 uniform uint skTiles;
 uniform uint skSteps;
 uniform uint tilesX;
+uniform uint M;
+uniform uint rowLim;
+uniform uint colLim;
 uniform uint ldc;
 uniform uint offC4;
 uniform uint first; // index of this dispatch's first vec4 (dispatch chunks)
@@ -38,6 +45,18 @@ void main()
     uint i = first + (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * uint(THREADS) + gl_LocalInvocationIndex;
     if (i >= skTiles * uint(TILE4)) return;
     uint u = i / uint(TILE4), e = i % uint(TILE4);
+    uint t = skDP + u;
+    uint ownRow = t / tilesX * uint(BM), ownCol = t % tilesX * uint(BN);
+    uint row0 = ownRow, col0 = ownCol;
+    if (row0 + uint(BM) > rowLim && rowLim >= uint(BM)) {
+        row0 = rowLim - uint(BM);
+    }
+    if (col0 + uint(BN) > colLim && colLim >= uint(BN)) {
+        col0 = colLim - uint(BN);
+    }
+    uint row = row0 + e / uint(BN / 4), c4 = col0 / 4u + e % uint(BN / 4);
+    uint ldc4 = ldc / 4u;
+    if (row >= M || row < ownRow || c4 >= ldc4 || c4 < ownCol / 4u) return;
     uint total = skTiles * skSteps;
     uint hFirst = group(u * skSteps), hLast = group((u + 1u) * skSteps - 1u);
     vec4 s = vec4(0.0);
@@ -46,8 +65,5 @@ void main()
         uint slot = 2u * h + ((h * total / skGroups) / skSteps == u ? 0u : 1u);
         s += W[slot * uint(TILE4) + e];
     }
-    uint t = skDP + u;
-    uint row = t / tilesX * uint(BM) + e / uint(BN / 4);
-    uint col4 = t % tilesX * uint(BN / 4) + e % uint(BN / 4);
-    R[offC4 + row * (ldc / 4u) + col4] = s;
+    R[offC4 + row * ldc4 + c4] = s;
 }

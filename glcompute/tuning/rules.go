@@ -265,9 +265,11 @@ const StreamKCost = 0.05
 // when multiprocessors idle, stream-K measured no gain (one call, two
 // rounds against the previous binary: 4096³ 2.765–2.785 ms against
 // 2.767–2.770, 4608³ 3.91–3.94 against 3.87–3.90, 7168³ 14.54–14.69
-// against 14.36), where it replaced splits it gained 7–10% (2560³ 0.721–
+// against 14.36), where it replaced splits it gained 7–11% (2560³ 0.721–
 // 0.729 against 0.804 in 3 slices, 3072³ 1.206 against 1.292 in 4,
-// 5120³ 5.35–5.37 against 5.74 in 2).
+// 5120³ 5.35–5.37 against 5.74 in 2; in another call, with tiles past
+// the edges of C: 2500³ 0.715 against 0.792–0.797 in 3, 3000³ 1.188
+// against 1.265–1.277 in 4, 5000³ 5.25 against 5.59–5.63 in 2).
 func UseStreamK(tiles, steps, slots, split int) bool {
 	if split < 2 || slots <= 0 || tiles <= slots || steps < StreamKMinSteps || tiles%slots == 0 {
 		return false
