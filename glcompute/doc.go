@@ -69,7 +69,7 @@
 // # Measuring
 //
 // Mul's Timings describe its layout (kernel, dispatches, work groups, K
-// split, panels) and its pipelined pass (end to end, and each stage's busy
+// split or stream-K, panels) and its pipelined pass (end to end, and each stage's busy
 // time within it). Timing the stages alone, warming the GPU up and
 // repeating runs is the caller's: MulOptions.Measure hands a hook the
 // product's Stages (Upload, Run with the GL timer, ReadBack) on the

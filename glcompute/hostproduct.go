@@ -111,13 +111,11 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 	h.mapped = h.allMapped(c, a, b)
 	h.plainAC = h.d.hostMatrix(a, h.lda) == nil && h.d.hostMatrix(c, h.ldc) == nil && h.d.stage().persistent
 	h.splits, h.ksplit = 1, h.k
-	kernelLda := h.lda
 	if h.p.kernel.TransposeA {
 		if h.tr, err = h.d.programOf(shaders.Transpose()); err != nil {
 			return err
 		}
 		h.ldt = roundUp(h.m, al)
-		kernelLda = h.ldt
 		if _, err := h.tr.plan(h.k, h.ldt, h.o.MaxGroups); err != nil {
 			return err
 		}
@@ -143,7 +141,7 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 	h.p.prog.Use()
 	h.p.setUints(uniform{"M", h.m}, uniform{"K", h.k}, uniform{"N", h.n})
 	if h.p.kernel.Strided {
-		h.p.setUints(uniform{"lda", kernelLda}, uniform{"ldb", h.ldb}, uniform{"ldc", h.ldc},
+		h.p.setUints(uniform{"lda", h.kernelLda()}, uniform{"ldb", h.ldb}, uniform{"ldc", h.ldc},
 			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0}, uniform{"ksplit", h.ksplit})
 	}
 	return h.planWorkspace()

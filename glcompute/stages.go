@@ -34,10 +34,15 @@ func (s *Stages) Idle() time.Duration { return s.idle }
 // buffers hold (enough to warm the GPU up).
 func (s *Stages) Panels() bool { return s.pp != nil }
 
-// Dispatches is the number of compute dispatches of one Run.
+// Dispatches is the number of compute dispatches of one Run: the
+// progress reports (onDispatch) it makes. A stream-K product's dispatches
+// report once, together.
 func (s *Stages) Dispatches() int {
-	if s.pp != nil {
+	switch {
+	case s.pp != nil:
 		return 0 // counted as they are queued
+	case s.h.sk != nil:
+		return 1
 	}
 	return len(s.h.chunks.Chunks)
 }

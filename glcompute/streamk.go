@@ -43,16 +43,20 @@ func (h *hostProduct) planStreamK() error {
 	if maxGroups <= 0 {
 		maxGroups = DefaultMaxGroups
 	}
-	if !tuning.UseStreamK(tiles, steps, h.slots, h.splits) || tiles > maxGroups*maxGroups || h.slots > maxGroups*maxGroups {
-		return nil
+	if !tuning.UseStreamK(tiles, steps, h.slots, h.splits) || tiles > maxGroups*maxGroups || h.slots > maxGroups*maxGroups ||
+		tiles > h.d.info.MaxWorkGroupCount[0] {
+		return nil // a dispatch's groups: the product's budget (the watchdog), the driver's axis
 	}
 	shared := tiles % h.slots
-	if uint64(shared)*uint64(steps)*uint64(h.slots+1) >= 1<<32 {
+	tile4 := k.TileM * k.TileN / 4
+	bytes := 4 * 4 * 2 * h.slots * tile4 // two tiles a shared group
+	if uint64(shared)*uint64(steps)*uint64(h.slots+1) >= 1<<32 || h.d.checkBlock("the stream-K workspace is", int64(bytes)) != nil {
 		return nil
 	}
+	split := [3]int{h.splits, h.ksplit, boolInt(h.waveSplit)}
 	h.splits, h.ksplit, h.waveSplit = 1, h.k, false
 	if h.o.Measure == nil && h.rowsPerBand() < h.m {
-		return nil // the only pass runs in bands
+		return nil // the only pass runs in bands, unsplit
 	}
 	sk := &streamK{dp: tiles - shared, groups: h.slots, tiles: shared, steps: steps, tilesX: tilesX, rowLim: h.m}
 	if k.TransposeA {
@@ -65,15 +69,21 @@ func (h *hostProduct) planStreamK() error {
 	if sk.fix, err = h.d.programOf(shaders.StreamKFix(k.TileM, k.TileN)); err != nil {
 		return err
 	}
-	tile4 := k.TileM * k.TileN / 4
 	sk.fixChunks = dispatch.Linear(shared*tile4, sk.fix.kernel.Threads)
-	bytes := 4 * 4 * 2 * sk.groups * tile4
-	if sk.work, err = h.d.newBuffer(bytes, nil, glw.StaticRead, "creating the stream-K workspace"); errors.Is(err, ErrOutOfMemory) && len(h.d.pool) > 0 {
-		h.d.drainPool()
+	if sk.work, err = h.d.newBuffer(bytes, nil, glw.StaticRead, "creating the stream-K workspace"); errors.Is(err, ErrOutOfMemory) {
+		// The split it replaces needs a larger workspace still, but a
+		// product may fit without either (planWorkspace): keep the split.
 		h.d.clearErrors()
-		sk.work, err = h.d.newBuffer(bytes, nil, glw.StaticRead, "creating the stream-K workspace")
+		h.splits, h.ksplit, h.waveSplit = split[0], split[1], split[2] == 1
+		return nil
 	}
 	if err != nil {
+		return err
+	}
+	// NaN in every slot: a piece the sum read but no group wrote would
+	// reach C as NaN and fail validation, not pass as stale sums.
+	if err := h.d.poison(sk.work, bytes); err != nil {
+		sk.work.Release()
 		return err
 	}
 	h.sk = sk

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // FastConfig parameterizes fast.comp.
@@ -244,14 +245,29 @@ func FastCandidates() []FastConfig {
 // k's configuration.
 func StreamK(k Kernel) Kernel {
 	k.Name = "streamk"
+	if v, ok := streamKKernels.Load(k.Spec()); ok {
+		return v.(Kernel)
+	}
 	k.Source = strings.Replace(k.Source, "#version 430 core\n", "#version 430 core\n#define SK 1\n", 1)
-	return withES(k)
+	k = withES(k)
+	streamKKernels.Store(k.Spec(), k)
+	return k
 }
 
 // StreamKFix returns skfix.comp for tiles of bm×bn: the second pass of a
 // stream-K product, adding up the pieces of its shared tiles into C.
 func StreamKFix(bm, bn int) Kernel {
+	k := Kernel{Name: "skfix", Config: fmt.Sprintf("%dx%d", bm, bn), File: "skfix.comp", TileM: 1, TileN: 256, Align: 4, Threads: 256}
+	if v, ok := streamKKernels.Load(k.Spec()); ok {
+		return v.(Kernel)
+	}
 	src := strings.Replace(string(source("skfix.comp")), "#define THREADS", fmt.Sprintf("#define BM %d\n#define BN %d\n#define THREADS", bm, bn), 1)
-	return withES(Kernel{Name: "skfix", Config: fmt.Sprintf("%dx%d", bm, bn), File: "skfix.comp", TileM: 1, TileN: 256, Align: 4, Threads: 256,
-		Source: "#version 430 core\n" + src})
+	k.Source = "#version 430 core\n" + src
+	k = withES(k)
+	streamKKernels.Store(k.Spec(), k)
+	return k
 }
+
+// streamKKernels memoizes StreamK and StreamKFix (Kernel.Spec() →
+// Kernel): a host product asks for them each time it plans stream-K.
+var streamKKernels sync.Map

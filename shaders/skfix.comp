@@ -61,8 +61,12 @@ void main()
     uint hFirst = group(u * skSteps), hLast = group((u + 1u) * skSteps - 1u);
     vec4 s = vec4(0.0);
     for (uint h = hFirst; h <= hLast; h++) {
+        uint b = h * total / skGroups;
+        if ((h + 1u) * total / skGroups == b) {
+            continue; // an empty share (fewer steps than groups) wrote nothing
+        }
         // its first piece if its share starts in this tile, else its second
-        uint slot = 2u * h + ((h * total / skGroups) / skSteps == u ? 0u : 1u);
+        uint slot = 2u * h + (b / skSteps == u ? 0u : 1u);
         s += W[slot * uint(TILE4) + e];
     }
     R[offC4 + row * ldc4 + c4] = s;

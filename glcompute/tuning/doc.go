@@ -7,7 +7,7 @@
 //   - the shape classes (Square, LongK, ThinK) and Classify;
 //   - the rules (rules.go): the built-in choice per measured vendor
 //     (Choose), and what a product's shape decides (the small-grid kernel,
-//     split-K, edge strips, reading A transposed), from what the device
+//     split-K or stream-K, edge strips, reading A transposed), from what the device
 //     reports;
 //   - the device model (model.go): the choice for a GPU never measured,
 //     from the limits OpenGL reports (Model, Facts).
