@@ -123,8 +123,9 @@ func TestBandRows(t *testing.T) {
 }
 
 // TestWaveSplitBands: a product whose K split only fills its last wave
-// (here 144 groups of 128×256 on a GPU of known multiprocessors) is split
-// when run whole and runs its pipelined bands unsplit; the results are
+// (here 144 groups of 128×256 on a GPU of known multiprocessors) runs
+// stream-K in its place when run whole (tuning.UseStreamK; split where
+// that declines) and runs its pipelined bands unsplit; the results are
 // right both ways. Only where the driver reports its multiprocessors
 // (NVIDIA): elsewhere nothing is split past a wave.
 func TestWaveSplitBands(t *testing.T) {
@@ -138,13 +139,13 @@ func TestWaveSplitBands(t *testing.T) {
 	rowsOfTiles := d.Info().SMCount/8 + 2
 	conformance.Run(t, []conformance.Shape{{M: 128*rowsOfTiles - 5, K: 2048, N: 2048}}, func(c, a, b blas32.General) error {
 		tm, err := stagedMul(d, c, a, b, MulOptions{Kernel: kern}, 2)
-		if err == nil && (tm.Splits < 2 || tm.Steps < 2) {
-			return fmt.Errorf("%d slices of K and %d pipelined steps, want a split kernel stage and unsplit bands", tm.Splits, tm.Steps)
+		if err == nil && (tm.Splits < 2 && tm.StreamKTiles == 0 || tm.Steps < 2) {
+			return fmt.Errorf("%d slices of K, %d tiles stream-K and %d pipelined steps, want a split or stream-K kernel stage and unsplit bands", tm.Splits, tm.StreamKTiles, tm.Steps)
 		}
 		return err
 	})
 	// Mapped host matrices only, without the stages: one step, the whole
-	// product split (its workspace made: the step runs the split, not
+	// product split or stream-K (its workspace made: the step runs it, not
 	// bands), the same C as unsplit bands from Go slices give.
 	m := 128*rowsOfTiles - 5
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -167,8 +168,8 @@ func TestWaveSplitBands(t *testing.T) {
 		}
 	}
 	tm, err := d.Mul(hm[2].General, hm[0].General, hm[1].General, &MulOptions{Kernel: kern})
-	if err != nil || tm.Steps != 1 || tm.Splits < 2 {
-		t.Fatalf("mapped %d×2048×2048: %d steps, %d slices (%v), want 1 step split", m, tm.Steps, tm.Splits, err)
+	if err != nil || tm.Steps != 1 || tm.Splits < 2 && tm.StreamKTiles == 0 {
+		t.Fatalf("mapped %d×2048×2048: %d steps, %d slices, %d tiles stream-K (%v), want 1 step split or stream-K", m, tm.Steps, tm.Splits, tm.StreamKTiles, err)
 	}
 	for r := 0; r < m; r++ {
 		for j := 0; j < 2048; j++ {
@@ -181,8 +182,8 @@ func TestWaveSplitBands(t *testing.T) {
 	// made for a split nothing runs).
 	conformance.Run(t, []conformance.Shape{{M: 128*rowsOfTiles - 5, K: 2048, N: 2048}}, func(c, a, b blas32.General) error {
 		tm, err := d.Mul(c, a, b, &MulOptions{Kernel: kern})
-		if err == nil && (tm.Splits != 1 || tm.Steps < 2) {
-			return fmt.Errorf("%d slices of K reported and %d pipelined steps, want 1 and bands", tm.Splits, tm.Steps)
+		if err == nil && (tm.Splits != 1 || tm.StreamKTiles != 0 || tm.Steps < 2) {
+			return fmt.Errorf("%d slices of K and %d tiles stream-K reported and %d pipelined steps, want 1, none and bands", tm.Splits, tm.StreamKTiles, tm.Steps)
 		}
 		return err
 	})
