@@ -59,8 +59,8 @@ func TestStreamK(t *testing.T) {
 			d, spec = gles, s
 		}
 		for _, c := range cases {
-			if c.slots > 100 && spec != specs[0] {
-				continue // 9 GFLOP a product: one kernel is enough
+			if c.slots > 100 && (spec != specs[0] || strings.Contains(d.info.Renderer, "zink")) {
+				continue // 9 GFLOP a product: one kernel on llvmpipe is enough (index arithmetic)
 			}
 			t.Run(fmt.Sprintf("%s/%s/%v", d.info.Backend, spec, c.shape), func(t *testing.T) {
 				d.info.SMCount = c.slots
