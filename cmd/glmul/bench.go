@@ -37,6 +37,9 @@ type benchRow struct {
 	Valid      bool            `json:"valid"`
 	Skipped    string          `json:"skipped,omitempty"`
 	Splits     int             `json:"k_splits"` // slices of K the measured runs had (-split-k; 1: none)
+	// StreamK is how many tiles the measured runs shared stream-K (0: none;
+	// glcompute.Layout.StreamKTiles).
+	StreamK int `json:"stream_k_tiles"`
 }
 
 // benchFlags are glmul bench's flags, checked.
@@ -212,7 +215,7 @@ func (f *benchFlags) shape(ctx context.Context, d *glcompute.Device, s [3]int, s
 		med := measure.Median(r.Times)
 		row.Spec, row.Times, row.Source = r.Kernel, r.Times, r.Source
 		row.MedianMS, row.GFLOPS = float64(med)/1e6, r.GFLOPS(med)
-		row.Validation, row.Valid, row.Splits = string(r.Validation.Mode), r.Validation.OK, r.Timings.Splits
+		row.Validation, row.Valid, row.Splits, row.StreamK = string(r.Validation.Mode), r.Validation.OK, r.Timings.Splits, r.Timings.StreamKTiles
 		done.add(row, func() {
 			if !row.Valid {
 				fmt.Fprintf(stderr, "glmul bench: %s %s: %v\n", shape, kern, r.Validation.Err())
@@ -236,11 +239,11 @@ func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []b
 		t.Notes = []string{"interrupted: products after the last row were not measured"}
 	}
 	if format == report.CSV {
-		t.Header = []string{"m", "k", "n", "kernel", "spec", "timing_source", "runs", "median_ms", "gflops", "validation", "valid", "skipped", "k_splits"}
+		t.Header = []string{"m", "k", "n", "kernel", "spec", "timing_source", "runs", "median_ms", "gflops", "validation", "valid", "skipped", "k_splits", "stream_k_tiles"}
 		for _, r := range rows {
 			t.Rows = append(t.Rows, []string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, r.Spec, r.Source,
 				strconv.Itoa(len(r.Times)), strconv.FormatFloat(r.MedianMS, 'g', 6, 64), strconv.FormatFloat(r.GFLOPS, 'g', 6, 64),
-				r.Validation, strconv.FormatBool(r.Valid), r.Skipped, strconv.Itoa(r.Splits)})
+				r.Validation, strconv.FormatBool(r.Valid), r.Skipped, strconv.Itoa(r.Splits), strconv.Itoa(r.StreamK)})
 		}
 		return t.Write(w, format)
 	}
