@@ -26,7 +26,7 @@ type hostProduct struct {
 	lda, ldb, ldc int
 	bufA, bufB    glw.Buffer
 	bufC, work    glw.Buffer
-	held          []pooled // A, B and C's buffers, from the device's pool
+	held          []pooled // A, B and C's buffers (and the stream-K workspace), from the device's pool
 	splits        int      // K slices: 1 without split-K
 	ksplit        int      // K per slice
 	// slots is how many of the kernel's work groups the GPU runs at once
@@ -292,7 +292,4 @@ func (h *hostProduct) release() {
 	}
 	h.held, h.bufA, h.bufB, h.bufC, h.bufT = nil, 0, 0, 0, 0
 	h.work.Release()
-	if h.sk != nil {
-		h.sk.work.Release()
-	}
 }

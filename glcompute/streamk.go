@@ -1,8 +1,6 @@
 package glcompute
 
 import (
-	"errors"
-
 	"github.com/glmul/glmul/glcompute/internal/dispatch"
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/glcompute/tuning"
@@ -39,10 +37,7 @@ func (h *hostProduct) planStreamK() error {
 	}
 	tilesX := (h.n + k.TileN - 1) / k.TileN
 	tiles, steps := tilesX*((h.m+k.TileM-1)/k.TileM), (h.k+k.StepK-1)/k.StepK
-	maxGroups := h.o.MaxGroups
-	if maxGroups <= 0 {
-		maxGroups = DefaultMaxGroups
-	}
+	maxGroups := h.o.MaxGroups // planHost set it
 	if !tuning.UseStreamK(tiles, steps, h.slots, h.splits) || tiles > maxGroups*maxGroups || h.slots > maxGroups*maxGroups ||
 		tiles > h.d.info.MaxWorkGroupCount[0] {
 		return nil // a dispatch's groups: the product's budget (the watchdog), the driver's axis
@@ -53,7 +48,7 @@ func (h *hostProduct) planStreamK() error {
 	if uint64(shared)*uint64(steps)*uint64(h.slots+1) >= 1<<32 || h.d.checkBlock("the stream-K workspace is", int64(bytes)) != nil {
 		return nil
 	}
-	split := [3]int{h.splits, h.ksplit, boolInt(h.waveSplit)}
+	splits, ksplit, waveSplit := h.splits, h.ksplit, h.waveSplit
 	h.splits, h.ksplit, h.waveSplit = 1, h.k, false
 	if h.o.Measure == nil && h.rowsPerBand() < h.m {
 		return nil // the only pass runs in bands, unsplit
@@ -70,24 +65,22 @@ func (h *hostProduct) planStreamK() error {
 		return err
 	}
 	sk.fixChunks = dispatch.Linear(shared*tile4, sk.fix.kernel.Threads)
-	if sk.work, err = h.d.newBuffer(bytes, nil, glw.StaticRead, "creating the stream-K workspace"); errors.Is(err, ErrOutOfMemory) {
+	// From the device's pool, as A, B and C are (alloc), and back to it
+	// with them (release): a next product of the size makes none.
+	w, ok := h.d.takeBuffer(bytes, h.d.stage().bufferStorage)
+	if !ok {
 		// The split it replaces needs a larger workspace still, but a
 		// product may fit without either (planWorkspace): keep the split.
 		h.d.clearErrors()
-		h.splits, h.ksplit, h.waveSplit = split[0], split[1], split[2] == 1
+		h.splits, h.ksplit, h.waveSplit = splits, ksplit, waveSplit
 		return nil
 	}
-	if err != nil {
-		return err
-	}
+	h.held = append(h.held, w)
+	sk.work = w.buf
+	h.sk = sk
 	// NaN in every slot: a piece the sum read but no group wrote would
 	// reach C as NaN and fail validation, not pass as stale sums.
-	if err := h.d.poison(sk.work, bytes); err != nil {
-		sk.work.Release()
-		return err
-	}
-	h.sk = sk
-	return nil
+	return h.d.poison(sk.work, bytes)
 }
 
 // run queues the stream-K product: A (or its transpose) and B bound as

@@ -2,12 +2,15 @@ package glcompute
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/blas/blas32"
 
+	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/internal/conformance"
+	"github.com/glmul/glmul/validate"
 )
 
 // TestStreamK runs products on a device told it has 4 or 5
@@ -82,5 +85,36 @@ func TestStreamK(t *testing.T) {
 				}
 			})
 		}
+	}
+	// The workspace comes from the device's pool and goes back to it with
+	// A, B and C: the same product again makes no new buffer.
+	d.info.SMCount = 4
+	pool := func() []glwBufferName {
+		var out []glwBufferName
+		d.call(func() {
+			for _, p := range d.pool {
+				out = append(out, glwBufferName(p.buf))
+			}
+		})
+		return out
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	a, b := cpu.Random(640, 1024, rng), cpu.Random(1024, 256, rng)
+	var kept []glwBufferName
+	for i := 0; i < 2; i++ {
+		c := cpu.New(640, 256)
+		tm, err := stagedMul(d, c, a, b, MulOptions{Kernel: specs[0]}, 1)
+		if err != nil || tm.StreamKTiles != 1 {
+			t.Fatalf("stream-K tiles %d (%v), want 1", tm.StreamKTiles, err)
+		}
+		if r := validate.CheckFull(a, b, c); !r.OK {
+			t.Fatal(r.Err())
+		}
+		if i == 0 {
+			kept = pool()
+		}
+	}
+	if len(kept) != 4 || !sameSet(kept, pool()) {
+		t.Errorf("pool after a stream-K product %v, after the same again %v: want A, B, C and the workspace, reused", kept, pool())
 	}
 }

@@ -76,6 +76,9 @@
 #ifndef SK
 #define SK 0
 #endif
+#if SK && !SHIFT
+#error SK needs SHIFT: skfix.comp moves tiles back as SHIFT does
+#endif
 #ifndef WX
 #define WX THREADS_X
 #endif
