@@ -32,15 +32,7 @@ func TestBufferReuse(t *testing.T) {
 			t.Fatalf("%d×%d×%d after reuse: %v", m, k, n, r.Err())
 		}
 	}
-	held := func() []glwBufferName {
-		var out []glwBufferName
-		d.call(func() {
-			for _, p := range d.pool {
-				out = append(out, glwBufferName(p.buf))
-			}
-		})
-		return out
-	}
+	held := func() []glwBufferName { return poolNames(d) }
 	mul(200, 150, 100, nil)
 	first := held()
 	if len(first) != 3 {
@@ -74,6 +66,17 @@ func TestBufferReuse(t *testing.T) {
 }
 
 type glwBufferName uint32
+
+// poolNames lists the buffers d's pool keeps.
+func poolNames(d *Device) []glwBufferName {
+	var out []glwBufferName
+	d.call(func() {
+		for _, p := range d.pool {
+			out = append(out, glwBufferName(p.buf))
+		}
+	})
+	return out
+}
 
 func sameSet(a, b []glwBufferName) bool {
 	if len(a) != len(b) {

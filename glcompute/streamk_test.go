@@ -89,15 +89,7 @@ func TestStreamK(t *testing.T) {
 	// The workspace comes from the device's pool and goes back to it with
 	// A, B and C: the same product again makes no new buffer.
 	d.info.SMCount = 4
-	pool := func() []glwBufferName {
-		var out []glwBufferName
-		d.call(func() {
-			for _, p := range d.pool {
-				out = append(out, glwBufferName(p.buf))
-			}
-		})
-		return out
-	}
+	pool := func() []glwBufferName { return poolNames(d) }
 	rng := rand.New(rand.NewPCG(3, 4))
 	a, b := cpu.Random(640, 1024, rng), cpu.Random(1024, 256, rng)
 	var kept []glwBufferName
