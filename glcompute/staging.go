@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -351,23 +352,43 @@ func (s *stager) copying(busy *time.Duration, n int, f func(i0, i1 int)) {
 	*busy += time.Since(start)
 }
 
-// parallel runs f over rows [0, n) split among the stager's goroutines;
-// small jobs run on the calling thread.
+// copyPieces is how many pieces per goroutine parallel cuts a copy
+// into. Equal shares, one a goroutine, made a copy as slow as its slowest
+// goroutine: where a CPU was busy with something else (the driver's
+// threads, another process), every copy of the process took twice as
+// long or more. Goroutines that take pieces in turn until none is left
+// share the work out by what each gets done instead.
+const copyPieces = 4
+
+// parallel runs f over rows [0, n), cut into pieces that the stager's
+// goroutines and the calling thread take in turn; small jobs run on the
+// calling thread.
 func (s *stager) parallel(n int, f func(i0, i1 int)) {
 	w := min(s.workers, n)
 	if w <= 1 {
 		f(0, n)
 		return
 	}
+	pieces := min(n, copyPieces*w)
+	var next atomic.Int64
+	work := func() {
+		for {
+			p := int(next.Add(1) - 1)
+			if p >= pieces {
+				return
+			}
+			f(p*n/pieces, (p+1)*n/pieces)
+		}
+	}
 	var wg sync.WaitGroup
-	for g := 0; g < w; g++ {
-		i0, i1 := g*n/w, (g+1)*n/w
+	for g := 1; g < w; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f(i0, i1)
+			work()
 		}()
 	}
+	work()
 	wg.Wait()
 }
 
