@@ -59,6 +59,11 @@ type Device struct {
 	// seen, never shrunk, and kept until Release.
 	scratchT     glw.Buffer
 	scratchBytes int64
+	// work is the workspace of resident products that split K or run
+	// stream-K (residentfill.go): workBytes of it, grown to the largest
+	// asked for, never shrunk, and kept until Release.
+	work      glw.Buffer
+	workBytes int64
 	// texs are the buffer textures of A and B for kernels that read
 	// through textures (created on first use), texBound says they view a
 	// buffer now, and texBlock is the most bytes one views (0: the driver
@@ -143,6 +148,10 @@ func (d *Device) releaseObjects() {
 	if d.scratchT != 0 {
 		d.scratchT.Release()
 		d.scratchT, d.scratchBytes = 0, 0
+	}
+	if d.work != 0 {
+		d.work.Release()
+		d.work, d.workBytes = 0, 0
 	}
 	d.drainPool()
 	for i := range d.texs {

@@ -101,7 +101,10 @@
 //     buffers, other textures, framebuffers) is never touched. glmul's
 //     own objects stay in the context between calls: its GPU buffers
 //     kept for the next host product and, for those, buffer textures of
-//     their own (created and deleted by glmul, never bound after a call).
+//     their own (created and deleted by glmul, never bound after a call);
+//     for resident products, the scratch of A's transpose and the
+//     workspace of K splits and stream-K (up to MaxResidentWorkBytes),
+//     each grown to the largest asked for and kept until Release.
 //   - glmul never calls glGetError, installs no debug callback and never
 //     starts or ends a query the host has running. Out of memory is
 //     detected from the new buffer's size, where the driver refuses at all.

@@ -28,7 +28,12 @@ import (
 // later products, as large as the largest such A (K rows of M floats
 // rounded up to a multiple of 4), until Release; without room for it the
 // product reads A as it is (Info.NaturalKernel for the default, else the
-// configuration without its _at). A memory barrier
+// configuration without its _at). Where the product's tiles leave
+// multiprocessors idle, under a wave of them or in its last one, K is
+// split into slices summed by a second pass, or the last tiles' K steps
+// are shared (stream-K), as for Device.Mul (residentfill.go); the
+// workspace for that is kept by the Device as the transpose's scratch is,
+// up to MaxResidentWorkBytes (a split that needs more runs unsplit). A memory barrier
 // after the dispatches makes c visible to any later draw, compute pass or
 // buffer read (inside a Scope, to glmul's later products; the Scope's end
 // makes it visible to everything); use Device.Fence to learn when it is
@@ -156,8 +161,32 @@ func (d *Device) mulFast(c, a, b *Matrix) error {
 	if d.overTextures(spec, d.extent(a.Offset, a.span()), d.extent(b.Offset, b.span())) {
 		spec = tuning.GenericDefault
 	}
-	return d.resident(func() (*program, error) { return d.program(spec) }, a, b, c,
-		func(p *program, offA, offB, offC int) { setResidentFast(p, c, a.Stride, b, offA, offB, offC) })
+	return d.runFilled(func(grow bool) error {
+		p, plan, f, err := d.planFast(spec, c.Rows, a.Cols, c.Cols, grow)
+		if err != nil {
+			return err
+		}
+		d.clearErrors()
+		return d.runFast(p, plan, f, a.Stride, func(q *program) int { return d.bind(q, 0, a, a.Offset, a.span()) }, b, c)
+	})
+}
+
+// planFast compiles fast kernel spec and plans its m×k×n resident
+// product: the dispatches and the fill (planFill), the workspace made
+// large enough where grow allows (workFor); on the device thread. On an
+// error, what resident calls remember of their bindings is forgotten.
+func (d *Device) planFast(spec string, m, k, n int, grow bool) (p *program, plan dispatch.Plan, f fill, err error) {
+	if p, err = d.program(spec); err == nil {
+		if plan, err = p.plan(m, n, DefaultMaxGroups); err == nil {
+			if f, err = d.planFill(p, plan, m, k, n); err == nil {
+				f, err = d.workFor(f, k, grow)
+			}
+		}
+	}
+	if err != nil && !errors.Is(err, errGrowWork) {
+		d.bound = boundState{}
+	}
+	return p, plan, f, err
 }
 
 // overTextures reports whether kernel spec reads through buffer textures
@@ -199,14 +228,15 @@ func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err erro
 		return false, nil // its buffer textures would not view all of B or the transpose
 	}
 	grow := false
-	run := func() {
+	run := func(growWork bool) {
 		if d.scratchBytes < bytes {
 			grow = true
 			return
 		}
-		err = d.transposedProduct(spec, tk, c, a, b, ldt, bytes)
+		err = d.transposedProduct(spec, tk, c, a, b, ldt, bytes, growWork)
+		grow = errors.Is(err, errGrowWork)
 	}
-	d.callKeeping(run)
+	d.callKeeping(func() { run(false) })
 	if !grow {
 		return true, err
 	}
@@ -216,7 +246,7 @@ func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err erro
 	var gerr error
 	d.call(func() {
 		if gerr = d.growScratch(bytes); gerr == nil {
-			run()
+			run(true)
 		}
 	})
 	switch {
@@ -230,21 +260,20 @@ func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err erro
 
 // transposedProduct queues transpose.comp (tk), writing A transposed
 // into the scratch (ldt floats a row, bytes in all), then the kernel spec
-// reading it, on the device thread with the scratch large enough. On an
-// error before the product's dispatches, what resident calls remember of
-// their bindings is forgotten.
-func (d *Device) transposedProduct(spec string, tk shaders.Kernel, c, a, b *Matrix, ldt int, bytes int64) error {
+// reading it, with its fill (planFast: the workspace grown where
+// growWork allows, else errGrowWork and nothing queued), on the device
+// thread with the scratch large enough. On an error before the product's
+// dispatches, what resident calls remember of their bindings is
+// forgotten.
+func (d *Device) transposedProduct(spec string, tk shaders.Kernel, c, a, b *Matrix, ldt int, bytes int64, growWork bool) error {
 	m, k, n := c.Rows, a.Cols, c.Cols
-	p, err := d.program(spec)
-	var tr *program
-	var plan dispatch.Plan
-	if err == nil {
-		if tr, err = d.programOf(tk); err == nil {
-			plan, err = p.plan(m, n, DefaultMaxGroups)
-		}
-	}
+	tr, err := d.programOf(tk)
 	if err != nil {
 		d.bound = boundState{}
+		return err
+	}
+	p, plan, f, err := d.planFast(spec, m, k, n, growWork)
+	if err != nil {
 		return err
 	}
 	scratch := boundRange{d.scratchT, 0, bytes}
@@ -256,14 +285,11 @@ func (d *Device) transposedProduct(spec string, tk shaders.Kernel, c, a, b *Matr
 		d.bound = boundState{}
 		return err
 	}
-	p.prog.Use()
-	d.bindScratch(p, 0, scratch)
-	offB, offC := d.bind(p, 1, b, b.Offset, b.span()), d.bind(p, 2, c, c.Offset, c.span())
-	setResidentFast(p, c, ldt, b, 0, offB, offC)
-	err = d.dispatchPlan(p, plan)
-	d.bound.valid = d.scoped && err == nil
-	d.bound.prog = p.prog
-	return err
+	d.bound.prog = 0 // the transpose is in use: runFast puts the kernel in use
+	return d.runFast(p, plan, f, ldt, func(q *program) int {
+		d.bindScratch(q, 0, scratch)
+		return 0
+	}, b, c)
 }
 
 // growScratch makes the scratch of resident transposes at least bytes

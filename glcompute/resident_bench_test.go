@@ -1,11 +1,13 @@
 package glcompute
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -199,5 +201,71 @@ func BenchmarkSgemmCrossover(b *testing.B) {
 				b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds(), "flop/s")
 			})
 		}
+	}
+}
+
+// BenchmarkResidentShapes times resident products (Matrix.Mul: no upload,
+// no readback) of the shapes in GLMUL_BENCH_SHAPES (N or MxKxN, comma
+// separated; default 64,100x200x300), 10 queued back to back and then
+// waited for with a fence, as an engine's step queues them, each a call
+// of its own or all in one Scope: flop/s is the
+// GPU's rate on products that stay on it, to set against glmul bench's
+// host products of the same shapes.
+func BenchmarkResidentShapes(b *testing.B) {
+	d := openDevice(b, BackendEGL)
+	shapes := os.Getenv("GLMUL_BENCH_SHAPES")
+	if shapes == "" {
+		shapes = "64,100x200x300"
+	}
+	for _, s := range strings.Split(shapes, ",") {
+		var m, k, n int
+		if _, err := fmt.Sscanf(s, "%dx%dx%d", &m, &k, &n); err != nil {
+			if _, err := fmt.Sscanf(s, "%d", &m); err != nil {
+				b.Fatalf("GLMUL_BENCH_SHAPES: %q is not N or MxKxN", s)
+			}
+			k, n = m, m
+		}
+		rng := rand.New(rand.NewPCG(uint64(m), uint64(n)))
+		ma, _ := d.NewMatrix(m, k)
+		mb, _ := d.NewMatrix(k, n)
+		mc, _ := d.NewMatrix(m, n)
+		if err := errors.Join(ma.Upload(cpu.Random(m, k, rng)), mb.Upload(cpu.Random(k, n, rng))); err != nil {
+			b.Fatal(err)
+		}
+		const queued = 10
+		for _, scoped := range []bool{false, true} {
+			run := func() {
+				muls := func() error {
+					for range queued {
+						if err := mc.Mul(ma, mb); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				var err error
+				if scoped {
+					err = d.Scope(muls)
+				} else {
+					err = muls()
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				f := d.Fence()
+				f.Wait(time.Minute)
+				f.Release()
+			}
+			b.Run(fmt.Sprintf("shape=%dx%dx%d/scope=%v", m, k, n, scoped), func(b *testing.B) {
+				run()
+				for b.Loop() {
+					run()
+				}
+				b.ReportMetric(2*float64(m)*float64(k)*float64(n)*queued*float64(b.N)/b.Elapsed().Seconds(), "flop/s")
+			})
+		}
+		ma.Release()
+		mb.Release()
+		mc.Release()
 	}
 }

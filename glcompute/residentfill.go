@@ -1,0 +1,187 @@
+package glcompute
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/glmul/glmul/glcompute/internal/dispatch"
+	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/tuning"
+	"github.com/glmul/glmul/shaders"
+)
+
+// A resident fast product (Matrix.Mul, Gemm's fast path) whose tiles
+// leave multiprocessors idle, under a wave of them or in its last one,
+// fills the GPU as a host product does (hostproduct.go): K split into
+// slices that reduce.comp sums (tuning.AutoSplitK), or stream-K where
+// that beats the split (tuning.UseStreamK, streamk.go). Unsplit, on the
+// H100, resident products took 2.15× a host product's time at 1024³,
+// 2.1× at 1000×4096×1000, 3.1× at 512³ and 1.3× at 2500³ and 3072³
+// (docs/PERFORMANCE.md, "Resident products fill the GPU").
+//
+// Both need a workspace, which the Device keeps for later products as it
+// keeps A's transpose (work, grown to the largest asked for, never
+// shrunk, until Release), up to MaxResidentWorkBytes; where it would be
+// larger, or the driver is out of memory for it, the product runs
+// unsplit.
+
+// MaxResidentWorkBytes is the largest workspace the Device keeps for
+// resident products that split K: a split that needs more (its slices'
+// partial results are each as large as C) runs unsplit instead.
+const MaxResidentWorkBytes = 256 << 20
+
+// fill is how a resident fast product runs: unsplit (splits 1, sk nil),
+// in splits slices of ksplit steps of K summed by red, or stream-K (sk).
+// bytes is the workspace it needs.
+type fill struct {
+	splits, ksplit int
+	red            *program
+	sk             *streamK
+	bytes          int64
+}
+
+// errGrowWork is a resident product's answer where its fill needs a
+// larger workspace than the Device has and may not grow it in this call
+// (runFilled).
+var errGrowWork = errors.New("glcompute: the resident workspace must grow")
+
+// planFill returns the fill of a resident product of p, a fast kernel,
+// over plan's groups, m×k×n; on the device thread. Unsplit where nothing
+// is gained, the kernel is paced (pacing.go: each dispatch's groups are
+// budgeted unsplit), or the workspace would pass MaxResidentWorkBytes or
+// one binding.
+func (d *Device) planFill(p *program, plan dispatch.Plan, m, k, n int) (fill, error) {
+	f := fill{splits: 1, ksplit: k}
+	kern := p.kernel
+	if p.pace != nil || kern.Name != "fast" || !kern.Strided || kern.StepK == 0 {
+		return f, nil
+	}
+	slots := 0
+	if tuning.FillsSM(kern.Spec(), kern.TileM*kern.TileN) {
+		slots = d.info.SMCount
+	}
+	split := tuning.AutoSplitK(plan.GroupsX*plan.GroupsY, k, tuning.Wave(d.tuningDriver()), slots)
+	if split < 2 {
+		return f, nil
+	}
+	if sk := newStreamK(kern, m, k, n, slots, split, DefaultMaxGroups, d.info.MaxWorkGroupCount[0]); sk != nil &&
+		sk.bytes <= MaxResidentWorkBytes && d.checkBlock("the stream-K workspace is", sk.bytes) == nil {
+		if err := d.streamKPrograms(sk); err != nil {
+			return f, err
+		}
+		return fill{splits: 1, ksplit: k, sk: sk, bytes: sk.bytes}, nil
+	}
+	ksplit := roundUp((k+split-1)/split, kern.StepK)
+	splits := (k + ksplit - 1) / ksplit
+	bytes := 4 * int64(splits) * int64(m) * int64(n) // the slices' partial Cs, rows compact (fastLayout)
+	if splits < 2 || bytes > MaxResidentWorkBytes || d.checkBlock(fmt.Sprintf("the split-K workspace of %d partial results is", splits), bytes) != nil {
+		return f, nil
+	}
+	red, err := d.programOf(shaders.Reduce())
+	if err != nil {
+		return f, err
+	}
+	return fill{splits: splits, ksplit: ksplit, red: red, bytes: bytes}, nil
+}
+
+// workFor makes sure the workspace holds f.bytes, on the device thread:
+// where it is smaller and grow is false it returns errGrowWork (the
+// caller runs the product again in a call that saves the copy bindings
+// too, with grow true); where the driver is out of memory for it, it
+// returns the unsplit fill instead.
+func (d *Device) workFor(f fill, k int, grow bool) (fill, error) {
+	if f.bytes <= d.workBytes {
+		return f, nil
+	}
+	if !grow {
+		return f, errGrowWork
+	}
+	if d.work != 0 {
+		d.work.Release()
+		d.work, d.workBytes = 0, 0
+	}
+	var err error
+	if d.work, err = d.newBuffer(int(f.bytes), nil, glw.StaticDraw, "creating the resident products' workspace"); err != nil {
+		if errors.Is(err, ErrOutOfMemory) {
+			d.clearErrors()
+			return fill{splits: 1, ksplit: k}, nil
+		}
+		return f, err
+	}
+	d.workBytes = f.bytes
+	// NaN in every float: a piece or slice the sum read but no group wrote
+	// would reach C as NaN and fail a check, not pass as stale sums.
+	return f, d.poison(d.work, int(f.bytes))
+}
+
+// runFilled runs product, a resident product on the device thread told
+// whether it may grow the workspace, in a call that keeps the copy
+// bindings; where it needs a larger workspace, again in one that saves
+// them too (newBuffer binds one).
+func (d *Device) runFilled(product func(grow bool) error) error {
+	var err error
+	d.callKeeping(func() { err = product(false) })
+	if errors.Is(err, errGrowWork) {
+		d.call(func() { err = product(true) })
+	}
+	return err
+}
+
+// runFast queues the resident product c = A·b with fast kernel p and its
+// fill over plan, A lda floats a row, bound by bindA for a program
+// (binding 0, or its texture) at the element offset it returns; then the
+// barrier after it (finishDispatch). On the device thread, the workspace
+// large enough.
+func (d *Device) runFast(p *program, plan dispatch.Plan, f fill, lda int, bindA func(*program) int, b, c *Matrix) error {
+	bindC := func(q *program) int { return d.bind(q, 2, c, c.Offset, c.span()) / 4 }
+	switch {
+	case f.sk != nil:
+		// Bindings 0 and 2 change under what d.bound records: bind
+		// everything anew, and have the next call do so too.
+		d.bound.valid = false
+		f.sk.work = d.work
+		f.sk.p.prog.Use()
+		offA, offB := bindA(f.sk.p), d.bind(f.sk.p, 1, b, b.Offset, b.span())
+		f.sk.queue(c.Rows, b.Rows, c.Cols, lda, b.Stride, c.Stride, offA/4, offB/4, bindC)
+		d.bound = boundState{}
+		return d.finishDispatch(f.sk.fix)
+	case f.splits > 1:
+		d.bound.valid = false
+		p.prog.Use()
+		offA, offB := bindA(p), d.bind(p, 1, b, b.Offset, b.span())
+		bytes := f.bytes
+		d.work.BindStorageRange(2, 0, bytes)
+		setResidentFast(p, c, lda, b, offA, offB, 0)
+		p.setUint("ksplit", uint32(f.ksplit))
+		for _, ch := range plan.Chunks {
+			p.setUint("x0", uint32(ch.X0))
+			p.setUint("y0", uint32(ch.Y0))
+			glw.Dispatch3(ch.GroupsX, ch.GroupsY, f.splits)
+		}
+		glw.BarrierStorage()
+		f.red.prog.Use()
+		// reduce.comp counts the slices from the bound length.
+		d.work.BindStorageRange(0, 0, bytes)
+		count := c.Rows * c.Cols / 4
+		f.red.setUints(uniform{"count", count}, uniform{"offC4", bindC(f.red)})
+		for _, ch := range dispatch.Linear(count, f.red.kernel.Threads) {
+			f.red.setUint("first", uint32(ch.First))
+			glw.Dispatch(ch.GroupsX, ch.GroupsY)
+		}
+		d.bound = boundState{}
+		return d.finishDispatch(f.red)
+	}
+	if !d.bound.valid || d.bound.prog != p.prog {
+		p.prog.Use()
+	}
+	offA, offB := bindA(p), d.bind(p, 1, b, b.Offset, b.span())
+	offC := d.bind(p, 2, c, c.Offset, c.span())
+	setResidentFast(p, c, lda, b, offA, offB, offC)
+	err := d.dispatchPlan(p, plan)
+	// Inside a Scope what is bound stays for the next resident call;
+	// outside, a borrowed call's restore or an owned call's unbinding
+	// undoes it. Texture-reading kernels detach their textures.
+	d.bound.valid = d.scoped && err == nil && !p.kernel.Textures
+	d.bound.prog = p.prog
+	return err
+}
