@@ -138,6 +138,13 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 	if err := h.planStreamK(); err != nil {
 		return err
 	}
+	if h.splits > 1 && !h.underCap(4*int64(h.splits)*int64(h.m)*int64(h.ldc)) {
+		if h.o.SplitK > 1 {
+			return fmt.Errorf("%w: split-K in %d slices needs a workspace of %s beside A, B and C, over MulOptions.MaxGPUMemory (%s); drop the split or raise the cap",
+				ErrTooLarge, h.splits, formatBytes(float64(4*h.splits*h.m*h.ldc)), formatBytes(float64(h.o.MaxGPUMemory)))
+		}
+		h.splits, h.ksplit, h.waveSplit = 1, h.k, false
+	}
 	h.p.prog.Use()
 	h.p.setUints(uniform{"M", h.m}, uniform{"K", h.k}, uniform{"N", h.n})
 	if h.p.kernel.Strided {
@@ -145,6 +152,20 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0}, uniform{"ksplit", h.ksplit})
 	}
 	return h.planWorkspace()
+}
+
+// underCap reports whether extra bytes of GPU buffers (a split's or
+// stream-K's workspace) fit MulOptions.MaxGPUMemory beside the product's
+// A, B, C and A's transpose: the cap counts every buffer a product uses.
+func (h *hostProduct) underCap(extra int64) bool {
+	if h.o.MaxGPUMemory <= 0 {
+		return true
+	}
+	used := 4 * (int64(h.m)*int64(h.lda) + int64(h.k)*int64(h.ldb) + int64(h.m)*int64(h.ldc))
+	if h.tr != nil {
+		used += 4 * int64(h.k) * int64(h.ldt)
+	}
+	return used+extra <= h.o.MaxGPUMemory
 }
 
 // kernelLda is the row stride of the A the kernel reads: A's, or its

@@ -48,7 +48,9 @@ type MulOptions struct {
 	Context context.Context
 	// MaxBinding lowers the bytes one matrix may take in one shader
 	// storage binding below the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE,
-	// and MaxGPUMemory caps the bytes of GPU buffers a product may use.
+	// and MaxGPUMemory caps the bytes of GPU buffers a product may use
+	// (A, B, C, A's transpose, and a K split's or stream-K's workspace,
+	// which a product runs without where the cap leaves no room for it).
 	// A product over either runs in panels (Timings.Panels), streaming
 	// A again for every column panel of B when all of A does not fit:
 	// lowering them makes small products exercise those paths. Zero

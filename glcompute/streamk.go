@@ -38,7 +38,7 @@ func (h *hostProduct) planStreamK() error {
 		return nil
 	}
 	sk := newStreamK(k, h.m, h.k, h.n, h.slots, h.splits, h.o.MaxGroups, h.d.info.MaxWorkGroupCount[0]) // planHost set MaxGroups
-	if sk == nil || h.d.checkBlock("the stream-K workspace is", sk.bytes) != nil {
+	if sk == nil || h.d.checkBlock("the stream-K workspace is", sk.bytes) != nil || !h.underCap(sk.bytes) {
 		return nil
 	}
 	splits, ksplit, waveSplit := h.splits, h.ksplit, h.waveSplit

@@ -1,6 +1,7 @@
 package glcompute
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -108,5 +109,70 @@ func TestStreamK(t *testing.T) {
 	}
 	if len(kept) != 4 || !sameSet(kept, pool()) {
 		t.Errorf("pool after a stream-K product %v, after the same again %v: want A, B, C and the workspace, reused", kept, pool())
+	}
+}
+
+// TestMaxGPUMemoryCountsWorkspace: MulOptions.MaxGPUMemory counts a K
+// split's and stream-K's workspace beside A, B and C. Uncapped, the
+// product splits (one group of 64×64 tiles, K long) or runs stream-K (5
+// tiles on 4 multiprocessors); a cap with room for A, B and C alone runs
+// it whole, unsplit and without stream-K; one with room for the workspace
+// too runs it as uncapped. Each C is validated. An explicit split that the
+// cap leaves no room for is refused with ErrTooLarge.
+func TestMaxGPUMemoryCountsWorkspace(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(81, 82))
+	type tc struct {
+		name    string
+		kernel  string
+		slots   int
+		m, k, n int
+	}
+	for _, c := range []tc{
+		{"split", "fast:64x64x8_4x4", 0, 64, 4096, 64},
+		{"stream-K", "fast:128x256x8_8x8_db", 4, 640, 1024, 256},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d.info.SMCount = c.slots
+			a, b := cpu.Random(c.m, c.k, rng), cpu.Random(c.k, c.n, rng)
+			run := func(limit int64) Timings {
+				t.Helper()
+				cm := cpu.New(c.m, c.n)
+				tm, err := mulStaged(d, cm, a, b, MulOptions{Kernel: c.kernel, MaxGPUMemory: limit}, true)
+				if err != nil {
+					t.Fatalf("cap %d: %v", limit, err)
+				}
+				if err := validate.CheckFull(a, b, cm).Err(); err != nil {
+					t.Errorf("cap %d: %v", limit, err)
+				}
+				if tm.Panels != "" {
+					t.Errorf("cap %d: in panels (%s)", limit, tm.Panels)
+				}
+				return tm
+			}
+			free := run(0)
+			var work int64
+			switch {
+			case free.StreamKTiles > 0:
+				work = 4 * 2 * int64(c.slots) * 128 * 256
+			case free.Splits > 1:
+				work = 4 * int64(free.Splits) * int64(c.m) * int64(c.n)
+			default:
+				t.Fatalf("uncapped: neither a split nor stream-K (%d slices)", free.Splits)
+			}
+			bytes := 4 * int64(c.m*c.k+c.k*c.n+c.m*c.n)
+			if tm := run(bytes); tm.Splits != 1 || tm.StreamKTiles != 0 {
+				t.Errorf("cap of A, B and C: %d slices, %d tiles shared; want neither", tm.Splits, tm.StreamKTiles)
+			}
+			if tm := run(bytes + work); tm.Splits != free.Splits || tm.StreamKTiles != free.StreamKTiles {
+				t.Errorf("cap with room for %d bytes of workspace: %d slices, %d tiles shared; want %d and %d",
+					work, tm.Splits, tm.StreamKTiles, free.Splits, free.StreamKTiles)
+			}
+		})
+	}
+	a, b := cpu.Random(64, 4096, rng), cpu.Random(4096, 64, rng)
+	o := MulOptions{Kernel: "fast:64x64x8_4x4", SplitK: 4, MaxGPUMemory: 4 * (64*4096 + 4096*64 + 64*64)}
+	if _, err := d.Mul(cpu.New(64, 64), a, b, &o); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "MaxGPUMemory") {
+		t.Errorf("split in 4 with no room for its workspace: %v, want ErrTooLarge naming MaxGPUMemory", err)
 	}
 }
