@@ -62,8 +62,11 @@ type Device struct {
 	// work is the workspace of resident products that split K or run
 	// stream-K (residentfill.go): workBytes of it, grown to the largest
 	// asked for, never shrunk, and kept until Release.
-	work      glw.Buffer
-	workBytes int64
+	// workFailed, where not 0, is the size of workspace the driver was
+	// out of memory for: none that large is asked for again.
+	work       glw.Buffer
+	workBytes  int64
+	workFailed int64
 	// texs are the buffer textures of A and B for kernels that read
 	// through textures (created on first use), texBound says they view a
 	// buffer now, and texBlock is the most bytes one views (0: the driver
@@ -135,7 +138,8 @@ func (d *Device) Release() {
 }
 
 // releaseObjects deletes the programs, the staging buffers and the
-// scratch buffer of resident transposes; on the device thread.
+// scratch buffer of resident transposes and the workspace of resident
+// splits and stream-K; on the device thread.
 func (d *Device) releaseObjects() {
 	for name, p := range d.programs {
 		p.release()
@@ -153,6 +157,7 @@ func (d *Device) releaseObjects() {
 		d.work.Release()
 		d.work, d.workBytes = 0, 0
 	}
+	d.workFailed = 0
 	d.drainPool()
 	for i := range d.texs {
 		d.texs[i].Release()

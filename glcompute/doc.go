@@ -93,7 +93,9 @@
 //   - Each call, or each Scope, saves and restores the state glmul
 //     touches: the current program, the generic shader storage binding,
 //     indexed bindings 0–2 (buffer, offset and size) and, for calls that
-//     copy through them (uploads, downloads, host products), the
+//     copy through them or make buffers (uploads, downloads, host
+//     products, a resident product's first use of a larger scratch or
+//     workspace), the
 //     copy-read and copy-write bindings; a kernel that reads through buffer
 //     textures (the cpu family, llvmpipe's default; the fast _tex
 //     configurations, NVIDIA's defaults) also the active texture unit and

@@ -174,7 +174,8 @@ func (d *Device) mulFast(c, a, b *Matrix) error {
 // planFast compiles fast kernel spec and plans its m×k×n resident
 // product: the dispatches and the fill (planFill), the workspace made
 // large enough where grow allows (workFor); on the device thread. On an
-// error, what resident calls remember of their bindings is forgotten.
+// error, what resident calls remember of their bindings is forgotten;
+// not on errGrowWork, which comes before anything is bound.
 func (d *Device) planFast(spec string, m, k, n int, grow bool) (p *program, plan dispatch.Plan, f fill, err error) {
 	if p, err = d.program(spec); err == nil {
 		if plan, err = p.plan(m, n, DefaultMaxGroups); err == nil {
@@ -264,7 +265,7 @@ func (d *Device) mulTransposed(spec string, c, a, b *Matrix) (ran bool, err erro
 // growWork allows, else errGrowWork and nothing queued), on the device
 // thread with the scratch large enough. On an error before the product's
 // dispatches, what resident calls remember of their bindings is
-// forgotten.
+// forgotten (errGrowWork comes before anything is bound).
 func (d *Device) transposedProduct(spec string, tk shaders.Kernel, c, a, b *Matrix, ldt int, bytes int64, growWork bool) error {
 	m, k, n := c.Rows, a.Cols, c.Cols
 	tr, err := d.programOf(tk)

@@ -21,13 +21,17 @@ import (
 //
 // Both need a workspace, which the Device keeps for later products as it
 // keeps A's transpose (work, grown to the largest asked for, never
-// shrunk, until Release), up to MaxResidentWorkBytes; where it would be
-// larger, or the driver is out of memory for it, the product runs
-// unsplit.
+// shrunk, until Release), up to MaxResidentWorkBytes. Stream-K that would
+// need more gives way to the split; a split that would, or a workspace
+// the driver is out of memory for, to the unsplit product. A size the
+// driver refused is not asked for again (workFailed): each failed
+// allocation costs a call that saves all the state glmul touches, and on
+// a borrowed context leaves an error flag in the host's context.
 
 // MaxResidentWorkBytes is the largest workspace the Device keeps for
-// resident products that split K: a split that needs more (its slices'
-// partial results are each as large as C) runs unsplit instead.
+// resident products: a K split whose slices' partial results (each as
+// large as C) need more runs unsplit; stream-K (two tiles a
+// multiprocessor) that would, split.
 const MaxResidentWorkBytes = 256 << 20
 
 // fill is how a resident fast product runs: unsplit (splits 1, sk nil),
@@ -64,17 +68,20 @@ func (d *Device) planFill(p *program, plan dispatch.Plan, m, k, n int) (fill, er
 	if split < 2 {
 		return f, nil
 	}
-	if sk := newStreamK(kern, m, k, n, slots, split, DefaultMaxGroups, d.info.MaxWorkGroupCount[0]); sk != nil &&
-		sk.bytes <= MaxResidentWorkBytes && d.checkBlock("the stream-K workspace is", sk.bytes) == nil {
+	ksplit := roundUp((k+split-1)/split, kern.StepK) // as a host product rounds it (hostProduct.plan)
+	splits := (k + ksplit - 1) / ksplit
+	if splits < 2 {
+		return f, nil
+	}
+	if sk := newStreamK(kern, m, k, n, slots, splits, DefaultMaxGroups, d.info.MaxWorkGroupCount[0]); sk != nil && d.workable(sk.bytes) &&
+		d.checkBlock("the stream-K workspace is", sk.bytes) == nil {
 		if err := d.streamKPrograms(sk); err != nil {
 			return f, err
 		}
 		return fill{splits: 1, ksplit: k, sk: sk, bytes: sk.bytes}, nil
 	}
-	ksplit := roundUp((k+split-1)/split, kern.StepK)
-	splits := (k + ksplit - 1) / ksplit
 	bytes := 4 * int64(splits) * int64(m) * int64(n) // the slices' partial Cs, rows compact (fastLayout)
-	if splits < 2 || bytes > MaxResidentWorkBytes || d.checkBlock(fmt.Sprintf("the split-K workspace of %d partial results is", splits), bytes) != nil {
+	if !d.workable(bytes) || d.checkBlock(fmt.Sprintf("the split-K workspace of %d partial results is", splits), bytes) != nil {
 		return f, nil
 	}
 	red, err := d.programOf(shaders.Reduce())
@@ -84,11 +91,18 @@ func (d *Device) planFill(p *program, plan dispatch.Plan, m, k, n int) (fill, er
 	return fill{splits: splits, ksplit: ksplit, red: red, bytes: bytes}, nil
 }
 
+// workable reports whether a workspace of bytes may be had: at most
+// MaxResidentWorkBytes, and under any size the driver refused.
+func (d *Device) workable(bytes int64) bool {
+	return bytes <= MaxResidentWorkBytes && (d.workFailed == 0 || bytes < d.workFailed)
+}
+
 // workFor makes sure the workspace holds f.bytes, on the device thread:
 // where it is smaller and grow is false it returns errGrowWork (the
 // caller runs the product again in a call that saves the copy bindings
 // too, with grow true); where the driver is out of memory for it, it
-// returns the unsplit fill instead.
+// keeps the workspace it had, remembers the size, and returns the
+// unsplit fill instead.
 func (d *Device) workFor(f fill, k int, grow bool) (fill, error) {
 	if f.bytes <= d.workBytes {
 		return f, nil
@@ -96,19 +110,17 @@ func (d *Device) workFor(f fill, k int, grow bool) (fill, error) {
 	if !grow {
 		return f, errGrowWork
 	}
-	if d.work != 0 {
-		d.work.Release()
-		d.work, d.workBytes = 0, 0
-	}
-	var err error
-	if d.work, err = d.newBuffer(int(f.bytes), nil, glw.StaticDraw, "creating the resident products' workspace"); err != nil {
+	w, err := d.newBuffer(int(f.bytes), nil, glw.StaticDraw, "creating the resident products' workspace")
+	if err != nil {
 		if errors.Is(err, ErrOutOfMemory) {
 			d.clearErrors()
+			d.workFailed = f.bytes
 			return fill{splits: 1, ksplit: k}, nil
 		}
 		return f, err
 	}
-	d.workBytes = f.bytes
+	d.work.Release() // the smaller one it replaces, if any
+	d.work, d.workBytes = w, f.bytes
 	// NaN in every float: a piece or slice the sum read but no group wrote
 	// would reach C as NaN and fail a check, not pass as stale sums.
 	return f, d.poison(d.work, int(f.bytes))
