@@ -29,7 +29,8 @@ import (
 // after a wider product (which grows the workspace of a split: the sum
 // must count the slices from the bound range, not the buffer); one that
 // needs no workspace leaves it. A paced device (Windows) runs them all
-// unsplit, with no workspace.
+// unsplit, with no workspace. One stream-K case and one split run on
+// OpenGL ES too.
 func TestResidentFill(t *testing.T) {
 	type tc struct {
 		kernel  string
@@ -49,10 +50,22 @@ func TestResidentFill(t *testing.T) {
 	if strings.Contains(openDevice(t, BackendEGL).info.Renderer, "softpipe") {
 		cases = []tc{cases[0], cases[5]} // about 100× slower than llvmpipe: stream-K and a split
 	}
+	type run struct {
+		backend Backend
+		tc
+	}
+	var runs []run
+	for i, c := range cases {
+		runs = append(runs, run{BackendEGL, c})
+		if i == 0 || i == 3 {
+			runs = append(runs, run{BackendGLES, c}) // stream-K and a split on OpenGL ES
+		}
+	}
 	rng := rand.New(rand.NewPCG(71, 72))
-	for _, c := range cases {
-		t.Run(fmt.Sprintf("%s/%d/%dx%dx%d", c.kernel, c.slots, c.m, c.k, c.n), func(t *testing.T) {
-			d := openDevice(t, BackendEGL)
+	for _, r := range runs {
+		c := r.tc
+		t.Run(fmt.Sprintf("%s/%s/%d/%dx%dx%d", r.backend, c.kernel, c.slots, c.m, c.k, c.n), func(t *testing.T) {
+			d := openDevice(t, r.backend)
 			d.info.DefaultKernel, d.info.NaturalKernel, d.info.SmallGridKernel, d.info.ClassKernels = c.kernel, "fast:128x256x8_8x8_db", "", nil
 			d.info.SMCount = c.slots
 			a, b := paddedRandom(c.m, c.k, 0, rng), paddedRandom(c.k, c.n, 0, rng)
