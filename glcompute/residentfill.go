@@ -15,9 +15,11 @@ import (
 // fills the GPU as a host product does (hostproduct.go): K split into
 // slices that reduce.comp sums (tuning.AutoSplitK), or stream-K where
 // that beats the split (tuning.UseStreamK, streamk.go). Unsplit, on the
-// H100, resident products took 2.15× a host product's time at 1024³,
-// 2.1× at 1000×4096×1000, 3.1× at 512³ and 1.3× at 2500³ and 3072³
-// (docs/PERFORMANCE.md, "Resident products fill the GPU").
+// H100, resident products took about twice a host product's time at 1024³
+// and 1000×4096×1000, 2.4× at 512³, 10× at 64×4096×64 and 1.3× at 2500³
+// and 3072³
+// (docs/results/h100/resident.md; docs/PERFORMANCE.md, "Copies in
+// pieces, resident products that fill the GPU").
 //
 // Both need a workspace, which the Device keeps for later products as it
 // keeps A's transpose (work, grown to the largest asked for, never
