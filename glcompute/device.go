@@ -61,12 +61,15 @@ type Device struct {
 	scratchBytes int64
 	// work is the workspace of resident products that split K or run
 	// stream-K (residentfill.go): workBytes of it, grown to the largest
-	// asked for, never shrunk, and kept until Release.
-	// workFailed, where not 0, is the size of workspace the driver was
-	// out of memory for: none that large is asked for again.
+	// asked for, never shrunk, and kept until Release. workFailed, where
+	// not 0, is the size of workspace the driver was out of memory for:
+	// none that large is asked for again.
 	work       glw.Buffer
 	workBytes  int64
 	workFailed int64
+	// residentTextures: resident products keep a _tex configuration at
+	// any size, not only from tuning.ResidentTexturesMin (tests).
+	residentTextures bool
 	// texs are the buffer textures of A and B for kernels that read
 	// through textures (created on first use), texBound says they view a
 	// buffer now, and texBlock is the most bytes one views (0: the driver

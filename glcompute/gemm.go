@@ -146,12 +146,16 @@ func (d *Device) bindOperands(p *program, a, b, c *Matrix) (offA, offB, offC int
 }
 
 // mulFast runs c = a·b with the device's fast kernel on resident matrices:
-// kernelFor's choice, reading A transposed where it does and the device
+// kernelFor's choice (through storage buffers rather than buffer textures
+// under tuning.ResidentTexturesMin), reading A transposed where it does and the device
 // has room for the transpose (mulTransposed), else its stand-in that reads
 // A as it is (natural); or the generic fast configuration where that
 // reads through buffer textures and a or b spans more than one views.
 func (d *Device) mulFast(c, a, b *Matrix) error {
 	spec := d.kernelFor(c.Rows, a.Cols, c.Cols)
+	if !d.residentTextures && !tuning.ResidentTextures(c.Rows, a.Cols, c.Cols) {
+		spec = shaders.WithTextures(spec, false) // textures cost a small resident product more than they give
+	}
 	if k, err := shaders.Lookup(spec); err == nil && k.TransposeA {
 		if ran, err := d.mulTransposed(spec, c, a, b); ran {
 			return err

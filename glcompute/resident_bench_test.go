@@ -208,11 +208,21 @@ func BenchmarkSgemmCrossover(b *testing.B) {
 // no readback) of the shapes in GLMUL_BENCH_SHAPES (N or MxKxN, comma
 // separated; default 64,100x200x300), 10 queued back to back and then
 // waited for with a fence, as an engine's step queues them, each a call
-// of its own or all in one Scope: flop/s is the
+// of its own or all in one Scope (GLMUL_BENCH_NOTEX: the device's kernels
+// without buffer textures): flop/s is the
 // GPU's rate on products that stay on it, to set against glmul bench's
 // host products of the same shapes.
 func BenchmarkResidentShapes(b *testing.B) {
 	d := openDevice(b, BackendEGL)
+	if os.Getenv("GLMUL_BENCH_NOTEX") != "" {
+		// The device's kernels read through storage buffers, not buffer
+		// textures: what the textures cost or give resident products.
+		notex := func(spec string) string { return strings.ReplaceAll(spec, "_tex", "") }
+		d.info.DefaultKernel, d.info.NaturalKernel, d.info.SmallGridKernel = notex(d.info.DefaultKernel), notex(d.info.NaturalKernel), notex(d.info.SmallGridKernel)
+		for class, spec := range d.info.ClassKernels {
+			d.info.ClassKernels[class] = notex(spec)
+		}
+	}
 	shapes := os.Getenv("GLMUL_BENCH_SHAPES")
 	if shapes == "" {
 		shapes = "64,100x200x300"

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/validate"
 )
 
 // TestResidentFill runs resident products (Matrix.Mul) on a device told
@@ -68,6 +69,7 @@ func TestResidentFill(t *testing.T) {
 			d := openDevice(t, r.backend)
 			d.info.DefaultKernel, d.info.NaturalKernel, d.info.SmallGridKernel, d.info.ClassKernels = c.kernel, "fast:128x256x8_8x8_db", "", nil
 			d.info.SMCount = c.slots
+			d.residentTextures = true // the _tex cases through textures, small as they are
 			a, b := paddedRandom(c.m, c.k, 0, rng), paddedRandom(c.k, c.n, 0, rng)
 			ga, gb, gc := resident(t, d, a, 4), resident(t, d, b, 8), resident(t, d, cpu.New(c.m, c.n), 12)
 			ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, 0, blas32.General{Rows: c.m, Cols: c.n, Stride: c.n})
@@ -133,4 +135,34 @@ func TestResidentFill(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResidentTexturesBySize: with a default that reads through buffer
+// textures, a resident product under tuning.ResidentTexturesMin runs the
+// same configuration through storage buffers (compiling only that), and
+// the result is right.
+func TestResidentTexturesBySize(t *testing.T) {
+	const tex, ssbo = "fast:64x64x8_8x4_db_tex", "fast:64x64x8_8x4_db"
+	d := openDevice(t, BackendEGL)
+	d.info.DefaultKernel, d.info.NaturalKernel, d.info.SmallGridKernel, d.info.ClassKernels = tex, tex, "", nil
+	rng := rand.New(rand.NewPCG(91, 92))
+	a, b := cpu.Random(70, 36, rng), cpu.Random(36, 132, rng)
+	ga, gb, gc := newResident(t, d, a), newResident(t, d, b), newResident(t, d, cpu.New(70, 132))
+	if err := gc.Mul(ga, gb); err != nil {
+		t.Fatal(err)
+	}
+	got := cpu.New(70, 132)
+	if err := gc.Download(got); err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.CheckFull(a, b, got).Err(); err != nil {
+		t.Error(err)
+	}
+	d.call(func() {
+		_, ranTex := d.programs[tex]
+		_, ranSSBO := d.programs[ssbo]
+		if ranTex || !ranSSBO {
+			t.Errorf("a 70×36×132 resident product compiled %s: %v, %s: %v; want only the second", tex, ranTex, ssbo, ranSSBO)
+		}
+	})
 }

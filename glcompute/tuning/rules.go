@@ -242,6 +242,27 @@ const (
 	GenericDefault = "fast:128x128x8_8x8"
 )
 
+// ResidentTexturesMin is the product size (m·k·n multiply-adds) from
+// which a resident product keeps a configuration that reads A and B
+// through buffer textures (_tex): a resident matrix's buffer has no
+// texture of its own, as the buffers of host products do, so each product
+// specifies the textures anew and puts a fetch barrier before its
+// dispatch, 10–15 µs a product on the H100, where textures gain about 3%
+// of the kernel's time. H100, BenchmarkResidentShapes with the device's
+// kernels and without their textures (GLMUL_BENCH_NOTEX), two rounds, ms
+// a product: 256³ 0.052/0.055 against 0.042/0.034, 64×4096×64 0.046/0.047
+// against 0.033/0.028, 1024³ 0.099/0.094 against 0.092/0.086,
+// 1000×4096×1000 0.259/0.253 against 0.260/0.256, 2048³ 0.422/0.418
+// against 0.436/0.426, 4096³ 2.842/2.847 against 2.926/2.925: they break
+// even near 4·10⁹ (docs/results/h100/resident.md).
+const ResidentTexturesMin = 1 << 32
+
+// ResidentTextures reports whether a resident m×k×n product should keep
+// a configuration that reads through buffer textures.
+func ResidentTextures(m, k, n int) bool {
+	return float64(m)*float64(k)*float64(n) >= ResidentTexturesMin
+}
+
 // StreamKMinSteps is the fewest K steps a tile may have for UseStreamK:
 // with fewer, the pieces' writes and their sum weigh more against the
 // tile's work.
