@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/glmul/glmul/glcompute/internal/dispatch"
-	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -117,10 +116,7 @@ func (d *Device) GemmBatched(c *Matrix, alpha float32, a, b *Matrix, beta float3
 			uniform{"offC", offC})
 		p.setFloat("alpha", alpha)
 		p.setFloat("beta", beta)
-		for _, ch := range dispatch.Linear(total, p.kernel.Threads) {
-			p.setUint("first", uint32(ch.First))
-			glw.Dispatch(ch.GroupsX, ch.GroupsY)
-		}
+		p.dispatchLinear(dispatch.Linear(total, p.kernel.Threads), 0)
 		err = d.finishDispatch(p)
 	})
 	return err

@@ -97,18 +97,30 @@ func (d *Device) resident(prog func() (*program, error), a, b, c *Matrix, set fu
 			return
 		}
 		d.clearErrors()
-		if !d.bound.valid || d.bound.prog != p.prog {
-			p.prog.Use()
-		}
-		offA, offB, offC := d.bindOperands(p, a, b, c)
-		set(p, offA, offB, offC)
-		err = d.dispatchPlan(p, plan)
-		// Inside a Scope what is bound stays for the next resident call;
-		// outside, a borrowed call's restore or an owned call's unbinding
-		// undoes it. Texture-reading kernels detach their textures.
-		d.bound.valid = d.scoped && err == nil && !p.kernel.Textures
-		d.bound.prog = p.prog
+		err = d.dispatchResident(p, plan, func() {
+			offA, offB, offC := d.bindOperands(p, a, b, c)
+			set(p, offA, offB, offC)
+		})
 	})
+	return err
+}
+
+// dispatchResident runs a resident product's plan with program p: p in
+// use (unless a Scope's last call left it so), bindAndSet binding its
+// operands and setting its uniforms, the dispatches and the barrier after
+// them (dispatchPlan); then it records what stays bound. On the device
+// thread.
+func (d *Device) dispatchResident(p *program, plan dispatch.Plan, bindAndSet func()) error {
+	if !d.bound.valid || d.bound.prog != p.prog {
+		p.prog.Use()
+	}
+	bindAndSet()
+	err := d.dispatchPlan(p, plan)
+	// Inside a Scope what is bound stays for the next resident call;
+	// outside, a borrowed call's restore or an owned call's unbinding
+	// undoes it. Texture-reading kernels detach their textures.
+	d.bound.valid = d.scoped && err == nil && !p.kernel.Textures
+	d.bound.prog = p.prog
 	return err
 }
 

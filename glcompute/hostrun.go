@@ -256,10 +256,7 @@ func (h *hostProduct) run() {
 		h.red.prog.Use()
 		h.work.BindStorage(0)
 		h.cBuf().BindStorage(2)
-		for _, ch := range h.reduce {
-			h.red.setUint("first", uint32(ch.First))
-			glw.Dispatch(ch.GroupsX, ch.GroupsY)
-		}
+		h.red.dispatchLinear(h.reduce, 0)
 	}
 	h.progress.drain()
 }

@@ -92,6 +92,15 @@ func (p *program) dispatchChunks(plan dispatch.Plan) {
 	}
 }
 
+// dispatchLinear runs chunks, a one-dimensional plan (dispatch.Linear),
+// with p in use: each chunk's first index, plus off, in uniform first.
+func (p *program) dispatchLinear(chunks []dispatch.LinearChunk, off int) {
+	for _, ch := range chunks {
+		p.setUint("first", uint32(off+ch.First))
+		glw.Dispatch(ch.GroupsX, ch.GroupsY)
+	}
+}
+
 // uniform is a uint uniform's name and value, for setUints.
 type uniform struct {
 	name string
@@ -490,10 +499,7 @@ func (d *Device) poisonRange(buf glw.Buffer, off, n int) error {
 	p.setUint("count", uint32(off+n))
 	p.setUint("value", math.Float32bits(float32(math.NaN())))
 	buf.BindStorage(2)
-	for _, ch := range dispatch.Linear(n, p.kernel.Threads) {
-		p.setUint("first", uint32(off+ch.First))
-		glw.Dispatch(ch.GroupsX, ch.GroupsY)
-	}
+	p.dispatchLinear(dispatch.Linear(n, p.kernel.Threads), off)
 	glw.BarrierStorage()
 	return nil
 }

@@ -178,24 +178,12 @@ func (d *Device) runFast(p *program, plan dispatch.Plan, f fill, lda int, bindA 
 		d.work.BindStorageRange(0, 0, bytes)
 		count := c.Rows * c.Cols / 4
 		f.red.setUints(uniform{"count", count}, uniform{"offC4", bindC(f.red)})
-		for _, ch := range dispatch.Linear(count, f.red.kernel.Threads) {
-			f.red.setUint("first", uint32(ch.First))
-			glw.Dispatch(ch.GroupsX, ch.GroupsY)
-		}
+		f.red.dispatchLinear(dispatch.Linear(count, f.red.kernel.Threads), 0)
 		d.bound = boundState{}
 		return d.finishDispatch(f.red)
 	}
-	if !d.bound.valid || d.bound.prog != p.prog {
-		p.prog.Use()
-	}
-	offA, offB := bindA(p), d.bind(p, 1, b, b.Offset, b.span())
-	offC := d.bind(p, 2, c, c.Offset, c.span())
-	setResidentFast(p, c, lda, b, offA, offB, offC)
-	err := d.dispatchPlan(p, plan)
-	// Inside a Scope what is bound stays for the next resident call;
-	// outside, a borrowed call's restore or an owned call's unbinding
-	// undoes it. Texture-reading kernels detach their textures.
-	d.bound.valid = d.scoped && err == nil && !p.kernel.Textures
-	d.bound.prog = p.prog
-	return err
+	return d.dispatchResident(p, plan, func() {
+		offA, offB := bindA(p), d.bind(p, 1, b, b.Offset, b.span())
+		setResidentFast(p, c, lda, b, offA, offB, d.bind(p, 2, c, c.Offset, c.span()))
+	})
 }

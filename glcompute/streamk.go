@@ -146,8 +146,5 @@ func (sk *streamK) queue(m, k, n, lda, ldb, ldc, offA4, offB4 int, bindC func(*p
 	sk.fix.setUints(uniform{"skDP", sk.dp}, uniform{"skGroups", sk.groups}, uniform{"skTiles", sk.tiles},
 		uniform{"skSteps", sk.steps}, uniform{"tilesX", sk.tilesX}, uniform{"M", m}, uniform{"rowLim", sk.rowLim},
 		uniform{"colLim", ldb}, uniform{"ldc", ldc}, uniform{"offC4", bindC(sk.fix)})
-	for _, ch := range sk.fixChunks {
-		sk.fix.setUint("first", uint32(ch.First))
-		glw.Dispatch(ch.GroupsX, ch.GroupsY)
-	}
+	sk.fix.dispatchLinear(sk.fixChunks, 0)
 }

@@ -83,3 +83,17 @@ func TestHintsOnWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitOverGPUMemCap: -split-k with a -max-gpu-mem that holds A, B
+// and C but not the split's workspace fails with exit 1, the reason and a
+// hint naming both flags (the library counts the workspace against the
+// cap; it once used it uncounted).
+func TestSplitOverGPUMemCap(t *testing.T) {
+	needGL(t)
+	code, _, stderr := glmul("-n", "256", "-kernel", "fast", "-split-k", "4", "-max-gpu-mem", "800KiB", "-backend", "egl")
+	for _, w := range []string{"split-K in 4 slices needs a workspace of 1.0 MiB", "hint: raise -max-gpu-mem, or drop -split-k"} {
+		if code != 1 || !strings.Contains(stderr, w) {
+			t.Errorf("exit %d, want 1 and %q in:\n%s", code, w, stderr)
+		}
+	}
+}

@@ -131,6 +131,8 @@ func hintOn(err error, goos string) string {
 		return "raise -max-binding (or choose a smaller tile configuration)"
 	case errors.Is(err, glcompute.ErrTooLarge) && strings.Contains(msg, "GPU memory allowed"):
 		return "raise -max-gpu-mem"
+	case errors.Is(err, glcompute.ErrTooLarge) && strings.Contains(msg, "split-K") && strings.Contains(msg, "MaxGPUMemory"):
+		return "raise -max-gpu-mem, or drop -split-k (-split-k 0 splits only where the cap leaves room)"
 	}
 	return ""
 }
