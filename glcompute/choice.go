@@ -11,9 +11,10 @@ import (
 // the device model's with Options.Unseen) and what glmul tune cached.
 
 // chooseKernels sets Info's kernel choice: DefaultKernel and its source
-// (chooseDefaultKernel), the stand-in reading A as it is where the default
-// reads A transposed, and the SmallGridKernel, from builtinChoice where
-// they fit.
+// (chooseDefaultKernel), the stand-ins reading A as it is where the default
+// reads A transposed (for large products too, where the default is the
+// built-in one), and the SmallGridKernel, from builtinChoice where they
+// fit.
 func (d *Device) chooseKernels() {
 	i := &d.info
 	builtin := d.builtinChoice()
@@ -23,6 +24,9 @@ func (d *Device) chooseKernels() {
 		i.NaturalKernel = d.runnable(builtin.Natural)
 		if i.NaturalKernel == "" {
 			i.NaturalKernel = shaders.Natural(i.DefaultKernel)
+		}
+		if builtin.NaturalWide != "" && i.DefaultKernel == d.runnable(builtin.Default) { // not for a default glmul tune chose
+			i.NaturalWideKernel = d.runnable(builtin.NaturalWide)
 		}
 	}
 	i.SmallGridKernel = d.runnable(builtin.SmallGrid)

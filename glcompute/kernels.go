@@ -374,7 +374,8 @@ func (d *Device) natural(spec string) string {
 // one glmul tune chose for its shape class where it did (Info.ClassKernels),
 // else for at most tuning.ThinNMax columns tuning.ThinN's, else the default, or Info.SmallGridKernel where tuning.UseSmallGrid says
 // the default's large tiles fit the product badly; a default that reads A
-// transposed reads it as it is where B is narrow (tuning.UseTransposedA).
+// transposed reads it as it is where B is narrow (tuning.UseTransposedA),
+// large products through Info.NaturalWideKernel (tuning.UseWideNatural).
 // A class's tuned configuration is kept as it is, _at or not: tune
 // measured it, transpose included, on products of that class.
 func (d *Device) kernelFor(m, kDim, n int) string {
@@ -396,6 +397,9 @@ func (d *Device) kernelFor(m, kDim, n int) string {
 		return d.info.SmallGridKernel
 	}
 	if k.TransposeA && !tuning.UseTransposedA(n) {
+		if d.info.NaturalWideKernel != "" && tuning.UseWideNatural(m, kDim, n) {
+			return d.info.NaturalWideKernel
+		}
 		return d.natural(spec)
 	}
 	return spec

@@ -148,7 +148,7 @@ func TestUnseen(t *testing.T) {
 	d := openDeviceWith(t, &Options{Backend: onPlatform(BackendEGL), Unseen: true})
 	want := tuning.Model(d.Info().Facts())
 	got := d.Info()
-	if got.DefaultKernel != want.Default || got.NaturalKernel != want.Natural || got.SmallGridKernel != want.SmallGrid ||
+	if got.DefaultKernel != want.Default || got.NaturalKernel != want.Natural || got.NaturalWideKernel != want.NaturalWide || got.SmallGridKernel != want.SmallGrid ||
 		!strings.Contains(got.DefaultKernelSource, "device model") || !strings.Contains(got.DefaultKernelSource, "Unseen") {
 		t.Fatalf("Unseen device chose %s, %s, %s (%s); the model says %+v", got.DefaultKernel, got.NaturalKernel, got.SmallGridKernel, got.DefaultKernelSource, want)
 	}
@@ -183,6 +183,22 @@ func TestTransposedADefault(t *testing.T) {
 	if got := d.KernelFor(8192, 8192, 256); got != natural {
 		t.Errorf("8192×8192×256 runs %s, want %s", got, natural)
 	}
+	// With a stand-in for large products: from tuning.WideNaturalMinMACs
+	// multiply-adds on, narrow products only.
+	const wide = "fast:128x128x8_8x8_db"
+	d.info.NaturalWideKernel = wide
+	for _, c := range []struct {
+		m, k, n int
+		want    string
+	}{
+		{8192, 8192, 256, wide}, {2048, 8192, 1024, wide}, {1000, 4096, 1000, natural}, {1024, 1024, 1024, natural},
+		{8192, 8192, tuning.TransposedAMinN, at}, {4096, 4096, 4096, at},
+	} {
+		if got := d.KernelFor(c.m, c.k, c.n); got != c.want {
+			t.Errorf("%d×%d×%d with a wide stand-in runs %s, want %s", c.m, c.k, c.n, got, c.want)
+		}
+	}
+	d.info.NaturalWideKernel = ""
 	d.info.DefaultKernel = "fast:64x64x8_4x4_db" // reads A as it is: no stand-in
 	if got := d.KernelFor(64, 64, 64); got != d.info.DefaultKernel {
 		t.Errorf("a default reading A as it is was replaced by %s", got)

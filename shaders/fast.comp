@@ -31,6 +31,8 @@
 // As[row][k/4], B as Bs[k][col/4]. For each 4 steps of k an invocation
 // reads one vec4 of A per row it owns and one vec4 of B per column group
 // per step: every shared load is 16 bytes and no store needs a transpose.
+// From 64 accumulators on (BH) it holds B's vec4s for the 4 steps and
+// reads A's a row at a time instead.
 //
 // With AT, A's tile is stored as B's is, As[k][row/4], and invocation
 // (tx, ty) owns rows 4·(i·THREADS_Y + ty) + r (i < TM/4, r < 4): for each
@@ -58,14 +60,27 @@
 #define A_LOADS ((A_VEC4 + THREADS - 1) / THREADS)
 #define B_LOADS ((B_VEC4 + THREADS - 1) / THREADS)
 #define NBUF (DB + 1)
+// BH: the natural layout's inner loop holds B's vec4s for 4 steps of k
+// (4·TN floats) and reads A one vec4 (4 k of one row) at a time, rather
+// than holding a vec4 of A for every row (4·TM floats) and reading B a k
+// at a time: the same shared loads, fewer registers where TM ≥ TN. On the
+// H100 (docs/PERFORMANCE.md, "B held for four steps of k"):
+// 256x128x16_16x8_db 39.1 to 45.4 TFLOPS at 4096³ (with HOIST),
+// 128x256x16_16x8_db +0.5-1.5%, 128x128x16_8x8_db +1%, 64x64x8_8x4_db
+// 1% slower: so from 64 accumulators on.
+#ifndef BH
+#define BH (AT == 0 && TM * TN >= 64 && TM >= TN)
+#endif
 // HOIST: LOAD_WHOLE adds k's offset to indices computed once, before the
 // K loop (wa, wb), instead of computing each index per K step: 10 fewer
 // instructions per load in NVIDIA's SASS, +3% for the _at tiles of 128
-// accumulators and +1.7% for 128x256x8_8x8_db on the H100; but a tile
-// reading A in its natural layout with 128 accumulators per invocation
-// (128x256x16_16x8_db) fell 15% with it (its registers), so not there.
+// accumulators and +1.7% for 128x256x8_8x8_db on the H100. A tile reading
+// A in its natural layout with 128 accumulators per invocation and the
+// other loop (128x256x16_16x8_db before BH) fell 15% with it (its
+// registers); with BH, 256x128x16_16x8_db gained 3.5% and
+// 128x256x16_16x8_db neither gained nor lost.
 #ifndef HOIST
-#define HOIST (AT != 0 || TM * TN <= 64)
+#define HOIST (AT != 0 || TM * TN <= 64 || BH)
 #endif
 #ifndef TEX
 #define TEX 0
@@ -436,6 +451,30 @@ void main()
 #else
         uint aOff = uint(buf * A_SIZE) + ty * uint(ASTRIDE);
         uint bOff = uint(buf * B_SIZE) + tx;
+#if BH
+        #pragma optionNV(unroll all)
+        for (int k4 = 0; k4 < BK4; k4++) {
+            vec4 b[4 * GN];
+            #pragma optionNV(unroll all)
+            for (int kk = 0; kk < 4; kk++) {
+                #pragma optionNV(unroll all)
+                for (int j = 0; j < GN; j++) {
+                    b[kk * GN + j] = Bs[bOff + uint((k4 * 4 + kk) * (BN / 4) + j * THREADS_X)];
+                }
+            }
+            #pragma optionNV(unroll all)
+            for (int i = 0; i < TM; i++) {
+                vec4 a = As[aOff + uint(i * THREADS_Y * ASTRIDE + k4)];
+                #pragma optionNV(unroll all)
+                for (int kk = 0; kk < 4; kk++) {
+                    #pragma optionNV(unroll all)
+                    for (int j = 0; j < GN; j++) {
+                        acc[i][j] = fma(vec4(a[kk]), b[kk * GN + j], acc[i][j]);
+                    }
+                }
+            }
+        }
+#else
         #pragma optionNV(unroll all)
         for (int k4 = 0; k4 < BK4; k4++) {
             vec4 a[TM];
@@ -459,6 +498,7 @@ void main()
                 }
             }
         }
+#endif // BH
 #endif
 #if DB
         if (more) {

@@ -24,12 +24,14 @@ type Facts struct {
 
 // Choice is a device's kernel choice: the fast configuration a product
 // runs by default, its stand-in where A is read as it is (Natural, set
-// where Default reads A transposed), the configuration for products whose
-// grid the default fills badly (SmallGrid, see UseSmallGrid; "" for none),
-// and where the choice comes from, in words.
+// where Default reads A transposed), the stand-in for the large ones among
+// those (NaturalWide, see UseWideNatural; "" for Natural), the
+// configuration for products whose grid the default fills badly
+// (SmallGrid, see UseSmallGrid; "" for none), and where the choice comes
+// from, in words.
 type Choice struct {
-	Default, Natural, SmallGrid string
-	Source                      string
+	Default, Natural, NaturalWide, SmallGrid string
+	Source                                   string
 }
 
 // Register budget and cost, assumptions of the model that OpenGL cannot
@@ -66,13 +68,18 @@ const ModelMaxBK = 16
 
 // ModelRegistersOf is the model's estimate of the registers one invocation
 // of c holds: TM·TN accumulators; its fragments of A and B for one step of
-// k (TM + TN floats where A is read transposed, 4·TM + TN where A is read
-// as it is: a vec4 along K per row); the global loads it stages through
-// registers ((BM + BN)·BK / invocations); and modelOverhead.
+// k (TM + TN floats where A is read transposed; where A is read as it is,
+// 4·TM + TN, a vec4 along K per row, or 4·TN + 4 from 64 accumulators with
+// TM ≥ TN, B for four k and a vec4 of A: fast.comp's BH); the global
+// loads it stages through registers ((BM + BN)·BK / invocations); and
+// modelOverhead.
 func ModelRegistersOf(c shaders.FastConfig) int {
 	frag := 4*c.TM + c.TN
-	if c.TransA {
+	switch {
+	case c.TransA:
 		frag = c.TM + c.TN
+	case c.TM*c.TN >= 64 && c.TM >= c.TN:
+		frag = 4*c.TN + 4
 	}
 	return c.TM*c.TN + frag + (c.BM+c.BN)*c.BK/c.Threads() + modelOverhead
 }

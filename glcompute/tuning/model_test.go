@@ -99,9 +99,13 @@ func TestModelRegisters(t *testing.T) {
 	}{
 		// 128 accumulators, 16 + 8 floats of fragments, 384·16/256 staged, 32
 		{"256x128x16_16x8_db_at", 128 + 24 + 24 + 32},
-		// A as it is: a vec4 along K per row, 4·16 + 8
-		{"256x128x16_16x8_db", 128 + 72 + 24 + 32},
-		{"128x128x16_8x8_db", 64 + 40 + 16 + 32},
+		// A as it is, from 64 accumulators with TM ≥ TN (fast.comp's BH):
+		// B for four k and a vec4 of A, 4·8 + 4
+		{"256x128x16_16x8_db", 128 + 36 + 24 + 32},
+		{"128x128x16_8x8_db", 64 + 36 + 16 + 32},
+		// else a vec4 along K per row: 4·8 + 16, 4·4 + 4
+		{"128x256x8_8x16_db", 128 + 48 + 12 + 32},
+		{"64x64x8_4x4_db", 16 + 20 + 4 + 32},
 	} {
 		c2, err := shaders.ParseFastConfig(c.spec)
 		if err != nil {

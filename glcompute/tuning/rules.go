@@ -16,7 +16,7 @@ import (
 func Choose(d Driver, f Facts) Choice {
 	switch {
 	case strings.Contains(d.Vendor, "NVIDIA"):
-		return Choice{Default: NVIDIADefault, Natural: NVIDIANatural, SmallGrid: NVIDIASmallGrid,
+		return Choice{Default: NVIDIADefault, Natural: NVIDIANatural, NaturalWide: NVIDIANaturalWide, SmallGrid: NVIDIASmallGrid,
 			Source: "built-in default for NVIDIA (measured on an H100 and an H200)"}
 	case OnCPU(d):
 		return Choice{Default: LlvmpipeDefault, Source: "built-in default for Mesa llvmpipe (tuned on 2 CPU cores)"}
@@ -155,6 +155,24 @@ func SplitTime(groups, slots, s int) float64 {
 // 4096×1024×4096.
 const TransposedAMinN = 2048
 
+// WideNaturalMinMACs is the product size (m·k·n multiply-adds) from which
+// a product that reads A as it is because B is narrow (UseTransposedA
+// false) takes Choice.NaturalWide, 128 accumulators an invocation, rather
+// than Natural's 64. H100, glmul bench, one call, NVIDIA's
+// 128x256x16_16x8_db_tex against 128x128x16_8x8_db_tex, M×K×N, ms
+// (docs/PERFORMANCE.md "B held for four steps of k"): 8192×8192×256
+// 0.771–0.781 against 0.800–0.801, 2048×8192×1024 0.775–0.777 against
+// 0.790–0.802, 16384×4096×512 1.505–1.506 against 1.583, 8192×8192×1024
+// 2.96–2.99 against 3.12–3.16; equal at 1000×4096×1000 (4.1·10⁹), 13%
+// slower at 1024³ (its 32 tiles in 4 slices of 256).
+const WideNaturalMinMACs = 1 << 33
+
+// UseWideNatural reports whether an m×k by k×n product that reads A as it
+// is should run Choice.NaturalWide (see WideNaturalMinMACs).
+func UseWideNatural(m, k, n int) bool {
+	return int64(m)*int64(k)*int64(n) >= WideNaturalMinMACs
+}
+
 // UseTransposedA reports whether a product n columns wide should keep a
 // default kernel that reads A transposed, rather than one reading A as it
 // is (glcompute's Info.NaturalKernel).
@@ -231,11 +249,13 @@ func SgemmThreshold(d Driver) int {
 // 67.4 µs, 4096×64×4096 75 against 81, 512³ 20.8 against 21.8, 256³ 16.5
 // against 17.0 (PERFORMANCE.md "Buffer textures").
 const (
-	NVIDIADefault   = "fast:256x128x16_16x8_db_at_tex"
-	NVIDIANatural   = "fast:128x128x16_8x8_db_tex" // NVIDIADefault's stand-in with A as it is
-	NVIDIASmallGrid = "fast:64x64x8_8x4_db_tex"
-	LlvmpipeDefault = "cpu:8x8_8x8"
-	LlvmpipeThinN   = "cpu:1x16_16x4"
+	NVIDIADefault = "fast:256x128x16_16x8_db_at_tex"
+	NVIDIANatural = "fast:128x128x16_8x8_db_tex" // NVIDIADefault's stand-in with A as it is
+	// NVIDIANaturalWide is the stand-in for large products (UseWideNatural).
+	NVIDIANaturalWide = "fast:128x256x16_16x8_db_tex"
+	NVIDIASmallGrid   = "fast:64x64x8_8x4_db_tex"
+	LlvmpipeDefault   = "cpu:8x8_8x8"
+	LlvmpipeThinN     = "cpu:1x16_16x4"
 	// GenericDefault is the configuration for a device where the model
 	// found none that fits (Model) and for products over buffer textures
 	// larger than the device allows (glcompute's mulFast).

@@ -267,8 +267,23 @@ func TestNaturalFor(t *testing.T) {
 	if got := Choose(nv, h100).Natural; got != NVIDIANatural || strings.Contains(got, "_at") || !strings.Contains(NVIDIADefault, "_at") {
 		t.Errorf("NVIDIA's natural = %q; default %q", got, NVIDIADefault)
 	}
-	if got := Choose(Driver{Vendor: "Mesa", Renderer: "llvmpipe (LLVM 15.0.6, 256 bits)"}, h100).Natural; got != "" {
-		t.Errorf("llvmpipe's natural = %q, want none", got)
+	if got := Choose(nv, h100).NaturalWide; got != NVIDIANaturalWide || strings.Contains(got, "_at") || got == NVIDIANatural {
+		t.Errorf("NVIDIA's wide natural = %q", got)
+	}
+	if got := Choose(Driver{Vendor: "Mesa", Renderer: "llvmpipe (LLVM 15.0.6, 256 bits)"}, h100); got.Natural != "" || got.NaturalWide != "" {
+		t.Errorf("llvmpipe's natural = %q, %q, want none", got.Natural, got.NaturalWide)
+	}
+	for _, c := range []struct {
+		m, k, n int
+		want    bool
+	}{
+		{8192, 8192, 256, true}, {2048, 8192, 1024, true}, {16384, 4096, 512, true}, {1 << 11, 1 << 11, 1 << 11, true},
+		{1000, 4096, 1000, false}, {1024, 1024, 1024, false}, {1<<11 - 1, 1 << 11, 1 << 11, false},
+		{1 << 20, 1 << 20, 1 << 20, true}, // no overflow
+	} {
+		if got := UseWideNatural(c.m, c.k, c.n); got != c.want {
+			t.Errorf("UseWideNatural(%d, %d, %d) = %v", c.m, c.k, c.n, got)
+		}
 	}
 	if UseTransposedA(TransposedAMinN-1) || !UseTransposedA(TransposedAMinN) {
 		t.Errorf("UseTransposedA does not switch at TransposedAMinN = %d", TransposedAMinN)
