@@ -114,6 +114,12 @@ const ModelMinThreads = 256
 //     narrower than TransposedAMinN columns, whose grids are small, so
 //     they get twice the work groups before K is split (on an H200, at
 //     1024³: 128x128x16_8x8_db 29.4–31.1 TFLOPS, 256x128x8_16x8_db 26.4);
+//   - NaturalWide is the same choice among those reading A as it is with
+//     blocks of the default's area: it serves the large ones of those
+//     products (UseWideNatural; on the H100 256x128x16_16x8_db_tex, this
+//     choice with textures, ran 8192×8192×1024 at 3.03 ms against
+//     128x128x16_8x8_db_tex's 3.12–3.16, 16384×4096×512 at 1.53 against
+//     1.58);
 //   - SmallGrid serves products with too few work groups to fill the GPU
 //     (UseSmallGrid): 64×64 blocks, so 4 times the groups of 128×128, with
 //     at least 128 invocations a group (each group has few others beside
@@ -143,6 +149,9 @@ func Model(f Facts) Choice {
 		if best.TransA {
 			if nat, found := big(func(c shaders.FastConfig) bool { return !c.TransA && 2*c.BM*c.BN <= best.BM*best.BN }); found {
 				ch.Natural = "fast:" + nat.String()
+			}
+			if wide, found := big(func(c shaders.FastConfig) bool { return !c.TransA && c.BM*c.BN == best.BM*best.BN }); found {
+				ch.NaturalWide = "fast:" + wide.String()
 			}
 		}
 	}

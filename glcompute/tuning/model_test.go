@@ -17,6 +17,11 @@ func TestModelH100(t *testing.T) {
 	if ch.Default != ssbo(NVIDIADefault) || ch.Natural != ssbo(NVIDIANatural) || ch.SmallGrid != ssbo(NVIDIASmallGrid) {
 		t.Errorf("Model(H100) = %+v, want %s, %s, %s", ch, NVIDIADefault, NVIDIANatural, NVIDIASmallGrid)
 	}
+	// NVIDIA's wide natural is the 128×256 twin of this 256×128 (the
+	// model's taller block): the same reads per FMA.
+	if ch.NaturalWide != "fast:256x128x16_16x8_db" {
+		t.Errorf("Model(H100).NaturalWide = %s, want fast:256x128x16_16x8_db", ch.NaturalWide)
+	}
 	if !strings.HasPrefix(ch.Source, "device model") || !strings.Contains(ch.Source, "49152 bytes") {
 		t.Errorf("source %q does not say it is the model's, from what", ch.Source)
 	}
@@ -53,6 +58,14 @@ func TestModelFits(t *testing.T) {
 			if ch.Natural != "" {
 				if nat := check("natural", ch.Natural, true, false); 2*nat.BM*nat.BN > def.BM*def.BN {
 					t.Errorf("%+v: natural %s wider than half of %s", f, ch.Natural, ch.Default)
+				}
+			}
+			if def.TransA != (ch.NaturalWide != "") {
+				t.Errorf("%+v: default %s with wide natural %q", f, ch.Default, ch.NaturalWide)
+			}
+			if ch.NaturalWide != "" {
+				if wide := check("wide natural", ch.NaturalWide, true, false); wide.BM*wide.BN != def.BM*def.BN {
+					t.Errorf("%+v: wide natural %s not of %s's area", f, ch.NaturalWide, ch.Default)
 				}
 			}
 			if ch.SmallGrid != "" {
