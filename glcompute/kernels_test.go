@@ -216,7 +216,7 @@ func TestTexturesLimitAtKernels(t *testing.T) {
 	d.info.ClassKernels, d.info.SmallGridKernel = nil, ""
 	rng := rand.New(rand.NewPCG(3, 3))
 
-	d.info.DefaultKernel, d.info.NaturalKernel = "fast:64x64x8_8x4_db_at_tex", "fast:64x64x8_8x4_db_tex"
+	d.info.DefaultKernel, d.info.NaturalKernel, d.info.NaturalWideKernel = "fast:64x64x8_8x4_db_at_tex", "fast:64x64x8_8x4_db_tex", ""
 	m, k, n := 16, 80, 2048 // B: 640 KiB
 	a, b := cpu.Random(m, k, rng), cpu.Random(k, n, rng)
 	d.residentTextures = true // at any size: the limit on what a texture views decides here
@@ -231,7 +231,7 @@ func TestTexturesLimitAtKernels(t *testing.T) {
 		}
 	})
 
-	d.info.DefaultKernel, d.info.NaturalKernel = "fast:128x128x8_8x8_db_at", "fast:128x128x8_8x8_db_tex"
+	d.info.DefaultKernel, d.info.NaturalKernel, d.info.NaturalWideKernel = "fast:128x128x8_8x8_db_at", "fast:128x128x8_8x8_db_tex", ""
 	m, k, n = 300, 500, 40 // A: 600 KB
 	a, b = cpu.Random(m, k, rng), cpu.Random(k, n, rng)
 	c := cpu.New(m, n)

@@ -176,7 +176,7 @@ func TestUnseen(t *testing.T) {
 func TestTransposedADefault(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	const at, natural = "fast:128x128x8_8x8_db_at", "fast:64x64x8_4x4"
-	d.info.DefaultKernel, d.info.NaturalKernel, d.info.SmallGridKernel, d.info.ClassKernels = at, natural, "", nil
+	d.info.DefaultKernel, d.info.NaturalKernel, d.info.NaturalWideKernel, d.info.SmallGridKernel, d.info.ClassKernels = at, natural, "", "", nil
 	if got := d.KernelFor(4096, 4096, 4096); got != at {
 		t.Errorf("4096³ runs %s, want %s", got, at)
 	}

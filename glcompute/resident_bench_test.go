@@ -218,7 +218,7 @@ func BenchmarkResidentShapes(b *testing.B) {
 		// The device's kernels read through storage buffers, not buffer
 		// textures: what the textures cost or give resident products.
 		notex := func(spec string) string { return strings.ReplaceAll(spec, "_tex", "") }
-		d.info.DefaultKernel, d.info.NaturalKernel, d.info.SmallGridKernel = notex(d.info.DefaultKernel), notex(d.info.NaturalKernel), notex(d.info.SmallGridKernel)
+		d.info.DefaultKernel, d.info.NaturalKernel, d.info.NaturalWideKernel, d.info.SmallGridKernel = notex(d.info.DefaultKernel), notex(d.info.NaturalKernel), notex(d.info.NaturalWideKernel), notex(d.info.SmallGridKernel)
 		for class, spec := range d.info.ClassKernels {
 			d.info.ClassKernels[class] = notex(spec)
 		}

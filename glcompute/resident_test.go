@@ -480,7 +480,7 @@ func TestResidentTransposedA(t *testing.T) {
 	const at, natural = "fast:128x128x8_8x8_db_at", "fast:64x64x8_4x4"
 	rng := rand.New(rand.NewPCG(61, 62))
 	setDefaults := func(d *Device) {
-		d.info.DefaultKernel, d.info.NaturalKernel, d.info.SmallGridKernel, d.info.ClassKernels = at, natural, "", nil
+		d.info.DefaultKernel, d.info.NaturalKernel, d.info.NaturalWideKernel, d.info.SmallGridKernel, d.info.ClassKernels = at, natural, "", "", nil
 	}
 	// m rows of A not a multiple of 4 or of the tile, k not of BK; n ≥
 	// tuning.TransposedAMinN keeps _at; n = 64 reads A as it is.

@@ -67,7 +67,7 @@ func TestResidentFill(t *testing.T) {
 		c := r.tc
 		t.Run(fmt.Sprintf("%s/%s/%d/%dx%dx%d", r.backend, c.kernel, c.slots, c.m, c.k, c.n), func(t *testing.T) {
 			d := openDevice(t, r.backend)
-			d.info.DefaultKernel, d.info.NaturalKernel, d.info.SmallGridKernel, d.info.ClassKernels = c.kernel, "fast:128x256x8_8x8_db", "", nil
+			d.info.DefaultKernel, d.info.NaturalKernel, d.info.NaturalWideKernel, d.info.SmallGridKernel, d.info.ClassKernels = c.kernel, "fast:128x256x8_8x8_db", "", "", nil
 			d.info.SMCount = c.slots
 			d.residentTextures = true // the _tex cases through textures, small as they are
 			a, b := paddedRandom(c.m, c.k, 0, rng), paddedRandom(c.k, c.n, 0, rng)
@@ -144,7 +144,7 @@ func TestResidentFill(t *testing.T) {
 func TestResidentTexturesBySize(t *testing.T) {
 	const tex, ssbo = "fast:64x64x8_8x4_db_tex", "fast:64x64x8_8x4_db"
 	d := openDevice(t, BackendEGL)
-	d.info.DefaultKernel, d.info.NaturalKernel, d.info.SmallGridKernel, d.info.ClassKernels = tex, tex, "", nil
+	d.info.DefaultKernel, d.info.NaturalKernel, d.info.NaturalWideKernel, d.info.SmallGridKernel, d.info.ClassKernels = tex, tex, "", "", nil
 	rng := rand.New(rand.NewPCG(91, 92))
 	a, b := cpu.Random(70, 36, rng), cpu.Random(36, 132, rng)
 	if err := validate.CheckFull(a, b, residentProduct(t, d, a, b)).Err(); err != nil {
