@@ -397,12 +397,37 @@ func (d *Device) kernelFor(m, kDim, n int) string {
 		return d.info.SmallGridKernel
 	}
 	if k.TransposeA && !tuning.UseTransposedA(n) {
-		if d.info.NaturalWideKernel != "" && tuning.UseWideNatural(m, kDim, n) {
+		if d.useWideNatural(m, kDim, n) {
 			return d.info.NaturalWideKernel
 		}
 		return d.natural(spec)
 	}
 	return spec
+}
+
+// useWideNatural reports whether an m×k by k×n product that reads A as it
+// is runs Info.NaturalWideKernel rather than NaturalKernel
+// (tuning.UseWideNatural), with the device's multiprocessors as the slots
+// where it reports them and both kernels fill one (tuning.FillsSM), as a
+// host product counts them.
+func (d *Device) useWideNatural(m, k, n int) bool {
+	if d.info.NaturalWideKernel == "" {
+		return false
+	}
+	nat, err := shaders.Lookup(d.info.NaturalKernel)
+	if err != nil {
+		return false
+	}
+	wide, err := shaders.Lookup(d.info.NaturalWideKernel)
+	if err != nil {
+		return false
+	}
+	slots := 0
+	if d.info.SMCount > 0 && tuning.FillsSM(nat.Spec(), nat.TileM*nat.TileN) && tuning.FillsSM(wide.Spec(), wide.TileM*wide.TileN) {
+		slots = d.info.SMCount
+	}
+	return tuning.UseWideNatural(m, k, n, tuning.Tile{M: nat.TileM, N: nat.TileN, K: nat.StepK},
+		tuning.Tile{M: wide.TileM, N: wide.TileN, K: wide.StepK}, tuning.Wave(d.tuningDriver()), slots)
 }
 
 // CheckKernel reports whether spec names a kernel (see MulOptions.Kernel),

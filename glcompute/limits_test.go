@@ -95,3 +95,38 @@ func TestCacheKernelOutsideFamily(t *testing.T) {
 		}
 	}
 }
+
+// TestWideNaturalBuiltinOnly: the stand-in for large narrow products
+// (Info.NaturalWideKernel, NVIDIA's built-in choice) is kept only beside
+// the built-in default: with a default glmul tune cached, a narrow product
+// runs that default's natural stand-in.
+func TestWideNaturalBuiltinOnly(t *testing.T) {
+	builtin := openDevice(t, BackendEGL)
+	info := builtin.Info()
+	if info.NaturalWideKernel == "" {
+		t.Skipf("%s has no wide natural stand-in (NVIDIA's built-in choice only)", info.Renderer)
+	}
+	if got := builtin.KernelFor(8192, 8192, 256); got != info.NaturalWideKernel {
+		t.Errorf("8192×8192×256 with the built-in default runs %s, want %s", got, info.NaturalWideKernel)
+	}
+	path := filepath.Join(tempDir(t), "tuned.json")
+	t.Setenv("GLMUL_TUNE_CACHE", path)
+	const tuned = "fast:128x128x16_8x8_db_at"
+	c := tuning.Cache{}
+	c.Put(tuning.Entry{Driver: info.Driver(), Class: tuning.Square, Kernel: tuned})
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(&Options{Backend: onPlatform(BackendEGL)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	got := d.Info()
+	if got.DefaultKernel != tuned || got.NaturalWideKernel != "" || got.NaturalKernel == "" {
+		t.Fatalf("tuned default %s: default %s, natural %q, wide natural %q", tuned, got.DefaultKernel, got.NaturalKernel, got.NaturalWideKernel)
+	}
+	if k := d.KernelFor(8192, 8192, 256); k != got.NaturalKernel {
+		t.Errorf("8192×8192×256 beside a tuned default runs %s, want %s", k, got.NaturalKernel)
+	}
+}

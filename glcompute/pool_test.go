@@ -150,7 +150,7 @@ func TestUnseen(t *testing.T) {
 	got := d.Info()
 	if got.DefaultKernel != want.Default || got.NaturalKernel != want.Natural || got.NaturalWideKernel != want.NaturalWide || got.SmallGridKernel != want.SmallGrid ||
 		!strings.Contains(got.DefaultKernelSource, "device model") || !strings.Contains(got.DefaultKernelSource, "Unseen") {
-		t.Fatalf("Unseen device chose %s, %s, %s (%s); the model says %+v", got.DefaultKernel, got.NaturalKernel, got.SmallGridKernel, got.DefaultKernelSource, want)
+		t.Fatalf("Unseen device chose %s, %s, %s, %s (%s); the model says %+v", got.DefaultKernel, got.NaturalKernel, got.NaturalWideKernel, got.SmallGridKernel, got.DefaultKernelSource, want)
 	}
 	for _, s := range [][3]int{{4096, 4096, 4096}, {2048, 64, 2}, {1024, 1024, 1024}, {64, 64, 64}} {
 		k := d.KernelFor(s[0], s[1], s[2])
@@ -198,7 +198,17 @@ func TestTransposedADefault(t *testing.T) {
 			t.Errorf("%d×%d×%d with a wide stand-in runs %s, want %s", c.m, c.k, c.n, got, c.want)
 		}
 	}
-	d.info.NaturalWideKernel = ""
+	// Where the device reports its multiprocessors and both tiles fill one,
+	// the wave model decides: NVIDIA's two natural tiles on 132.
+	sm := d.info.SMCount
+	d.info.SMCount, d.info.NaturalKernel, d.info.NaturalWideKernel = 132, "fast:128x128x16_8x8_db", "fast:128x256x16_16x8_db"
+	if got := d.KernelFor(8192, 8192, 256); got != d.info.NaturalWideKernel {
+		t.Errorf("8192×8192×256 on 132 multiprocessors runs %s, want %s", got, d.info.NaturalWideKernel)
+	}
+	if got := d.KernelFor(1536, 4096, 1536); got != d.info.NaturalKernel {
+		t.Errorf("1536×4096×1536 on 132 multiprocessors runs %s, want %s (stream-K's 144 tiles)", got, d.info.NaturalKernel)
+	}
+	d.info.SMCount, d.info.NaturalKernel, d.info.NaturalWideKernel = sm, natural, ""
 	d.info.DefaultKernel = "fast:64x64x8_4x4_db" // reads A as it is: no stand-in
 	if got := d.KernelFor(64, 64, 64); got != d.info.DefaultKernel {
 		t.Errorf("a default reading A as it is was replaced by %s", got)

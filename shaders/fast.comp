@@ -31,8 +31,8 @@
 // As[row][k/4], B as Bs[k][col/4]. For each 4 steps of k an invocation
 // reads one vec4 of A per row it owns and one vec4 of B per column group
 // per step: every shared load is 16 bytes and no store needs a transpose.
-// From 64 accumulators on (BH) it holds B's vec4s for the 4 steps and
-// reads A's a row at a time instead.
+// From 64 accumulators on, with TM ≥ TN (BH), it holds B's vec4s for the
+// 4 steps and reads A's a row at a time instead.
 //
 // With AT, A's tile is stored as B's is, As[k][row/4], and invocation
 // (tx, ty) owns rows 4·(i·THREADS_Y + ty) + r (i < TM/4, r < 4): for each
@@ -78,9 +78,11 @@
 // A in its natural layout with 128 accumulators per invocation and the
 // other loop (128x256x16_16x8_db before BH) fell 15% with it (its
 // registers); with BH, 256x128x16_16x8_db gained 3.5% and
-// 128x256x16_16x8_db neither gained nor lost.
+// 128x256x16_16x8_db neither gained nor lost. Steps of K over 16 with BH
+// were not measured: their staged loads take more registers, so not
+// there.
 #ifndef HOIST
-#define HOIST (AT != 0 || TM * TN <= 64 || BH)
+#define HOIST (AT != 0 || TM * TN <= 64 || (BH && BK <= 16))
 #endif
 #ifndef TEX
 #define TEX 0

@@ -204,7 +204,8 @@ type showClass struct {
 	// products and a class it did not tune, the default kernel's source
 	// (glcompute.Info.DefaultKernelSource). An untuned class runs the
 	// default shape by shape: its small-grid or natural-A variant where a
-	// product fits it badly (Info.SmallGridKernel, Info.NaturalKernel).
+	// product fits it badly (Info.SmallGridKernel, Info.NaturalKernel,
+	// Info.NaturalWideKernel).
 	Source string `json:"source"`
 }
 

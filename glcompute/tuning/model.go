@@ -118,8 +118,8 @@ const ModelMinThreads = 256
 //     blocks of the default's area: it serves the large ones of those
 //     products (UseWideNatural; on the H100 256x128x16_16x8_db_tex, this
 //     choice with textures, ran 8192×8192×1024 at 3.03 ms against
-//     128x128x16_8x8_db_tex's 3.12–3.16, 16384×4096×512 at 1.53 against
-//     1.58);
+//     128x128x16_8x8_db_tex's 3.15, 16384×4096×512 at 1.53 against
+//     1.58–1.59);
 //   - SmallGrid serves products with too few work groups to fill the GPU
 //     (UseSmallGrid): 64×64 blocks, so 4 times the groups of 128×128, with
 //     at least 128 invocations a group (each group has few others beside

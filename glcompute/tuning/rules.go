@@ -157,20 +157,61 @@ const TransposedAMinN = 2048
 
 // WideNaturalMinMACs is the product size (m·k·n multiply-adds) from which
 // a product that reads A as it is because B is narrow (UseTransposedA
-// false) takes Choice.NaturalWide, 128 accumulators an invocation, rather
-// than Natural's 64. H100, glmul bench, one call, NVIDIA's
-// 128x256x16_16x8_db_tex against 128x128x16_8x8_db_tex, M×K×N, ms
-// (docs/PERFORMANCE.md "B held for four steps of k"): 8192×8192×256
-// 0.771–0.781 against 0.800–0.801, 2048×8192×1024 0.775–0.777 against
-// 0.790–0.802, 16384×4096×512 1.505–1.506 against 1.583, 8192×8192×1024
-// 2.96–2.99 against 3.12–3.16; equal at 1000×4096×1000 (4.1·10⁹), 13%
-// slower at 1024³ (its 32 tiles in 4 slices of 256).
+// false) may take Choice.NaturalWide, 128 accumulators an invocation,
+// rather than Natural's 64 (UseWideNatural). Under it K is short for the
+// wide tiles' few groups: on the H100 1024³ (32 groups of 128×256 in 4
+// slices of 256) ran 13% slower with them, 1000×4096×1000 (4.1·10⁹)
+// alike; at 2³³ 1024×8192×1024, 2048×4096×1024 and 4096×2048×1024 ran
+// 1–4% faster (docs/PERFORMANCE.md "B held for four steps of k").
 const WideNaturalMinMACs = 1 << 33
 
+// WideNaturalGain is how much faster a multiply-add runs in NaturalWide's
+// tiles than in Natural's where both fill their waves alike: on the H100,
+// one call, 128x256x16_16x8_db_tex against 128x128x16_8x8_db_tex,
+// 8192×8192×1024 (2 and 4 waves) 2.966–2.969 ms against 3.118–3.120,
+// 4096×2048×1024 (1 and 2 waves) 0.392–0.396 against 0.408–0.413
+// (docs/PERFORMANCE.md "B held for four steps of k").
+const WideNaturalGain = 1.05
+
+// Tile is a kernel's block tile (M×N) and K step, as the wave model sees it.
+type Tile struct{ M, N, K int }
+
 // UseWideNatural reports whether an m×k by k×n product that reads A as it
-// is should run Choice.NaturalWide (see WideNaturalMinMACs).
-func UseWideNatural(m, k, n int) bool {
-	return int64(m)*int64(k)*int64(n) >= WideNaturalMinMACs
+// is should run Choice.NaturalWide's tiles (wide) rather than Natural's
+// (natural), on a device that runs wave work groups at once and slots of
+// either kernel's (one a multiprocessor, FillsSM; 0 where not known):
+// from WideNaturalMinMACs multiply-adds on, where the wave model gives the
+// wide tiles less time (WaveTime, a wide group counted as its area in
+// natural groups, less WideNaturalGain), or the slots are not known. On
+// the H100 it keeps 1536×4096×1536's 144 tiles of 128×128 in stream-K
+// (0.456 ms) rather than 72 of 128×256 in 7 slices (0.493).
+func UseWideNatural(m, k, n int, natural, wide Tile, wave, slots int) bool {
+	if int64(m)*int64(k)*int64(n) < WideNaturalMinMACs {
+		return false
+	}
+	if slots <= 0 {
+		return true
+	}
+	t := func(tile Tile) float64 {
+		groups := ((m + tile.M - 1) / tile.M) * ((n + tile.N - 1) / tile.N)
+		step := max(tile.K, 1)
+		return WaveTime(groups, k, (k+step-1)/step, wave, slots) * float64(tile.M*tile.N)
+	}
+	return t(wide)/WideNaturalGain < t(natural)
+}
+
+// WaveTime is the wave model's time of a product of groups work groups
+// over an inner dimension k (steps K steps of the kernel), on a device
+// that runs wave groups at once and slots of the kernel's (slots > 0), in
+// the unsplit group's times: that of AutoSplitK's split (SplitTime), or
+// stream-K's (groups/slots + StreamKCost) where UseStreamK takes its place,
+// as a host or resident product runs it.
+func WaveTime(groups, k, steps, wave, slots int) float64 {
+	s := AutoSplitK(groups, k, wave, slots)
+	if UseStreamK(groups, steps, slots, s) {
+		return float64(groups)/float64(slots) + StreamKCost
+	}
+	return SplitTime(groups, slots, s)
 }
 
 // UseTransposedA reports whether a product n columns wide should keep a

@@ -273,16 +273,27 @@ func TestNaturalFor(t *testing.T) {
 	if got := Choose(Driver{Vendor: "Mesa", Renderer: "llvmpipe (LLVM 15.0.6, 256 bits)"}, h100); got.Natural != "" || got.NaturalWide != "" {
 		t.Errorf("llvmpipe's natural = %q, %q, want none", got.Natural, got.NaturalWide)
 	}
+	// NVIDIA's two natural tiles on the H100's 132 multiprocessors (the
+	// shapes measured in docs/PERFORMANCE.md "B held for four steps of
+	// k"), and without a slot count.
+	nat, wide := Tile{M: 128, N: 128, K: 16}, Tile{M: 128, N: 256, K: 16}
 	for _, c := range []struct {
-		m, k, n int
-		want    bool
+		m, k, n, slots int
+		want           bool
 	}{
-		{8192, 8192, 256, true}, {2048, 8192, 1024, true}, {16384, 4096, 512, true}, {1 << 11, 1 << 11, 1 << 11, true},
-		{1000, 4096, 1000, false}, {1024, 1024, 1024, false}, {1<<11 - 1, 1 << 11, 1 << 11, false},
-		{1 << 20, 1 << 20, 1 << 20, true}, // no overflow
+		{8192, 8192, 256, 132, true},   // 64 wide groups in 2 slices against 128 natural ones
+		{8192, 8192, 1024, 132, true},  // 2 waves against 4
+		{4096, 2048, 1024, 132, true},  // 1 wave against 2
+		{1024, 8192, 1024, 132, true},  // 2³³: 4 slices against 2
+		{1536, 4096, 1536, 132, false}, // 72 wide groups in 7 slices against stream-K's 144
+		{1000, 4096, 1000, 132, false}, // under WideNaturalMinMACs
+		{1024, 1024, 1024, 132, false}, // under WideNaturalMinMACs
+		{1<<11 - 1, 1 << 11, 1 << 11, 0, false},
+		{1 << 11, 1 << 11, 1 << 11, 0, true}, // no slot count: size alone
+		{1 << 20, 1 << 20, 1 << 20, 0, true}, // no overflow
 	} {
-		if got := UseWideNatural(c.m, c.k, c.n); got != c.want {
-			t.Errorf("UseWideNatural(%d, %d, %d) = %v", c.m, c.k, c.n, got)
+		if got := UseWideNatural(c.m, c.k, c.n, nat, wide, 128, c.slots); got != c.want {
+			t.Errorf("UseWideNatural(%d×%d×%d, %d slots) = %v", c.m, c.k, c.n, c.slots, got)
 		}
 	}
 	if UseTransposedA(TransposedAMinN-1) || !UseTransposedA(TransposedAMinN) {
@@ -290,9 +301,10 @@ func TestNaturalFor(t *testing.T) {
 	}
 }
 
-// TestFillsSM: NVIDIA's three built-in configurations as the probe counted
+// TestFillsSM: NVIDIA's four built-in configurations as the probe counted
 // them on the H100 (the default and the natural one group a
-// multiprocessor, the small grid several).
+// multiprocessor, the small grid several; the wide natural, not probed,
+// by its accumulators).
 func TestFillsSM(t *testing.T) {
 	for _, c := range []struct {
 		spec         string
@@ -301,6 +313,7 @@ func TestFillsSM(t *testing.T) {
 	}{
 		{NVIDIADefault, 256 * 128, true},
 		{NVIDIANatural, 128 * 128, true},
+		{NVIDIANaturalWide, 128 * 256, true},
 		{NVIDIASmallGrid, 64 * 64, false},
 		{"fast:128x128x8_8x8_db", 128 * 128, false},
 	} {
