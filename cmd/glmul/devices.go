@@ -111,7 +111,7 @@ func writeDevices(w io.Writer, reports []deviceReport) error {
 			natural = fmt.Sprintf("; with A as it is (N < %d, panels): %s", tuning.TransposedAMinN, i.NaturalKernel)
 		}
 		if i.NaturalWideKernel != "" {
-			natural += fmt.Sprintf(", from %.3g multiply-adds: %s", float64(tuning.WideNaturalMinMACs), i.NaturalWideKernel)
+			natural += fmt.Sprintf("; the large ones (from %d multiply-adds, where its waves finish first): %s", int64(tuning.WideNaturalMinMACs), i.NaturalWideKernel)
 		}
 		if _, err := fmt.Fprintf(w, "        kernel: %s (%s)%s\n", i.DefaultKernel, i.DefaultKernelSource, natural); err != nil {
 			return err
