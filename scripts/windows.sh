@@ -57,8 +57,28 @@ test_windows() {
 	build "$tmp/glmul.exe"
 	$GO test -c -o "$tmp/glcompute.test.exe" ./glcompute
 	echo "== glcompute tests under Wine (WGL through GLFW, Mesa llvmpipe)"
-	GLMUL_REQUIRE_GL=1 wine_run glcompute "$tmp/glcompute.test.exe" -test.count=1 -test.v -test.timeout 600s >"$tmp/glcompute.log" 2>&1 || {
-		rc=$?
+	# Wine 8 with Mesa 22's llvmpipe has crashed the test process now and
+	# then, every test before the crash passing: twice in about a dozen CI
+	# runs (2026-11-27), in different tests (exit status 5 at
+	# TestWaveSplitBands, which skips under Wine; then "wine: Unhandled
+	# page fault on execute access" at TestBLASOnCPUDriver), never in the
+	# next run. A run that ends in that crash, and only such a run (no
+	# failed test, no Go panic), is run once more, saying so; a crash that
+	# comes back fails.
+	local tries=0 rc
+	while :; do
+		tries=$((tries + 1))
+		rc=0
+		GLMUL_REQUIRE_GL=1 wine_run glcompute "$tmp/glcompute.test.exe" -test.count=1 -test.v -test.timeout 600s >"$tmp/glcompute.log" 2>&1 || rc=$?
+		if [ "$rc" -ne 0 ] && [ "$tries" -eq 1 ] && grep -q 'Unhandled page fault' "$tmp/glcompute.log" && ! grep -qE -- '--- FAIL|panic:' "$tmp/glcompute.log"; then
+			echo "windows: the glcompute test process crashed under Wine (exit status $rc) with no test failed; its last lines:"
+			grep -B3 -A3 'Unhandled page fault' "$tmp/glcompute.log" | head -20
+			echo "windows: running the glcompute tests once more"
+			continue
+		fi
+		break
+	done
+	[ "$rc" -eq 0 ] || {
 		# A failed test's messages follow its line. Without one (Xvfb or
 		# Wine failed to start, a crash), the log's end says why. grep
 		# finding nothing must not end the script here (pipefail).
