@@ -120,9 +120,7 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 			return err
 		}
 	}
-	if tuning.FillsSM(h.p.kernel.Spec(), h.p.kernel.TileM*h.p.kernel.TileN) {
-		h.slots = h.d.info.SMCount
-	}
+	h.slots = h.d.slots(h.p.kernel)
 	if err := h.planEdges(); err != nil {
 		return err
 	}

@@ -239,13 +239,7 @@ func (h *hostProduct) run() {
 		h.p.setUints(uniform{"M", h.m}, uniform{"offA4", 0}, uniform{"offC4", 0}, uniform{"ksplit", h.ksplit})
 	}
 	for _, ch := range h.chunks.Chunks {
-		if h.p.pace != nil && h.splits == 1 {
-			h.p.dispatchPaced(ch) // a K split's slices are not paced (pacing.go)
-		} else {
-			h.p.setUint("x0", uint32(ch.X0))
-			h.p.setUint("y0", uint32(ch.Y0))
-			glw.Dispatch3(ch.GroupsX, ch.GroupsY, h.splits)
-		}
+		h.p.dispatchChunk(ch, h.splits)
 		h.progress.dispatched()
 	}
 	if h.edge != nil { // unsplit (plan): C is bound, not the workspace

@@ -82,14 +82,21 @@ func (p *program) dispatchTiles(rows, cols, maxGroups int) (int, error) {
 // in dispatches sized to the budget, with a pacer).
 func (p *program) dispatchChunks(plan dispatch.Plan) {
 	for _, ch := range plan.Chunks {
-		if p.pace != nil {
-			p.dispatchPaced(ch)
-			continue
-		}
-		p.setUint("x0", uint32(ch.X0))
-		p.setUint("y0", uint32(ch.Y0))
-		glw.Dispatch(ch.GroupsX, ch.GroupsY)
+		p.dispatchChunk(ch, 1)
 	}
+}
+
+// dispatchChunk queues p, the current program, over one chunk of a plan
+// in splits slices of K (the dispatch's z): paced where p has a pacer and
+// K is not split (pacing.go: a split's slices are not paced).
+func (p *program) dispatchChunk(ch dispatch.Chunk, splits int) {
+	if p.pace != nil && splits == 1 {
+		p.dispatchPaced(ch)
+		return
+	}
+	p.setUint("x0", uint32(ch.X0))
+	p.setUint("y0", uint32(ch.Y0))
+	glw.Dispatch3(ch.GroupsX, ch.GroupsY, splits)
 }
 
 // dispatchLinear runs chunks, a one-dimensional plan (dispatch.Linear),
@@ -407,9 +414,8 @@ func (d *Device) kernelFor(m, kDim, n int) string {
 
 // useWideNatural reports whether an m×k by k×n product that reads A as it
 // is runs Info.NaturalWideKernel rather than NaturalKernel
-// (tuning.UseWideNatural), with the device's multiprocessors as the slots
-// where it reports them and both kernels fill one (tuning.FillsSM), as a
-// host product counts them.
+// (tuning.UseWideNatural), with the slots of both kernels where they are
+// the same (slots), else none.
 func (d *Device) useWideNatural(m, k, n int) bool {
 	if d.info.NaturalWideKernel == "" {
 		return false
@@ -422,12 +428,23 @@ func (d *Device) useWideNatural(m, k, n int) bool {
 	if err != nil {
 		return false
 	}
-	slots := 0
-	if d.info.SMCount > 0 && tuning.FillsSM(nat.Spec(), nat.TileM*nat.TileN) && tuning.FillsSM(wide.Spec(), wide.TileM*wide.TileN) {
-		slots = d.info.SMCount
+	slots := d.slots(nat)
+	if d.slots(wide) != slots {
+		slots = 0
 	}
 	return tuning.UseWideNatural(m, k, n, tuning.Tile{M: nat.TileM, N: nat.TileN, K: nat.StepK},
 		tuning.Tile{M: wide.TileM, N: wide.TileN, K: wide.StepK}, tuning.Wave(d.tuningDriver()), slots)
+}
+
+// slots is how many work groups of kern the device runs at once where
+// that is known: its multiprocessors, for a kernel whose group fills one
+// (tuning.FillsSM) on a device that reports them (Info.SMCount); else 0.
+// AutoSplitK's and stream-K's wave model counts in these.
+func (d *Device) slots(kern shaders.Kernel) int {
+	if tuning.FillsSM(kern.Spec(), kern.TileM*kern.TileN) {
+		return d.info.SMCount
+	}
+	return 0
 }
 
 // CheckKernel reports whether spec names a kernel (see MulOptions.Kernel),

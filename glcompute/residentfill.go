@@ -62,10 +62,7 @@ func (d *Device) planFill(p *program, plan dispatch.Plan, m, k, n int) (fill, er
 	if p.pace != nil || kern.Name != "fast" || !kern.Strided || kern.StepK == 0 {
 		return f, nil
 	}
-	slots := 0
-	if tuning.FillsSM(kern.Spec(), kern.TileM*kern.TileN) {
-		slots = d.info.SMCount
-	}
+	slots := d.slots(kern)
 	split := tuning.AutoSplitK(plan.GroupsX*plan.GroupsY, k, tuning.Wave(d.tuningDriver()), slots)
 	if split < 2 {
 		return f, nil
@@ -168,9 +165,7 @@ func (d *Device) runFast(p *program, plan dispatch.Plan, f fill, lda int, bindA 
 		setResidentFast(p, c, lda, b, offA, offB, 0)
 		p.setUint("ksplit", uint32(f.ksplit))
 		for _, ch := range plan.Chunks {
-			p.setUint("x0", uint32(ch.X0))
-			p.setUint("y0", uint32(ch.Y0))
-			glw.Dispatch3(ch.GroupsX, ch.GroupsY, f.splits)
+			p.dispatchChunk(ch, f.splits) // unpaced: planFill splits no paced kernel
 		}
 		glw.BarrierStorage()
 		f.red.prog.Use()

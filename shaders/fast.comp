@@ -13,6 +13,8 @@
 //           multiple of 4; the columns past M of the last vec4 are read
 //           into rows of C never written), written by transpose.comp
 //           before the product; 0: A in its natural layout
+//   TEX     1: A and B read through buffer textures (below)
+//   BH      1: the natural layout's loop holds B for 4 k (below)
 //   WX      how many of a warp's 32 invocations lie along a row of C (the
 //           warp tile is WX·TN columns by (32/WX)·TM rows, strided), a
 //           divisor of 32 and of THREADS_X; or THREADS_X itself, for
@@ -60,17 +62,15 @@
 #define A_LOADS ((A_VEC4 + THREADS - 1) / THREADS)
 #define B_LOADS ((B_VEC4 + THREADS - 1) / THREADS)
 #define NBUF (DB + 1)
-// BH: the natural layout's inner loop holds B's vec4s for 4 steps of k
-// (4·TN floats) and reads A one vec4 (4 k of one row) at a time, rather
+// BH (1 from FastConfig.HoldsB): the natural layout's inner loop holds
+// B's vec4s for 4 steps of k (4·TN floats) and reads A one vec4 (4 k of
+// one row) at a time, rather
 // than holding a vec4 of A for every row (4·TM floats) and reading B a k
 // at a time: the same shared loads, fewer registers where TM ≥ TN. On the
 // H100 (docs/PERFORMANCE.md, "B held for four steps of k"):
 // 256x128x16_16x8_db 39.1 to 45.4 TFLOPS at 4096³ (with HOIST),
 // 128x256x16_16x8_db +0.5-1.5%, 128x128x16_8x8_db +1%, 64x64x8_8x4_db
 // 1% slower: so from 64 accumulators on.
-#ifndef BH
-#define BH (AT == 0 && TM * TN >= 64 && TM >= TN)
-#endif
 // HOIST: LOAD_WHOLE adds k's offset to indices computed once, before the
 // K loop (wa, wb), instead of computing each index per K step: 10 fewer
 // instructions per load in NVIDIA's SASS, +3% for the _at tiles of 128

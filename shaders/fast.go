@@ -47,6 +47,12 @@ func (c FastConfig) warpX() int {
 	return c.BN / c.TN
 }
 
+// HoldsB reports whether c's inner loop holds B for four steps of k and
+// reads A a row at a time (fast.comp's BH): reading A as it is, from 64
+// accumulators an invocation on, with TM ≥ TN, where that takes fewer
+// registers than holding a vec4 of A for every row.
+func (c FastConfig) HoldsB() bool { return !c.TransA && c.TM*c.TN >= 64 && c.TM >= c.TN }
+
 // SharedBytes is the shared memory one work group uses.
 func (c FastConfig) SharedBytes() int {
 	b := 4 * c.BK * (c.BM + c.PadA + c.BN) // PadA is 0 with TransA
@@ -174,15 +180,18 @@ func Fast(c FastConfig) (Kernel, error) {
 	if c.DoubleBuffer {
 		db = 1
 	}
-	at, tex := 0, 0
+	at, tex, bh := 0, 0, 0
 	if c.TransA {
 		at = 1
 	}
 	if c.Tex {
 		tex = 1
 	}
-	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define PADA %d\n#define DB %d\n#define AT %d\n#define TEX %d\n#define THREADS %d\n#define WX %d\n#line 1\n%s",
-		c.BM, c.BN, c.BK, c.TM, c.TN, c.PadA, db, at, tex, c.Threads(), c.warpX(), body)
+	if c.HoldsB() {
+		bh = 1
+	}
+	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define PADA %d\n#define DB %d\n#define AT %d\n#define TEX %d\n#define BH %d\n#define THREADS %d\n#define WX %d\n#line 1\n%s",
+		c.BM, c.BN, c.BK, c.TM, c.TN, c.PadA, db, at, tex, bh, c.Threads(), c.warpX(), body)
 	return withES(Kernel{Name: "fast", Config: c.String(), File: "fast.comp", TileM: c.BM, TileN: c.BN, Strided: true,
 		Align: 4, SharedBytes: c.SharedBytes(), Threads: c.Threads(), StepK: c.BK, TransposeA: c.TransA, Textures: c.Tex, Source: src}), nil
 }

@@ -49,6 +49,10 @@ func TestFastConfigRoundTrip(t *testing.T) {
 			!strings.HasPrefix(k.Source, "#version 430") {
 			t.Errorf("source of %v does not start with its defines", c)
 		}
+		// BH: natural tiles of 64 accumulators and more with TM ≥ TN.
+		if bh := !c.TransA && c.TM*c.TN >= 64 && c.TM >= c.TN; c.HoldsB() != bh || !strings.Contains(k.Source, fmt.Sprintf("#define BH %d\n", boolInt(bh))) {
+			t.Errorf("%v: HoldsB %v, want %v in the source too", c, c.HoldsB(), bh)
+		}
 	}
 }
 
@@ -156,4 +160,11 @@ func TestTexturesSpecs(t *testing.T) {
 	if err != nil || !k.Textures || !strings.Contains(k.Source, "#define TEX 1\n") {
 		t.Errorf("Lookup(_tex): Textures %v, %v", k.Textures, err)
 	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -78,7 +78,7 @@ func ModelRegistersOf(c shaders.FastConfig) int {
 	switch {
 	case c.TransA:
 		frag = c.TM + c.TN
-	case c.TM*c.TN >= 64 && c.TM >= c.TN:
+	case c.HoldsB():
 		frag = 4*c.TN + 4
 	}
 	return c.TM*c.TN + frag + (c.BM+c.BN)*c.BK/c.Threads() + modelOverhead
