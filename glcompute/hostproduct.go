@@ -61,6 +61,12 @@ type hostProduct struct {
 	tr   *program
 	bufT glw.Buffer
 	ldt  int
+	// bandRows and trs: where set (planBands), a whole product (run)
+	// transposes A and runs the kernel in bands of bandRows rows, each
+	// band's transpose after the first queued beside the kernel on the
+	// band before (TransposeStream, trs).
+	bandRows int
+	trs      *program
 	// sk, where set, runs each whole product as stream-K (streamk.go):
 	// whole waves of tiles, then the last tiles shared by every
 	// multiprocessor. A pass in bands runs the plain kernel.
@@ -136,6 +142,9 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 	if err := h.planStreamK(); err != nil {
 		return err
 	}
+	if err := h.planBands(); err != nil {
+		return err
+	}
 	if h.splits > 1 && !h.underCap(4*int64(h.splits)*int64(h.m)*int64(h.ldc)) {
 		if h.o.SplitK > 1 {
 			return fmt.Errorf("%w: split-K in %d slices needs a workspace of %s beside A, B and C, over MulOptions.MaxGPUMemory (%s); drop the split or raise the cap",
@@ -150,6 +159,76 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0}, uniform{"ksplit", h.ksplit})
 	}
 	return h.planWorkspace()
+}
+
+// planBands plans bands for a whole product (run) whose kernel reads A
+// transposed: the transpose of A's first band runs alone, and each later
+// band's beside the kernel on the band before, in the multiprocessors its
+// last wave leaves idle and as its groups finish, as a streamed pass does
+// (hoststream.go); a product in one dispatch waits for the whole
+// transpose first (4096² of A: 59 µs on the H100, then 2.7 ms of
+// kernel). Only where the bands' waves of work groups add up to no more
+// than the product's and each runs at least minBandWaves
+// (transposeBandRows), and for a product that runs unsplit, without
+// stream-K or edge strips.
+func (h *hostProduct) planBands() error {
+	h.bandRows = 0
+	if h.tr == nil || h.splits > 1 || h.sk != nil || h.edge != nil || !h.p.kernel.Strided || h.slots == 0 {
+		return nil
+	}
+	rows := transposeBandRows(h.m, h.p.kernel.TileM, h.chunks.GroupsX, h.slots)
+	if rows == 0 {
+		return nil
+	}
+	var err error
+	if h.trs, err = h.d.programOf(shaders.TransposeStream(h.streamThreads())); err != nil {
+		return err
+	}
+	h.bandRows = rows
+	return nil
+}
+
+// transposeBands is the most bands planBands cuts a product into, and
+// minBandWaves the fewest waves of work groups in each but the last. On
+// the H100 (two rounds in one call against the product in one dispatch,
+// both with this transpose.comp): 8192³ in 4 bands of 3.9 waves 21.81 ms
+// against 21.91–21.92, 6144³ in 3 of 2.9 waves 9.23–9.24 against
+// 9.27–9.29, 4096³ in 2 of 1.9 waves 2.770–2.780 against 2.777–2.784;
+// bands of one wave made 4096³ and 3072×4096×4096 0.6–1.1% slower
+// (docs/PERFORMANCE.md, "The tenth session").
+const (
+	transposeBands = 4
+	minBandWaves   = 2
+)
+
+// transposeBandRows returns the rows of C of each band (whole tiles of
+// tile rows; the last band may have fewer) that cut m rows, in tiles of
+// groupsX across, into transposeBands bands or fewer but at least two,
+// with the waves of slots work groups that the bands run one after the
+// other adding up to no more than the whole product's, and at least
+// minBandWaves in each band but the last; 0 where none does. 4096³ on the
+// H100 (16 rows of 32 tiles, 132 slots): 2 bands of 256 tiles, 2 waves
+// each, as the whole product's 3.88; 6144³ (24 rows of 48): 3 bands of
+// 384 tiles, 3 waves each, where 4 bands would take 12 waves for the
+// product's 9.
+func transposeBandRows(m, tile, groupsX, slots int) int {
+	tileRows := (m + tile - 1) / tile
+	waves := func(tileRows int) int { return (tileRows*groupsX + slots - 1) / slots }
+	whole := waves(tileRows)
+	for bands := transposeBands; bands >= 2; bands-- {
+		per := (tileRows + bands - 1) / bands
+		if per >= tileRows || waves(per) < minBandWaves {
+			continue
+		}
+		sum := 0
+		for r := 0; r < tileRows; r += per {
+			sum += waves(min(per, tileRows-r))
+		}
+		if sum <= whole {
+			return per * tile
+		}
+	}
+	return 0
 }
 
 // underCap reports whether extra bytes of GPU buffers (a split's or

@@ -222,6 +222,10 @@ func (d *Device) unbindAll() {
 // run queues one whole product: the kernel's dispatches and, with
 // split-K, the reduction into C.
 func (h *hostProduct) run() {
+	if h.bandRows > 0 {
+		h.runBands()
+		return
+	}
 	if h.tr != nil {
 		h.transposeA(0, h.m)
 	}
@@ -251,6 +255,25 @@ func (h *hostProduct) run() {
 		h.work.BindStorage(0)
 		h.cBuf().BindStorage(2)
 		h.red.dispatchLinear(h.reduce, 0)
+	}
+	h.progress.drain()
+}
+
+// runBands queues one whole product in bands of bandRows rows of C
+// (planBands): the first band's transpose of A, then each band's kernel
+// with the next band's streamed transpose queued after it, no barrier
+// between them (the transposes write columns of bufT that no queued
+// kernel reads), and the storage barrier that makes it visible to the
+// next band's kernel.
+func (h *hostProduct) runBands() {
+	h.transposeA(0, min(h.bandRows, h.m))
+	for r0 := 0; r0 < h.m; r0 += h.bandRows {
+		h.bandKernel(r0, min(h.bandRows, h.m-r0)) // its plan was checked in plan
+		h.progress.dispatched()
+		if next := r0 + h.bandRows; next < h.m {
+			h.streamTranspose(h.trs, h.bufA, next*h.lda, next, min(h.bandRows, h.m-next))
+			glw.BarrierStorage()
+		}
 	}
 	h.progress.drain()
 }

@@ -43,6 +43,8 @@ func (s *Stages) Dispatches() int {
 		return 0 // counted as they are queued
 	case s.h.sk != nil:
 		return 1
+	case s.h.bandRows > 0:
+		return (s.h.m + s.h.bandRows - 1) / s.h.bandRows
 	}
 	return len(s.h.chunks.Chunks)
 }

@@ -21,6 +21,7 @@
 #ifndef THREADS
 #define THREADS 256u
 #endif
+#define PASSES ((64u + THREADS / 16u - 1u) / (THREADS / 16u)) // rows of the tile an invocation takes
 layout(local_size_x = THREADS, local_size_y = 1, local_size_z = 1) in;
 
 uniform uint rows;
@@ -44,23 +45,40 @@ layout(std430, binding = 2) writeonly buffer ssbo_T { vec4 T[]; };
 shared float tile[64][65];
 
 // transposeTile transposes the 64×64 tile of A whose rows start at r0 and
-// columns at k0.
+// columns at k0. Each invocation issues all its loads of A before its first
+// store to tile[], so that they are in flight together: on the H100 that
+// took a 4096² transpose from 71 to 59 µs (docs/PERFORMANCE.md, "The
+// tenth session"); a loop of load-then-store waited on each load in turn.
 void transposeTile(uint r0, uint k0)
 {
     uint t = gl_LocalInvocationIndex;
     uint q = t % 16u; // a vec4 along a row: of A (k) when reading, of T (r) when writing
-    for (uint i = t / 16u; i < 64u; i += THREADS / 16u) {
+    // PASSES rounds up: THREADS is any multiple of 16 (TransposeStream's
+    // groups take what the driver allows), so the last pass may stop short.
+    vec4 v[PASSES];
+    #pragma optionNV(unroll all)
+    for (uint j = 0u; j < PASSES; j++) {
+        uint i = t / 16u + j * (THREADS / 16u);
         uint r = r0 + i, k = k0 + q * 4u;
-        vec4 v = r < rows && k < lda ? A[(offA + r * lda + k) / 4u] : vec4(0.0);
-        tile[i][q * 4u] = v.x;
-        tile[i][q * 4u + 1u] = v.y;
-        tile[i][q * 4u + 2u] = v.z;
-        tile[i][q * 4u + 3u] = v.w;
+        v[j] = i < 64u && r < rows && k < lda ? A[(offA + r * lda + k) / 4u] : vec4(0.0);
+    }
+    #pragma optionNV(unroll all)
+    for (uint j = 0u; j < PASSES; j++) {
+        uint i = t / 16u + j * (THREADS / 16u);
+        if (i >= 64u) {
+            break;
+        }
+        tile[i][q * 4u] = v[j].x;
+        tile[i][q * 4u + 1u] = v[j].y;
+        tile[i][q * 4u + 2u] = v[j].z;
+        tile[i][q * 4u + 3u] = v[j].w;
     }
     barrier();
-    for (uint i = t / 16u; i < 64u; i += THREADS / 16u) {
+    #pragma optionNV(unroll all)
+    for (uint j = 0u; j < PASSES; j++) {
+        uint i = t / 16u + j * (THREADS / 16u);
         uint k = k0 + i, r = r0 + q * 4u;
-        if (k < K && r < cols) {
+        if (i < 64u && k < K && r < cols) {
             T[(offT + k * ldt + r) / 4u] = vec4(tile[q * 4u][i], tile[q * 4u + 1u][i], tile[q * 4u + 2u][i], tile[q * 4u + 3u][i]);
         }
     }
