@@ -172,7 +172,7 @@ func (d *Device) mulFast(c, a, b *Matrix) error {
 		if ran, err := d.mulTransposed(spec, c, a, b); ran {
 			return err
 		}
-		spec = d.natural(spec)
+		spec = d.natural(spec, c.Rows, a.Cols, c.Cols)
 	}
 	if d.overTextures(spec, d.extent(a.Offset, a.span()), d.extent(b.Offset, b.span())) {
 		spec = tuning.GenericDefault

@@ -352,7 +352,7 @@ func (d *Device) chooseHost(spec string, m, k, n int) (hk hostKernels, err error
 	}
 	hk.natural = hk.kern
 	if hk.kern.TransposeA {
-		if hk.natural, err = shaders.Lookup(d.natural(spec)); err != nil {
+		if hk.natural, err = shaders.Lookup(d.natural(spec, m, k, n)); err != nil {
 			return hk, fmt.Errorf("%w: %w", ErrUnsupported, err)
 		}
 	}
@@ -365,13 +365,19 @@ func (d *Device) chooseHost(spec string, m, k, n int) (hk hostKernels, err error
 }
 
 // natural returns the configuration that stands in for spec where A is
-// read as it is: spec itself unless it reads A transposed, then
-// Info.NaturalKernel for the default, else spec without its _at.
-func (d *Device) natural(spec string) string {
-	if k, err := shaders.Lookup(spec); err != nil || !k.TransposeA {
+// read as it is, for an m×k by k×n product: spec itself unless it reads A
+// transposed, then for the default Info.NaturalWideKernel where
+// useWideNatural says so, else Info.NaturalKernel, and for another spec
+// spec without its _at. A product falls back to it where A cannot be
+// transposed (no room for the transpose, or panels).
+func (d *Device) natural(spec string, m, k, n int) string {
+	if kern, err := shaders.Lookup(spec); err != nil || !kern.TransposeA {
 		return spec
 	}
 	if spec == d.info.DefaultKernel && d.info.NaturalKernel != "" {
+		if d.useWideNatural(m, k, n) {
+			return d.info.NaturalWideKernel
+		}
 		return d.info.NaturalKernel
 	}
 	return shaders.Natural(spec)
@@ -404,10 +410,7 @@ func (d *Device) kernelFor(m, kDim, n int) string {
 		return d.info.SmallGridKernel
 	}
 	if k.TransposeA && !tuning.UseTransposedA(n) {
-		if d.useWideNatural(m, kDim, n) {
-			return d.info.NaturalWideKernel
-		}
-		return d.natural(spec)
+		return d.natural(spec, m, kDim, n)
 	}
 	return spec
 }

@@ -48,7 +48,7 @@ func (c *Matrix) MulKernel(spec string, a, b *Matrix) error {
 		if ran, err := d.mulTransposed(spec, c, a, b); ran {
 			return err
 		}
-		spec = d.natural(spec)
+		spec = d.natural(spec, c.Rows, a.Cols, c.Cols)
 		k, _ = shaders.Lookup(spec)
 	}
 	if k.Strided {

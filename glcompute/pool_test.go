@@ -172,7 +172,8 @@ func TestUnseen(t *testing.T) {
 // TestTransposedADefault: where the default reads A transposed (as
 // NVIDIA's), wide products run it, narrow ones (N under
 // tuning.TransposedAMinN) and resident ones its stand-in that reads A as
-// it is; a default that reads A as it is is never replaced.
+// it is (the wide one by the wave model, as for products that cannot
+// transpose A); a default that reads A as it is is never replaced.
 func TestTransposedADefault(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	const at, natural = "fast:128x128x8_8x8_db_at", "fast:64x64x8_4x4"
@@ -208,13 +209,26 @@ func TestTransposedADefault(t *testing.T) {
 	if got := d.KernelFor(1536, 4096, 1536); got != d.info.NaturalKernel {
 		t.Errorf("1536×4096×1536 on 132 multiprocessors runs %s, want %s (stream-K's 144 tiles)", got, d.info.NaturalKernel)
 	}
+	// A product that cannot transpose A (no room, panels) takes the
+	// default's stand-in by the same rule, wide B or not.
+	for _, c := range []struct {
+		m, k, n int
+		want    string
+	}{
+		{8192, 8192, 8192, d.info.NaturalWideKernel}, {8192, 8192, 256, d.info.NaturalWideKernel},
+		{1536, 4096, 1536, d.info.NaturalKernel}, {1024, 1024, 4096, d.info.NaturalKernel},
+	} {
+		if got := d.natural(at, c.m, c.k, c.n); got != c.want {
+			t.Errorf("stand-in for %d×%d×%d on 132 multiprocessors: %s, want %s", c.m, c.k, c.n, got, c.want)
+		}
+	}
 	d.info.SMCount, d.info.NaturalKernel, d.info.NaturalWideKernel = sm, natural, ""
 	d.info.DefaultKernel = "fast:64x64x8_4x4_db" // reads A as it is: no stand-in
 	if got := d.KernelFor(64, 64, 64); got != d.info.DefaultKernel {
 		t.Errorf("a default reading A as it is was replaced by %s", got)
 	}
 	d.info.DefaultKernel = at
-	if got := d.natural("fast:256x128x16_16x8_db_at"); got != "fast:256x128x16_16x8_db" {
+	if got := d.natural("fast:256x128x16_16x8_db_at", 8192, 8192, 8192); got != "fast:256x128x16_16x8_db" {
 		t.Errorf("natural of a spec not the default: %s", got)
 	}
 	// Wide enough that kernelFor keeps the _at default: a resident product
