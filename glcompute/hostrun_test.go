@@ -70,7 +70,9 @@ func TestTransposeBandRows(t *testing.T) {
 // whole. Each band reports its dispatch (Stages.Dispatches); C is
 // validated against float64 after poisoning, from the runs and from the
 // pass after them; on OpenGL ES too. A band transposed from the wrong
-// rows of A, or not at all, fails validation.
+// rows of A, or not at all, fails validation. Where the driver's buffer
+// textures view too little for the product (softpipe), the kernels
+// through them run in panels instead, which this checks only for C.
 func TestTransposeBands(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	gles := openDevice(t, BackendGLES)
@@ -98,9 +100,13 @@ func TestTransposeBands(t *testing.T) {
 				conformance.Run(t, []conformance.Shape{c.shape}, func(cm, a, b blas32.General) error {
 					var dispatches, reported int
 					var runs []float32
+					panels := false
 					o := MulOptions{Kernel: spec, SplitK: 1, Measure: func(s *Stages) error {
 						if _, _, err := s.Upload(); err != nil {
 							return err
+						}
+						if panels = s.Panels(); panels {
+							return nil // validated as the pass's C below
 						}
 						dispatches = s.Dispatches()
 						for i := 0; i < 2; i++ {
@@ -121,6 +127,17 @@ func TestTransposeBands(t *testing.T) {
 					}}
 					if _, err := d.Mul(cm, a, b, &o); err != nil {
 						return err
+					}
+					if panels {
+						// softpipe's buffer textures view less than these
+						// products' matrices (Device.texBlock), so that its
+						// products through them run in column panels,
+						// which do not band.
+						if !strings.HasSuffix(spec, "_tex") {
+							t.Errorf("%s ran in panels", spec)
+						}
+						t.Logf("%s ran in panels on %s: bands not checked", spec, d.info.Renderer)
+						return nil
 					}
 					if err := validate.CheckFull(a, b, blas32.General{Rows: cm.Rows, Cols: cm.Cols, Stride: cm.Stride, Data: runs}); !err.OK {
 						return fmt.Errorf("from the runs: %v", err.Err())
