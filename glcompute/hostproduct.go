@@ -142,9 +142,6 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 	if err := h.planStreamK(); err != nil {
 		return err
 	}
-	if err := h.planBands(); err != nil {
-		return err
-	}
 	if h.splits > 1 && !h.underCap(4*int64(h.splits)*int64(h.m)*int64(h.ldc)) {
 		if h.o.SplitK > 1 {
 			return fmt.Errorf("%w: split-K in %d slices needs a workspace of %s beside A, B and C, over MulOptions.MaxGPUMemory (%s); drop the split or raise the cap",
@@ -152,6 +149,7 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 		}
 		h.splits, h.ksplit, h.waveSplit = 1, h.k, false
 	}
+	h.planBands()
 	h.p.prog.Use()
 	h.p.setUints(uniform{"M", h.m}, uniform{"K", h.k}, uniform{"N", h.n})
 	if h.p.kernel.Strided {
@@ -169,23 +167,26 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 // transpose first (4096² of A: 59 µs on the H100, then 2.7 ms of
 // kernel). Only where the bands' waves of work groups add up to no more
 // than the product's and each runs at least minBandWaves
-// (transposeBandRows), and for a product that runs unsplit, without
-// stream-K or edge strips.
-func (h *hostProduct) planBands() error {
+// (transposeBandRows); for a product that runs unsplit, without stream-K
+// or edge strips, unpaced (pacing.go: a streamed transpose is one long
+// dispatch), and that runs whole at all (under Measure, or a pass in one
+// step). Bands only make it faster: where the streamed transpose does not
+// compile, the product runs whole.
+func (h *hostProduct) planBands() {
 	h.bandRows = 0
-	if h.tr == nil || h.splits > 1 || h.sk != nil || h.edge != nil || !h.p.kernel.Strided || h.slots == 0 {
-		return nil
+	if h.tr == nil || h.splits > 1 || h.sk != nil || h.edge != nil || !h.p.kernel.Strided || h.slots == 0 || h.p.pace != nil ||
+		h.o.Measure == nil && h.rowsPerBand() < h.m {
+		return
 	}
 	rows := transposeBandRows(h.m, h.p.kernel.TileM, h.chunks.GroupsX, h.slots)
 	if rows == 0 {
-		return nil
+		return
 	}
-	var err error
-	if h.trs, err = h.d.programOf(shaders.TransposeStream(h.streamThreads())); err != nil {
-		return err
+	trs, err := h.d.programOf(shaders.TransposeStream(h.streamThreads()))
+	if err != nil {
+		return
 	}
-	h.bandRows = rows
-	return nil
+	h.trs, h.bandRows = trs, rows
 }
 
 // transposeBands is the most bands planBands cuts a product into, and
@@ -205,8 +206,10 @@ const (
 // tile rows; the last band may have fewer) that cut m rows, in tiles of
 // groupsX across, into transposeBands bands or fewer but at least two,
 // with the waves of slots work groups that the bands run one after the
-// other adding up to no more than the whole product's, and at least
-// minBandWaves in each band but the last; 0 where none does. 4096³ on the
+// other adding up to no more than the whole product's, at least
+// minBandWaves in each band but the last, and a whole tile's rows in the
+// last (fewer could not move its tiles back into the band before, and
+// would read with bounds checks); 0 where none does. 4096³ on the
 // H100 (16 rows of 32 tiles, 132 slots): 2 bands of 256 tiles, 2 waves
 // each, as the whole product's 3.88; 6144³ (24 rows of 48): 3 bands of
 // 384 tiles, 3 waves each, where 4 bands would take 12 waves for the
@@ -224,7 +227,7 @@ func transposeBandRows(m, tile, groupsX, slots int) int {
 		for r := 0; r < tileRows; r += per {
 			sum += waves(min(per, tileRows-r))
 		}
-		if sum <= whole {
+		if last := m - (tileRows-1)/per*per*tile; sum <= whole && last >= tile {
 			return per * tile
 		}
 	}

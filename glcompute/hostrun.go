@@ -269,11 +269,13 @@ func (h *hostProduct) runBands() {
 	h.transposeA(0, min(h.bandRows, h.m))
 	for r0 := 0; r0 < h.m; r0 += h.bandRows {
 		h.bandKernel(r0, min(h.bandRows, h.m-r0)) // its plan was checked in plan
-		h.progress.dispatched()
 		if next := r0 + h.bandRows; next < h.m {
 			h.streamTranspose(h.trs, h.bufA, next*h.lda, next, min(h.bandRows, h.m-next))
 			glw.BarrierStorage()
 		}
+		// After the transpose: progress flushes, and a kernel flushed
+		// alone ran without the pass beside it on the H100 (hoststream.go).
+		h.progress.dispatched()
 	}
 	h.progress.drain()
 }
