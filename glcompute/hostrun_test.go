@@ -92,7 +92,14 @@ func TestTransposeBands(t *testing.T) {
 		{conformance.Shape{M: 778, K: 72, N: 508}, 3, 2}, // 3 bands would leave 10 rows last; transposed columns up to 780
 		{conformance.Shape{M: 256, K: 64, N: 512}, 4, 1},
 	}
-	for _, spec := range []string{"fast:128x256x8_16x8_db_at", "fast:128x256x8_16x8_db_at_tex", "gles/fast:128x256x8_16x8_db_at"} {
+	specs := []string{"fast:128x256x8_16x8_db_at", "fast:128x256x8_16x8_db_at_tex", "gles/fast:128x256x8_16x8_db_at"}
+	if strings.Contains(d.info.Renderer, "softpipe") {
+		// About 100× slower than llvmpipe (37 s for all of them): 3 and
+		// 2 bands with a short last one, M not a multiple of 4, on one
+		// backend (through buffer textures it runs in panels).
+		cases, specs = cases[3:5], specs[:1]
+	}
+	for _, spec := range specs {
 		d := d
 		if s, ok := strings.CutPrefix(spec, "gles/"); ok {
 			d, spec = gles, s
