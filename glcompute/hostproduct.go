@@ -175,7 +175,7 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 func (h *hostProduct) planBands() {
 	h.bandRows = 0
 	if h.tr == nil || h.splits > 1 || h.sk != nil || h.edge != nil || !h.p.kernel.Strided || h.slots == 0 || h.p.pace != nil ||
-		h.o.Measure == nil && h.rowsPerBand() < h.m {
+		!h.runsWhole() {
 		return
 	}
 	rows := transposeBandRows(h.m, h.p.kernel.TileM, h.chunks.GroupsX, h.slots)
@@ -260,7 +260,7 @@ func (h *hostProduct) kernelLda() int {
 // planWorkspace makes the split-K workspace and compiles reduce.comp where
 // a pass will run the product split.
 func (h *hostProduct) planWorkspace() error {
-	if h.splits == 1 || h.o.Measure == nil && h.rowsPerBand() < h.m {
+	if h.splits == 1 || !h.runsWhole() {
 		return nil // no pass runs the split: no workspace
 	}
 	var err error

@@ -94,6 +94,14 @@ func (h *hostProduct) rowsPerBand() int {
 	return h.bandSize()
 }
 
+// runsWhole reports whether a pass of the product runs it whole (run),
+// where a split, stream-K or bands of the transpose apply: under Measure
+// (Stages.Run), or a pipelined pass in one step (rowsPerBand); else its
+// only pass runs in bands of C, unsplit.
+func (h *hostProduct) runsWhole() bool {
+	return h.o.Measure != nil || h.rowsPerBand() >= h.m
+}
+
 // bandSize is the rows of C of a band of the pipelined pass (bandRows).
 func (h *hostProduct) bandSize() int {
 	return bandRows(h.m, h.p.kernel.TileM, pipelineBands, max(h.lda, h.ldc), h.d.stage().bytes, h.waveRows())

@@ -53,9 +53,10 @@ type Info struct {
 	// buffer cannot be had), and products narrower than
 	// tuning.TransposedAMinN columns (tuning.UseTransposedA).
 	NaturalKernel string `json:"natural_kernel,omitempty"`
-	// NaturalWideKernel, if set, replaces NaturalKernel for products
-	// narrower than tuning.TransposedAMinN columns of at least
-	// tuning.WideNaturalMinMACs multiply-adds (tuning.UseWideNatural).
+	// NaturalWideKernel, if set, replaces NaturalKernel for products of
+	// at least tuning.WideNaturalMinMACs multiply-adds where its waves
+	// finish first (tuning.UseWideNatural): narrow ones, and those that
+	// cannot transpose A.
 	NaturalWideKernel string `json:"natural_wide_kernel,omitempty"`
 	// ClassKernels are the configurations glmul tune chose for the shape
 	// classes other than square (tuning.LongK, tuning.ThinK), by class

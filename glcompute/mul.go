@@ -257,7 +257,7 @@ func (d *Device) mul(c, a, b blas32.General, hp *hostPlan, idle time.Duration) (
 			t.EdgeGroups += c.GroupsX * c.GroupsY
 		}
 	}
-	if o.Measure == nil && h.rowsPerBand() < h.m {
+	if !h.runsWhole() {
 		t.Splits = 1 // the only pass runs its bands unsplit
 	}
 	if h.sk != nil {

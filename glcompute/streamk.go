@@ -43,7 +43,7 @@ func (h *hostProduct) planStreamK() error {
 	}
 	splits, ksplit, waveSplit := h.splits, h.ksplit, h.waveSplit
 	h.splits, h.ksplit, h.waveSplit = 1, h.k, false
-	if h.o.Measure == nil && h.rowsPerBand() < h.m {
+	if !h.runsWhole() {
 		return nil // the only pass runs in bands, unsplit
 	}
 	if err := h.d.streamKPrograms(sk); err != nil {
