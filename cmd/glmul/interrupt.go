@@ -7,39 +7,95 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/glmul/glmul/glcompute"
 )
 
-// Ctrl-C in the commands that measure (glmul -n, bench, tune, table): the
-// first SIGINT cancels a context that the measuring loops and
-// glcompute.MulOptions.Context check between runs; the command prints (and
-// tune saves) what it finished, then exits with status 130 through an
-// interruptedError (table's errInterrupted is one). A second
-// SIGINT ends the process at once.
+// Ctrl-C in the commands that measure or write (glmul -n, mul, bench,
+// tune, table): the first SIGINT, or SIGTERM or SIGHUP (what timeout,
+// kill, a batch scheduler or a closed terminal send), cancels a context
+// that the measuring loops and glcompute.MulOptions.Context check between
+// runs; the command prints (and tune saves) what it finished, removes any
+// output file it had begun, then exits with status 128 + the signal's
+// number (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP) through an
+// interruptedError (table's errInterrupted is one). A second signal ends
+// the process at once.
 
 // interruptGrace is how long a command waits, after Ctrl-C, for its work
 // to reach a point where it stops before abandoning it: a single dispatch
 // (seconds on llvmpipe) or a CPU validation cannot be stopped.
 const interruptGrace = time.Second
 
-// interruptedError ends a command stopped by Ctrl-C after it printed what
-// it had finished: exit status 130, as a shell reports a process ended by
-// SIGINT. kept says what was kept, for the one line on stderr.
+// stopSignals are the signals that stop a command as Ctrl-C does.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// stopped is the signal that cancelled notifyInterrupt's context: SIGINT
+// until one arrives (an interruptedError made without a signal, in tests).
+var stopped atomic.Value // os.Signal
+
+// interruptedError ends a command stopped by a signal after it printed
+// what it had finished: exit status 128 + the signal's number, as a shell
+// reports a process ended by it. kept says what was kept, for the one
+// line on stderr.
 type interruptedError struct{ kept string }
 
-func (e interruptedError) Error() string { return "interrupted by Ctrl-C: " + e.kept }
+func (e interruptedError) Error() string {
+	return "interrupted by " + signalName(stopSignal()) + ": " + e.kept
+}
 
-// notifyInterrupt returns a context done at the first Ctrl-C; from then on
-// a second Ctrl-C ends the process at once. stop releases the signal.
+// stopSignal returns the signal that stopped the command (SIGINT if none
+// was recorded).
+func stopSignal() os.Signal {
+	if s, ok := stopped.Load().(os.Signal); ok {
+		return s
+	}
+	return os.Interrupt
+}
+
+// signalName names s as a user knows it: Ctrl-C for SIGINT.
+func signalName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "Ctrl-C"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return s.String()
+}
+
+// interruptedStatus is the exit status of a command stopped by s.
+func interruptedStatus(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok && n > 0 && n < 64 {
+		return 128 + int(n)
+	}
+	return 130
+}
+
+// notifyInterrupt returns a context done at the first of stopSignals;
+// from then on a second one ends the process at once (its default
+// action). stop releases the signals.
 func notifyInterrupt() (ctx context.Context, stop context.CancelFunc) {
-	ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, stopSignals...)
 	go func() {
-		<-ctx.Done()
-		stop() // a second Ctrl-C ends the process at once
+		select {
+		case s := <-ch:
+			stopped.Store(s)
+			signal.Stop(ch) // a second signal ends the process at once
+			cancel()
+		case <-ctx.Done():
+		}
 	}()
-	return ctx, stop
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel()
+	}
 }
 
 // awaitWork runs work on a goroutine of its own and returns its error, so

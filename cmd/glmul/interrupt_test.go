@@ -99,8 +99,15 @@ func startChild(t *testing.T, test, name, marker string) *child {
 // 2 s (a second's grace for a dispatch that cannot stop, and the exit).
 func (c *child) interrupt(t *testing.T) bool {
 	t.Helper()
+	return c.stop(t, syscall.SIGINT)
+}
+
+// stop is interrupt with another signal that stops a command (SIGTERM,
+// SIGHUP): the status is then 128 + its number.
+func (c *child) stop(t *testing.T, sig syscall.Signal) bool {
+	t.Helper()
 	sent := time.Now()
-	c.cmd.Process.Signal(syscall.SIGINT)
+	c.cmd.Process.Signal(sig)
 	var err error
 	select {
 	case err = <-c.exited:
@@ -113,11 +120,11 @@ func (c *child) interrupt(t *testing.T) bool {
 		return false
 	}
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("exit: %v, want status 130; stderr:\n%s", err, c.stderr.String())
+	if want := 128 + int(sig); !errors.As(err, &ee) || ee.ExitCode() != want {
+		t.Fatalf("exit: %v, want status %d; stderr:\n%s", err, want, c.stderr.String())
 	}
 	if took > 2*time.Second {
-		t.Errorf("exited %v after Ctrl-C, want a second or so", took.Round(time.Millisecond))
+		t.Errorf("exited %v after %v, want a second or so", took.Round(time.Millisecond), sig)
 	}
 	return true
 }
@@ -226,7 +233,16 @@ func TestTuneCtrlC(t *testing.T) {
 // file that was there before), with no temporary file beside it. The
 // files are made by the parent (GLMUL_TEST_DIR): 8192×2048 by 2048×2048,
 // eight panels of 1024 rows, tenths of a second each on llvmpipe.
+// The same for SIGTERM (what timeout and kill send; SIGHUP is handled
+// alike): before, the command died at once and left its temporary file
+// beside -o.
 func TestMulCtrlC(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { testMulStopped(t, sig) })
+	}
+}
+
+func testMulStopped(t *testing.T, sig syscall.Signal) {
 	if os.Getenv("GLMUL_TEST_CHILD") == "mul" {
 		dir := os.Getenv("GLMUL_TEST_DIR")
 		os.Exit(exitCode(run([]string{"mul", filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy"), "-o", filepath.Join(dir, "c.npy"),
@@ -246,13 +262,14 @@ func TestMulCtrlC(t *testing.T) {
 	before := []byte("the C of an earlier run")
 	os.WriteFile(filepath.Join(dir, "c.npy"), before, 0o644)
 	t.Setenv("GLMUL_TEST_DIR", dir)
-	c := startChild(t, "TestMulCtrlC", "mul", "(1/8)") // the progress bar after the first panel
-	if !c.interrupt(t) {
-		t.Skip("the device finished all 8 panels before Ctrl-C; the test needs a slow one (llvmpipe in CI)")
+	c := startChild(t, "TestMulCtrlC/"+sig.String(), "mul", "(1/8)") // the progress bar after the first panel
+	if !c.stop(t, sig) {
+		t.Skip("the device finished all 8 panels before the signal; the test needs a slow one (llvmpipe in CI)")
 	}
+	name := map[syscall.Signal]string{syscall.SIGINT: "Ctrl-C", syscall.SIGTERM: "SIGTERM"}[sig]
 	// Between panels, or (a panel on a loaded llvmpipe can take over the
 	// second's grace) abandoned: either way -o stays as it was.
-	if e := c.stderr.String(); !strings.Contains(e, "interrupted by Ctrl-C: the 8192×2048×2048 product ") || !strings.Contains(e, filepath.Join(dir, "c.npy")+" was left as it was") {
+	if e := c.stderr.String(); !strings.Contains(e, "interrupted by "+name+": the 8192×2048×2048 product ") || !strings.Contains(e, filepath.Join(dir, "c.npy")+" was left as it was") {
 		t.Errorf("stderr:\n%s", c.stderr.String())
 	}
 	if now, _ := os.ReadFile(filepath.Join(dir, "c.npy")); string(now) != string(before) {

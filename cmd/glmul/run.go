@@ -56,7 +56,8 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 var errReported = errors.New("failed")
 
 // exitCode prints err and maps it to the exit status: 0 ok, 1 failure,
-// 2 usage, 130 interrupted by Ctrl-C (interruptedError).
+// 2 usage, 128 + the signal's number when interrupted (interruptedError:
+// 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).
 func exitCode(err error, stderr io.Writer) int {
 	switch {
 	case err == nil:
@@ -69,7 +70,7 @@ func exitCode(err error, stderr io.Writer) int {
 	var stopped interruptedError
 	if errors.As(err, &stopped) {
 		fmt.Fprintf(stderr, "glmul: %v\n", err)
-		return 130
+		return interruptedStatus(stopSignal())
 	}
 	var u usageError
 	if errors.As(err, &u) {
@@ -229,7 +230,8 @@ Flags:
 		fs.SetOutput(io.Discard)
 		fmt.Fprint(stderr, `
 Exit status: 0 ok, 1 failure (validation included), 2 usage error,
-130 interrupted by Ctrl-C after printing what finished.
+130 interrupted by Ctrl-C after printing what finished (143 for SIGTERM,
+129 for SIGHUP, which stop it alike).
 `)
 	}
 	return fs
