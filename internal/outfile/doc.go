@@ -22,7 +22,12 @@
 //     reader sees the old file or the whole new one, never a part. A
 //     replaced file keeps its permission bits (not its owner or its other
 //     hard links); a new one gets 0644 less the umask. On any error the
-//     old file is left as it was and the temporary file is removed.
+//     old file is left as it was and the temporary file is removed. A
+//     file this process may not write (read-only to it), or another
+//     user's file in a sticky directory such as /tmp, is an error, found
+//     before anything is written (and by Check), as a shell's > refuses
+//     it; a rename would replace the first silently and fail on the
+//     second only after the work.
 //
 // The path is looked at once, before writing: a path changed by another
 // process meanwhile is written as it was found.

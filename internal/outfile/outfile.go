@@ -62,6 +62,9 @@ func WriteSized(path string, stdout io.Writer, size uint64, write func(io.Writer
 	case inPlace:
 		return t.writeInPlace(write)
 	}
+	if err := t.replaceable(); err != nil {
+		return err
+	}
 	dir, err := t.dir()
 	if err != nil {
 		return err
@@ -87,6 +90,9 @@ func Check(path string) error {
 		return err
 	}
 	if inPlace, err := t.classify(); err != nil || inPlace {
+		return err
+	}
+	if err := t.replaceable(); err != nil {
 		return err
 	}
 	dir, err := t.dir()
