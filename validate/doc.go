@@ -30,5 +30,15 @@
 // It catches a wrong element whose error exceeds that bound divided by |xⱼ|,
 // wrong rows, wrong columns and wrong blocks; Full is the mode that certifies.
 //
+// # NaN, Inf and overflow
+//
+// NaN and Inf in A or B propagate by IEEE arithmetic: Full accepts a
+// non-finite element where a non-finite input meets it (Panels checks such
+// rows in full). Finite inputs may still overflow float32: an element whose
+// Σ|aᵢₖ||bₖⱼ| passes float32's largest value may be ±Inf or NaN, as
+// float32 arithmetic makes it, and is accepted as such; Freivalds checks a
+// row of C holding one in full, so the row's other elements are still
+// checked.
+//
 // This package never imports GL.
 package validate

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas/blas32"
 )
@@ -27,8 +28,16 @@ type Rows struct {
 	// slack (see rows).
 	yAbs, xNorm  []float64
 	scale, slack float64
-	mu           sync.Mutex
-	r            Result
+	// A row of C with a NaN or an Inf that float32 may have made by
+	// overflowing (mayOverflow: ‖aᵢ‖·maxCol, which bounds Σ|aᵢₖ||bₖⱼ| by
+	// Cauchy–Schwarz, above float32's largest value) is checked in full
+	// instead, by full over b, made for the first such row.
+	b      blas32.General
+	maxCol float64 // the largest ‖B:,ⱼ‖₂
+	full   atomic.Pointer[FullRows]
+	once   sync.Once
+	mu     sync.Mutex
+	r      Result
 }
 
 // NewRows prepares the check of products by b (k×n) with vectors random
@@ -40,6 +49,10 @@ func NewRows(b blas32.General, vectors int, rng *rand.Rand) *Rows {
 		scale: Lambda * Lambda * math.Sqrt(float64(k)) * u32, slack: gamma(k+n, u64),
 		r: Result{Mode: Freivalds, OK: true, Vectors: vectors, Row: -1, Col: -1}}
 	bNorm2 := columnNorms2(b)
+	f.b = b
+	for _, c2 := range bNorm2 {
+		f.maxCol = max(f.maxCol, math.Sqrt(c2))
+	}
 	for v := 0; v < vectors; v++ {
 		var bx, xx float64
 		for j := 0; j < n; j++ {
@@ -173,6 +186,12 @@ func (f *Rows) rows(a, c blas32.General, lo, hi, r0 int) Result {
 			cn = dotV(got, crow, f.x)
 		}
 		an, cn = math.Sqrt(an), math.Sqrt(cn)
+		if (math.IsNaN(cn) || math.IsInf(cn, 0)) && mayOverflow(an*f.maxCol) {
+			f.once.Do(func() { f.full.Store(NewFullRows(f.b)) })
+			f.full.Load().Check(blas32.General{Rows: 1, Cols: f.k, Stride: f.k, Data: arow},
+				blas32.General{Rows: 1, Cols: f.n, Stride: f.n, Data: crow}, r0+i)
+			continue
+		}
 		for v := range got {
 			bound := f.scale*an*f.bx[v] + f.slack*(an*f.yAbs[v]+cn*f.xNorm[v])
 			if r := ratio(math.Abs(got[v]-want[v]), bound); r > worst.WorstRatio {
@@ -225,6 +244,11 @@ func (f *Rows) Result() Result {
 	r := f.r
 	if r.Row < 0 { // nothing checked
 		r.WorstRatio = 0
+	}
+	if full := f.full.Load(); full != nil { // rows checked in full: the worse of the two
+		if fr := full.Result(); !fr.OK || fr.WorstRatio > r.WorstRatio {
+			return fr
+		}
 	}
 	return r
 }

@@ -176,3 +176,60 @@ func TestResultJSON(t *testing.T) {
 		t.Errorf("JSON %s", b)
 	}
 }
+
+// TestFloat32Overflow: finite A and B whose product passes float32's
+// largest value give ±Inf (or NaN, partial sums of both signs having
+// overflowed) in float32, as NumPy's float32 product does: not a failure.
+// An Inf where no partial sum can pass that value still is, as is a wrong
+// finite element in a row that overflowed elsewhere (Freivalds checks
+// such a row in full). Before, every mode failed such a product.
+func TestFloat32Overflow(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	rng := rand.New(rand.NewPCG(7, 7))
+	const m, k, n = 40, 30, 20
+	a, b := cpu.Random(m, k, rng), cpu.Random(k, n, rng)
+	for j := range n { // rows 0–2 of B zero but where they meet the large elements below
+		b.Data[0*b.Stride+j], b.Data[1*b.Stride+j], b.Data[2*b.Stride+j] = 0, 0, 0
+	}
+	a.Data[3*a.Stride+0], b.Data[0*b.Stride+5] = 1e30, 1e30  // C[3][5] ≈ +1e60
+	a.Data[7*a.Stride+1], b.Data[1*b.Stride+2] = -3e38, 3e38 // C[7][2] ≈ -9e76
+	a.Data[7*a.Stride+2], b.Data[2*b.Stride+2] = 3e38, 3e38  // and +9e76: float32 makes NaN or Inf
+	c := cpu.New(m, n)
+	cpu.Sgemm(c, a, b)
+	if v := c.Data[3*c.Stride+5]; !math.IsInf(float64(v), 1) {
+		t.Fatalf("the test's product did not overflow: C[3][5] = %v", v)
+	}
+	checks := map[string]func(c blas32.General) Result{
+		"full": func(c blas32.General) Result { return CheckFull(a, b, c) },
+		"freivalds": func(c blas32.General) Result {
+			return CheckFreivalds(a, b, c, FreivaldsVectors, rand.New(rand.NewPCG(1, 2)))
+		},
+		"panels": func(c blas32.General) Result {
+			p := NewPanels(Freivalds, b, rand.New(rand.NewPCG(1, 2)))
+			p.Check(blas32.General{Rows: 8, Cols: k, Stride: a.Stride, Data: a.Data}, blas32.General{Rows: 8, Cols: n, Stride: c.Stride, Data: c.Data}, 0)
+			p.Check(blas32.General{Rows: m - 8, Cols: k, Stride: a.Stride, Data: a.Data[8*a.Stride:]}, blas32.General{Rows: m - 8, Cols: n, Stride: c.Stride, Data: c.Data[8*c.Stride:]}, 8)
+			return p.Result()
+		},
+	}
+	for name, check := range checks {
+		for _, v := range []float32{inf, -inf, nan} { // whatever float32's order of summation made of C[7][2]
+			c2 := cpu.New(m, n)
+			copy(c2.Data, c.Data)
+			c2.Data[7*c2.Stride+2] = v
+			if r := check(c2); !r.OK {
+				t.Errorf("%s: an overflowed product refused (C[7][2] = %v): %v", name, v, r.Err())
+			}
+		}
+		bad := cpu.New(m, n)
+		copy(bad.Data, c.Data)
+		bad.Data[10*bad.Stride+4] = inf // no partial sum there comes near float32's largest value
+		if r := check(bad); r.OK {
+			t.Errorf("%s: an Inf where nothing overflows accepted", name)
+		}
+		copy(bad.Data, c.Data)
+		bad.Data[3*bad.Stride+6] += 1 // a wrong element beside the overflow in row 3
+		if r := check(bad); r.OK {
+			t.Errorf("%s: a wrong element in a row that overflowed elsewhere accepted", name)
+		}
+	}
+}
