@@ -90,10 +90,13 @@ func parseMul(args []string, stderr io.Writer) (*mulFlags, error) {
 	case f.out == "":
 		return nil, usagef("mul: give -o FILE for C: glmul mul A.npy B.npy -o C.npy")
 	}
-	for _, p := range []string{f.a, f.b, f.out} {
+	for _, p := range []string{f.a, f.b} {
 		if _, err := matfile.Format(p); err != nil {
 			return nil, usagef("mul: %v", err)
 		}
+	}
+	if _, err := matfile.OutputFormat(f.out); err != nil {
+		return nil, usagef("mul: -o: %v", err)
 	}
 	if err := glcompute.CheckKernel(f.kernel); err != nil {
 		return nil, usagef("mul: -kernel: %v", err)
@@ -138,7 +141,7 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 // element, or .mtx's 6 ("i j v" and a newline).
 func cBytes(out string, m, n int) uint64 {
 	per := uint64(4)
-	if format, _ := matfile.Format(out); format == ".mtx" {
+	if format, _ := matfile.OutputFormat(out); format == ".mtx" {
 		per = 6
 	}
 	return per * uint64(m) * uint64(n)

@@ -132,6 +132,14 @@ func resolve(path string) (dest, error) {
 	if path == "" {
 		return t, errors.New("outfile: no file named (the path is empty)")
 	}
+	// A device, FIFO or socket, through whatever links: written in place
+	// through path itself. Linux's /proc/self/fd links (/dev/stdout) name
+	// a pipe as "pipe:[N]", no path to follow by hand, yet open follows
+	// them.
+	if fi, err := os.Stat(path); err == nil && fi.Mode()&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeNamedPipe|fs.ModeSocket) != 0 {
+		t.info = fi
+		return t, nil
+	}
 	for range maxLinks {
 		fi, err := os.Lstat(t.final)
 		switch {
@@ -248,8 +256,19 @@ func pathless(err error) error {
 	return err
 }
 
-// gib writes a size in GiB, one decimal.
-func gib(b uint64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+// gib writes a size in the largest binary unit it reaches, one decimal
+// (bytes as they are): a 64 KiB file system is not "0.0 GiB".
+func gib(b uint64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", b)
+}
 
 // pending holds the names of the temporary files of replacements in
 // progress (replace), for Abandon.

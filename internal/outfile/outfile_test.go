@@ -5,6 +5,7 @@ package outfile
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -611,4 +612,38 @@ func TestNotReplaceable(t *testing.T) {
 			t.Errorf("Check without the sticky bit: %v", err)
 		}
 	})
+}
+
+// TestProcFdLink: /dev/stdout, /proc/self/fd/N: a link whose target reads
+// "pipe:[N]", not a path. It is written in place through the link, as a
+// shell's redirection would; before, the link was followed by hand to a
+// file "pipe:[N]" in /proc/self/fd, and the write failed.
+func TestProcFdLink(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	path := fmt.Sprintf("/proc/self/fd/%d", w.Fd())
+	if err := Check(path); err != nil {
+		t.Fatalf("Check(%s): %v", path, err)
+	}
+	got := make(chan []byte)
+	go func() { b, _ := io.ReadAll(r); got <- b }()
+	err = WriteSized(path, nil, 1<<40, func(w io.Writer) error { _, err := w.Write([]byte("through the pipe")); return err })
+	w.Close()
+	if err != nil {
+		t.Fatalf("WriteSized(%s): %v", path, err)
+	}
+	if b := <-got; string(b) != "through the pipe" {
+		t.Errorf("read %q", b)
+	}
+}
+
+func TestSizes(t *testing.T) {
+	for b, want := range map[uint64]string{0: "0 bytes", 1000: "1000 bytes", 65536: "64.0 KiB", 3 << 20: "3.0 MiB", 5 << 30: "5.0 GiB"} {
+		if got := gib(b); got != want {
+			t.Errorf("gib(%d) = %q, want %q", b, got, want)
+		}
+	}
 }

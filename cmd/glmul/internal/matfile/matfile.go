@@ -22,6 +22,20 @@ func Format(path string) (string, error) {
 	return "", fmt.Errorf("%s: unknown file type: use .npy (NumPy) or .mtx (MatrixMarket)", path)
 }
 
+// OutputFormat is Format for a file to be written: a device or a FIFO
+// (or a link to one) whose name has neither extension, such as /dev/null
+// or /dev/stdout, is written as .npy.
+func OutputFormat(path string) (string, error) {
+	format, err := Format(path)
+	if err == nil {
+		return format, nil
+	}
+	if fi, serr := os.Stat(path); serr == nil && fi.Mode()&(os.ModeDevice|os.ModeCharDevice|os.ModeNamedPipe) != 0 {
+		return ".npy", nil
+	}
+	return "", fmt.Errorf("%w (a device or FIFO without either is written as .npy)", err)
+}
+
 // Source is a matrix file opened for reading by blocks of rows.
 type Source interface {
 	// Rows returns the matrix's number of rows.
@@ -122,12 +136,12 @@ func readAll(s Source) (blas32.General, ReadInfo, error) {
 	return m, s.Info(), nil
 }
 
-// Write writes m to path in the format its extension names, streamed
+// Write writes m to path in the format its extension names (OutputFormat), streamed
 // through outfile: a regular file (a link's target, for a link) is
 // replaced atomically, left as it was on any failure; a device or FIFO is
 // written in place. path cannot be "-": its extension names the format.
 func Write(path string, m blas32.General) error {
-	if _, err := Format(path); err != nil {
+	if _, err := OutputFormat(path); err != nil {
 		return err
 	}
 	return outfile.WriteWith(path, nil, func(w io.Writer) error {

@@ -134,6 +134,17 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	if err := Write(filepath.Join(t.TempDir(), "c.txt"), m); err == nil || !strings.Contains(err.Error(), "unknown file type") {
 		t.Errorf("Write to .txt: %v", err)
 	}
+	// A device named without .npy or .mtx is written as .npy (before:
+	// "unknown file type", so -o /dev/null could not be given).
+	if err := Write("/dev/null", m); err != nil {
+		t.Errorf("Write to /dev/null: %v", err)
+	}
+	if f, err := OutputFormat("/dev/null"); f != ".npy" || err != nil {
+		t.Errorf("OutputFormat(/dev/null) = %q, %v; want .npy", f, err)
+	}
+	if _, err := Format("/dev/null"); err == nil {
+		t.Error("Format (an input's) of /dev/null: no error")
+	}
 }
 
 func TestReadMTX(t *testing.T) {

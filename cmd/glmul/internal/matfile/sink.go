@@ -24,7 +24,8 @@ type Sink interface {
 }
 
 // NewSink returns a Sink that writes a rows×cols float32 matrix to w in
-// the format that path's extension names: .npy, C order '<f4', the
+// the format that path's extension names (OutputFormat: .npy for a device
+// or FIFO named without one): .npy, C order '<f4', the
 // header first; .mtx, "coordinate real general" listing every element,
 // zeros included, row by row (a row-streaming writer cannot write the
 // column-major "array" format). path is only for the format and
@@ -33,7 +34,7 @@ func NewSink(w io.Writer, path string, rows, cols int) (Sink, error) {
 	if rows < 0 || cols < 0 {
 		panic("matfile: NewSink: a negative number of rows or columns")
 	}
-	format, err := Format(path)
+	format, err := OutputFormat(path)
 	if err != nil {
 		return nil, err
 	}
