@@ -36,6 +36,9 @@ type benchRow struct {
 	Validation string          `json:"validation"`
 	Valid      bool            `json:"valid"`
 	Skipped    string          `json:"skipped,omitempty"`
+	// Failed marks a row whose product was attempted and failed (Skipped
+	// then holds the error): bench then exits 1.
+	Failed bool `json:"failed,omitempty"`
 	Splits     int             `json:"k_splits"` // slices of K the measured runs had (-split-k; 1: none)
 	// StreamK is how many tiles the measured runs shared stream-K (0: none;
 	// glcompute.Layout.StreamKTiles).
@@ -170,10 +173,17 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		return interruptedError{fmt.Sprintf("the rows above are the %d of %d products that finished", len(rows), len(f.shapes)*len(f.kernels))}
 	}
+	measured := 0
 	for _, r := range rows {
-		if r.Skipped == "" && !r.Valid {
-			return errReported
+		if r.Failed || r.Skipped == "" && !r.Valid {
+			return errReported // said on stderr as it happened
 		}
+		if r.Skipped == "" {
+			measured++
+		}
+	}
+	if measured == 0 {
+		return errors.New("bench: nothing was measured: every product was skipped (the lines under the table say why)")
 	}
 	return nil
 }
@@ -208,8 +218,11 @@ func (f *benchFlags) shape(ctx context.Context, d *glcompute.Device, s [3]int, s
 			return err
 		}
 		if err != nil {
-			row.Skipped = err.Error()
-			done.add(row, nil)
+			row.Skipped, row.Failed = err.Error(), true
+			done.add(row, func() {
+				fmt.Fprintf(stderr, "glmul bench: %s %s: failed: %v\n", shape, kern, err)
+				p.step(fmt.Sprintf("bench %s %s: failed", shape, kern))
+			})
 			continue
 		}
 		med := measure.Median(r.Times)
@@ -258,23 +271,28 @@ func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []b
 			t.Rows = append(t.Rows, []string{r.Shape, r.Spec, fmt.Sprintf("%.3f", r.MedianMS), report.FormatGFLOPS(r.GFLOPS), fmt.Sprint(r.Valid), r.Source})
 			continue
 		}
-		t.Rows = append(t.Rows, []string{r.Shape, r.Kernel, "-", "-", "skipped", "-"})
+		what := "skipped"
+		if r.Failed {
+			what = "failed"
+		}
+		t.Rows = append(t.Rows, []string{r.Shape, r.Kernel, "-", "-", what, "-"})
 		why := firstLine(r.Skipped)
-		if n := len(skips); n > 0 && skips[n-1].shape == r.Shape && skips[n-1].why == why {
+		if n := len(skips); n > 0 && skips[n-1].shape == r.Shape && skips[n-1].what == what && skips[n-1].why == why {
 			skips[n-1].kernels = append(skips[n-1].kernels, r.Kernel)
 		} else {
-			skips = append(skips, benchSkip{r.Shape, []string{r.Kernel}, why})
+			skips = append(skips, benchSkip{what, r.Shape, []string{r.Kernel}, why})
 		}
 	}
 	for _, s := range skips {
-		t.Notes = append(t.Notes, fmt.Sprintf("skipped %s %s: %s", s.shape, strings.Join(s.kernels, ", "), s.why))
+		t.Notes = append(t.Notes, fmt.Sprintf("%s %s %s: %s", s.what, s.shape, strings.Join(s.kernels, ", "), s.why))
 	}
 	return t.Write(w, format)
 }
 
-// benchSkip is the reason kernels of a shape were skipped, for the line
-// under bench's text table.
+// benchSkip is the reason kernels of a shape were skipped (or failed:
+// what), for the line under bench's text table.
 type benchSkip struct {
+	what    string // "skipped" or "failed"
 	shape   string
 	kernels []string
 	why     string

@@ -337,3 +337,13 @@ func wordEnds(line string) []int {
 	}
 	return ends
 }
+
+// TestBenchNothingMeasured: a bench whose every product is skipped exits 1
+// and says so (before: exit 0, as if it had measured something).
+func TestBenchNothingMeasured(t *testing.T) {
+	needGL(t)
+	code, stdout, stderr := glmul("bench", "-backend", "egl", "-shapes", "99999999", "-kernels", "tiled32,fast", "-progress", "off")
+	if code != 1 || !strings.Contains(stderr, "bench: nothing was measured: every product was skipped") || !strings.Contains(stdout, "skipped 99999999x99999999x99999999 tiled32, fast: ") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
