@@ -39,7 +39,7 @@ type benchRow struct {
 	// Failed marks a row whose product was attempted and failed (Skipped
 	// then holds the error): bench then exits 1.
 	Failed bool `json:"failed,omitempty"`
-	Splits     int             `json:"k_splits"` // slices of K the measured runs had (-split-k; 1: none)
+	Splits int  `json:"k_splits"` // slices of K the measured runs had (-split-k; 1: none)
 	// StreamK is how many tiles the measured runs shared stream-K (0: none;
 	// glcompute.Layout.StreamKTiles).
 	StreamK int `json:"stream_k_tiles"`

@@ -92,12 +92,34 @@ func Open(path string, o *ReadOptions) (Source, error) {
 		f.Close()
 		return nil, err
 	}
+	if err := checkNPYFile(fi, path); err != nil {
+		f.Close()
+		return nil, err
+	}
 	s, err := newNPYSource(f, f, fi.Size(), path, *o)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkNPYFile returns an error that says what path is where it is not a
+// .npy file's kind of file: a .npy is read with positioned reads, by
+// panels and more than once, which a FIFO or a device cannot give, and an
+// empty file holds no header (npyio said "EOF" of both).
+func checkNPYFile(fi os.FileInfo, path string) error {
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		return fmt.Errorf("%s: is a directory, not a .npy file", path)
+	case m&os.ModeNamedPipe != 0:
+		return fmt.Errorf("%s: is a FIFO: glmul reads a .npy file by panels, more than once; save it to a regular file first", path)
+	case !m.IsRegular():
+		return fmt.Errorf("%s: is not a regular file (mode %v): glmul reads a .npy file by panels, more than once; save it to a regular file first", path, m)
+	case fi.Size() == 0:
+		return fmt.Errorf("%s: is empty (0 bytes): not a .npy file", path)
+	}
+	return nil
 }
 
 // Read reads the matrix in path, by its extension, with the zero

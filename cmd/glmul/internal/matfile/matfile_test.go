@@ -99,6 +99,8 @@ func TestReadNPYErrors(t *testing.T) {
 		{"huge-header", []byte("\x93NUMPY\x02\x00\xf0\xff\xff\xff"), "its header announces"},
 		{"huge-shape", npyBytes("<f4", false, "(8589934592, 2147483648)", nil), "larger than the file"},
 		{"native-order", npyBytes("=f4", false, "(2, 3)", good), "native byte order"},
+		{"bare-dtype", npyBytes("f4", false, "(2, 3)", good), "dtype \"f4\" has no byte-order character; glmul reads '<f4' and '>f4'"},
+		{"zero-bytes", nil, "is empty (0 bytes)"},
 	} {
 		_, err := readBytes(t, c.name+".npy", c.file)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.name+".npy") {

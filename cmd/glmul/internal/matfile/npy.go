@@ -114,6 +114,8 @@ func npyDtype(descr string) (binary.ByteOrder, int, error) {
 		return binary.BigEndian, 8, nil
 	case "=f4", "=f8":
 		return nil, 0, fmt.Errorf("dtype %q: native byte order '=' is not supported; save with an explicit '<' or '>'", descr)
+	case "f4", "f8":
+		return nil, 0, fmt.Errorf("dtype %q has no byte-order character; glmul reads '<%s' and '>%s': save with an explicit '<' or '>'", descr, descr, descr)
 	}
 	what := ""
 	if s := dtypeName(descr); s != "" {
