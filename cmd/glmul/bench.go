@@ -36,13 +36,13 @@ type benchRow struct {
 	Validation string          `json:"validation"`
 	Valid      bool            `json:"valid"`
 	Skipped    string          `json:"skipped,omitempty"`
-	// Failed marks a row whose product was attempted and failed (Skipped
-	// then holds the error): bench then exits 1.
-	Failed bool `json:"failed,omitempty"`
-	Splits int  `json:"k_splits"` // slices of K the measured runs had (-split-k; 1: none)
+	Splits     int             `json:"k_splits"` // slices of K the measured runs had (-split-k; 1: none)
 	// StreamK is how many tiles the measured runs shared stream-K (0: none;
 	// glcompute.Layout.StreamKTiles).
 	StreamK int `json:"stream_k_tiles"`
+	// Failed marks a row whose product was attempted and failed (Skipped
+	// then holds the error): bench then exits 1.
+	Failed bool `json:"failed,omitempty"`
 }
 
 // benchFlags are glmul bench's flags, checked.
