@@ -102,6 +102,9 @@ func parseShapes(flag, list string) ([][3]int, error) {
 	var shapes [][3]int
 	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil, usagef("%s %q: an empty item: give sizes separated by commas, such as 256,512,1000x4096x1000", flag, list)
+		}
 		if v, err := strconv.Atoi(s); err == nil {
 			if v < 1 {
 				return nil, usagef("%s: %d: sizes must be at least 1", flag, v)
@@ -109,9 +112,9 @@ func parseShapes(flag, list string) ([][3]int, error) {
 			shapes = append(shapes, [3]int{v, v, v})
 			continue
 		}
-		m, k, n, err := parseShape(s)
+		m, k, n, err := parseShapeOf(flag, s)
 		if err != nil {
-			return nil, usagef("%s: %v", flag, err)
+			return nil, err
 		}
 		shapes = append(shapes, [3]int{m, k, n})
 	}

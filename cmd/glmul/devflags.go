@@ -130,7 +130,7 @@ func parseCommand(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		return usagef("%s: unexpected argument %q", strings.TrimPrefix(fs.Name(), "glmul "), fs.Arg(0))
 	}
 	return nil
 }

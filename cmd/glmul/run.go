@@ -75,8 +75,8 @@ func exitCode(err error, stderr io.Writer) int {
 	var u usageError
 	if errors.As(err, &u) {
 		help := "glmul -h"
-		for _, sub := range []string{"bench", "tune", "table", "mul"} {
-			if strings.HasPrefix(u.msg, sub+":") {
+		for _, sub := range []string{"bench", "tune", "table", "mul", "devices"} {
+			if strings.HasPrefix(u.msg, sub+":") || strings.HasPrefix(u.msg, sub+" ") {
 				help = "glmul " + sub + " -h"
 			}
 		}
@@ -364,24 +364,28 @@ func parseBytes(flag, s string) (int64, error) {
 	return v * mult, nil
 }
 
-// parseShape reads "MxKxN" (also with X or ×).
-func parseShape(s string) (m, k, n int, err error) {
+// parseShape reads -shape's "MxKxN" (also with X or ×).
+func parseShape(s string) (m, k, n int, err error) { return parseShapeOf("-shape", s) }
+
+// parseShapeOf reads "MxKxN" (also with X or ×) given to flag, which the
+// errors name.
+func parseShapeOf(flag, s string) (m, k, n int, err error) {
 	norm := strings.NewReplacer("×", "x", "X", "x").Replace(s)
 	parts := strings.Split(norm, "x")
 	if len(parts) != 3 {
-		return 0, 0, 0, usagef("-shape %s: want MxKxN, three sizes such as 100x77x130 (A is M×K, B is K×N)", s)
+		return 0, 0, 0, usagef("%s %s: want MxKxN, three sizes such as 100x77x130 (A is M×K, B is K×N)", flag, s)
 	}
 	var dims [3]int
 	for i, p := range parts {
 		v, err := strconv.Atoi(strings.TrimSpace(p))
 		if errors.Is(err, strconv.ErrRange) {
-			return 0, 0, 0, usagef("-shape %s: %s is too large for a dimension", s, p)
+			return 0, 0, 0, usagef("%s %s: %s is too large for a dimension", flag, s, p)
 		}
 		if err != nil {
-			return 0, 0, 0, usagef("-shape %s: %q is not a whole number", s, p)
+			return 0, 0, 0, usagef("%s %s: %q is not a whole number", flag, s, p)
 		}
 		if v < 1 {
-			return 0, 0, 0, usagef("-shape %s: every dimension must be at least 1", s)
+			return 0, 0, 0, usagef("%s %s: every dimension must be at least 1", flag, s)
 		}
 		dims[i] = v
 	}

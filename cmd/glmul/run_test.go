@@ -65,6 +65,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-n", "8", "-reps", "2000000000000"}, "-reps must be 1 to 1000000"},
 		{[]string{"-shape", "9999999999999999999x1x1"}, "too large for a dimension"},
 		{[]string{"-n", "8", "-kernel", "tiled32", "-split-k", "4"}, "-split-k needs a fast kernel"},
+		// The flag that was wrong, and the subcommand's own -h (before:
+		// "-shape : want MxKxN" for -shapes, "glmul: glmul bench:", glmul -h).
+		{[]string{"bench", "-shapes", ""}, `bench: -shapes "": an empty item`},
+		{[]string{"bench", "-shapes", "64,,64"}, `bench: -shapes "64,,64": an empty item`},
+		{[]string{"bench", "-shapes", "64x3"}, "bench: -shapes 64x3: want MxKxN"},
+		{[]string{"bench", "extra"}, "glmul: bench: unexpected argument \"extra\"\nRun 'glmul bench -h' for usage."},
+		{[]string{"tune", "extra"}, "Run 'glmul tune -h' for usage."},
+		{[]string{"devices", "extra"}, "glmul: devices: unexpected argument \"extra\"\nRun 'glmul devices -h' for usage."},
 	} {
 		code, stdout, stderr := glmul(c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, " -h' for usage.") || stdout != "" {
