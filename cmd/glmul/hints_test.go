@@ -97,3 +97,17 @@ func TestSplitOverGPUMemCap(t *testing.T) {
 		}
 	}
 }
+
+// TestMappedOnGLES: -mapped where the context has no glBufferStorage (the
+// ES context of Mesa here) fails with a hint to drop it or use desktop
+// OpenGL (before: the library's error alone).
+func TestMappedOnGLES(t *testing.T) {
+	needGL(t)
+	code, _, stderr := glmul("-n", "64", "-backend", "gles", "-mapped")
+	if code == 0 {
+		t.Skip("this ES context maps buffers persistently (EXT_buffer_storage): -mapped runs")
+	}
+	if code != 1 || !strings.Contains(stderr, "hint: -mapped needs glBufferStorage") {
+		t.Errorf("exit %d:\n%s", code, stderr)
+	}
+}

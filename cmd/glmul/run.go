@@ -124,6 +124,8 @@ func hintOn(err error, goos string) string {
 		return hint
 	case needed:
 		return "glmul needs OpenGL 4.3 compute shaders: a GPU driver from 2012 or later, or Mesa 20+ (llvmpipe) on the CPU"
+	case errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "persistent buffer mappings"):
+		return "-mapped needs glBufferStorage (OpenGL 4.4; OpenGL ES has it only through EXT_buffer_storage): leave -mapped out, or use -backend egl or glfw for desktop OpenGL"
 	case errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "the driver offers"):
 		return "choose a smaller fast configuration (glmul tune -show names the one this device uses)"
 	case errors.Is(err, glcompute.ErrTooLarge) && strings.Contains(msg, "cannot run in panels"):
