@@ -512,6 +512,7 @@ func writeProduct(o *options, dev *glcompute.Device, r measure.Result, stdout, s
 		staging = "A, B and C in mapped host memory (glcompute.HostMatrix), copied by the GPU"
 	}
 	rep := r.Report(dev.Info(), staging, o.seed, o.warmup, o.maxGroups)
+	rep.SplitKAsked = o.splitK
 	format := report.Format(o.format)
 	if err := rep.Write(stdout, format); err != nil {
 		return err

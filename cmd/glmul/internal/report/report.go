@@ -80,13 +80,16 @@ type Run struct {
 	Seed uint64 `json:"seed"`
 	// Inputs names the files A and B were read from (glmul mul); empty
 	// for random inputs, which the product line names by their seed.
-	Inputs     []string        `json:"inputs,omitempty"`
-	Warmup     int             `json:"warmup"`
-	MaxGroups  int             `json:"max_groups"`
-	Timings    Timings         `json:"timings"`
-	Staging    string          `json:"staging"` // how host matrices reach the GPU
-	Validation validate.Result `json:"validation"`
-	Summary    Summary         `json:"summary"`
+	Inputs    []string `json:"inputs,omitempty"`
+	Warmup    int      `json:"warmup"`
+	MaxGroups int      `json:"max_groups"`
+	// SplitKAsked is -split-k where it asked for slices (0: automatic);
+	// the kernel line says where the product took fewer (Timings.Splits).
+	SplitKAsked int             `json:"split_k_asked,omitempty"`
+	Timings     Timings         `json:"timings"`
+	Staging     string          `json:"staging"` // how host matrices reach the GPU
+	Validation  validate.Result `json:"validation"`
+	Summary     Summary         `json:"summary"`
 }
 
 // Summary holds the figures derived from the timings.
@@ -179,6 +182,12 @@ func (r *Run) writeSetup(p lineFunc) {
 	split := ""
 	if t.Splits > 1 {
 		split = fmt.Sprintf(", K split %d ways (a second pass sums them)", t.Splits)
+	}
+	switch {
+	case r.SplitKAsked > 1 && t.Splits > 1 && t.Splits < r.SplitKAsked:
+		split += fmt.Sprintf(", not the %d -split-k asked: a slice holds at least one of the kernel's K steps", r.SplitKAsked)
+	case r.SplitKAsked > 1 && t.Splits <= 1:
+		split += fmt.Sprintf(", K not split though -split-k %d asked: a slice holds at least one of the kernel's K steps, and a paced pass or one in panels does not split", r.SplitKAsked)
 	}
 	if t.EdgeKernel != "" {
 		split += fmt.Sprintf(", and %s in %d work groups over the strips past whole tiles", t.EdgeKernel, t.EdgeGroups)

@@ -126,3 +126,25 @@ func TestStreamedSaid(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitKAsked: the kernel line says where -split-k asked for more
+// slices than the product took (before: silently fewer).
+func TestSplitKAsked(t *testing.T) {
+	for _, c := range []struct {
+		asked, splits int
+		want, not     string
+	}{
+		{1000, 16, "K split 16 ways (a second pass sums them), not the 1000 -split-k asked", "K not split"},
+		{3, 1, "K not split though -split-k 3 asked", "not the"},
+		{4, 4, "K split 4 ways (a second pass sums them)\n", "asked"},
+		{0, 2, "K split 2 ways (a second pass sums them)\n", "asked"},
+	} {
+		r := Run{M: 64, K: 64, N: 64, Kernel: "fast", SplitKAsked: c.asked, Timings: Timings{Runs: 1, Splits: c.splits},
+			Summary: Summary{TimingSource: "wall", KernelMeanMS: 1, KernelMedMS: 1, KernelMinMS: 1, EndToEndMS: 2}}
+		var b bytes.Buffer
+		r.Write(&b, Text)
+		if s := b.String(); !strings.Contains(s, c.want) || strings.Contains(s, c.not) {
+			t.Errorf("-split-k %d, %d slices: want %q, not %q:\n%s", c.asked, c.splits, c.want, c.not, s)
+		}
+	}
+}
