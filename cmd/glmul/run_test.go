@@ -42,7 +42,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-shape", "3xfourx4"}, `"four" is not a whole number`},
 		{[]string{"bench", "-validate", "most"}, "unknown validation mode"},
 		{[]string{}, "give a size"},
-		{[]string{"tune", "-n", "0"}, "-n must be at least 1"},
+		{[]string{"tune", "-n", "0"}, "tune: -n must be 16 to 536870912 (got 0)"},
+		{[]string{"tune", "-n", "3"}, "tune: -n must be 16 to"}, // once run at 16 without a word
 		{[]string{"-n", "4", "-shape", "2x2x2"}, "not both"},
 		{[]string{"tune", "-reps", "0"}, "tune: -reps must be 1 to 1000000 (got 0)"},
 		{[]string{"tune", "-unseen"}, "tune: -unseen is for judging the device model"},

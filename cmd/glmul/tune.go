@@ -29,6 +29,10 @@ const llvmpipeTuneN = 256
 // shapes from overflowing before that check.
 const maxTuneN = 1 << 29
 
+// minTuneN is the least -n: tuning.Class.Shapes measures an n under 16 at
+// 16, which tune would otherwise run, and cache as n, without a word.
+const minTuneN = 16
+
 // tuneFlags are glmul tune's flags, checked.
 type tuneFlags struct {
 	dev      deviceFlags
@@ -55,6 +59,7 @@ type classResult struct {
 	// first pass measured, Best the fastest of them, and nothing was saved.
 	Interrupted bool `json:"interrupted,omitempty"`
 	shapes      [][3]int
+	n           int    // -n, the size the shapes scale with: the cache's Entry.N
 	cached      string // the class's kernel in the cache before this run, if any
 }
 
@@ -113,11 +118,8 @@ glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, s
 	if f.dev.unseen {
 		return nil, usagef("tune: -unseen is for judging the device model against the tuned choice (glmul bench -unseen); tune measures this device as it is and caches for its driver: run it without -unseen")
 	}
-	if err := positive("tune: ", "-n", f.n); err != nil {
-		return nil, err
-	}
-	if f.n > maxTuneN {
-		return nil, usagef("tune: -n must be 1 to %d (got %d): the long-k products' K is 4N, and a dimension may be at most 2³¹", maxTuneN, f.n)
+	if f.n < minTuneN || f.n > maxTuneN {
+		return nil, usagef("tune: -n must be %d to %d (got %d): the classes' smallest products are (N/32)×2N×(N/32) and (N/2)×32×(N/2), and the long-k products' K is 4N, where a dimension may be at most 2³¹", minTuneN, maxTuneN, f.n)
 	}
 	if err := checkReps("tune: ", f.reps); err != nil {
 		return nil, err
@@ -373,7 +375,7 @@ func (f *tuneFlags) classResults(d *glcompute.Device, path string) ([]classResul
 	drv := info.Driver()
 	var results []classResult
 	for _, c := range f.classes {
-		r := classResult{Class: c, shapes: c.Shapes(f.n)}
+		r := classResult{Class: c, shapes: c.Shapes(f.n), n: f.n}
 		if e, ok := cache.LookupClass(drv, c); ok && d.Fits(e.Kernel) == nil {
 			r.cached = e.Kernel
 		}

@@ -140,7 +140,7 @@ func saveTuned(path string, info glcompute.Info, r *classResult) error {
 	}
 	drv := info.Driver()
 	if r.Saved {
-		cache.Put(tuning.Entry{Driver: drv, Class: r.Class, Kernel: r.Best.Kernel, GFLOPS: r.Best.GFLOPS, N: r.shapes[len(r.shapes)/2][2], When: time.Now().UTC()})
+		cache.Put(tuning.Entry{Driver: drv, Class: r.Class, Kernel: r.Best.Kernel, GFLOPS: r.Best.GFLOPS, N: r.n, When: time.Now().UTC()})
 	} else {
 		cache.Delete(drv, r.Class)
 	}

@@ -30,7 +30,7 @@ type Entry struct {
 	Class  Class     `json:"class,omitempty"`
 	Kernel string    `json:"kernel"` // a shaders.Lookup spec, "fast:128x128x16_8x4_db"
 	GFLOPS float64   `json:"gflops"` // its rate in the tuning run
-	N      int       `json:"n"`      // the size tuned at (see Class.Shape)
+	N      int       `json:"n"`      // glmul tune's -n, which the class's products scale with (Class.Shapes)
 	When   time.Time `json:"when"`
 }
 
