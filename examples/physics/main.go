@@ -36,7 +36,10 @@ import (
 func init() { runtime.LockOSThread() } // GL and GLFW want the main thread
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	err := run(os.Args[1:], os.Stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp): // -h: the usage is printed, and asked for
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "physics:", err)
 		os.Exit(1)
 	}
@@ -96,6 +99,12 @@ func parseOptions(args []string) (options, error) {
 	}
 	if *bodies < 1 {
 		return options{}, errors.New("-bodies must be at least 1")
+	}
+	if *steps < 0 {
+		return options{}, fmt.Errorf("-steps must be 0 (until the window closes) or more (got %d)", *steps)
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if *steps == 0 && *headless {
 		*steps = 200

@@ -36,3 +36,22 @@ func TestHeadlessSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestOptions: bad flags are errors (-steps -1 ran no step and passed).
+func TestOptions(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-steps", "-1"}, "-steps must be 0"},
+		{[]string{"-bodies", "0"}, "-bodies must be at least 1"},
+		{[]string{"-headless", "extra"}, `unexpected argument "extra"`},
+	} {
+		if _, err := parseOptions(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+	if o, err := parseOptions([]string{"-headless"}); err != nil || o.steps != 200 {
+		t.Errorf("-headless: %+v, %v; want 200 steps", o, err)
+	}
+}
