@@ -26,7 +26,7 @@ func TestRunawaysRefused(t *testing.T) {
 		{[]string{"table", "-reps", "99999999999", "-format", "xml"}, 2, []string{"table: -reps must be 1 to 1000000 (got 99999999999)"}},
 		{[]string{"bench", "-reps", "99999999999", "-format", "xml"}, 2, []string{"bench: -reps must be 1 to 1000000 (got 99999999999)"}},
 		{[]string{"tune", "-reps", "99999999999", "-format", "xml"}, 2, []string{"tune: -reps must be 1 to 1000000 (got 99999999999)"}},
-		{[]string{"tune", "-n", "999999999999", "-format", "xml"}, 2, []string{"tune: -n must be 1 to 536870912 (got 999999999999)"}},
+		{[]string{"tune", "-n", "999999999999", "-format", "xml"}, 2, []string{"tune: -n must be 16 to 536870912 (got 999999999999)"}},
 		// (N/2)³, N³ and (2N)³ at N = 10⁶ take 54 TiB: no machine holds them.
 		{[]string{"tune", "-n", "1000000"}, 1, []string{"tune: -n 1000000: the square products (500000×500000×500000, 1000000×1000000×1000000, 2000000×2000000×2000000)", "GiB of host memory for their A, B and C; this machine has"}},
 		{[]string{"tune", "-n", "1000000", "-classes", "thin-k"}, 1, []string{"the thin-k products (1000000×64×1000000, 2000000×128×2000000, 500000×32×500000)", "GiB of host memory"}},
