@@ -22,13 +22,19 @@ func Format(path string) (string, error) {
 	return "", fmt.Errorf("%s: unknown file type: use .npy (NumPy) or .mtx (MatrixMarket)", path)
 }
 
-// OutputFormat is Format for a file to be written: a device or a FIFO
-// (or a link to one) whose name has neither extension, such as /dev/null
-// or /dev/stdout, is written as .npy.
+// OutputFormat is Format for a file to be written: a link named without
+// either extension takes its target's (/dev/stdout redirected to c.npy),
+// and a device or a FIFO (or a link to one) whose name has neither, such
+// as /dev/null or /dev/stdout into a pipe, is written as .npy.
 func OutputFormat(path string) (string, error) {
 	format, err := Format(path)
 	if err == nil {
 		return format, nil
+	}
+	if final, lerr := filepath.EvalSymlinks(path); lerr == nil && final != path {
+		if format, ferr := Format(final); ferr == nil {
+			return format, nil
+		}
 	}
 	if fi, serr := os.Stat(path); serr == nil && fi.Mode()&(os.ModeDevice|os.ModeCharDevice|os.ModeNamedPipe) != 0 {
 		return ".npy", nil

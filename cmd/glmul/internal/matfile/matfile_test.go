@@ -147,6 +147,16 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	if _, err := Format("/dev/null"); err == nil {
 		t.Error("Format (an input's) of /dev/null: no error")
 	}
+	// A link named without an extension takes its target's: /dev/stdout
+	// redirected to a file.
+	dir := t.TempDir()
+	link := filepath.Join(dir, "out")
+	if err := os.Symlink(filepath.Join(dir, "c.mtx"), link); err == nil {
+		os.WriteFile(filepath.Join(dir, "c.mtx"), nil, 0o644)
+		if f, err := OutputFormat(link); f != ".mtx" || err != nil {
+			t.Errorf("OutputFormat of a link to c.mtx = %q, %v", f, err)
+		}
+	}
 }
 
 func TestReadMTX(t *testing.T) {
