@@ -34,11 +34,15 @@
 //
 // NaN and Inf in A or B propagate by IEEE arithmetic: Full accepts a
 // non-finite element where a non-finite input meets it (Panels checks such
-// rows in full). Finite inputs may still overflow float32: an element whose
-// Σ|aᵢₖ||bₖⱼ| passes float32's largest value may be ±Inf or NaN, as
-// float32 arithmetic makes it, and is accepted as such; Freivalds checks a
-// row of C holding one in full, so the row's other elements are still
-// checked.
+// rows in full). Finite inputs may still overflow float32. Every partial
+// sum of an element, in any order, lies between minus the magnitudes of its
+// negative terms added up and plus those of its positive ones: so +Inf is
+// accepted where the positive ones pass float32's largest value (with γ_K
+// of slack for rounding), −Inf where the negative ones do, NaN where both
+// do, as float32 arithmetic (and NumPy's float32 product) makes them; any
+// other non-finite element fails. Freivalds checks a row of C holding one
+// in full, so its other elements are still checked (where B in float64
+// fits 2 GiB; beyond, the row fails as before).
 //
 // This package never imports GL.
 package validate

@@ -63,8 +63,8 @@ func (f *FullRows) Check(a, c blas32.General, r0 int) {
 				// meets this element.
 				continue
 			}
-			if (math.IsNaN(got) || math.IsInf(got, 0)) && mayOverflow(mag.Data[i*mag.Stride+j]) {
-				continue // float32's own overflow (see mayOverflow)
+			if m := mag.Data[i*mag.Stride+j]; overflowMayGive(got, (m+want)/2, (m-want)/2, g) {
+				continue // float32's own overflow (see overflowMayGive)
 			}
 			d := math.Abs(got - want)
 			diff2 += d * d
@@ -96,13 +96,33 @@ func (f *FullRows) Result() Result {
 	return r
 }
 
-// mayOverflow reports whether a float32 dot product whose terms' absolute
-// values sum to mag (Σ|aᵢₖ||bₖⱼ|, in float64) may overflow: a partial sum
-// may then pass float32's largest value, and the element is ±Inf, or NaN
-// where partial sums of both signs did, as NumPy's float32 product gives
-// it, whatever the float64 reference. Where mag is below that largest
-// value no partial sum can reach it, and a non-finite element is an error.
-func mayOverflow(mag float64) bool { return mag > math.MaxFloat32 }
+// mayOverflow reports whether a float32 sum of terms whose magnitudes add
+// up to mag (in float64), taken in any order, may pass float32's largest
+// value; g is the slack for rounding (γ_K: a float32 sum of terms that
+// add up to just under that value can round past it).
+func mayOverflow(mag, g float64) bool { return mag*(1+g) > math.MaxFloat32 }
+
+// overflowMayGive reports whether float32 arithmetic can make got, a
+// non-finite element, of finite terms whose positive ones add up to pos
+// and negative ones to neg in magnitude (pos = (Σ|aᵢₖ||bₖⱼ| + cᵢⱼ)/2,
+// neg = (Σ|aᵢₖ||bₖⱼ| − cᵢⱼ)/2 from the float64 sums), in any order of
+// summation (split K, a tree): every partial sum lies in [−neg, pos], so
+// +Inf needs pos to overflow, −Inf neg, and NaN (+Inf meeting −Inf)
+// both. NumPy's float32 product gives such elements too; anything else
+// non-finite is an error. A product whose terms cancel (2e38 − 2e38) may
+// not be Inf or NaN at all.
+func overflowMayGive(got, pos, neg, g float64) bool {
+	up, down := mayOverflow(pos, g), mayOverflow(neg, g)
+	switch {
+	case math.IsNaN(got):
+		return up && down
+	case math.IsInf(got, 1):
+		return up
+	case math.IsInf(got, -1):
+		return down
+	}
+	return false
+}
 
 // float64Product is a·b in float64.
 func float64Product(a, b blas64.General) blas64.General {

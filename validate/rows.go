@@ -34,6 +34,7 @@ type Rows struct {
 	// instead, by full over b, made for the first such row.
 	b      blas32.General
 	maxCol float64 // the largest ‖B:,ⱼ‖₂
+	g      float64 // γ_k in float32, mayOverflow's slack
 	full   atomic.Pointer[FullRows]
 	once   sync.Once
 	mu     sync.Mutex
@@ -49,7 +50,7 @@ func NewRows(b blas32.General, vectors int, rng *rand.Rand) *Rows {
 		scale: Lambda * Lambda * math.Sqrt(float64(k)) * u32, slack: gamma(k+n, u64),
 		r: Result{Mode: Freivalds, OK: true, Vectors: vectors, Row: -1, Col: -1}}
 	bNorm2 := columnNorms2(b)
-	f.b = b
+	f.b, f.g = b, gamma(k, u32)
 	for _, c2 := range bNorm2 {
 		f.maxCol = max(f.maxCol, math.Sqrt(c2))
 	}
@@ -86,6 +87,15 @@ func NewRows(b blas32.General, vectors int, rng *rand.Rand) *Rows {
 	}
 	return f
 }
+
+// maxFullBytes is the most memory the full check of overflowed rows may
+// take for B in float64 (B and |B|, 16 bytes an element): beyond it such a
+// row fails as a non-finite element did before that check, rather than
+// the check itself exhausting the host's memory (32768² would take 16 GiB).
+const maxFullBytes = 2 << 30
+
+// fullAffordable reports whether the full check of a row fits maxFullBytes.
+func (f *Rows) fullAffordable() bool { return 16*float64(f.k)*float64(f.n) <= maxFullBytes }
 
 // columnNorms2 returns the squared norms of b's columns, its rows summed
 // over the CPUs.
@@ -186,7 +196,7 @@ func (f *Rows) rows(a, c blas32.General, lo, hi, r0 int) Result {
 			cn = dotV(got, crow, f.x)
 		}
 		an, cn = math.Sqrt(an), math.Sqrt(cn)
-		if (math.IsNaN(cn) || math.IsInf(cn, 0)) && mayOverflow(an*f.maxCol) {
+		if (math.IsNaN(cn) || math.IsInf(cn, 0)) && mayOverflow(an*f.maxCol, f.g) && f.fullAffordable() {
 			f.once.Do(func() { f.full.Store(NewFullRows(f.b)) })
 			f.full.Load().Check(blas32.General{Rows: 1, Cols: f.k, Stride: f.k, Data: arow},
 				blas32.General{Rows: 1, Cols: f.n, Stride: f.n, Data: crow}, r0+i)
@@ -245,9 +255,9 @@ func (f *Rows) Result() Result {
 	if r.Row < 0 { // nothing checked
 		r.WorstRatio = 0
 	}
-	if full := f.full.Load(); full != nil { // rows checked in full: the worse of the two
+	if full := f.full.Load(); full != nil { // rows checked in full: the worse element of the two
 		if fr := full.Result(); !fr.OK || fr.WorstRatio > r.WorstRatio {
-			return fr
+			r.OK, r.WorstRatio, r.Row, r.Col, r.Got, r.Want, r.Bound = r.OK && fr.OK, fr.WorstRatio, fr.Row, fr.Col, fr.Got, fr.Want, fr.Bound
 		}
 	}
 	return r

@@ -233,3 +233,44 @@ func TestFloat32Overflow(t *testing.T) {
 		}
 	}
 }
+
+// TestOverflowSign: which non-finite elements float32 can make of finite
+// terms depends on their signs, not only on Σ|aᵢₖ||bₖⱼ| (a review found
+// the first version accepting any of them wherever that sum passed
+// float32's largest value): terms that cancel (2e38 − 2e38) give 0 in any
+// order, so Inf or NaN there is an error; positive terms alone may give
+// +Inf, never −Inf or NaN; terms that add up to just float32's largest
+// value may round past it, so +Inf there is float32's own.
+func TestOverflowSign(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	gen := func(r, c int, d ...float32) blas32.General { return blas32.General{Rows: r, Cols: c, Stride: c, Data: d} }
+	modes := map[string]func(a, b, c blas32.General) Result{
+		"full":      CheckFull,
+		"freivalds": func(a, b, c blas32.General) Result { return CheckFreivalds(a, b, c, 4, rand.New(rand.NewPCG(1, 2))) },
+		"panels": func(a, b, c blas32.General) Result {
+			p := NewPanels(Freivalds, b, rand.New(rand.NewPCG(1, 2)))
+			p.Check(a, c, 0)
+			return p.Result()
+		},
+	}
+	edge := []float32{float32(math.Ldexp(1, 126) + 3*math.Ldexp(1, 103)), float32(math.Ldexp(1, 126)), float32(math.Ldexp(1, 127) - 5*math.Ldexp(1, 103))}
+	for _, c := range []struct {
+		name string
+		a, b blas32.General
+		ok   map[float32]bool // C's one element → whether it must pass
+	}{
+		{"cancel", gen(1, 2, 2e38, 2e38), gen(2, 1, 1, -1), map[float32]bool{0: true, inf: false, -inf: false, nan: false}},
+		{"positive", gen(1, 2, 1e30, 1), gen(2, 1, 1e30, 1), map[float32]bool{inf: true, -inf: false, nan: false}},
+		{"negative", gen(1, 2, -1e30, 1), gen(2, 1, 1e30, 1), map[float32]bool{-inf: true, inf: false, nan: false}},
+		{"both", gen(1, 2, 3e38, 3e38), gen(2, 1, 3e38, -3e38), map[float32]bool{nan: true, inf: true, -inf: true}},
+		{"rounding", gen(1, 3, 1, 1, 1), gen(3, 1, edge...), map[float32]bool{inf: true, -inf: false}},
+	} {
+		for v, want := range c.ok {
+			for name, check := range modes {
+				if r := check(c.a, c.b, gen(1, 1, v)); r.OK != want {
+					t.Errorf("%s, C = %v, %s: ok %v, want %v (%v)", c.name, v, name, r.OK, want, r)
+				}
+			}
+		}
+	}
+}
