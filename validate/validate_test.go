@@ -243,7 +243,9 @@ func TestFloat32Overflow(t *testing.T) {
 // value may round past it, so +Inf there is float32's own.
 func TestOverflowSign(t *testing.T) {
 	inf, nan := float32(math.Inf(1)), float32(math.NaN())
-	gen := func(r, c int, d ...float32) blas32.General { return blas32.General{Rows: r, Cols: c, Stride: c, Data: d} }
+	gen := func(r, c int, d ...float32) blas32.General {
+		return blas32.General{Rows: r, Cols: c, Stride: c, Data: d}
+	}
 	modes := map[string]func(a, b, c blas32.General) Result{
 		"full":      CheckFull,
 		"freivalds": func(a, b, c blas32.General) Result { return CheckFreivalds(a, b, c, 4, rand.New(rand.NewPCG(1, 2))) },

@@ -208,7 +208,7 @@ func (f *benchFlags) shape(ctx context.Context, d *glcompute.Device, s [3]int, s
 			done.add(row, nil)
 			continue
 		}
-		if _, err := d.Plan(m, k, n, &glcompute.MulOptions{Kernel: kern}); err != nil {
+		if _, err := d.Plan(m, k, n, &glcompute.MulOptions{Kernel: kern, SplitK: f.splitK}); err != nil {
 			row.Skipped = err.Error()
 			done.add(row, nil)
 			continue

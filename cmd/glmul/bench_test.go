@@ -347,3 +347,15 @@ func TestBenchNothingMeasured(t *testing.T) {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }
+
+// TestBenchSplitKSkips: a shape that -split-k cannot run (the split does
+// not run in panels) is skipped, as before bench told failed products from
+// skipped ones: its plan is checked with the split.
+func TestBenchSplitKSkips(t *testing.T) {
+	info := needGL(t)
+	big := int(math.Sqrt(float64(info.MaxSSBOBlockSize/4))) + 1 // over one storage binding: panels
+	code, stdout, stderr := glmul("bench", "-backend", "egl", "-shapes", fmt.Sprintf("64,%d", big), "-split-k", "4", "-kernels", "fast", "-reps", "1", "-progress", "off")
+	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("skipped %[1]dx%[1]dx%[1]d fast: ", big)) || strings.Contains(stdout+stderr, "failed") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}

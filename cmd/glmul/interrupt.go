@@ -82,7 +82,13 @@ func interruptedStatus(s os.Signal) int {
 func notifyInterrupt() (ctx context.Context, stop context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, stopSignals...)
+	for _, s := range stopSignals {
+		// A signal the process was started with ignored (nohup's SIGHUP,
+		// a background job's SIGINT) stays ignored: Notify would undo that.
+		if !signal.Ignored(s) {
+			signal.Notify(ch, s)
+		}
+	}
 	go func() {
 		select {
 		case s := <-ch:

@@ -279,3 +279,41 @@ func testMulStopped(t *testing.T, sig syscall.Signal) {
 		t.Errorf("files beside the inputs and c.npy: %v", entries)
 	}
 }
+
+// TestNohup: a command started with SIGHUP ignored (nohup) keeps ignoring
+// it: signal.Notify would have turned it back on, and the command ended
+// with status 129 when the terminal closed.
+func TestNohup(t *testing.T) {
+	needGL(t)
+	c := &child{stdout: new(lockedBuffer), stderr: new(lockedBuffer), exited: make(chan error, 1)}
+	c.cmd = exec.Command("sh", "-c", `trap "" HUP; exec "$0" -test.run='^TestMultiplyCtrlC$'`, os.Args[0])
+	c.cmd.Env = append(os.Environ(), "GLMUL_TEST_CHILD=multiply")
+	c.cmd.Stdout, c.cmd.Stderr = c.stdout, c.stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.exited <- c.cmd.Wait() }()
+	deadline := time.After(60 * time.Second)
+	for !strings.Contains(c.stderr.String(), "(1/21)") {
+		select {
+		case err := <-c.exited:
+			t.Skipf("the child ended (%v) before its first run was reported: the device is too fast for this test", err)
+		case <-deadline:
+			c.cmd.Process.Kill()
+			t.Fatalf("no progress within 60 s:\n%s", c.stderr.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	c.cmd.Process.Signal(syscall.SIGHUP)
+	select {
+	case err := <-c.exited:
+		if err != nil {
+			t.Fatalf("SIGHUP under nohup ended the command: %v\n%s", err, c.stderr.String())
+		}
+		t.Skip("the command finished right after SIGHUP: too fast to tell")
+	case <-time.After(500 * time.Millisecond):
+	}
+	if !c.interrupt(t) {
+		t.Skip("the command finished before Ctrl-C")
+	}
+}

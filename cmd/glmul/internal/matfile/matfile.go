@@ -81,6 +81,13 @@ func Open(path string, o *ReadOptions) (Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	if format == ".npy" { // before opening: a FIFO's open waits for a writer
+		if fi, err := os.Stat(path); err == nil {
+			if err := checkNPYFile(fi, path); err != nil {
+				return nil, err
+			}
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

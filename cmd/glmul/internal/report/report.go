@@ -187,7 +187,7 @@ func (r *Run) writeSetup(p lineFunc) {
 	case r.SplitKAsked > 1 && t.Splits > 1 && t.Splits < r.SplitKAsked:
 		split += fmt.Sprintf(", not the %d -split-k asked: a slice holds at least one of the kernel's K steps", r.SplitKAsked)
 	case r.SplitKAsked > 1 && t.Splits <= 1:
-		split += fmt.Sprintf(", K not split though -split-k %d asked: a slice holds at least one of the kernel's K steps, and a paced pass or one in panels does not split", r.SplitKAsked)
+		split += fmt.Sprintf(", K not split though -split-k %d asked: a slice holds at least one of the kernel's K steps, and a paced pass does not split", r.SplitKAsked)
 	}
 	if t.EdgeKernel != "" {
 		split += fmt.Sprintf(", and %s in %d work groups over the strips past whole tiles", t.EdgeKernel, t.EdgeGroups)
