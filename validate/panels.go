@@ -3,6 +3,7 @@ package validate
 import (
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas/blas32"
 )
@@ -18,8 +19,8 @@ import (
 type Panels struct {
 	mode Mode
 	b    blas32.General
-	rows *Rows     // Freivalds' vectors, for Freivalds panels
-	full *FullRows // B in float64, made for the first full panel
+	rows *Rows                    // Freivalds' vectors, for Freivalds panels
+	full atomic.Pointer[FullRows] // B in float64, made for the first full panel
 	once sync.Once
 }
 
@@ -47,25 +48,26 @@ func (p *Panels) Check(a, c blas32.General, r0 int) {
 	case p.mode == Freivalds && finite(a):
 		p.rows.Check(a, c, r0)
 	default:
-		p.once.Do(func() { p.full = NewFullRows(p.b) })
-		p.full.Check(a, c, r0)
+		p.once.Do(func() { p.full.Store(NewFullRows(p.b)) })
+		p.full.Load().Check(a, c, r0)
 	}
 }
 
 // Result is the worst of the panels' checks so far: Freivalds', unless a
 // panel checked in full (rows with NaN or Inf) did worse.
 func (p *Panels) Result() Result {
+	full := p.full.Load() // Result may run beside Check
 	switch {
 	case p.mode == None:
 		return Result{Mode: None, OK: true}
-	case p.rows == nil && p.full == nil:
+	case p.rows == nil && full == nil:
 		return Result{Mode: p.mode, OK: true, Row: -1, Col: -1}
 	case p.rows == nil:
-		return p.full.Result()
+		return full.Result()
 	}
 	r := p.rows.Result()
-	if p.full != nil {
-		if f := p.full.Result(); f.WorstRatio > r.WorstRatio || !f.OK {
+	if full != nil {
+		if f := full.Result(); f.WorstRatio > r.WorstRatio || !f.OK {
 			r = f
 		}
 	}
