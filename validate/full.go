@@ -3,6 +3,7 @@ package validate
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
@@ -81,6 +82,25 @@ func (f *FullRows) Check(a, c blas32.General, r0 int) {
 		f.r.WorstRatio, f.r.Row, f.r.Col, f.r.Got, f.r.Want, f.r.Bound = worst.WorstRatio, worst.Row, worst.Col, worst.Got, worst.Want, worst.Bound
 	}
 }
+
+// lazyFull is a FullRows over b made at its first use (get), B in
+// float64 costing 16 bytes an element: the full check that Panels (panels
+// with NaN or Inf) and Rows (rows that overflowed) fall back on, one for
+// both.
+type lazyFull struct {
+	b    blas32.General
+	once sync.Once
+	p    atomic.Pointer[FullRows]
+}
+
+// get returns the FullRows, made on the first call.
+func (l *lazyFull) get() *FullRows {
+	l.once.Do(func() { l.p.Store(NewFullRows(l.b)) })
+	return l.p.Load()
+}
+
+// made returns the FullRows if get made it, else nil; safe beside get.
+func (l *lazyFull) made() *FullRows { return l.p.Load() }
 
 // Result is the check of every row Checked so far.
 func (f *FullRows) Result() Result {

@@ -2,8 +2,6 @@ package validate
 
 import (
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas/blas32"
 )
@@ -18,10 +16,8 @@ import (
 // Check and Result are safe for concurrent use.
 type Panels struct {
 	mode Mode
-	b    blas32.General
-	rows *Rows                    // Freivalds' vectors, for Freivalds panels
-	full atomic.Pointer[FullRows] // B in float64, made for the first full panel
-	once sync.Once
+	rows *Rows     // Freivalds' vectors, for Freivalds panels
+	full *lazyFull // B in float64 for panels checked in full: rows's own where there are rows
 }
 
 // NewPanels prepares the check of products by b (k×n) in mode Full,
@@ -34,9 +30,10 @@ func NewPanels(mode Mode, b blas32.General, rng *rand.Rand) *Panels {
 	if mode == Freivalds && !finite(b) {
 		mode = Full
 	}
-	p := &Panels{mode: mode, b: b}
+	p := &Panels{mode: mode, full: &lazyFull{b: b}}
 	if mode == Freivalds {
 		p.rows = NewRows(b, FreivaldsVectors, rng)
+		p.full = p.rows.full // one float64 B for its overflowed rows and the full panels
 	}
 	return p
 }
@@ -48,30 +45,24 @@ func (p *Panels) Check(a, c blas32.General, r0 int) {
 	case p.mode == Freivalds && finite(a):
 		p.rows.Check(a, c, r0)
 	default:
-		p.once.Do(func() { p.full.Store(NewFullRows(p.b)) })
-		p.full.Load().Check(a, c, r0)
+		p.full.get().Check(a, c, r0)
 	}
 }
 
-// Result is the worst of the panels' checks so far: Freivalds', unless a
-// panel checked in full (rows with NaN or Inf) did worse.
+// Result is the worst of the panels' checks so far: Freivalds', with the
+// rows and panels checked in full (NaN or Inf in them, or overflowed)
+// where they did worse (Rows.Result).
 func (p *Panels) Result() Result {
-	full := p.full.Load() // Result may run beside Check
-	switch {
+	switch full := p.full.made(); { // Result may run beside Check
 	case p.mode == None:
 		return Result{Mode: None, OK: true}
-	case p.rows == nil && full == nil:
+	case p.rows != nil:
+		return p.rows.Result()
+	case full == nil:
 		return Result{Mode: p.mode, OK: true, Row: -1, Col: -1}
-	case p.rows == nil:
+	default:
 		return full.Result()
 	}
-	r := p.rows.Result()
-	if full != nil {
-		if f := full.Result(); f.WorstRatio > r.WorstRatio || !f.OK {
-			r = f
-		}
-	}
-	return r
 }
 
 // finite reports whether every element of m is finite.

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas/blas32"
 )
@@ -31,12 +30,10 @@ type Rows struct {
 	// A row of C with a NaN or an Inf that float32 may have made by
 	// overflowing (mayOverflow: ‖aᵢ‖·maxCol, which bounds Σ|aᵢₖ||bₖⱼ| by
 	// Cauchy–Schwarz, above float32's largest value) is checked in full
-	// instead, by full over b, made for the first such row.
-	b      blas32.General
+	// instead, by full, made for the first such row.
 	maxCol float64 // the largest ‖B:,ⱼ‖₂
 	g      float64 // γ_k in float32, mayOverflow's slack
-	full   atomic.Pointer[FullRows]
-	once   sync.Once
+	full   *lazyFull
 	mu     sync.Mutex
 	r      Result
 }
@@ -50,7 +47,7 @@ func NewRows(b blas32.General, vectors int, rng *rand.Rand) *Rows {
 		scale: Lambda * Lambda * math.Sqrt(float64(k)) * u32, slack: gamma(k+n, u64),
 		r: Result{Mode: Freivalds, OK: true, Vectors: vectors, Row: -1, Col: -1}}
 	bNorm2 := columnNorms2(b)
-	f.b, f.g = b, gamma(k, u32)
+	f.full, f.g = &lazyFull{b: b}, gamma(k, u32)
 	for _, c2 := range bNorm2 {
 		f.maxCol = max(f.maxCol, math.Sqrt(c2))
 	}
@@ -197,8 +194,7 @@ func (f *Rows) rows(a, c blas32.General, lo, hi, r0 int) Result {
 		}
 		an, cn = math.Sqrt(an), math.Sqrt(cn)
 		if (math.IsNaN(cn) || math.IsInf(cn, 0)) && mayOverflow(an*f.maxCol, f.g) && f.fullAffordable() {
-			f.once.Do(func() { f.full.Store(NewFullRows(f.b)) })
-			f.full.Load().Check(blas32.General{Rows: 1, Cols: f.k, Stride: f.k, Data: arow},
+			f.full.get().Check(blas32.General{Rows: 1, Cols: f.k, Stride: f.k, Data: arow},
 				blas32.General{Rows: 1, Cols: f.n, Stride: f.n, Data: crow}, r0+i)
 			continue
 		}
@@ -255,7 +251,7 @@ func (f *Rows) Result() Result {
 	if r.Row < 0 { // nothing checked
 		r.WorstRatio = 0
 	}
-	if full := f.full.Load(); full != nil { // rows checked in full: the worse element of the two
+	if full := f.full.made(); full != nil { // rows checked in full: the worse element of the two
 		if fr := full.Result(); !fr.OK || fr.WorstRatio > r.WorstRatio {
 			r.OK, r.WorstRatio, r.Row, r.Col, r.Got, r.Want, r.Bound = r.OK && fr.OK, fr.WorstRatio, fr.Row, fr.Col, fr.Got, fr.Want, fr.Bound
 		}

@@ -108,6 +108,17 @@ func Check(path string) error {
 	return nil
 }
 
+// InPlace reports whether path is written in place, not replaced: a
+// device or a FIFO, or a link to one (see the package documentation).
+func InPlace(path string) bool {
+	t, err := resolve(path)
+	if err != nil {
+		return false
+	}
+	inPlace, err := t.classify()
+	return err == nil && inPlace
+}
+
 // dest is a path the caller gave and where its links lead.
 type dest struct {
 	path  string      // as the caller gave it

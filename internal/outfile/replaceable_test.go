@@ -130,3 +130,15 @@ func TestSizes(t *testing.T) {
 		}
 	}
 }
+
+func TestInPlace(t *testing.T) {
+	dir := t.TempDir()
+	file, link := filepath.Join(dir, "c.npy"), filepath.Join(dir, "null")
+	os.WriteFile(file, nil, 0o644)
+	os.Symlink("/dev/null", link)
+	for path, want := range map[string]bool{"/dev/null": true, link: true, file: false, filepath.Join(dir, "new.npy"): false, dir: false} {
+		if got := InPlace(path); got != want {
+			t.Errorf("InPlace(%s) = %v, want %v", path, got, want)
+		}
+	}
+}

@@ -36,7 +36,7 @@ func OutputFormat(path string) (string, error) {
 			return format, nil
 		}
 	}
-	if fi, serr := os.Stat(path); serr == nil && fi.Mode()&(os.ModeDevice|os.ModeCharDevice|os.ModeNamedPipe) != 0 {
+	if outfile.InPlace(path) {
 		return ".npy", nil
 	}
 	return "", fmt.Errorf("%w (a device or FIFO without either is written as .npy)", err)
@@ -82,10 +82,12 @@ func Open(path string, o *ReadOptions) (Source, error) {
 		return nil, err
 	}
 	if format == ".npy" { // before opening: a FIFO's open waits for a writer
-		if fi, err := os.Stat(path); err == nil {
-			if err := checkNPYFile(fi, path); err != nil {
-				return nil, err
-			}
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkNPYFile(fi, path); err != nil {
+			return nil, err
 		}
 	}
 	f, err := os.Open(path)
@@ -100,12 +102,8 @@ func Open(path string, o *ReadOptions) (Source, error) {
 		}
 		return s, nil
 	}
-	fi, err := f.Stat()
+	fi, err := f.Stat() // the size of the file opened
 	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := checkNPYFile(fi, path); err != nil {
 		f.Close()
 		return nil, err
 	}
