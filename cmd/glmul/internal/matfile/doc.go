@@ -1,7 +1,7 @@
 // Package matfile reads and writes users' matrices for glmul mul: NumPy
 // .npy files (float32 or float64, either byte order: dtype '<f4', '>f4',
-// '<f8' or '>f8'; C or Fortran order; rank 2), their headers through
-// github.com/sbinet/npyio, and MatrixMarket .mtx files
+// '<f8' or '>f8'; C or Fortran order; rank 2; format 1.0, 2.0 or 3.0),
+// and MatrixMarket .mtx files
 // (array or coordinate; real, integer or pattern; general or symmetric),
 // read into dense row-major float32 matrices. It is pure Go.
 //
@@ -42,9 +42,10 @@
 //
 // # Limits and output
 //
-// A .mtx file may ask for at most 2^28 dense elements. .npy headers are
-// read as NumPy writes them (format versions 1.0 and 2.0, numpy.save's
-// key order). Output is float32: .npy with dtype '<f4', C order; .mtx as
+// A .mtx file may ask for at most 2^28 dense elements. A .npy header is
+// read as np.load reads it, a Python dictionary literal with its keys in
+// any order and any spacing (npyheader.go says why not with npyio), of
+// at most 64 KiB. Output is float32: .npy with dtype '<f4', C order; .mtx as
 // "coordinate real general", listing every element, zeros included, row
 // by row ("i j v", 1-based, v the shortest decimal that reads back as the
 // same float32): a Sink writes rows in order, and MatrixMarket's "array"

@@ -118,7 +118,7 @@ func Open(path string, o *ReadOptions) (Source, error) {
 // checkNPYFile returns an error that says what path is where it is not a
 // .npy file's kind of file: a .npy is read with positioned reads, by
 // panels and more than once, which a FIFO or a device cannot give, and an
-// empty file holds no header (npyio said "EOF" of both).
+// empty file holds no header (reading one said only "EOF" of both).
 func checkNPYFile(fi os.FileInfo, path string) error {
 	switch m := fi.Mode(); {
 	case m.IsDir():

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sbinet/npyio/npy"
 	"gonum.org/v1/gonum/blas/blas32"
 )
 
@@ -24,22 +23,15 @@ func readNPY(ra io.ReaderAt, size int64, name string, o ReadOptions) (blas32.Gen
 }
 
 // readNPYLayout reads and checks the header of the .npy file in ra, of
-// size bytes; name is for messages.
-func readNPYLayout(ra io.ReaderAt, size int64, name string) (l npyLayout, err error) {
-	defer func() {
-		// npyio indexes a header it has not checked: a corrupt one panics.
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%s: not a valid .npy file (corrupt header)", name)
-		}
-	}()
+// size bytes; name is for messages. The data are read by
+// npySource.ReadRows.
+func readNPYLayout(ra io.ReaderAt, size int64, name string) (npyLayout, error) {
 	br := bufio.NewReader(io.NewSectionReader(ra, 0, size))
-	if err := checkNPYHeaderSize(br, size, name); err != nil {
-		return l, err
+	h, hdr, err := readNPYPrefix(br, size)
+	if err != nil {
+		return npyLayout{}, fmt.Errorf("%s: %w", name, err)
 	}
-	// npyio reads the header only (its binary.Read reads in full); the
-	// data are read by npySource.ReadRows, where a short read is an
-	// error: npyio's own data reader ignores io.EOF and leaves zeros.
-	return readNPYHeader(&countingReader{r: br}, size, name)
+	return checkNPYHeader(h, hdr, size, name)
 }
 
 // npyLayout is what a checked .npy header says of the data after it.
@@ -53,51 +45,30 @@ type npyLayout struct {
 	hdr        int64 // bytes before the data
 }
 
-// checkNPYHeaderSize returns an error if the header length a .npy file
-// announces runs past its size: npyio allocates the header's announced
-// length before checking it, so it is checked against the file first.
-func checkNPYHeaderSize(br *bufio.Reader, size int64, name string) error {
-	if pre, err := br.Peek(12); err == nil && string(pre[:6]) == "\x93NUMPY" {
-		hdr, at := int64(binary.LittleEndian.Uint16(pre[8:10])), int64(10)
-		if pre[6] >= 2 {
-			hdr, at = int64(binary.LittleEndian.Uint32(pre[8:12])), 12
-		}
-		if at+hdr > size {
-			return fmt.Errorf("%s: not a valid .npy file: its header announces %d bytes, the file holds %d", name, hdr, size)
-		}
-	}
-	return nil
-}
-
-// readNPYHeader reads the header through cr and checks it: a dtype glmul
-// reads, a rank-2 shape, not empty, and exactly as much data as the rest
-// of the file, of size bytes, holds.
-func readNPYHeader(cr *countingReader, size int64, name string) (npyLayout, error) {
-	nr, err := npy.NewReader(cr)
-	if err != nil {
-		return npyLayout{}, fmt.Errorf("%s: not a valid .npy file: %w", name, err)
-	}
-	d := nr.Header.Descr
+// checkNPYHeader checks a .npy file's header h, hdr bytes with the magic
+// and version: a dtype glmul reads, a rank-2 shape, not empty, and
+// exactly as much data as the rest of the file, of size bytes, holds.
+func checkNPYHeader(h npyDict, hdr, size int64, name string) (npyLayout, error) {
 	// The dtype first: its item size decides what the file's size means.
-	order, item, err := npyDtype(d.Type)
+	order, item, err := npyDtype(h.descr)
 	if err != nil {
 		return npyLayout{}, fmt.Errorf("%s: %w", name, err)
 	}
-	if len(d.Shape) != 2 {
-		return npyLayout{}, fmt.Errorf("%s: a %d-dimensional array (shape %v); glmul multiplies matrices: rank 2", name, len(d.Shape), d.Shape)
+	if len(h.shape) != 2 {
+		return npyLayout{}, fmt.Errorf("%s: a %d-dimensional array (shape %v); glmul multiplies matrices: rank 2", name, len(h.shape), h.shape)
 	}
-	rows, cols := d.Shape[0], d.Shape[1]
+	rows, cols := h.shape[0], h.shape[1]
 	if rows < 1 || cols < 1 {
 		return npyLayout{}, fmt.Errorf("%s: an empty %d×%d matrix", name, rows, cols)
 	}
 	if rows > 1<<40 || cols > 1<<40 || float64(rows)*float64(cols)*float64(item) > float64(size) {
-		return npyLayout{}, fmt.Errorf("%s: the header's shape %d×%d of %s is larger than the file (%d bytes)", name, rows, cols, d.Type, size)
+		return npyLayout{}, fmt.Errorf("%s: the header's shape %d×%d of %s is larger than the file (%d bytes)", name, rows, cols, h.descr, size)
 	}
 	n := int64(rows) * int64(cols)
-	if want := cr.n + n*int64(item); size != want {
-		return npyLayout{}, fmt.Errorf("%s: the header says %d×%d %s (%d bytes of data), the file holds %d", name, rows, cols, d.Type, n*int64(item), size-cr.n)
+	if want := hdr + n*int64(item); size != want {
+		return npyLayout{}, fmt.Errorf("%s: the header says %d×%d %s (%d bytes of data), the file holds %d", name, rows, cols, h.descr, n*int64(item), size-hdr)
 	}
-	return npyLayout{dtype: d.Type, fortran: d.Fortran, order: order, item: item, rows: rows, cols: cols, n: n, hdr: cr.n}, nil
+	return npyLayout{dtype: h.descr, fortran: h.fortran, order: order, item: item, rows: rows, cols: cols, n: n, hdr: hdr}, nil
 }
 
 // npyDtype returns the byte order and item size of the dtypes glmul reads:
@@ -149,17 +120,4 @@ func dtypeName(descr string) string {
 		return fmt.Sprintf("complex%d", 8*size)
 	}
 	return ""
-}
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-// Read reads from the underlying reader, counting what it reads.
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }

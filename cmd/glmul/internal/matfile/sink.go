@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 
 	"gonum.org/v1/gonum/blas/blas32"
 )
@@ -45,21 +44,6 @@ func NewSink(w io.Writer, path string, rows, cols int) (Sink, error) {
 	}
 	base.bw.Write(npyHeader(rows, cols))
 	return &npySink{sinkBase: base, direct: hostOrder == binary.LittleEndian}, nil
-}
-
-// npyHeader returns the header of a C-order '<f4' .npy array of
-// rows×cols, format version 1.0, as NumPy (before 1.23, which pads more)
-// writes it: a Python dict literal padded with spaces to a multiple of
-// 64 bytes. npyio writes 2-D arrays only from gonum's float64 mat.Dense,
-// so it is written here.
-func npyHeader(rows, cols int) []byte {
-	dict := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols)
-	// magic (6) + version (2) + length (2) + dict + '\n': a multiple of 64.
-	pad := (64 - (10+len(dict)+1)%64) % 64
-	dict += strings.Repeat(" ", pad) + "\n"
-	h := []byte("\x93NUMPY\x01\x00")
-	h = binary.LittleEndian.AppendUint16(h, uint16(len(dict)))
-	return append(h, dict...)
 }
 
 // sinkBase counts a Sink's rows and buffers its writes.
