@@ -45,7 +45,7 @@ PURE_PKGS := ./cpu/... ./validate/... ./shaders/... ./internal/... ./glcompute/t
 # (golang/go#75804, fixed in Go 1.27), which fails a duration run with
 # "context deadline exceeded" and no failing input on a loaded machine.
 FUZZTIME ?= 10s
-FUZZ_TARGETS := FuzzRead:./cmd/glmul/internal/matfile FuzzParseShape:./cmd/glmul FuzzLookup:./shaders FuzzLoad:./glcompute/tuning
+FUZZ_TARGETS := FuzzRead:./cmd/glmul/internal/matfile FuzzNPYHeaderDict:./cmd/glmul/internal/matfile FuzzParseShape:./cmd/glmul FuzzLookup:./shaders FuzzLoad:./glcompute/tuning
 
 .PHONY: all deps build run test test-drivers test-embed windows test-windows check-arm64 results vet fuzz clean
 
