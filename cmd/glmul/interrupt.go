@@ -21,8 +21,9 @@ import (
 // runs; the command prints (and tune saves) what it finished, removes any
 // output file it had begun, then exits with status 128 + the signal's
 // number (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP) through an
-// interruptedError (table's errInterrupted is one). A second signal ends
-// the process at once.
+// interruptedError (table's errInterrupted is one). A second signal
+// within repeatGrace of the first is the same interruption; one after it
+// ends the process at once.
 
 // interruptGrace is how long a command waits, after Ctrl-C, for its work
 // to reach a point where it stops before abandoning it: a single dispatch
@@ -76,9 +77,16 @@ func interruptedStatus(s os.Signal) int {
 	return 130
 }
 
+// repeatGrace is how long after the first stop signal a second one is
+// taken as the same interruption: timeout(1) sends its signal to the
+// command and then to its process group, a closed terminal's SIGHUP may
+// come with a SIGTERM, and a user presses Ctrl-C twice; only a signal
+// after it ends the process at once.
+const repeatGrace = time.Second
+
 // notifyInterrupt returns a context done at the first of stopSignals;
-// from then on a second one ends the process at once (its default
-// action). stop releases the signals.
+// a second one within repeatGrace is ignored, a later one ends the
+// process at once (its default action). stop releases the signals.
 func notifyInterrupt() (ctx context.Context, stop context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 1)
@@ -89,18 +97,35 @@ func notifyInterrupt() (ctx context.Context, stop context.CancelFunc) {
 			signal.Notify(ch, s)
 		}
 	}
+	quit := make(chan struct{})
 	go func() {
 		select {
 		case s := <-ch:
 			stopped.Store(s)
-			signal.Stop(ch) // a second signal ends the process at once
 			cancel()
-		case <-ctx.Done():
+		case <-quit:
+			return
+		}
+		grace := time.NewTimer(repeatGrace)
+		defer grace.Stop()
+		for {
+			select {
+			case <-ch: // the same interruption
+			case <-grace.C:
+				signal.Stop(ch) // a signal from now on ends the process at once
+				return
+			case <-quit:
+				return
+			}
 		}
 	}()
+	var once sync.Once
 	return ctx, func() {
-		signal.Stop(ch)
-		cancel()
+		once.Do(func() {
+			signal.Stop(ch)
+			close(quit)
+			cancel()
+		})
 	}
 }
 

@@ -106,8 +106,19 @@ func (c *child) interrupt(t *testing.T) bool {
 // SIGHUP): the status is then 128 + its number.
 func (c *child) stop(t *testing.T, sig syscall.Signal) bool {
 	t.Helper()
+	return c.stopTwice(t, sig, 0)
+}
+
+// stopTwice is stop with the signal sent again after again (if not 0), as
+// timeout(1) sends it to the command and then to its process group.
+func (c *child) stopTwice(t *testing.T, sig syscall.Signal, again time.Duration) bool {
+	t.Helper()
 	sent := time.Now()
 	c.cmd.Process.Signal(sig)
+	if again > 0 {
+		time.Sleep(again)
+		c.cmd.Process.Signal(sig)
+	}
 	var err error
 	select {
 	case err = <-c.exited:
@@ -130,23 +141,29 @@ func (c *child) stop(t *testing.T, sig syscall.Signal) bool {
 }
 
 // TestBenchCtrlC interrupts glmul bench inside the second shape's first
-// dispatch: the first shape's row must be printed, in CSV.
+// dispatch: the first shape's row must be printed, in CSV; also when the
+// signal comes twice, 3 ms apart, as timeout(1) sends it (the second once
+// ended the process before it printed anything).
 func TestBenchCtrlC(t *testing.T) {
 	if os.Getenv("GLMUL_TEST_CHILD") == "bench" {
 		os.Exit(exitCode(run([]string{"bench", "-shapes", "64,512", "-kernels", "tiled32", "-reps", "3", "-backend", "egl", "-format", "csv"}, os.Stdout, os.Stderr), os.Stderr))
 	}
 	needGL(t)
-	c := startChild(t, "TestBenchCtrlC", "bench", "bench 64x64x64 tiled32:")
-	time.Sleep(time.Second) // into 512³'s warm-up dispatch (about 2 s on llvmpipe)
-	if !c.interrupt(t) {
-		t.Skip("the device finished 512³ before Ctrl-C; the test needs a slow one (llvmpipe in CI)")
-	}
-	out := c.stdout.String()
-	if !strings.HasPrefix(out, "m,k,n,kernel,") || !strings.Contains(out, "\n64,64,64,tiled32,tiled32,") || strings.Contains(out, "\n512,") {
-		t.Fatalf("stdout should hold the CSV row of 64³ and not 512³:\n%s", out)
-	}
-	if !strings.Contains(c.stderr.String(), "glmul: interrupted by Ctrl-C: the rows above are the 1 of 2 products that finished\n") {
-		t.Errorf("stderr:\n%s", c.stderr.String())
+	for _, again := range []time.Duration{0, 3 * time.Millisecond} {
+		t.Run(fmt.Sprintf("again=%v", again), func(t *testing.T) {
+			c := startChild(t, "TestBenchCtrlC", "bench", "bench 64x64x64 tiled32:")
+			time.Sleep(time.Second) // into 512³'s warm-up dispatch (about 2 s on llvmpipe)
+			if !c.stopTwice(t, syscall.SIGINT, again) {
+				t.Skip("the device finished 512³ before Ctrl-C; the test needs a slow one (llvmpipe in CI)")
+			}
+			out := c.stdout.String()
+			if !strings.HasPrefix(out, "m,k,n,kernel,") || !strings.Contains(out, "\n64,64,64,tiled32,tiled32,") || strings.Contains(out, "\n512,") {
+				t.Fatalf("stdout should hold the CSV row of 64³ and not 512³:\n%s", out)
+			}
+			if !strings.Contains(c.stderr.String(), "glmul: interrupted by Ctrl-C: the rows above are the 1 of 2 products that finished\n") {
+				t.Errorf("stderr:\n%s", c.stderr.String())
+			}
+		})
 	}
 }
 
