@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -134,6 +135,9 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	m := &tableMeasurer{dev: d, ctx: ctx, stderr: stderr, progress: f.progress, reps: f.reps}
 	var measureErr error
 	t.Rows, measureErr, h.abandoned = m.measure(f.sizes, f.kernels, f.cpuMax)
+	if w, ok := m.warmup.Load().(string); ok {
+		t.Warmup = w
+	}
 	t.Interrupted = errors.Is(measureErr, errInterrupted)
 	if len(t.Rows) > 0 {
 		if err := writeTable(t, stdout, stderr, f.format, f.plots); err != nil {
@@ -199,6 +203,7 @@ type tableMeasurer struct {
 	progress string
 	reps     int
 	done     finished[table.Row] // the rows measured so far
+	warmup   atomic.Value        // string: the first product's warm-up rule
 }
 
 // measure measures a row per size, stopping at the first error. It runs
@@ -258,6 +263,7 @@ func (m *tableMeasurer) row(n int, kernels []string, cpuMax int, seed uint64) (t
 			return r, err
 		}
 		mean := measure.Mean(res.Times)
+		m.warmup.CompareAndSwap(nil, res.Timings.WarmupRule)
 		r.GPU = append(r.GPU, table.GPUResult{
 			Kernel: k, Spec: res.Kernel, MeanMS: table.MS(mean), MedianMS: table.MS(measure.Median(res.Times)),
 			GFLOPS: table.GFLOPS(n, table.MS(mean)), EndToEndMS: table.MS(res.EndToEnd()),

@@ -33,7 +33,7 @@ func TestTableCSV(t *testing.T) {
 		col[h] = i
 	}
 	for _, h := range []string{"N", "CPU naive ms", "CPU naive GFLOPS", "CPU gonum GFLOPS", "tiled32 ms (mean)", "tiled32 ms (median)",
-		"tiled32 GFLOPS", "tiled32 end-to-end ms", "speed-up vs naive", "speed-up vs gonum", "paper GPU GFLOPS", "GPU GFLOPS / paper"} {
+		"tiled32 GFLOPS", "tiled32 end-to-end ms", "speed-up vs naive", "speed-up vs gonum", "paper GPU GFLOPS", "tiled32 GFLOPS / paper"} {
 		if _, ok := col[h]; !ok {
 			t.Fatalf("no column %q in %v", h, recs[0])
 		}
@@ -105,6 +105,10 @@ func TestTablePlots(t *testing.T) {
 	code, stdout, stderr = glmul("table", "-from", saved, "-format", "markdown", "-compare", "paper", "-plot", filepath.Join(dir, "a.png")+","+filepath.Join(dir, "a.svg"))
 	if code != 0 || !strings.Contains(stdout, "| 64 |") || !strings.Contains(stdout, "paper GPU GFLOPS") {
 		t.Fatalf("-from: exit %d %s\n%s", code, stderr, stdout)
+	}
+	// The saved table's own warm-up rule (llvmpipe's, here), not a fixed text.
+	if !strings.Contains(stdout, "after a warm-up: at least 0.5 s (idle 0.5 s or more before, or Ramp), then until steady.") {
+		t.Errorf("-from: the date line lacks the measured warm-up rule:\n%s", stdout)
 	}
 	for _, f := range []string{"a.png", "a.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {

@@ -83,6 +83,16 @@ type Paper struct {
 	Speedup                        float64
 }
 
+// CPUGFLOPSFromTime is the paper's CPU rate by its own equation (2) from
+// its CPU time: half the published CPU GFLOPS, on every row (the CSV's
+// note), so glmul compares its own figures, all from times, with these.
+func (p Paper) CPUGFLOPSFromTime() float64 { return GFLOPS(p.N, p.CPUms) }
+
+// SpeedupFromTimes is the paper's CPU time over its GPU time: twice the
+// published speed-up, which is a ratio of GFLOPS and carries the CPU
+// column's factor (417 at 4096, published 208).
+func (p Paper) SpeedupFromTimes() float64 { return p.CPUms / p.GPUms }
+
 //go:embed paper_table1.csv
 var paperCSV []byte
 
@@ -130,7 +140,11 @@ type Table struct {
 	Command string    `json:"command"` // the command line that made it
 	When    time.Time `json:"when"`
 	Reps    int       `json:"reps"`
-	Rows    []Row     `json:"rows"`
+	// Warmup is the rule that ended the GPU runs' warm-up
+	// (measure.Timings.WarmupRule), as the measuring glmul applied it;
+	// tables saved before 2026-11-28 lack it.
+	Warmup string `json:"warmup,omitempty"`
+	Rows   []Row  `json:"rows"`
 	// ComparePaper adds the published numbers and our ratios to them.
 	ComparePaper bool `json:"compare_paper"`
 	// Interrupted is set when the run was stopped before every size.
@@ -147,8 +161,10 @@ func (t *Table) columns() (header []string, cells [][]string) {
 	for _, k := range kernels {
 		header = append(header, k+" ms (mean)", k+" ms (median)", k+" GFLOPS", k+" end-to-end ms", "speed-up vs naive", "speed-up vs gonum")
 	}
+	cmp := t.paperKernel()
 	if t.ComparePaper {
-		header = append(header, "paper CPU GFLOPS", "paper GPU GFLOPS", "paper speed-up", "GPU GFLOPS / paper", "speed-up / paper")
+		header = append(header, "paper CPU GFLOPS (its times)", "paper GPU GFLOPS", "paper speed-up (its times)",
+			cmp+" GFLOPS / paper", cmp+" speed-up / paper")
 	}
 	for _, r := range t.Rows {
 		row := []string{strconv.Itoa(r.N)}
@@ -175,21 +191,38 @@ func (t *Table) columns() (header []string, cells [][]string) {
 			row = append(row, num(g.MeanMS), num(g.MedianMS), gf, num(g.EndToEndMS), sn, num(r.SpeedupGonum(g)))
 		}
 		if t.ComparePaper {
+			// The paper's CPU rate and speed-up from its times, as glmul's
+			// own are: its published ones carry a factor of 2 (the CSV's note).
 			p, ok := PaperAt(r.N)
-			if !ok || len(r.GPU) == 0 {
+			g, has := r.gpu(cmp)
+			if !ok || !has {
 				row = append(row, "", "", "", "", "")
 			} else {
-				g := r.GPU[0]
 				su := ""
 				if r.CPUSkipped == "" {
-					su = num(r.SpeedupNaive(g) / p.Speedup)
+					su = num(r.SpeedupNaive(g) / p.SpeedupFromTimes())
 				}
-				row = append(row, num(p.CPUGFLOPS), num(p.GPUGF), num(p.Speedup), num(g.GFLOPS/p.GPUGF), su)
+				row = append(row, num(p.CPUGFLOPSFromTime()), num(p.GPUGF), num(p.SpeedupFromTimes()), num(g.GFLOPS/p.GPUGF), su)
 			}
 		}
 		cells = append(cells, row)
 	}
 	return header, cells
+}
+
+// paperKernel is the kernel compared with the paper's: its own, tiled32,
+// where the table has it, else the first.
+func (t *Table) paperKernel() string {
+	ks := t.kernels()
+	for _, k := range ks {
+		if k == "tiled32" {
+			return k
+		}
+	}
+	if len(ks) == 0 {
+		return ""
+	}
+	return ks[0]
 }
 
 // kernels lists the kernels in the order of the first row that has them.
@@ -234,6 +267,15 @@ func num(x float64) string {
 	return strconv.FormatFloat(x, 'g', 3, 64)
 }
 
+// warmup says how the GPU runs were warmed up, from the table itself:
+// a table re-rendered with -from keeps its own rule.
+func (t *Table) warmup() string {
+	if t.Warmup == "" {
+		return "its rule is not recorded in this table"
+	}
+	return t.Warmup
+}
+
 // Write formats the table in one of Formats.
 func (t *Table) Write(w io.Writer, format report.Format) error {
 	header, cells := t.columns()
@@ -241,7 +283,7 @@ func (t *Table) Write(w io.Writer, format report.Format) error {
 		Preamble: [][2]string{{"device", t.Device}, {"CPU", t.CPU}}}
 	if format == report.Markdown {
 		out.Preamble = append(out.Preamble, [2]string{"command", "`" + t.Command + "`"},
-			[2]string{"date", fmt.Sprintf("%s; GPU times: mean of %d runs after a warm-up of at least 0.5 s, then until steady (no batch started after 0.8 s).", t.When.Format("2006-01-02"), t.Reps)})
+			[2]string{"date", fmt.Sprintf("%s; GPU times: mean of %d runs after a warm-up: %s.", t.When.Format("2006-01-02"), t.Reps, t.warmup())})
 	}
 	if t.Interrupted {
 		out.Notes = []string{"interrupted: sizes after the last row were not measured"}

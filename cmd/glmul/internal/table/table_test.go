@@ -45,6 +45,16 @@ func TestPaperTranscription(t *testing.T) {
 	if len(rows) != 6 || rows[0].N != 128 || rows[5].N != 4096 || rows[5].GPUGF != 75.05 || rows[5].Speedup != 208 {
 		t.Fatalf("paper rows %+v", rows)
 	}
+	// The CPU columns from the times are half the published ones, the
+	// speed-ups from the times twice (the CSV's note): 417 at 4096.
+	for _, p := range rows {
+		if r := p.CPUGFLOPSFromTime() / p.CPUGFLOPS; r < 0.48 || r > 0.52 {
+			t.Errorf("N=%d: CPU %.3f GFLOPS from the time, %.2f published", p.N, p.CPUGFLOPSFromTime(), p.CPUGFLOPS)
+		}
+	}
+	if s := rows[5].SpeedupFromTimes(); s < 416 || s > 418 {
+		t.Errorf("speed-up at 4096 from the times %.1f, want 417", s)
+	}
 	// The GPU columns agree with the paper's equation (2) to the printed digits.
 	for _, p := range rows {
 		if g := GFLOPS(p.N, p.GPUms); g/p.GPUGF < 0.98 || g/p.GPUGF > 1.02 {
@@ -64,13 +74,30 @@ func TestFormats(t *testing.T) {
 		t.Fatalf("CSV: %v, %d records", err, len(recs))
 	}
 	head := strings.Join(recs[0], ",")
-	for _, col := range []string{"CPU naive ms", "CPU gonum GFLOPS", "tiled32 GFLOPS", "tiled32 end-to-end ms", "speed-up vs naive", "paper GPU GFLOPS", "GPU GFLOPS / paper"} {
+	for _, col := range []string{"CPU naive ms", "CPU gonum GFLOPS", "tiled32 GFLOPS", "tiled32 end-to-end ms", "speed-up vs naive", "paper GPU GFLOPS", "tiled32 GFLOPS / paper"} {
 		if !strings.Contains(head, col) {
 			t.Errorf("CSV header lacks %q: %s", col, head)
 		}
 	}
 	if recs[4][1] != "skipped" || recs[1][0] != "128" {
 		t.Errorf("rows: %v / %v", recs[1], recs[4])
+	}
+	// The comparison with the paper is like for like: tiled32 against
+	// the paper's tiled kernel, speed-ups from times on both sides. At 128 the example's tiled32 runs 100× its naive loop;
+	// the paper's times give 2.35 / 0.31 = 7.58×.
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	ci, si := col["tiled32 GFLOPS / paper"], col["tiled32 speed-up / paper"]
+	if ci == 0 || si == 0 || col["paper speed-up (its times)"] == 0 {
+		t.Fatalf("CSV header lacks the paper's comparison columns for tiled32: %s", head)
+	}
+	if got := recs[1][col["paper speed-up (its times)"]]; got != "7.58" {
+		t.Errorf("paper speed-up at 128 %s, want 7.58 (its times)", got)
+	}
+	if got := recs[1][si]; got != "13.19" {
+		t.Errorf("tiled32 speed-up / paper at 128: %s, want 100 / 7.58 = 13.19", got)
 	}
 	b.Reset()
 	tb.Write(&b, report.JSON)
@@ -143,5 +170,24 @@ func abs(x int) int {
 func TestZeroTimeIsUnknown(t *testing.T) {
 	if num(0) != "—" || num(0.5) != "0.5" || num(12.345) != "12.35" {
 		t.Errorf("num(0) %q, num(0.5) %q, num(12.345) %q", num(0), num(0.5), num(12.345))
+	}
+}
+
+// A table says the warm-up rule it was measured with, not today's: -from
+// re-renders saved tables, and one saved without a rule says so.
+func TestWarmupRecorded(t *testing.T) {
+	tb := example()
+	for _, c := range []struct{ rule, want string }{
+		{"at least 0.3 s", "mean of 10 runs after a warm-up: at least 0.3 s."},
+		{"", "after a warm-up: its rule is not recorded in this table."},
+	} {
+		tb.Warmup = c.rule
+		var b bytes.Buffer
+		if err := tb.Write(&b, report.Markdown); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("rule %q: markdown lacks %q:\n%s", c.rule, c.want, b.String()[:300])
+		}
 	}
 }
