@@ -148,3 +148,17 @@ func TestSplitKAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestNoOverlapSum: a pipelined pass no shorter than its stages names
+// their sum (upload, a run, readback), not its own time, which once
+// stood in the parentheses (45.37 ms where the stages added to 43.67).
+func TestNoOverlapSum(t *testing.T) {
+	r := Run{M: 512, K: 512, N: 512, Kernel: "fast", Timings: Timings{Runs: 3, Steps: 4},
+		Summary: Summary{TimingSource: "wall", KernelMeanMS: 20, KernelMedMS: 20, KernelMinMS: 20, WallMeanMS: 20,
+			UploadMS: 10, ReadbackMS: 13.67, EndToEndMS: 45.37}}
+	var b bytes.Buffer
+	r.Write(&b, Text)
+	if !strings.Contains(b.String(), "no shorter than the stages above one after another (43.67 ms)") {
+		t.Errorf("the pipelined line should name the stages' 43.67 ms:\n%s", b.String())
+	}
+}
