@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/glmul/glmul/cmd/glmul/internal/sweep"
@@ -253,7 +255,21 @@ func TestTuneShowFormats(t *testing.T) {
 			t.Errorf("tune -show -format %s: %s\n%s%s", tc.format, wrong, stdout, stderr)
 		}
 	}
+	// A write that fails (a full disk) is an error, as every command's
+	// is: the text once ended with status 0.
+	for _, format := range []string{"text", "json"} {
+		var errb bytes.Buffer
+		code := exitCode(run([]string{"tune", "-show", "-backend", "egl", "-format", format}, failingWriter{}, &errb), &errb)
+		if code != 1 || !strings.Contains(errb.String(), "no space left") {
+			t.Errorf("tune -show -format %s to a full disk: exit %d, %q", format, code, errb.String())
+		}
+	}
 }
+
+// failingWriter fails every write, as a full disk does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
 
 // TestBenchTextAligned: bench's text table keeps its columns aligned
 // when a product is skipped (issue 23, item 8): the reason goes on a line

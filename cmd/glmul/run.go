@@ -252,6 +252,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return runMul(args[1:], stdout, stderr)
 		case "devices":
 			return runDevices(args[1:], stdout, stderr)
+		case "help":
+			return run([]string{"-h"}, stdout, stderr)
 		}
 	}
 	var o options
@@ -261,6 +263,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	fs.Visit(func(f *flag.Flag) { o.nSet = o.nSet || f.Name == "n" })
 	if fs.NArg() > 0 {
+		if a := fs.Arg(0); fs.NFlag() == 0 && a != "" && !strings.HasPrefix(a, "-") && strings.Trim(a, "0123456789x") != "" {
+			return usagef("unknown command %q: glmul's commands are mul, bench, tune, table, devices and help", a)
+		}
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if o.version {

@@ -62,6 +62,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-n", "4", "-kernel", "fastest"}, "unknown kernel"},
 		{[]string{"-n", "4", "-kernel", "fast:128x128x6_8x8"}, "multiples of 4"},
 		{[]string{"-n", "4", "extra"}, `unexpected argument "extra"`},
+		{[]string{"tabel"}, `unknown command "tabel": glmul's commands are mul, bench, tune, table, devices and help`},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"-n", "8", "-reps", "2000000000000"}, "-reps must be 1 to 1000000"},
 		{[]string{"-shape", "9999999999999999999x1x1"}, "too large for a dimension"},

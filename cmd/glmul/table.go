@@ -26,7 +26,7 @@ import (
 
 // errInterrupted ends a table stopped by Ctrl-C after printing what was
 // measured.
-var errInterrupted = interruptedError{"the table above holds the sizes measured before Ctrl-C"}
+var errInterrupted = interruptedError{"the table above holds the sizes measured before it"}
 
 // tableFlags are glmul table's flags, checked.
 type tableFlags struct {

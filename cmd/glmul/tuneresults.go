@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -167,9 +168,12 @@ func showTuning(dev *deviceFlags, path string, stdout io.Writer, format report.F
 		defer d.Release()
 		return (&report.Table{JSON: newShowJSON(path, cache, d.Info())}).Write(stdout, report.JSON)
 	}
-	fmt.Fprintf(stdout, "cache    %s (%d entries)\n", path, len(cache.Entries))
+	// Printed whole once the device is open, so that a write error
+	// (a full disk, a closed pipe) is returned, as every command's is.
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "cache    %s (%d entries)\n", path, len(cache.Entries))
 	for _, e := range cache.Entries {
-		fmt.Fprintf(stdout, "  %s | %s | %s, %s: %s, %.1f GFLOPS at n=%d, %s\n", e.Vendor, e.Renderer, e.Version, e.Class, e.Kernel, e.GFLOPS, e.N, e.When.Format("2006-01-02"))
+		fmt.Fprintf(&out, "  %s | %s | %s, %s: %s, %.1f GFLOPS at n=%d, %s\n", e.Vendor, e.Renderer, e.Version, e.Class, e.Kernel, e.GFLOPS, e.N, e.When.Format("2006-01-02"))
 	}
 	d, err := dev.open()
 	if err != nil {
@@ -177,14 +181,15 @@ func showTuning(dev *deviceFlags, path string, stdout io.Writer, format report.F
 	}
 	defer d.Release()
 	i := d.Info()
-	fmt.Fprintf(stdout, "device   %s | %s | %s\n", i.Vendor, i.Renderer, i.API())
-	fmt.Fprintf(stdout, "uses     %s: %s\n", i.DefaultKernel, i.DefaultKernelSource)
+	fmt.Fprintf(&out, "device   %s | %s | %s\n", i.Vendor, i.Renderer, i.API())
+	fmt.Fprintf(&out, "uses     %s: %s\n", i.DefaultKernel, i.DefaultKernelSource)
 	for _, c := range tuning.Classes {
 		if k, ok := i.ClassKernels[string(c)]; ok {
-			fmt.Fprintf(stdout, "uses     %s for %s products (tuned by glmul tune)\n", k, c)
+			fmt.Fprintf(&out, "uses     %s for %s products (tuned by glmul tune)\n", k, c)
 		}
 	}
-	return nil
+	_, err = stdout.Write(out.Bytes())
+	return err
 }
 
 // showJSON is glmul tune -show -format json: the cache, the device, and
