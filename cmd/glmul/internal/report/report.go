@@ -235,7 +235,7 @@ func (r *Run) writeCompute(p lineFunc) {
 	case t.Overlapping && s.TimingSource == "wall":
 		p("compute", "%8.2f ms: the dispatch calls' wall time, summed (%s)", s.KernelMeanMS, noTimer(i.Version))
 	case t.Overlapping:
-		p("compute", "%8.2f ms: the GPU's time with the steps' dispatches in flight (GL timestamps around each step; time two steps share counts once)", s.KernelMeanMS)
+		p("compute", "%8.2f ms: the GPU's time with the steps' dispatches in flight (GL timestamps around each step; time two steps share counts once); %s", s.KernelMeanMS, onePass(t))
 	default:
 		warm := "without warm-up"
 		if r.Warmup > 0 {
@@ -264,7 +264,11 @@ func (r *Run) writeRates(p lineFunc) {
 	default:
 		p("pipelined", "%8.2f ms end to end in one step (too few rows of tiles to pipeline)", s.EndToEndMS)
 	}
-	if s.KernelMeanMS > 0 {
+	if s.KernelMeanMS > 0 && t.Overlapping {
+		// One pass in panels: its rate, no mean or median of runs.
+		p("GFLOPS", "%s kernel (one pass); %s end to end (pipelined, host memory to host memory)",
+			FormatGFLOPS(s.GFLOPSMean), FormatGFLOPS(s.GFLOPSEndToEnd))
+	} else if s.KernelMeanMS > 0 {
 		med := FormatGFLOPS(s.GFLOPSMedian)
 		if s.KernelMedMS == 0 {
 			med = "unknown" // most runs shorter than the clock's step
@@ -293,6 +297,15 @@ func noTimer(version string) string {
 		return "OpenGL ES has no GL timer"
 	}
 	return "this driver's GL timer gave no plausible times (llvmpipe's read ≈0)"
+}
+
+// onePass says that a product measured within its pipelined pass ran
+// once: in panels, whatever -reps asked.
+func onePass(t Timings) string {
+	if t.Panels != "" {
+		return "one pass: -reps is not used in panels"
+	}
+	return "one pass"
 }
 
 // errWriter keeps the first write error (a full disk, a closed pipe), so

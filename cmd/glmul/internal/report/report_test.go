@@ -162,3 +162,21 @@ func TestNoOverlapSum(t *testing.T) {
 		t.Errorf("the pipelined line should name the stages' 43.67 ms:\n%s", b.String())
 	}
 }
+
+// TestOnePass: a product measured within its pass in panels ran once:
+// its rate is one pass's, not a mean and median of -reps runs.
+func TestOnePass(t *testing.T) {
+	r := Run{M: 512, K: 512, N: 512, Kernel: "fast", Timings: Timings{Runs: 1, Steps: 16, Overlapping: true, Panels: "8×2 panels of 64×256"},
+		Summary: Summary{TimingSource: "gl-timer", KernelMeanMS: 12.3, KernelMedMS: 12.3, KernelMinMS: 12.3, EndToEndMS: 18.5, GFLOPSMean: 21.8, GFLOPSMedian: 21.8, GFLOPSEndToEnd: 14.5}}
+	var b bytes.Buffer
+	r.Write(&b, Text)
+	out := b.String()
+	for _, w := range []string{"one pass: -reps is not used in panels", "GFLOPS     21.80 kernel (one pass); 14.50 end to end"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "(mean)") {
+		t.Errorf("a mean of one pass:\n%s", out)
+	}
+}
