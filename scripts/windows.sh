@@ -61,8 +61,11 @@ test_windows() {
 	# then, every test before the crash passing: twice in about a dozen CI
 	# runs (2026-11-27), in different tests (exit status 5 at
 	# TestWaveSplitBands, which skips under Wine; then "wine: Unhandled
-	# page fault on execute access" at TestBLASOnCPUDriver), never in the
-	# next run. A run that ends in that crash, and only such a run (no
+	# page fault on execute access" at TestBLASOnCPUDriver), not in the
+	# next run; on 2026-11-28, with other work loading the machine's 2
+	# cores, in a run and in the run after it (at the same address,
+	# 0x259D937EA, in different tests), so that CI failed once; alone on
+	# the machine, never. A run that ends in that crash, and only such a run (no
 	# failed test, no Go panic), is run once more, saying so; a crash that
 	# comes back fails.
 	local tries=0 rc
@@ -91,9 +94,26 @@ test_windows() {
 	echo "ok   glcompute   $(grep -c -- '--- PASS' "$tmp/glcompute.log") passed $(grep -c -- '--- SKIP' "$tmp/glcompute.log") skipped"
 	grep -E -- '--- SKIP' "$tmp/glcompute.log" | sed 's/^ *//' | sort | uniq -c | sed 's/^/     /' | head -20
 	echo "== glmul.exe -n 64"
-	wine_run . "$tmp/glmul.exe" -n 64 2>&1 | grep -v '^X connection'
+	exe_run "$tmp/glmul.exe" -n 64
 	echo "== glmul.exe table -sizes 32,64"
-	wine_run . "$tmp/glmul.exe" table -sizes 32,64 -format markdown 2>&1 | grep -v '^X connection'
+	exe_run "$tmp/glmul.exe" table -sizes 32,64 -format markdown
+}
+
+exe_run() { # exe_run PROGRAM ARGS...: wine_run, once more after the crash above
+	# The crash described in test_windows came to glmul.exe -n 64 too, after
+	# its report (2026-11-28, once in four runs while other work loaded the
+	# machine's 2 cores, at the same address each time: 0x259D937EA); run
+	# once more in that case only, saying so.
+	local out rc=0
+	out=$(wine_run . "$@" 2>&1) || rc=$?
+	if [ "$rc" -ne 0 ] && grep -q 'Unhandled page fault' <<<"$out"; then
+		grep 'Unhandled page fault' <<<"$out" | head -1
+		echo "windows: $(basename "$1") crashed under Wine (exit status $rc); running it once more"
+		rc=0
+		out=$(wine_run . "$@" 2>&1) || rc=$?
+	fi
+	grep -v '^X connection' <<<"$out" || true
+	return "$rc"
 }
 
 case "${1:-}" in
