@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // A .npy file's header, read and written here.
@@ -42,6 +43,9 @@ func readNPYPrefix(br *bufio.Reader, size int64) (npyDict, int64, error) {
 		return npyDict{}, 0, fmt.Errorf("not a valid .npy file (no \\x93NUMPY magic)")
 	}
 	major, minor := pre[6], pre[7]
+	if minor != 0 {
+		return npyDict{}, 0, fmt.Errorf("not a valid .npy file: its format is %d.%d (NumPy writes 1.0, 2.0 and 3.0)", major, minor)
+	}
 	var hlen, at int64
 	switch major {
 	case 1:
@@ -70,8 +74,11 @@ func readNPYPrefix(br *bufio.Reader, size int64) (npyDict, int64, error) {
 		return npyDict{}, 0, fmt.Errorf("not a valid .npy file: reading its header: %w", err)
 	}
 	// Formats 1.0 and 2.0 hold latin-1 text, 3.0 UTF-8; the keys and
-	// values glmul reads are ASCII in both, and anything else is refused
-	// by the parser as a character it does not expect.
+	// values glmul reads are ASCII in both. Other bytes pass in comments
+	// and strings; in 3.0 they must be UTF-8, as for np.load.
+	if major == 3 && !utf8.Valid(buf[at:]) {
+		return npyDict{}, 0, fmt.Errorf("not a valid .npy file: its format 3.0 header is not UTF-8")
+	}
 	h, err := npyHeaderDict(string(buf[at:]), major < 3)
 	if err != nil {
 		return npyDict{}, 0, fmt.Errorf("not a valid .npy file: its header %w", err)
@@ -159,10 +166,12 @@ func (p *pyLiteral) errorf(format string, args ...any) error {
 func (p *pyLiteral) skip() {
 	for p.i < len(p.s) {
 		switch {
-		case strings.IndexByte(" \t\n\r\f\v", p.s[p.i]) >= 0:
+		case strings.IndexByte(" \t\n\r\f", p.s[p.i]) >= 0:
 			p.i++
 		case p.s[p.i] == '#':
-			if j := strings.IndexByte(p.s[p.i:], '\n'); j >= 0 {
+			// A comment ends at a line's end: \n or \r, as in Python (a
+			// key after "#...\r" counts).
+			if j := strings.IndexAny(p.s[p.i:], "\r\n"); j >= 0 {
 				p.i += j
 			} else {
 				p.i = len(p.s)
@@ -204,7 +213,7 @@ func (p *pyLiteral) str() (string, error) {
 		case c == q:
 			p.i = j + 1
 			return b.String(), nil
-		case c == '\n':
+		case c == '\n' || c == '\r':
 			return "", p.errorf("has a string that ends at a line's end")
 		case c == '\\' && j+1 < len(p.s) && strings.IndexByte("\\'\"", p.s[j+1]) >= 0:
 			j++
