@@ -57,9 +57,9 @@ type benchFlags struct {
 	progress string
 }
 
-func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
+func parseBench(args []string, help io.Writer) (*benchFlags, error) {
 	fs := newCommand("glmul bench", `glmul bench measures each kernel on a list of shapes, validating every product.
-On Mesa llvmpipe choose small -shapes: the defaults run for hours there.`, []string{"[flags]"}, stderr)
+On Mesa llvmpipe choose small -shapes: the defaults run for hours there.`, []string{"[flags]"}, help)
 	f := &benchFlags{}
 	f.dev.register(fs)
 	shapes := fs.String("shapes", defaultBenchShapes, "comma-separated `list` of N (square) or MxKxN")
@@ -135,7 +135,7 @@ func parseKernels(flag, list string) ([]string, error) {
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	f, err := parseBench(args, stderr)
+	f, err := parseBench(args, stdout)
 	if err != nil {
 		return err
 	}
@@ -257,9 +257,16 @@ func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []b
 	if format == report.CSV {
 		t.Header = []string{"m", "k", "n", "kernel", "spec", "timing_source", "runs", "median_ms", "gflops", "validation", "valid", "skipped", "k_splits", "stream_k_tiles"}
 		for _, r := range rows {
+			if r.Skipped != "" {
+				// Not measured: no figures and no verdict, where "0" and
+				// "false" read as a product measured and found wrong.
+				t.Rows = append(t.Rows, []string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, r.Spec, "",
+					"0", "", "", "", "", r.Skipped, "", ""})
+				continue
+			}
 			t.Rows = append(t.Rows, []string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, r.Spec, r.Source,
-				strconv.Itoa(len(r.Times)), strconv.FormatFloat(r.MedianMS, 'g', 6, 64), strconv.FormatFloat(r.GFLOPS, 'g', 6, 64),
-				r.Validation, strconv.FormatBool(r.Valid), r.Skipped, strconv.Itoa(r.Splits), strconv.Itoa(r.StreamK)})
+				strconv.Itoa(len(r.Times)), strconv.FormatFloat(r.MedianMS, 'g', -1, 64), strconv.FormatFloat(r.GFLOPS, 'g', -1, 64),
+				r.Validation, strconv.FormatBool(r.Valid), "", strconv.Itoa(r.Splits), strconv.Itoa(r.StreamK)})
 		}
 		return t.Write(w, format)
 	}

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/cmd/glmul/internal/sweep"
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/glcompute/tuning"
@@ -91,6 +93,16 @@ func TestTune(t *testing.T) {
 		if c.Saved {
 			saved++
 		}
+	}
+	// -n 40 is under a quarter of the default (256 on llvmpipe, 2048 on a
+	// GPU): the saving run says its winners come from small products;
+	// the one with -save=false did not save, so said nothing.
+	if !strings.Contains(stderr, "tune: -n 40: the winners are cached for every product of their classes") {
+		t.Errorf("tune -n 40 saving: no note on the small products:\n%s", stderr)
+	}
+	_, _, quiet := glmul(append(args, "-classes", "thin-k", "-save=false")...)
+	if strings.Contains(quiet, "the winners are cached") {
+		t.Errorf("tune -save=false said the winners are cached:\n%s", quiet)
 	}
 	// The cache holds exactly the classes whose winner beat the built-in
 	// choice, and -show says what each class uses.
@@ -373,5 +385,41 @@ func TestBenchSplitKSkips(t *testing.T) {
 	code, stdout, stderr := glmul("bench", "-backend", "egl", "-shapes", fmt.Sprintf("64,%d", big), "-split-k", "4", "-kernels", "fast", "-reps", "1", "-progress", "off")
 	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("skipped %[1]dx%[1]dx%[1]d fast: ", big)) || strings.Contains(stdout+stderr, "failed") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// TestBenchCSVSkippedRows: a product not measured has empty figure and
+// verdict cells in CSV (it had median 0, gflops 0, valid false: a product
+// measured and found wrong, to a program reading the file), and a measured
+// one's figures carry every digit.
+func TestBenchCSVSkippedRows(t *testing.T) {
+	rows := []benchRow{
+		{M: 16, K: 16, N: 16, Shape: "16x16x16", Kernel: "fast", Spec: "fast:64x64x8_8x4", Source: "wall", Times: []time.Duration{1234567},
+			MedianMS: 1.234567, GFLOPS: 0.0066355801, Validation: "full", Valid: true, Splits: 1},
+		{M: 99999999, K: 99999999, N: 99999999, Shape: "99999999x99999999x99999999", Kernel: "fast", Skipped: "needs 112 PiB of host memory"},
+	}
+	var b strings.Builder
+	if err := writeBench(&b, report.CSV, glcompute.Info{}, rows, false); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("CSV %v: %q", err, recs)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	if m := recs[1]; m[col["median_ms"]] != "1.234567" || m[col["gflops"]] != "0.0066355801" || m[col["valid"]] != "true" || m[col["skipped"]] != "" {
+		t.Errorf("measured row %q", m)
+	}
+	s := recs[2]
+	for _, c := range []string{"timing_source", "median_ms", "gflops", "validation", "valid", "k_splits", "stream_k_tiles"} {
+		if s[col[c]] != "" {
+			t.Errorf("skipped row: %s = %q, want empty", c, s[col[c]])
+		}
+	}
+	if s[col["skipped"]] != "needs 112 PiB of host memory" || s[col["runs"]] != "0" {
+		t.Errorf("skipped row %q", s)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/internal/outfile"
 )
@@ -42,11 +43,19 @@ func (d *deviceFlags) check() error {
 	}
 	if d.device > 0 { // EGLDevices loads every EGL vendor's library (NVIDIA's: ~15 ms): only for -device
 		if devs := glcompute.EGLDevices(); len(devs) > 0 && d.device > len(devs) {
-			return usagef("-device %d: EGL lists %d device(s); glmul -list-devices names them", d.device, len(devs))
+			return usagef("-device %d: EGL lists %s; glmul -list-devices names them", d.device, report.Plural(len(devs), "device"))
 		}
 	}
 	if _, err := glcompute.ParseBackend(d.backend); err != nil {
 		return usagef("-backend: %v", err)
+	}
+	// A cache that cannot be written costs only compile time and is not
+	// reported (glcompute drops the error); but a path that is not a
+	// directory at all is a mistake to name, not a cache to use.
+	if d.programs != "" {
+		if fi, err := os.Stat(d.programs); err == nil && !fi.IsDir() {
+			return usagef("-program-cache %s: is a file, not a directory; name a directory (created if absent), or \"\" to compile every kernel", d.programs)
+		}
 	}
 	return nil
 }
@@ -58,17 +67,18 @@ func (d *deviceFlags) open() (*glcompute.Device, error) {
 
 // newCommand returns the flag set of a glmul subcommand: parse errors are
 // reported once by exitCode (with a pointer to -h), and -h prints what the
-// command does (about), its usage lines and then the flags.
-func newCommand(name, about string, usage []string, stderr io.Writer) *flag.FlagSet {
+// command does (about), its usage lines and then the flags to help (stdout:
+// asked for, so not a diagnostic, and readable through a pager).
+func newCommand(name, about string, usage []string, help io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "%s\n\nUsage:\n", about)
+		fmt.Fprintf(help, "%s\n\nUsage:\n", about)
 		for _, u := range usage {
-			fmt.Fprintf(stderr, "  %s %s\n", name, u)
+			fmt.Fprintf(help, "  %s %s\n", name, u)
 		}
-		fmt.Fprint(stderr, "\nFlags:\n")
-		fs.SetOutput(stderr)
+		fmt.Fprint(help, "\nFlags:\n")
+		fs.SetOutput(help)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
 	}

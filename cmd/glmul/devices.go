@@ -27,7 +27,7 @@ func runDevices(args []string, stdout, stderr io.Writer) error {
 device, and a context through GLFW where a display exists, and says for each
 whether it qualifies (OpenGL 4.3 core or OpenGL ES 3.1, with compute shaders)
 or why not, with its version, vendor, renderer and limits. -device N of the
-other commands picks EGL device N; -backend gles the ES context.`, []string{"[-format text|json]"}, stderr)
+other commands picks EGL device N; -backend gles the ES context.`, []string{"[-format text|json]"}, stdout)
 	format := fs.String("format", "text", "`text` or json")
 	if err := parseQuietly(fs, args); err != nil {
 		return err

@@ -61,17 +61,20 @@ func TestHelpStatesLimits(t *testing.T) {
 		{[]string{"table", "-h"}, []string{"1 to 1000000, after a warm-up: one run in full, more until 0.5 s has passed", "none begun after 0.8 s"}, []string{"at most 0.8 s"}},
 		{[]string{"tune", "-h"}, []string{"timed runs per candidate and product, 1 to 1000000"}, nil},
 	} {
-		code, _, stderr := glmul(c.args...)
-		help := strings.Join(strings.Fields(stderr), " ") // PrintDefaults wraps nothing, but indents
+		code, stdout, stderr := glmul(c.args...)
+		help := strings.Join(strings.Fields(stdout), " ") // PrintDefaults wraps nothing, but indents
 		for _, w := range c.want {
 			if code != 0 || !strings.Contains(help, w) {
-				t.Errorf("glmul %v: exit %d, help lacks %q:\n%s", c.args, code, w, stderr)
+				t.Errorf("glmul %v: exit %d, help lacks %q:\n%s", c.args, code, w, stdout)
 			}
 		}
 		for _, n := range c.not {
 			if strings.Contains(help, n) {
-				t.Errorf("glmul %v: help still says %q:\n%s", c.args, n, stderr)
+				t.Errorf("glmul %v: help still says %q:\n%s", c.args, n, stdout)
 			}
+		}
+		if stderr != "" {
+			t.Errorf("glmul %v: help on stdout, but stderr has %q", c.args, stderr)
 		}
 	}
 }

@@ -57,8 +57,8 @@ a failed validation or Ctrl-C leaves -o as it was. Products up to 2^20
 multiply-adds are validated in full, larger ones by Freivalds' method, panel by
 panel. The report goes to stderr (to stdout with -format json).`
 
-func parseMul(args []string, stderr io.Writer) (*mulFlags, error) {
-	fs := newCommand("glmul mul", mulHelp, []string{"A.npy B.npy -o C.npy [flags]", "-a A.npy -b B.npy -o C.npy [flags]"}, stderr)
+func parseMul(args []string, help io.Writer) (*mulFlags, error) {
+	fs := newCommand("glmul mul", mulHelp, []string{"A.npy B.npy -o C.npy [flags]", "-a A.npy -b B.npy -o C.npy [flags]"}, help)
 	f := &mulFlags{}
 	f.dev.register(fs)
 	fs.StringVar(&f.a, "a", "", "the left matrix `FILE` (.npy or .mtx), instead of the first argument")
@@ -114,7 +114,7 @@ func parseMul(args []string, stderr io.Writer) (*mulFlags, error) {
 }
 
 func runMul(args []string, stdout, stderr io.Writer) error {
-	f, err := parseMul(args, stderr)
+	f, err := parseMul(args, stdout)
 	if err != nil {
 		return err
 	}

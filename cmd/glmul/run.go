@@ -35,6 +35,12 @@ const maxReps = 1_000_000
 // products on an H100 (about 30 µs a run at n = 128).
 const maxWarmup = 10_000
 
+// maxGroupsGL caps -max-groups: GL_MAX_COMPUTE_WORK_GROUP_COUNT is at
+// least 65535 along each axis in every OpenGL 4.3 and ES 3.1 driver, and
+// -max-groups applies to each axis, y included, where drivers allow no more
+// (a larger value failed later, with exit status 1, on NVIDIA and Mesa).
+const maxGroupsGL = 65535
+
 // checkReps returns a usage error unless reps is 1 to maxReps; cmd
 // ("bench: ", or "" for the main command) prefixes the message.
 func checkReps(cmd string, reps int) error {
@@ -189,7 +195,7 @@ type options struct {
 	m, k, nCols int  // the parsed shape
 }
 
-func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
+func newFlagSet(o *options, help io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("glmul", flag.ContinueOnError)
 	// Parse errors are printed by exitCode, once, with a pointer to -h; the
 	// full usage only on -h.
@@ -213,7 +219,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.listDevices, "list-devices", false, "list the EGL devices -device can select, and exit")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `glmul multiplies float32 matrices on the GPU with OpenGL 4.3 compute shaders,
+		fmt.Fprint(help, `glmul multiplies float32 matrices on the GPU with OpenGL 4.3 compute shaders,
 validates the product on the CPU and reports GFLOPS.
 
 Usage:
@@ -227,10 +233,10 @@ Usage:
 
 Flags:
 `)
-		fs.SetOutput(stderr)
+		fs.SetOutput(help)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
-		fmt.Fprint(stderr, `
+		fmt.Fprint(help, `
 Exit status: 0 ok, 1 failure (validation included), 2 usage error,
 130 interrupted by Ctrl-C after printing what finished (143 for SIGTERM,
 129 for SIGHUP, which stop it alike).
@@ -257,7 +263,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	var o options
-	fs := newFlagSet(&o, stderr)
+	fs := newFlagSet(&o, stdout)
 	if err := parseQuietly(fs, args); err != nil {
 		return err
 	}
@@ -321,8 +327,8 @@ func (o *options) check() error {
 	if o.splitK > 1 && o.kernel == "tiled32" {
 		return usagef("-split-k needs a fast kernel; tiled32 cannot split K")
 	}
-	if o.maxGroups < 1 {
-		return usagef("-max-groups must be at least 1 (got %d)", o.maxGroups)
+	if o.maxGroups < 1 || o.maxGroups > maxGroupsGL {
+		return usagef("-max-groups must be 1 to %d, the most work groups along an axis that every OpenGL 4.3 driver allows a dispatch (got %d)", maxGroupsGL, o.maxGroups)
 	}
 	if err := o.dev.check(); err != nil {
 		return err

@@ -51,7 +51,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "-split-k", "2"}, "bench: -split-k 2 needs fast or cpu kernels; tiled32 cannot split K"},
 		{[]string{"-n", "4", "-reps", "0"}, "-reps must be 1 to"},
 		{[]string{"tune", "-format", "csv"}, "use text, json"},
-		{[]string{"-n", "4", "-max-groups", "0"}, "-max-groups must be at least 1"},
+		{[]string{"-n", "4", "-max-groups", "0"}, "-max-groups must be 1 to 65535"},
+		{[]string{"-n", "4", "-max-groups", "70000"}, "-max-groups must be 1 to 65535"}, // exited 1 after opening the device
+		{[]string{"-n", "4", "-program-cache", "/dev/null"}, "-program-cache /dev/null: is a file, not a directory"},
+		{[]string{"mul", "-a", "x.npy", "-b", "y.npy", "-o", "z.npy", "-program-cache", "/dev/null"}, "is a file, not a directory"},
 		{[]string{"tune", "-candidates", "tiled32"}, "not a fast or cpu kernel configuration"},
 		{[]string{"-n", "4", "-split-k", "-1"}, "-split-k must be 0 or more"},
 		{[]string{"table", "-format", "xml"}, "use text, markdown, csv, json"},
@@ -84,9 +87,19 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelpAndVersion(t *testing.T) {
-	code, _, stderr := glmul("-h")
-	if code != 0 || !strings.Contains(stderr, "-shape MxKxN") || !strings.Contains(stderr, "Exit status") || strings.Count(stderr, "Usage:") != 1 {
-		t.Errorf("-h: exit %d, %q", code, stderr)
+	// -h and help are asked for: the usage on stdout (a pager reads it),
+	// nothing on stderr.
+	for _, args := range [][]string{{"-h"}, {"help"}, {"-help"}} {
+		code, stdout, stderr := glmul(args...)
+		if code != 0 || !strings.Contains(stdout, "-shape MxKxN") || !strings.Contains(stdout, "Exit status") || strings.Count(stdout, "Usage:") != 1 || stderr != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+	for _, sub := range []string{"bench", "tune", "table", "mul", "devices"} {
+		code, stdout, stderr := glmul(sub, "-h")
+		if code != 0 || !strings.Contains(stdout, "glmul "+sub) || !strings.Contains(stdout, "Flags:") || stderr != "" {
+			t.Errorf("%s -h: exit %d, stdout %q, stderr %q", sub, code, stdout, stderr)
+		}
 	}
 	code, stdout, _ := glmul("-version")
 	if code != 0 || !strings.HasPrefix(stdout, "glmul "+version) {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -21,6 +23,7 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/table"
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/outfile"
 )
 
@@ -40,12 +43,13 @@ type tableFlags struct {
 	plots    []string
 	from     string
 	progress string
+	sizesSet bool // -sizes was given
 }
 
-func parseTable(args []string, stderr io.Writer) (*tableFlags, error) {
+func parseTable(args []string, help io.Writer) (*tableFlags, error) {
 	fs := newCommand("glmul table", `glmul table reproduces Table 1 of the paper: for each size, the naive CPU loop
 (Algorithm 3, one thread), gonum's Sgemm on all cores, and each GPU kernel
-(mean of -reps runs), with speed-ups. Every GPU product is validated.`, []string{"[flags]"}, stderr)
+(mean of -reps runs), with speed-ups. Every GPU product is validated.`, []string{"[flags]"}, help)
 	f := &tableFlags{}
 	f.dev.register(fs)
 	sizes := fs.String("sizes", "128,256,512,1024,2048,4096", "comma-separated square `sizes`")
@@ -59,6 +63,23 @@ func parseTable(args []string, stderr io.Writer) (*tableFlags, error) {
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (auto: a bar on terminals, lines otherwise)")
 	if err := f.dev.parse(fs, args); err != nil {
 		return nil, err
+	}
+	fs.Visit(func(fl *flag.Flag) { f.sizesSet = f.sizesSet || fl.Name == "sizes" })
+	if f.from != "" {
+		// What chooses a measurement means nothing to a table already
+		// measured: refused, not ignored (it was, without a word).
+		var measuring []string
+		fs.Visit(func(fl *flag.Flag) {
+			switch fl.Name {
+			case "from", "format", "compare", "plot", "progress":
+			default:
+				measuring = append(measuring, "-"+fl.Name)
+			}
+		})
+		if len(measuring) > 0 {
+			return nil, usagef("table: -from %s prints a table measured before, with its own sizes, kernels and runs: %s would change nothing; leave %s out, or measure anew without -from",
+				f.from, strings.Join(measuring, ", "), map[bool]string{true: "it", false: "them"}[len(measuring) == 1])
+		}
 	}
 	var err error
 	for _, s := range strings.Split(*sizes, ",") {
@@ -101,7 +122,7 @@ func parseTable(args []string, stderr io.Writer) (*tableFlags, error) {
 }
 
 func runTable(args []string, stdout, stderr io.Writer) error {
-	f, err := parseTable(args, stderr)
+	f, err := parseTable(args, stdout)
 	if err != nil {
 		return err
 	}
@@ -122,6 +143,14 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	defer h.release()
 	d := h.Device
 	info := d.Info()
+	if !f.sizesSet && tuning.OnCPU(info.Driver()) && slices.Max(f.sizes) > 1024 {
+		// The paper's sizes are the default everywhere (the table is its
+		// Table 1), but on a device that computes on the CPU its largest
+		// run for a long time (a reviewer's table ran about an hour on 2
+		// cores): said before it starts, with the way out.
+		fmt.Fprintf(stderr, "table: %s computes on the CPU: the paper's sizes up to %d run long here, each product at N = %d for seconds to minutes (Ctrl-C keeps the rows finished); -sizes 128,256,512,1024 -cpu-max 1024 is quicker\n",
+			info.Renderer, slices.Max(f.sizes), slices.Max(f.sizes))
+	}
 	t := &table.Table{
 		Device:       fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, info.API()),
 		CPU:          cpuName(),
@@ -185,14 +214,18 @@ func writeTable(t *table.Table, stdout, stderr io.Writer, format report.Format, 
 	if err := t.Write(stdout, format); err != nil {
 		return err
 	}
+	// A plot that cannot be written does not keep the others from being
+	// written: each error is returned, after every plot was tried.
+	var errs []error
 	for _, p := range plots {
 		ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(p)), ".")
 		if err := outfile.WriteWith(p, nil, func(w io.Writer) error { return t.Fig3(w, ext) }); err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		fmt.Fprintf(stderr, "glmul table: wrote Fig. 3 to %s\n", p)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // tableMeasurer measures one row at a time.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/glmul/glmul/cmd/glmul/internal/table"
+	"github.com/glmul/glmul/glcompute/tuning"
 )
 
 func TestTableCSV(t *testing.T) {
@@ -183,6 +184,31 @@ func TestTableCtrlC(t *testing.T) {
 	}
 }
 
+// TestTableSaysCPUIsSlow: a table of the paper's default sizes on a device
+// that computes on the CPU says, before it starts, that N = 4096 runs long
+// there and how to choose sizes (it ran about an hour without a word); on
+// a GPU, or with -sizes, nothing is said.
+func TestTableSaysCPUIsSlow(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "table-default" {
+		os.Exit(exitCode(run([]string{"table", "-backend", "egl", "-reps", "1", "-progress", "on", "-format", "csv"}, os.Stdout, os.Stderr), os.Stderr))
+	}
+	info := needGL(t)
+	if !tuning.OnCPU(info.Driver()) {
+		code, _, stderr := glmul("table", "-backend", "egl", "-sizes", "64", "-reps", "1", "-progress", "off")
+		if code != 0 || strings.Contains(stderr, "computes on the CPU") {
+			t.Errorf("on %s: exit %d, %s", info.Renderer, code, stderr)
+		}
+		return
+	}
+	cmd, _ := startUntil(t, "TestTableSaysCPUIsSlow", "table-default", "-sizes 128,256,512,1024 -cpu-max 1024 is quicker")
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	code, _, stderr := glmul("table", "-backend", "egl", "-sizes", "64", "-reps", "1", "-progress", "off")
+	if code != 0 || strings.Contains(stderr, "computes on the CPU") {
+		t.Errorf("-sizes 64: exit %d, and still the note: %s", code, stderr)
+	}
+}
+
 // TestTableCtrlCDuringGPU interrupts a table while a GPU product that
 // runs for seconds (tiled32 at N=1024 on llvmpipe, one dispatch) cannot be
 // stopped: glmul must still exit within a second or so, with the first
@@ -219,5 +245,52 @@ func TestTableFromEmpty(t *testing.T) {
 	code, stdout, stderr := glmul("table", "-from", path)
 	if code != 1 || stdout != "" || !strings.Contains(stderr, "holds no rows") {
 		t.Fatalf("table -from {}: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestTableFromRefusesMeasuring: -from prints a table measured before, so
+// the flags that choose what to measure are refused, naming each (they
+// were ignored without a word); the ones that shape the output are taken.
+func TestTableFromRefusesMeasuring(t *testing.T) {
+	saved := savedTable(t, t.TempDir())
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-sizes", "128"}, ": -sizes would change nothing; leave it out"},
+		{[]string{"-kernels", "fast", "-reps", "3"}, ": -kernels, -reps would change nothing; leave them out"},
+		{[]string{"-cpu-max", "64", "-backend", "egl"}, ": -backend, -cpu-max would change nothing"},
+	} {
+		code, stdout, stderr := glmul(append([]string{"table", "-from", saved}, c.args...)...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, c.want) {
+			t.Errorf("table -from %v: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, stdout, stderr, c.want)
+		}
+	}
+	code, stdout, stderr := glmul("table", "-from", saved, "-format", "csv", "-compare", "paper", "-progress", "off")
+	if code != 0 || !strings.Contains(stdout, "\n64,") {
+		t.Errorf("table -from with output flags: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestTablePlotFailureWritesOthers: a plot that cannot be written (a link
+// to /dev/full) fails the command, but the plots after it are written (the
+// first failure ended the loop).
+func TestTablePlotFailureWritesOthers(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	dir := t.TempDir()
+	saved := savedTable(t, dir)
+	full := filepath.Join(dir, "full.png")
+	if err := os.Symlink("/dev/full", full); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "good.svg")
+	code, stdout, stderr := glmul("table", "-from", saved, "-plot", full+","+good)
+	if code != 1 || !strings.Contains(stdout, "64") || !strings.Contains(stderr, "full.png") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 naming full.png", code, stdout, stderr)
+	}
+	if fi, err := os.Stat(good); err != nil || fi.Size() == 0 {
+		t.Errorf("the plot after the failed one: %v", err)
 	}
 }

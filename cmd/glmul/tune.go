@@ -23,6 +23,10 @@ import (
 // product takes seconds and a sweep of dozens of candidates many minutes.
 const llvmpipeTuneN = 256
 
+// defaultTuneN is tune's default size elsewhere: its square class runs
+// 1024³, 2048³ and 4096³.
+const defaultTuneN = 2048
+
 // maxTuneN caps tune's -n: the long-k class's largest K is 4N, and
 // glcompute takes dimensions up to 2³¹. The host's memory refuses far
 // smaller sizes first (checkHostMemory); this bound keeps the classes'
@@ -95,15 +99,15 @@ func (r *classResult) runs(specs []string) int {
 	return n
 }
 
-func parseTune(args []string, stderr io.Writer) (*tuneFlags, error) {
+func parseTune(args []string, help io.Writer) (*tuneFlags, error) {
 	fs := newCommand("glmul tune", `glmul tune runs every candidate configuration of the fast kernel on this
 device, validates each product, and caches the fastest for this exact GL
 vendor, renderer and driver version, for each shape class (square, long-k:
 a small result over a long K, thin-k: a large result over a short K);
-glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, stderr)
+glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, help)
 	f := &tuneFlags{}
 	f.dev.register(fs)
-	fs.IntVar(&f.n, "n", 2048, "size `N` that the classes' products scale with (see -classes; default 2048, 256 on Mesa llvmpipe)")
+	fs.IntVar(&f.n, "n", defaultTuneN, fmt.Sprintf("size `N` that the classes' products scale with (see -classes; on Mesa llvmpipe %d)", llvmpipeTuneN))
 	fs.IntVar(&f.reps, "reps", 5, fmt.Sprintf("timed runs per candidate and product, 1 to %d; the median counts", maxReps))
 	fs.BoolVar(&f.show, "show", false, "print the tuning cache and the configuration each shape class uses on this device (in -format), and exit")
 	fs.BoolVar(&f.save, "save", true, "store the winner in the tuning cache")
@@ -159,7 +163,7 @@ glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, s
 // on the device, prints the outcome and caches the winners (-save), or,
 // with -show, prints the cache.
 func runTune(args []string, stdout, stderr io.Writer) error {
-	f, err := parseTune(args, stderr)
+	f, err := parseTune(args, stdout)
 	if err != nil {
 		return err
 	}
@@ -231,14 +235,44 @@ func (f *tuneFlags) settle(d *glcompute.Device, stderr io.Writer) error {
 	}
 	if !f.nSet && strings.Contains(d.Info().Renderer, "llvmpipe") {
 		f.n = llvmpipeTuneN
-		fmt.Fprintf(stderr, "tune: on llvmpipe (the CPU) -n defaults to %d: 2048 would take many minutes\n", f.n)
+		fmt.Fprintf(stderr, "tune: on llvmpipe (the CPU) -n defaults to %d: %d would take many minutes\n", f.n, defaultTuneN)
 	}
 	if !f.nSet {
 		if err := f.checkHostMemory(); err != nil {
 			return err
 		}
 	}
+	// The cache gives each class's winner to products of every size in
+	// it: one measured only on small products (launch-bound, another
+	// kernel's ground) may slow large ones. Said, not refused: a user may
+	// tune for the small products they run.
+	if f.nSet && f.save && f.n < f.defaultN(d)/4 {
+		fmt.Fprintf(stderr, "tune: -n %d: the winners are cached for every product of their classes, the largest too, though measured on products no larger than %s; -save=false tries without caching, and -n %d (the default here) measures larger ones\n",
+			f.n, largestTuned(f.classes, f.n), f.defaultN(d))
+	}
 	return nil
+}
+
+// defaultN is -n's default on d: llvmpipeTuneN on llvmpipe, else 2048.
+func (f *tuneFlags) defaultN(d *glcompute.Device) int {
+	if strings.Contains(d.Info().Renderer, "llvmpipe") {
+		return llvmpipeTuneN
+	}
+	return defaultTuneN
+}
+
+// largestTuned names the product with the most multiply-adds among the
+// classes' products at size n, as "M×K×N".
+func largestTuned(classes []tuning.Class, n int) string {
+	best, most := "", 0.0
+	for _, c := range classes {
+		for _, s := range c.Shapes(n) {
+			if macs := float64(s[0]) * float64(s[1]) * float64(s[2]); macs > most {
+				best, most = fmt.Sprintf("%d×%d×%d", s[0], s[1], s[2]), macs
+			}
+		}
+	}
+	return best
 }
 
 // tuneAll sweeps the classes of results on d (tuneClasses, into st)

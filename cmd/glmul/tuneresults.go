@@ -90,8 +90,8 @@ func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResul
 			"saved_to": savedTo, "seconds": took.Seconds()},
 		Preamble: [][2]string{
 			{"device", fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, info.API())},
-			{"tuned", fmt.Sprintf("%d shape class(es), %d candidates and the built-in choice each, in %.0f s; a rate is the geometric mean over the class's products of medians of %d runs, every product validated",
-				tuned, len(f.specs), took.Seconds(), f.reps)}}}
+			{"tuned", fmt.Sprintf("%s, %s and the built-in choice each, in %s; a rate is the geometric mean over the class's products of medians of %s, every product validated",
+				report.Plural(tuned, "shape class"), report.Plural(len(f.specs), "candidate"), seconds(took), report.Plural(f.reps, "run"))}}}
 	skipped := 0
 	for _, r := range results {
 		if r.Interrupted {
@@ -231,4 +231,13 @@ func newShowJSON(path string, cache tuning.Cache, i glcompute.Info) showJSON {
 		}
 	}
 	return s
+}
+
+// seconds prints d in seconds, to a tenth below 10 s ("in 0 s" said a
+// short tuning took no time).
+func seconds(d time.Duration) string {
+	if d < 10*time.Second {
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return fmt.Sprintf("%.0f s", d.Seconds())
 }

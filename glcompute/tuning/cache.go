@@ -152,7 +152,7 @@ func readCache(path string) ([]byte, error) {
 		return nil, fmt.Errorf("tuning: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("tuning: %s is not a regular file (%s); point GLMUL_TUNE_CACHE at a file, or remove it", path, fi.Mode().Type())
+		return nil, fmt.Errorf("tuning: %s is %s, not the cache file; point GLMUL_TUNE_CACHE at a file (one that does not exist yet is created)", path, fileKind(fi.Mode()))
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -218,4 +218,20 @@ func (c Cache) Save(path string) error {
 		return fmt.Errorf("tuning: %w", err)
 	}
 	return nil
+}
+
+// fileKind names what a path that is not a regular file is, for messages
+// (fs.FileMode's String gives "d---------" for a directory).
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file (" + m.Type().String() + ")"
 }

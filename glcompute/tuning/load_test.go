@@ -25,9 +25,9 @@ func TestLoadRefusesWhatIsNoCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]string{
-		fifo:        "not a regular file",
-		"/dev/zero": "not a regular file",
-		dir:         "not a regular file",
+		fifo:        "is a FIFO, not the cache file",
+		"/dev/zero": "is a device, not the cache file",
+		dir:         "is a directory, not the cache file",
 		huge:        "too large for a glmul tuning cache",
 	} {
 		done := make(chan error, 1)

@@ -220,6 +220,6 @@ func (r Result) Report(info glcompute.Info, staging string, seed uint64, warmup,
 	return report.Run{Device: Device(info), Kernel: r.Kernel, M: r.M, K: r.K, N: r.N, Seed: seed, Warmup: warmup,
 		MaxGroups: maxGroups, Validation: r.Validation, Summary: r.Summary(), Staging: staging,
 		Timings: report.Timings{Dispatches: t.Dispatches, Groups: t.Groups, Runs: len(t.Compute), Upload: t.Upload,
-			Readback: t.Readback, UploadBytes: t.UploadBytes, ReadbackBytes: t.ReadbackBytes, Panels: t.Panels, Steps: t.Steps, Streamed: t.Streamed, WarmupTime: t.WarmupTime, WarmupRule: t.WarmupRule, Splits: t.Splits,
+			Readback: t.Readback, UploadBytes: t.UploadBytes, ReadbackBytes: t.ReadbackBytes, Panels: t.Panels, Steps: t.Steps, Streamed: t.Streamed, WarmupTime: t.WarmupTime, WarmupCount: t.WarmupCount, WarmupRule: t.WarmupRule, Splits: t.Splits,
 			EdgeKernel: t.EdgeKernel, EdgeGroups: t.EdgeGroups, StreamKTiles: t.StreamKTiles, StreamKGroups: t.StreamKGroups, Overlapping: t.Overlapping, Full: t}}
 }

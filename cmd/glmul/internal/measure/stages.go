@@ -85,10 +85,12 @@ type Timings struct {
 	// the second of two, FirstReadback the first (as for Upload).
 	Readback      time.Duration `json:"readback_ns"`
 	FirstReadback time.Duration `json:"first_readback_ns,omitempty"`
-	// WarmupTime is how long the warm-up ran; WarmupRule, what made it
-	// stop (WarmupRuns, WarmupSteady, WarmupRamp).
-	WarmupTime time.Duration `json:"warmup_ns"`
-	WarmupRule string        `json:"warmup_rule,omitempty"`
+	// WarmupTime is how long the warm-up ran, WarmupCount its runs
+	// (Options.Warmup and those added after them); WarmupRule, what made
+	// it stop (WarmupRuns, WarmupSteady, WarmupRamp).
+	WarmupTime  time.Duration `json:"warmup_ns"`
+	WarmupCount int           `json:"warmup_runs"`
+	WarmupRule  string        `json:"warmup_rule,omitempty"`
 	// UploadBytes and ReadbackBytes are the bytes moved each way.
 	UploadBytes   int64 `json:"upload_bytes"`
 	ReadbackBytes int64 `json:"readback_bytes"`
@@ -191,6 +193,7 @@ func (st *stages) warmUp(s *glcompute.Stages) error {
 		if _, _, err := s.Run(false, st.report); err != nil {
 			return err
 		}
+		st.t.WarmupCount++
 	}
 	if st.onCPU && !st.o.Ramp {
 		st.t.WarmupTime, st.t.WarmupRule = time.Since(start), WarmupRuns
@@ -201,7 +204,11 @@ func (st *stages) warmUp(s *glcompute.Stages) error {
 	if s.Idle() < RampIdle && !st.o.Ramp {
 		minimum, st.t.WarmupRule = 0, WarmupSteady
 	}
-	run := func() (time.Duration, error) { d, _, err := s.Run(false, nil); return d, err }
+	run := func() (time.Duration, error) {
+		d, _, err := s.Run(false, nil)
+		st.t.WarmupCount++
+		return d, err
+	}
 	if err := warmUpMore(st.ctx, start, minimum, MaxWarmup, run); err != nil {
 		return err
 	}

@@ -124,6 +124,11 @@ func TestMinWarmupAfterIdle(t *testing.T) {
 		t.Errorf("%s (on the CPU: %t): warm-up %v right after a product, %v after %v idle, %v right after one with Ramp; want under, over (under on the CPU) and over MinWarmup %v",
 			info.Renderer, onCPU, busy.Timings.WarmupTime, idle.Timings.WarmupTime, RampIdle+100*time.Millisecond, always.Timings.WarmupTime, MinWarmup)
 	}
+	// The runs counted: -warmup's one, and on a GPU (or with Ramp) those
+	// added until 0.5 s had passed, more than one.
+	if busy.Timings.WarmupCount < 1 || (idle.Timings.WarmupCount == 1) != onCPU || always.Timings.WarmupCount < 2 {
+		t.Errorf("warm-up runs %d right after a product, %d after idle, %d with Ramp", busy.Timings.WarmupCount, idle.Timings.WarmupCount, always.Timings.WarmupCount)
+	}
 	if onCPU && idle.Timings.WarmupTime > 50*time.Millisecond {
 		t.Errorf("warm-up on the CPU after idle: %v for one 32³ run", idle.Timings.WarmupTime)
 	}

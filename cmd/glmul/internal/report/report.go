@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -45,10 +46,12 @@ type Timings struct {
 	Upload, Readback           time.Duration
 	UploadBytes, ReadbackBytes int64
 	Panels                     string // the panel plan; "" for one piece
-	// WarmupTime is how long the warm-up ran; Splits, the slices of K.
-	WarmupTime time.Duration
-	WarmupRule string // what ended the warm-up (measure.Timings.WarmupRule)
-	Splits     int
+	// WarmupTime is how long the warm-up ran, WarmupCount its runs;
+	// Splits, the slices of K.
+	WarmupTime  time.Duration
+	WarmupCount int
+	WarmupRule  string // what ended the warm-up (measure.Timings.WarmupRule)
+	Splits      int
 	// EdgeKernel computed EdgeGroups work groups of strips past whole
 	// tiles ("" for none).
 	EdgeKernel string
@@ -195,7 +198,7 @@ func (r *Run) writeSetup(p lineFunc) {
 	if t.StreamKTiles > 0 {
 		split += fmt.Sprintf(", the last %d tiles' K steps shared by %d work groups (stream-K; a second pass sums them)", t.StreamKTiles, t.StreamKGroups)
 	}
-	p("kernel", "%s: %d×%d work groups in %d dispatch(es) of at most %d×%d%s", r.Kernel, t.Groups[0], t.Groups[1], t.Dispatches, r.MaxGroups, r.MaxGroups, split)
+	p("kernel", "%s: %d×%d work groups in %s of at most %d×%d%s", r.Kernel, t.Groups[0], t.Groups[1], Plural(t.Dispatches, "dispatch"), r.MaxGroups, r.MaxGroups, split)
 	if r.Staging != "" {
 		p("staging", "%s", r.Staging)
 	}
@@ -239,10 +242,10 @@ func (r *Run) writeCompute(p lineFunc) {
 	default:
 		warm := "without warm-up"
 		if r.Warmup > 0 {
-			warm = fmt.Sprintf("after %d+ warm-up run(s), %.0f ms in all (%s)", r.Warmup, float64(t.WarmupTime)/1e6, t.WarmupRule)
+			warm = fmt.Sprintf("after %s, %s in all (%s)", Plural(t.WarmupCount, "warm-up run"), millis(t.WarmupTime), t.WarmupRule)
 		}
-		p("compute", "%8.2f ms mean, %.2f median, %.2f min over %d run(s) %s (%s)",
-			s.KernelMeanMS, s.KernelMedMS, s.KernelMinMS, t.Runs, warm, src)
+		p("compute", "%8.2f ms mean, %.2f median, %.2f min over %s %s (%s)",
+			s.KernelMeanMS, s.KernelMedMS, s.KernelMinMS, Plural(t.Runs, "run"), warm, src)
 		if s.TimingSource != "wall" {
 			p("", "%8.2f ms mean wall clock after glFinish", s.WallMeanMS)
 		}
@@ -365,4 +368,28 @@ func (r *Run) writeCSV(w io.Writer) error {
 		strconv.FormatBool(r.Validation.OK), f(r.Validation.WorstRatio)})
 	cw.Flush()
 	return cw.Error()
+}
+
+// Plural gives n and noun, with an s (es after s, x, ch, sh) where n is
+// not 1: "1 run", "10 runs", "3 shape classes".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	for _, end := range []string{"s", "x", "ch", "sh"} {
+		if strings.HasSuffix(noun, end) {
+			return fmt.Sprintf("%d %ses", n, noun)
+		}
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// millis prints a duration in milliseconds with two significant digits
+// below 10 ms (a warm-up of 0.4 ms printed as "0 ms").
+func millis(d time.Duration) string {
+	ms := float64(d) / 1e6
+	if ms < 10 {
+		return strconv.FormatFloat(ms, 'f', 1+max(0, -int(math.Floor(math.Log10(max(ms, 1e-3))))), 64) + " ms"
+	}
+	return fmt.Sprintf("%.0f ms", ms)
 }

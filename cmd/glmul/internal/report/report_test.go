@@ -180,3 +180,37 @@ func TestOnePass(t *testing.T) {
 		t.Errorf("a mean of one pass:\n%s", out)
 	}
 }
+
+// TestWarmupCounted: the compute line gives the warm-up's runs as counted
+// ("1+ warm-up run(s)" gave -warmup alone, a lower bound) and its time to
+// two digits ("0 ms" for a warm-up under half a millisecond).
+func TestWarmupCounted(t *testing.T) {
+	for _, c := range []struct {
+		runs, warm int
+		took       time.Duration
+		want       string
+	}{
+		{10, 31, 27 * time.Millisecond, "over 10 runs after 31 warm-up runs, 27 ms in all"},
+		{1, 1, 400 * time.Microsecond, "over 1 run after 1 warm-up run, 0.40 ms in all"},
+		{2, 3, 3200 * time.Microsecond, "over 2 runs after 3 warm-up runs, 3.2 ms in all"},
+	} {
+		r := Run{M: 64, K: 64, N: 64, Warmup: 1, Timings: Timings{Runs: c.runs, WarmupCount: c.warm, WarmupTime: c.took, WarmupRule: "until steady"},
+			Summary: Summary{TimingSource: "gl-timer", KernelMeanMS: 1, KernelMedMS: 1, KernelMinMS: 1}}
+		var b bytes.Buffer
+		r.Write(&b, Text)
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("want %q:\n%s", c.want, b.String())
+		}
+	}
+}
+
+func TestPlural(t *testing.T) {
+	for _, c := range []struct {
+		n          int
+		noun, want string
+	}{{1, "run", "1 run"}, {0, "run", "0 runs"}, {3, "shape class", "3 shape classes"}, {2, "batch", "2 batches"}, {1, "shape class", "1 shape class"}} {
+		if got := Plural(c.n, c.noun); got != c.want {
+			t.Errorf("Plural(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
+		}
+	}
+}

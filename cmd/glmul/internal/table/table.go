@@ -154,8 +154,9 @@ type Table struct {
 // Formats: text, markdown, csv and json (report's).
 var Formats = []report.Format{report.Text, report.Markdown, report.CSV, report.JSON}
 
-// columns returns the header and the cells of every row.
-func (t *Table) columns() (header []string, cells [][]string) {
+// columns returns the header and the cells of every row, each figure
+// printed by num.
+func (t *Table) columns(num func(float64) string) (header []string, cells [][]string) {
 	header = []string{"N", "CPU naive ms", "CPU naive GFLOPS", "CPU gonum ms", "CPU gonum GFLOPS"}
 	kernels := t.kernels()
 	for _, k := range kernels {
@@ -249,6 +250,16 @@ func (r Row) gpu(kernel string) (GPUResult, bool) {
 	return GPUResult{}, false
 }
 
+// exact prints a figure for a program to read (CSV): every digit
+// (strconv's shortest form that reads back as the same float64), and an
+// empty cell for an unknown figure (0, as in num).
+func exact(x float64) string {
+	if x == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}
+
 // num prints a figure with about four significant digits. No time, rate
 // or speed-up measured is exactly 0: a 0 is a run shorter than the clock
 // can tell (Windows' and Wine's clocks step in about a millisecond), and a
@@ -278,7 +289,11 @@ func (t *Table) warmup() string {
 
 // Write formats the table in one of Formats.
 func (t *Table) Write(w io.Writer, format report.Format) error {
-	header, cells := t.columns()
+	figure := num
+	if format == report.CSV {
+		figure = exact // for programs: every digit, as JSON gives them (it rounded to 3 or 4)
+	}
+	header, cells := t.columns(figure)
 	out := report.Table{Header: header, Rows: cells, JSON: t,
 		Preamble: [][2]string{{"device", t.Device}, {"CPU", t.CPU}}}
 	if format == report.Markdown {

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"image/png"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -93,11 +94,31 @@ func TestFormats(t *testing.T) {
 	if ci == 0 || si == 0 || col["paper speed-up (its times)"] == 0 {
 		t.Fatalf("CSV header lacks the paper's comparison columns for tiled32: %s", head)
 	}
-	if got := recs[1][col["paper speed-up (its times)"]]; got != "7.58" {
+	if got := recs[1][col["paper speed-up (its times)"]]; !strings.HasPrefix(got, "7.58") {
 		t.Errorf("paper speed-up at 128 %s, want 7.58 (its times)", got)
 	}
-	if got := recs[1][si]; got != "13.19" {
+	if got := recs[1][si]; !strings.HasPrefix(got, "13.19") {
 		t.Errorf("tiled32 speed-up / paper at 128: %s, want 100 / 7.58 = 13.19", got)
+	}
+	// CSV is for programs: every figure reads back as the float64 the
+	// table holds (it was rounded to 3 or 4 digits, as the text is), and
+	// a figure the clock could not tell is an empty cell, not "—".
+	for i, r := range tb.Rows {
+		rec := recs[i+1]
+		g := r.GPU[0]
+		for name, want := range map[string]float64{"CPU gonum ms": r.GonumMS, "CPU gonum GFLOPS": r.GonumGFLOPS,
+			"tiled32 ms (mean)": g.MeanMS, "tiled32 GFLOPS": g.GFLOPS, "tiled32 end-to-end ms": g.EndToEndMS} {
+			if got, err := strconv.ParseFloat(rec[col[name]], 64); err != nil || got != want {
+				t.Errorf("N=%d %s: CSV %q, want %v exactly", r.N, name, rec[col[name]], want)
+			}
+		}
+	}
+	zero := example()
+	zero.Rows[0].GPU[0].MeanMS = 0
+	b.Reset()
+	zero.Write(&b, report.CSV)
+	if zr, _ := csv.NewReader(&b).ReadAll(); len(zr) < 2 || zr[1][col["tiled32 ms (mean)"]] != "" {
+		t.Errorf("a time of 0 in CSV: %q, want an empty cell", zr[1])
 	}
 	b.Reset()
 	tb.Write(&b, report.JSON)
