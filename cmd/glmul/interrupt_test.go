@@ -167,15 +167,15 @@ func TestBenchCtrlC(t *testing.T) {
 	}
 }
 
-// TestMultiplyCtrlC interrupts glmul -n inside its second run (of 21, about
-// 2 s each): nothing is printed on stdout, one line on stderr says so.
+// TestMultiplyCtrlC interrupts glmul -n inside its warm-up (8 runs of 28,
+// a few tenths of a second each on llvmpipe), before any timed run:
+// nothing is printed on stdout, one line on stderr says so.
 func TestMultiplyCtrlC(t *testing.T) {
 	if os.Getenv("GLMUL_TEST_CHILD") == "multiply" {
-		os.Exit(exitCode(run([]string{"-n", "512", "-kernel", "tiled32", "-reps", "20", "-backend", "egl", "-progress", "on"}, os.Stdout, os.Stderr), os.Stderr))
+		os.Exit(exitCode(run([]string{"-n", "512", "-kernel", "tiled32", "-reps", "20", "-warmup", "8", "-backend", "egl", "-progress", "on"}, os.Stdout, os.Stderr), os.Stderr))
 	}
 	needGL(t)
-	c := startChild(t, "TestMultiplyCtrlC", "multiply", "(1/21)") // the progress bar after the first run
-	time.Sleep(500 * time.Millisecond)
+	c := startChild(t, "TestMultiplyCtrlC", "multiply", "(1/28)") // the progress bar after the first of 8 warm-up runs
 	if !c.interrupt(t) {
 		t.Skip("the device finished 21 runs of 512³ before Ctrl-C; the test needs a slow one (llvmpipe in CI)")
 	}
@@ -183,6 +183,31 @@ func TestMultiplyCtrlC(t *testing.T) {
 		t.Errorf("stdout should be empty:\n%s", out)
 	}
 	if !strings.Contains(c.stderr.String(), "glmul: interrupted by Ctrl-C: nothing to report: the 512×512×512 product stopped before its runs and validation ended\n") {
+		t.Errorf("stderr:\n%s", c.stderr.String())
+	}
+}
+
+// TestMultiplyCtrlCKeepsRuns interrupts glmul -n between timed runs
+// (tiled32 at 256³: about 40 ms each on llvmpipe): the runs
+// made are reported, validated (Freivalds), with the count asked, and the
+// exit status is 130 (the runs were discarded: "nothing to report").
+func TestMultiplyCtrlCKeepsRuns(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "multiply-runs" {
+		os.Exit(exitCode(run([]string{"-n", "256", "-kernel", "tiled32", "-reps", "1000", "-backend", "egl", "-progress", "on", "-validate", "full"}, os.Stdout, os.Stderr), os.Stderr))
+	}
+	needGL(t)
+	c := startChild(t, "TestMultiplyCtrlCKeepsRuns", "multiply-runs", "(3/1001)") // the warm-up and two timed runs
+	time.Sleep(300 * time.Millisecond)
+	if !c.interrupt(t) {
+		t.Skip("the device finished 1000 runs of 256³ before Ctrl-C; the test needs a slow one (llvmpipe in CI)")
+	}
+	out := c.stdout.String()
+	for _, want := range []string{" of the 1000 runs asked (interrupted)", "pipelined  not run: the timed runs were interrupted", "validate   freivalds (4 vectors): ok"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(c.stderr.String(), "glmul: interrupted by Ctrl-C: the report above holds the ") {
 		t.Errorf("stderr:\n%s", c.stderr.String())
 	}
 }

@@ -450,7 +450,13 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return writeProduct(o, dev, r, stdout, stderr)
+	if err := writeProduct(o, dev, r, stdout, stderr); err != nil {
+		return err
+	}
+	if r.Interrupted() { // Ctrl-C during the timed runs: those made were reported
+		return interruptedError{fmt.Sprintf("the report above holds the %d of %d runs made before it", len(r.Times), r.Timings.RunsAsked)}
+	}
+	return nil
 }
 
 // prepareDevice notes the kernel choice on stderr, refuses what cannot

@@ -7,6 +7,7 @@ package measure
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -113,6 +114,15 @@ type Result struct {
 	Validation validate.Result
 }
 
+// errRunsStopped ends a Mul whose timed runs Ctrl-C stopped (the Measure
+// hook's error): Product reports the runs made.
+var errRunsStopped = errors.New("measure: the timed runs were stopped")
+
+// Interrupted reports whether Ctrl-C stopped the timed runs (Options.
+// Context): Times then holds those made, of Timings.RunsAsked, and no
+// pipelined pass ran.
+func (r Result) Interrupted() bool { return r.Timings.RunsAsked > 0 }
+
 // Product measures C = A·B of in on dev as o says and validates C. C is
 // filled with NaN first, so that an element the GPU path fails to write
 // back (or a kernel that writes nothing, when Inputs serve several) fails
@@ -132,10 +142,19 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	}
 	r := Result{M: in.A.Rows, K: in.A.Cols, N: in.B.Cols}
 	pass, err := dev.Mul(in.C, in.A, in.B, mo)
-	if err != nil {
+	stopped := errors.Is(err, errRunsStopped)
+	if err != nil && !stopped {
 		return r, err
 	}
-	t := st.finish(pass)
+	var t Timings
+	if stopped {
+		// Ctrl-C during the timed runs: those made are the measurement,
+		// without the pipelined pass; C is the last run's, read back.
+		t = st.t
+		t.Layout = pass.Layout
+	} else {
+		t = st.finish(pass)
+	}
 	r.Kernel, r.Timings, r.Times, r.Source = t.Kernel, t, t.Compute, "wall"
 	if t.GPU != nil {
 		r.Times, r.Source = t.GPU, "gl-timer"
@@ -143,6 +162,11 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	mode := o.Validate
 	if mode == "" || mode == validate.Auto {
 		mode = validate.Choose(r.M, r.K, r.N)
+	}
+	if stopped && mode == validate.Full {
+		// After Ctrl-C the command waits about a second for this: a full
+		// check of a large product takes longer, Freivalds' O(n²) does not.
+		mode = validate.Freivalds
 	}
 	if o.Validating != nil && mode != validate.None {
 		o.Validating(mode)
@@ -221,5 +245,5 @@ func (r Result) Report(info glcompute.Info, staging string, seed uint64, warmup,
 		MaxGroups: maxGroups, Validation: r.Validation, Summary: r.Summary(), Staging: staging,
 		Timings: report.Timings{Dispatches: t.Dispatches, Groups: t.Groups, Runs: len(t.Compute), Upload: t.Upload,
 			Readback: t.Readback, UploadBytes: t.UploadBytes, ReadbackBytes: t.ReadbackBytes, Panels: t.Panels, Steps: t.Steps, Streamed: t.Streamed, WarmupTime: t.WarmupTime, WarmupCount: t.WarmupCount, WarmupRule: t.WarmupRule, Splits: t.Splits,
-			EdgeKernel: t.EdgeKernel, EdgeGroups: t.EdgeGroups, StreamKTiles: t.StreamKTiles, StreamKGroups: t.StreamKGroups, Overlapping: t.Overlapping, Full: t}}
+			RunsAsked: t.RunsAsked, EdgeKernel: t.EdgeKernel, EdgeGroups: t.EdgeGroups, StreamKTiles: t.StreamKTiles, StreamKGroups: t.StreamKGroups, Overlapping: t.Overlapping, Full: t}}
 }

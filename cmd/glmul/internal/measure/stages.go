@@ -91,6 +91,10 @@ type Timings struct {
 	WarmupTime  time.Duration `json:"warmup_ns"`
 	WarmupCount int           `json:"warmup_runs"`
 	WarmupRule  string        `json:"warmup_rule,omitempty"`
+	// RunsAsked, where not 0, is the Reps asked of runs that Ctrl-C
+	// (Options.Context) stopped after len(Compute) of them: no pipelined
+	// pass followed (EndToEnd 0), and C is the last run's.
+	RunsAsked int `json:"runs_asked,omitempty"`
 	// UploadBytes and ReadbackBytes are the bytes moved each way.
 	UploadBytes   int64 `json:"upload_bytes"`
 	ReadbackBytes int64 `json:"readback_bytes"`
@@ -145,6 +149,13 @@ func (st *stages) run(s *glcompute.Stages) error {
 	}
 	if err := st.timeRuns(s); err != nil {
 		return err
+	}
+	if st.t.RunsAsked > 0 { // stopped: C of the last run, read back once
+		var err error
+		if st.t.Readback, st.t.ReadbackBytes, err = s.ReadBack(); err != nil {
+			return err
+		}
+		return errRunsStopped
 	}
 	if st.o.Warmup > 0 { // untimed, as the first upload is
 		d, _, err := s.ReadBack()
@@ -268,7 +279,11 @@ func (st *stages) timeRuns(s *glcompute.Stages) error {
 	timed := s.TimerUsable()
 	for i := 0; i < reps; i++ {
 		if err := st.ctx.Err(); err != nil {
-			return err
+			if i == 0 {
+				return err
+			}
+			st.t.RunsAsked = reps // the runs made are kept: Product reports them
+			break
 		}
 		wall, g, err := s.Run(timed, st.report)
 		if err != nil {

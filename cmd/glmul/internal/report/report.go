@@ -51,7 +51,10 @@ type Timings struct {
 	WarmupTime  time.Duration
 	WarmupCount int
 	WarmupRule  string // what ended the warm-up (measure.Timings.WarmupRule)
-	Splits      int
+	// RunsAsked, where not 0, is the timed runs asked of which Ctrl-C let
+	// Runs be made; no pipelined pass followed.
+	RunsAsked int
+	Splits    int
 	// EdgeKernel computed EdgeGroups work groups of strips past whole
 	// tiles ("" for none).
 	EdgeKernel string
@@ -244,8 +247,12 @@ func (r *Run) writeCompute(p lineFunc) {
 		if r.Warmup > 0 {
 			warm = fmt.Sprintf("after %s, %s in all (%s)", Plural(t.WarmupCount, "warm-up run"), millis(t.WarmupTime), t.WarmupRule)
 		}
+		runs := Plural(t.Runs, "run")
+		if t.RunsAsked > 0 {
+			runs = fmt.Sprintf("%d of the %d runs asked (interrupted)", t.Runs, t.RunsAsked)
+		}
 		p("compute", "%8.2f ms mean, %.2f median, %.2f min over %s %s (%s)",
-			s.KernelMeanMS, s.KernelMedMS, s.KernelMinMS, Plural(t.Runs, "run"), warm, src)
+			s.KernelMeanMS, s.KernelMedMS, s.KernelMinMS, runs, warm, src)
 		if s.TimingSource != "wall" {
 			p("", "%8.2f ms mean wall clock after glFinish", s.WallMeanMS)
 		}
@@ -257,6 +264,15 @@ func (r *Run) writeCompute(p lineFunc) {
 // product.
 func (r *Run) writeRates(p lineFunc) {
 	t, s := r.Timings, r.Summary
+	if t.RunsAsked > 0 {
+		p("pipelined", "not run: the timed runs were interrupted, and glmul ends without the pass that moves C end to end")
+		if s.KernelMeanMS > 0 {
+			p("GFLOPS", "%s kernel (mean), %s (median) over the runs made", FormatGFLOPS(s.GFLOPSMean), FormatGFLOPS(s.GFLOPSMedian))
+		} else {
+			p("GFLOPS", "kernel unknown (its runs took less than the clock can tell)")
+		}
+		return
+	}
 	switch {
 	case t.Steps > 1 && t.Streamed:
 		p("pipelined", "%8.2f ms end to end in %d steps, streamed (the GPU moving the next step's A in and the last one's C out beside the kernel): %s",
