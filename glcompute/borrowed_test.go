@@ -271,6 +271,69 @@ func TestMisuseMatchesDocs(t *testing.T) {
 	}
 }
 
+// TestMatrixFieldsChecked: a Matrix whose exported fields the caller
+// changed to reach past its buffer panics in Gemm, Mul, Upload and Download
+// (a product read zeros and stale staging data and returned nil, a borrowed
+// call left GL_INVALID_VALUE in the host's error flag: a reviewer's
+// finding), while a view inside the buffer works; a zero Device panics
+// saying it was not opened (it said the driver allows 0 work groups).
+func TestMatrixFieldsChecked(t *testing.T) {
+	for _, borrowed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("borrowed=%v", borrowed), func(t *testing.T) {
+			body := func(d *Device) {
+				rng := rand.New(rand.NewPCG(11, 12))
+				x := cpu.Random(8, 4, rng)
+				a, b, c := newMatrix(t, d, 8, 4), newMatrix(t, d, 4, 4), newMatrix(t, d, 8, 4)
+				if err := a.Upload(x); err != nil {
+					t.Fatal(err)
+				}
+				b.Upload(cpu.Random(4, 4, rng))
+				if borrowed {
+					for gl.GetError() != gl.NO_ERROR {
+					}
+				}
+				a.Rows = 16
+				mustPanic(t, "runs past the end of its buffer", func() { c.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0) })
+				mustPanic(t, "runs past the end of its buffer", func() { a.Download(cpu.New(16, 4)) })
+				mustPanic(t, "runs past the end of its buffer", func() { a.Upload(cpu.New(16, 4)) })
+				a.Rows, a.Offset = 8, 8
+				mustPanic(t, "runs past the end of its buffer", func() { c.Mul(a, b) })
+				a.Offset, a.Stride = 0, 3
+				mustPanic(t, "Stride at least Cols", func() { c.Mul(a, b) })
+				if borrowed {
+					if e := gl.GetError(); e != gl.NO_ERROR {
+						t.Errorf("the host's GL error flag reads 0x%x after the refused calls", e)
+					}
+				}
+				// A view of rows 2..5 of A, inside its buffer: correct.
+				a.Stride, a.Offset, a.Rows = 4, 8, 4
+				v := newMatrix(t, d, 4, 4)
+				if err := v.Mul(a, b); err != nil {
+					t.Fatal(err)
+				}
+				got, bb := cpu.New(4, 4), cpu.New(4, 4)
+				v.Download(got)
+				b.Download(bb)
+				want := cpu.New(4, 4)
+				cpu.Sgemm(want, blas32.General{Rows: 4, Cols: 4, Stride: 4, Data: x.Data[8:]}, bb)
+				for i := range want.Data {
+					if abs64(float64(got.Data[i]-want.Data[i])) > 1e-5 {
+						t.Fatalf("the view's product: C[%d] = %v, want %v", i, got.Data[i], want.Data[i])
+					}
+				}
+			}
+			if borrowed {
+				withBorrowedEGL(t, body)
+			} else {
+				body(openDevice(t, BackendEGL))
+			}
+		})
+	}
+	var zero Device
+	mustPanic(t, "not made by Open or NewDeviceFromCurrent", func() { zero.Mul(cpu.New(2, 2), cpu.New(2, 2), cpu.New(2, 2), nil) })
+	mustPanic(t, "not made by Open or NewDeviceFromCurrent", func() { zero.NewMatrix(2, 2) })
+}
+
 // TestBorrowedLoader checks that NewDeviceFromCurrent loads go-gl through
 // the host's GetProcAddress when given one, and loads nothing with
 // GLLoaded.

@@ -40,6 +40,7 @@ const (
 // enter runs f as call does, saving and restoring what save says on a
 // borrowed context outside a Scope.
 func (d *Device) enter(save saving, f func()) {
+	d.mustBeOpen()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.released {
@@ -61,6 +62,15 @@ func (d *Device) enter(save saving, f func()) {
 		return
 	}
 	d.thread.Call(f)
+}
+
+// mustBeOpen panics on a Device that Open or NewDeviceFromCurrent did not
+// make (a zero Device has no context: its calls failed with a misleading
+// "the driver allows 0 work groups").
+func (d *Device) mustBeOpen() {
+	if d.thread == nil && !d.borrowed {
+		panic("glcompute: a Device not made by Open or NewDeviceFromCurrent")
+	}
 }
 
 // checkHostContext panics unless the borrowed context is current on the

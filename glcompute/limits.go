@@ -41,6 +41,7 @@ func (d *Device) CheckShape(m, k, n int) error {
 // most GL_MAX_SHADER_STORAGE_BLOCK_SIZE bytes, and floats that 32-bit
 // indices reach. what names the data ("the split-K workspace is").
 func (d *Device) checkBlock(what string, bytes int64) error {
+	d.mustBeOpen() // a zero Device's limits are 0: its errors would mislead
 	if limit := d.info.MaxSSBOBlockSize; bytes > limit || bytes/4 > maxIndex {
 		return fmt.Errorf("%w: %s %s, over this driver's largest shader storage block (GL_MAX_SHADER_STORAGE_BLOCK_SIZE = %s)",
 			ErrTooLarge, what, formatBytes(float64(bytes)), formatBytes(float64(limit)))

@@ -13,7 +13,9 @@ import (
 
 // Matrix is a row-major float32 matrix that lives in a GPU buffer: one the
 // Device made (NewMatrix) or a host's own (WrapBuffer). Element (i, j) is
-// float number Offset + i·Stride + j of the buffer.
+// float number Offset + i·Stride + j of the buffer. The caller may change
+// Rows, Cols, Stride and Offset to view another part of the same buffer;
+// every call checks them and panics where they reach past its end.
 //
 // glmul binds only the part of the buffer that a product reads or writes
 // (a buffer range starting on GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT),
@@ -33,7 +35,8 @@ type Matrix struct {
 	owned bool  // made by NewMatrix: Release deletes the buffer
 }
 
-// NewMatrix creates a rows×cols matrix in a new buffer; its contents are
+// NewMatrix creates a rows×cols matrix in a new buffer (it panics where
+// rows or cols is below 1); its contents are
 // undefined until written (Upload, Gemm, ...). Release it when done. It
 // returns an error matching ErrTooLarge when the matrix is over one shader
 // storage block, and ErrOutOfMemory when the driver refuses the allocation
@@ -137,12 +140,23 @@ func (d *Device) WrapBuffer(buffer uint32, offset, rows, cols, stride int) (*Mat
 // Buffer returns the buffer object that holds m.
 func (m *Matrix) Buffer() uint32 { return uint32(m.buf) }
 
+// check panics unless m is a live matrix of d whose exported fields
+// (changed by the caller to view a part of the buffer, say) still describe
+// a matrix inside its buffer: past the end, a product read zeros (or a
+// stale staging buffer) and wrote nowhere, and GL's INVALID_VALUE was
+// left in a host's error flag.
 func (m *Matrix) check(d *Device) {
 	if m.d == nil {
 		panic("glcompute: use of a released Matrix")
 	}
 	if m.d != d {
 		panic("glcompute: Matrix of another Device")
+	}
+	if m.Rows < 1 || m.Cols < 1 || m.Stride < m.Cols || m.Offset < 0 {
+		panic(fmt.Sprintf("glcompute: Matrix with Rows %d, Cols %d, Stride %d, Offset %d: rows and columns must be at least 1, Stride at least Cols, Offset at least 0", m.Rows, m.Cols, m.Stride, m.Offset))
+	}
+	if end, ok := floatBytes(m.Rows-1, m.Stride); !ok || end/4 > math.MaxInt64/4-int64(m.Offset)-int64(m.Cols) || 4*(int64(m.Offset)+end/4+int64(m.Cols)) > m.size {
+		panic(fmt.Sprintf("glcompute: a %d×%d Matrix with Stride %d at Offset %d runs past the end of its buffer (%d bytes): Rows, Cols, Stride and Offset may describe any part of the buffer, no more", m.Rows, m.Cols, m.Stride, m.Offset, m.size))
 	}
 }
 

@@ -161,8 +161,9 @@ type Timings struct {
 // Release, by a product in panels or under MaxGPUMemory, or when an
 // allocation fails.
 //
-// It panics if the shapes disagree or a slice is too short for its shape and
-// stride.
+// It panics if the shapes disagree, a dimension is below 1 (an empty
+// product is the caller's to skip: C has no elements or is zero), or a
+// slice is too short for its shape and stride.
 func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) {
 	checkGeneral(a)
 	checkGeneral(b)
@@ -218,6 +219,7 @@ type hostPlan struct {
 // one place where Mul and Plan choose the kernel (chooseHost), check what
 // the driver allows, and decide on panels (planPanels).
 func (d *Device) planHost(m, k, n int, opts *MulOptions) (hp hostPlan, err error) {
+	d.mustBeOpen()
 	if opts != nil {
 		hp.o = *opts
 	}

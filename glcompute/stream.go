@@ -44,7 +44,12 @@ type StreamOptions struct {
 	PanelBytes int64
 	// Check, if set, is called once with B as read (k×n), on a goroutine
 	// of its own while B is uploaded, and returns the check of each panel
-	// of C (nil: none). A panel is written only after its check returned.
+	// of C (nil: none). A panel is written only after its check returned,
+	// but a check cannot stop the product: it records what it finds, for
+	// the caller to act on once MulStream returns (or it cancels Context,
+	// which stops the product between panels). glmul mul writes C to a
+	// temporary file that a failed check discards; rows written to a FIFO
+	// or a device before then stay written.
 	Check func(b blas32.General) PanelCheck
 	// Progress, if set, is called as each panel of C is written, with the
 	// panels written and their total.
@@ -97,12 +102,16 @@ func (r StreamResult) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * 
 // into one of two resident matrices, its product by B, readback of the
 // panel before it), the check (StreamOptions.Check) and writing C.
 //
-// A's columns must equal B's rows. An error from any stage stops the
-// others; what c received by then is incomplete. MulStream returns once
-// every stage has stopped.
+// A's columns must equal B's rows, and every dimension must be at least 1:
+// MulStream panics otherwise, as Mul does (a programmer's error, as in
+// gonum). An error from any stage stops the others; what c received by
+// then is incomplete. MulStream returns once every stage has stopped.
 func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (StreamResult, error) {
+	if a.Rows() < 1 || a.Cols() < 1 || b.Rows() < 1 || b.Cols() < 1 {
+		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d: every dimension must be at least 1", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
+	}
 	if a.Cols() != b.Rows() {
-		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
+		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d: A's columns must equal B's rows", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
 	}
 	if o == nil {
 		o = &StreamOptions{}

@@ -34,8 +34,10 @@
 //
 // # Errors
 //
-// Errors start with "outfile:" and name the path the caller gave (and the
-// target, for a link); write errors wrap the system's error, so that
+// Errors start with the path the caller gave (and the target, for a
+// link), as the command's own messages about a file do ("glmul: c.npy: is
+// a directory; ..."), not with this package's name, which means nothing to
+// a user; write errors wrap the system's error, so that
 // errors.Is(err, syscall.ENOSPC) holds. Errors returned by the caller's
 // write function are returned as they are.
 //

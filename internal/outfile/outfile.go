@@ -47,7 +47,7 @@ var ErrNoRoom = errors.New("not enough free space")
 func WriteSized(path string, stdout io.Writer, size uint64, write func(io.Writer) error) error {
 	if path == Stdout {
 		if stdout == nil {
-			return errors.New("outfile: -: standard output cannot take this file; name a file")
+			return errors.New("-: standard output cannot take this file; name a file")
 		}
 		return stream(stdout, "standard output", write)
 	}
@@ -70,7 +70,7 @@ func WriteSized(path string, stdout io.Writer, size uint64, write func(io.Writer
 		return err
 	}
 	if room, ok := freeBytes(dir); ok && size > room {
-		return fmt.Errorf("outfile: %s: %w: at least %s to write, %s free there", t, ErrNoRoom, gib(size), gib(room))
+		return fmt.Errorf("%s: %w: at least %s to write, %s free there", t, ErrNoRoom, gib(size), gib(room))
 	}
 	return t.replace(write)
 }
@@ -101,7 +101,7 @@ func Check(path string) error {
 	}
 	f, err := os.CreateTemp(dir, ".glmul-outfile-check-*")
 	if err != nil {
-		return fmt.Errorf("outfile: %s: cannot write in %s: %w", t, dir, pathless(err))
+		return fmt.Errorf("%s: cannot write in %s: %w", t, dir, pathless(err))
 	}
 	f.Close()
 	os.Remove(f.Name())
@@ -141,7 +141,7 @@ func (t dest) String() string {
 func resolve(path string) (dest, error) {
 	t := dest{path: path, final: path}
 	if path == "" {
-		return t, errors.New("outfile: no file named (the path is empty)")
+		return t, errors.New("no file named (the path is empty)")
 	}
 	// A device, FIFO or socket, through whatever links: written in place
 	// through path itself. Linux's /proc/self/fd links (/dev/stdout) name
@@ -157,21 +157,21 @@ func resolve(path string) (dest, error) {
 		case errors.Is(err, fs.ErrNotExist):
 			return t, nil
 		case err != nil:
-			return t, fmt.Errorf("outfile: %s: %w", t, pathless(err))
+			return t, fmt.Errorf("%s: %w", t, pathless(err))
 		case fi.Mode()&fs.ModeSymlink == 0:
 			t.info = fi
 			return t, nil
 		}
 		link, err := os.Readlink(t.final)
 		if err != nil {
-			return t, fmt.Errorf("outfile: %s: %w", t, pathless(err))
+			return t, fmt.Errorf("%s: %w", t, pathless(err))
 		}
 		if !filepath.IsAbs(link) {
 			link = filepath.Join(filepath.Dir(t.final), link)
 		}
 		t.final = link
 	}
-	return t, fmt.Errorf("outfile: %s: more than %d symbolic links (a loop?)", t.path, maxLinks)
+	return t, fmt.Errorf("%s: more than %d symbolic links (a loop?)", t.path, maxLinks)
 }
 
 // dir returns the directory a replacement of t is written in, or an
@@ -179,7 +179,7 @@ func resolve(path string) (dest, error) {
 func (t dest) dir() (string, error) {
 	dir := filepath.Dir(t.final)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("outfile: %s: there is no directory %s", t, dir)
+		return "", fmt.Errorf("%s: there is no directory %s", t, dir)
 	}
 	return dir, nil
 }
@@ -194,14 +194,14 @@ func (t dest) classify() (inPlace bool, err error) {
 	case m.IsRegular():
 		return false, nil
 	case m.IsDir():
-		return false, fmt.Errorf("outfile: %s: is a directory; name a file in it (%s) or another path",
+		return false, fmt.Errorf("%s: is a directory; name a file in it (%s) or another path",
 			t, filepath.Join(t.path, "FILE"))
 	case m&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeNamedPipe) != 0:
 		return true, nil
 	case m&fs.ModeSocket != 0:
-		return false, fmt.Errorf("outfile: %s: is a socket; glmul writes regular files, devices and FIFOs", t)
+		return false, fmt.Errorf("%s: is a socket; glmul writes regular files, devices and FIFOs", t)
 	}
-	return false, fmt.Errorf("outfile: %s: is not a regular file, device or FIFO (mode %v)", t, t.info.Mode())
+	return false, fmt.Errorf("%s: is not a regular file, device or FIFO (mode %v)", t, t.info.Mode())
 }
 
 // writeInPlace writes a device or FIFO through an ordinary open: no
@@ -209,16 +209,16 @@ func (t dest) classify() (inPlace bool, err error) {
 func (t dest) writeInPlace(write func(io.Writer) error) error {
 	f, err := os.OpenFile(t.final, os.O_WRONLY, 0)
 	if err != nil {
-		return fmt.Errorf("outfile: %s: %w", t, pathless(err))
+		return fmt.Errorf("%s: %w", t, pathless(err))
 	}
 	err = stream(f, t.String(), write)
 	if m := t.info.Mode(); err == nil && m&fs.ModeDevice != 0 && m&fs.ModeCharDevice == 0 {
 		if err = f.Sync(); err != nil { // a block device: its data on the disk
-			err = fmt.Errorf("outfile: %s: %w", t, pathless(err))
+			err = fmt.Errorf("%s: %w", t, pathless(err))
 		}
 	}
 	if cerr := f.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("outfile: %s: %w", t, pathless(cerr))
+		err = fmt.Errorf("%s: %w", t, pathless(cerr))
 	}
 	return err
 }
@@ -248,7 +248,7 @@ func (nw *namingWriter) Write(p []byte) (int, error) {
 	}
 	n, err := nw.w.Write(p)
 	if err != nil {
-		nw.err = fmt.Errorf("outfile: writing %s: %w", nw.name, pathless(err))
+		nw.err = fmt.Errorf("writing %s: %w", nw.name, pathless(err))
 	}
 	return n, nw.err
 }

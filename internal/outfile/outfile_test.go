@@ -150,7 +150,7 @@ func TestWrite(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "x.bin")
 	noError(t, Write(p, nil, payload))
 	hasData(t, p, payload)
-	if err := Write(Stdout, nil, payload); err == nil || !strings.HasPrefix(err.Error(), "outfile: -:") {
+	if err := Write(Stdout, nil, payload); err == nil || !strings.HasPrefix(err.Error(), "-: standard output") {
 		t.Errorf("- with no stdout: err %v", err)
 	}
 }

@@ -37,10 +37,10 @@ func (t dest) replaceable() error {
 	}
 	if err := writable(t.final); errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
 		if uid, ok := owner(t.info); ok && uid != geteuid() {
-			return fmt.Errorf("outfile: %s: may not be written: it belongs to another user (uid %d), and its mode (%v) does not let you write it: name another file",
+			return fmt.Errorf("%s: may not be written: it belongs to another user (uid %d), and its mode (%v) does not let you write it: name another file",
 				t, uid, t.info.Mode().Perm())
 		}
-		return fmt.Errorf("outfile: %s: may not be written (mode %v): make it writable (chmod u+w %s) or name another file",
+		return fmt.Errorf("%s: may not be written (mode %v): make it writable (chmod u+w %s) or name another file",
 			t, t.info.Mode().Perm(), t.final)
 	}
 	dir := filepath.Dir(t.final)
@@ -52,7 +52,7 @@ func (t dest) replaceable() error {
 	fileOwner, ok1 := owner(t.info)
 	dirOwner, ok2 := owner(di)
 	if ok1 && ok2 && euid != 0 && fileOwner != euid && dirOwner != euid {
-		return fmt.Errorf("outfile: %s: belongs to another user, in %s, a sticky directory (mode %v), where only its owner may replace it: name another file",
+		return fmt.Errorf("%s: belongs to another user, in %s, a sticky directory (mode %v), where only its owner may replace it: name another file",
 			t, dir, di.Mode())
 	}
 	return nil

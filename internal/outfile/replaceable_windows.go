@@ -9,5 +9,5 @@ func (t dest) replaceable() error {
 	if t.info == nil || !t.info.Mode().IsRegular() || t.info.Mode().Perm()&0o200 != 0 {
 		return nil
 	}
-	return fmt.Errorf("outfile: %s: is read-only: clear its read-only attribute (attrib -r %s) or name another file", t, t.final)
+	return fmt.Errorf("%s: is read-only: clear its read-only attribute (attrib -r %s) or name another file", t, t.final)
 }

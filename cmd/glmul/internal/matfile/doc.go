@@ -43,9 +43,15 @@
 // # Limits and output
 //
 // A .mtx file may ask for at most 2^28 dense elements. A .npy header is
-// read as np.load reads it, a Python dictionary literal with its keys in
-// any order and any spacing (npyheader.go says why not with npyio), of
-// at most 64 KiB. Output is float32: .npy with dtype '<f4', C order; .mtx as
+// read as np.load reads the headers that NumPy and other writers produce,
+// a Python dictionary literal with its keys in any order, any spacing and
+// quotes, comments, trailing commas and strings like u'<f4' (npyheader.go says why
+// not with npyio), of at most 64 KiB. Rarer literal forms that np.load
+// also takes are refused, each with a message: other string prefixes,
+// escapes but \\, \' and \", adjacent or triple-quoted strings,
+// backslash line continuations, parentheses around a value, numbers in hex,
+// octal or binary or with a '+', a dimension of -1, dtypes spelt 'f4' or
+// 'float32', and bytes after the data. Output is float32: .npy with dtype '<f4', C order; .mtx as
 // "coordinate real general", listing every element, zeros included, row
 // by row ("i j v", 1-based, v the shortest decimal that reads back as the
 // same float32): a Sink writes rows in order, and MatrixMarket's "array"
@@ -59,5 +65,7 @@
 // matrix, a value beyond float32's range. A .npy file's rows are read in
 // full or not at all: one that ends sooner than its size said when it was
 // opened (still being written, on a network mount), or whose size
-// changed since (rewritten), is an error saying so, never zeros.
+// changed since (rewritten), is an error saying so, never zeros. Bytes
+// rewritten in place at the same size cannot be told from the data and
+// are read as they are.
 package matfile

@@ -1,8 +1,10 @@
 package matfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,18 +83,21 @@ func Open(path string, o *ReadOptions) (Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	if format == ".npy" { // before opening: a FIFO's open waits for a writer
-		fi, err := os.Stat(path)
-		if err != nil {
-			return nil, err
-		}
+	// Before opening: a FIFO's open waits for a writer.
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, pathFirst(path, err)
+	}
+	if format == ".npy" {
 		if err := checkNPYFile(fi, path); err != nil {
 			return nil, err
 		}
+	} else if fi.IsDir() {
+		return nil, fmt.Errorf("%s: is a directory, not a %s file", path, format)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, pathFirst(path, err)
 	}
 	if format == ".mtx" {
 		s, err := openMTX(f, path, *o)
@@ -102,7 +107,7 @@ func Open(path string, o *ReadOptions) (Source, error) {
 		}
 		return s, nil
 	}
-	fi, err := f.Stat() // the size of the file opened
+	fi, err = f.Stat() // the size of the file opened
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -193,4 +198,15 @@ func writeMatrix(w io.Writer, path string, m blas32.General) error {
 		return err
 	}
 	return s.Close()
+}
+
+// pathFirst words an error of the os package about path as glmul's
+// messages about a file are, "PATH: what is wrong" ("stat PATH: ..." said
+// which system call failed).
+func pathFirst(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", path, pe.Err)
+	}
+	return err
 }

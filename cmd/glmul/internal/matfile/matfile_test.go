@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -170,6 +171,9 @@ func TestReadMTX(t *testing.T) {
 		{"symmetric-coord", "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n2 1 7\n2 2 3\n", "[0 7 7 3]"},
 		{"duplicates-sum", "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n1 1 5\n2 2 2\n", "[6 0 0 2]"},
 		{"symmetric-both-triangles", "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 2 7\n2 1 4\n", "[0 11 11 0]"},
+		// An integer beyond int64 is an integer still (it was refused as
+		// "not a integer value"): 10²⁰ as float32.
+		{"integer-beyond-int64", "%%MatrixMarket matrix coordinate integer general\n1 2 2\n1 1 100000000000000000000\n1 2 -3\n", "[1e+20 -3]"},
 	} {
 		m, err := readBytes(t, c.name+".mtx", []byte(c.text))
 		if err != nil {
@@ -192,6 +196,8 @@ func TestReadMTXErrors(t *testing.T) {
 		{"value", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 x\n", "\"x\" is not a real value"},
 		{"empty", "", "empty file"},
 		{"zero", "%%MatrixMarket matrix array real general\n0 2\n", "empty 0×2"},
+		{"negative", "%%MatrixMarket matrix array real general\n-3 3\n", `the size line "-3 3" gives a negative dimension`},
+		{"integer-word", "%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 1 x\n", `"x" is not an integer value`},
 		{"size", "%%MatrixMarket matrix coordinate real general\n2 2\n", "should hold 3 whole numbers"},
 		{"overflow", "%%MatrixMarket matrix coordinate real general\n4294967296 4294967296 1\n1 1 2\n", "too large to hold dense"},
 		{"negative-count", "%%MatrixMarket matrix coordinate real general\n2 2 -1\n", "should hold 3 whole numbers"},
@@ -359,5 +365,23 @@ func TestReadMTXDuplicates(t *testing.T) {
 		if err != nil || fmt.Sprint(m.Data) != c.want || info.Duplicates != c.dups {
 			t.Errorf("%s: %v, %d duplicates, %v; want %v, %d", c.name, m.Data, info.Duplicates, err, c.want, c.dups)
 		}
+	}
+}
+
+// TestOpenMessages: a missing input or a directory is named first, as
+// every message about a file is ("stat x.npy: ..." and "x.mtx: read
+// x.mtx: is a directory" said which call failed), and a missing one still
+// matches fs.ErrNotExist.
+func TestOpenMessages(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nope.npy")
+	_, err := Open(missing, nil)
+	if err == nil || err.Error() != missing+": no such file or directory" || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing: %v", err)
+	}
+	d := filepath.Join(dir, "d.mtx")
+	os.Mkdir(d, 0o755)
+	if _, err := Open(d, nil); err == nil || err.Error() != d+": is a directory, not a .mtx file" {
+		t.Errorf("directory: %v", err)
 	}
 }

@@ -91,6 +91,11 @@ func (r *mtxReader) next() ([]byte, bool) {
 func (r *mtxReader) value(f []byte) (float64, error) {
 	if r.h.field == "integer" {
 		v, err := strconv.ParseInt(string(f), 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			// An integer beyond int64 is still one: its float64 value
+			// (float32's range is checked later, as for any value).
+			return strconv.ParseFloat(string(f), 64)
+		}
 		return float64(v), err
 	}
 	if v, ok := fastFloat(f); ok {
@@ -286,6 +291,8 @@ func (r *mtxReader) header() ([]int, error) {
 	switch {
 	case err != nil || len(dims) != want || want == 3 && dims[2] < 0:
 		return nil, r.errf("the size line %q should hold %d whole numbers", size, want)
+	case dims[0] < 0 || dims[1] < 0:
+		return nil, r.errf("the size line %q gives a negative dimension", size)
 	case dims[0] < 1 || dims[1] < 1:
 		return nil, r.errf("an empty %d×%d matrix", dims[0], dims[1])
 	case r.h.symmetry == "symmetric" && dims[0] != dims[1]:
@@ -311,7 +318,7 @@ func (r *mtxReader) array(rows, cols int) error {
 			}
 			v, err := r.value(t)
 			if err != nil {
-				return r.errf("%q is not a %s value", t, r.h.field)
+				return r.errf("%q is not %s value", t, aField(r.h.field))
 			}
 			r.set(i, j, v, t, r.line)
 		}
@@ -346,7 +353,7 @@ func (r *mtxReader) coordinate(rows, cols, nnz int) error {
 		if fields == 3 {
 			var err error
 			if v, err = r.value(f[2]); err != nil {
-				return r.errf("entry %q: %q is not a %s value", t, f[2], r.h.field)
+				return r.errf("entry %q: %q is not %s value", t, f[2], aField(r.h.field))
 			}
 			text = f[2]
 		}
@@ -453,4 +460,12 @@ func (s *mtxSource) ReadRows(dst blas32.General, r0 int) error {
 		copy(dst.Data[i*dst.Stride:i*dst.Stride+c], s.m.Data[(r0+i)*c:(r0+i+1)*c])
 	}
 	return nil
+}
+
+// aField is a field's name with its article: "a real", "an integer".
+func aField(field string) string {
+	if strings.IndexByte("aeiou", field[0]) >= 0 {
+		return "an " + field
+	}
+	return "a " + field
 }

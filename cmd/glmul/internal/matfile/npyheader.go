@@ -201,8 +201,13 @@ func (p *pyLiteral) eat(c byte) bool {
 }
 
 // str reads a string in single or double quotes, with the backslash
-// escapes of a plain Python string that a dtype could hold.
+// escapes of a plain Python string that a dtype could hold, and Python 3's
+// u or U prefix, which means nothing more (u'<f4': a Python 2 writer's
+// unicode strings, as some wrote headers).
 func (p *pyLiteral) str() (string, error) {
+	if c := p.peek(); (c == 'u' || c == 'U') && p.i+1 < len(p.s) && (p.s[p.i+1] == '\'' || p.s[p.i+1] == '"') {
+		p.i++
+	}
 	q := p.peek()
 	if q != '\'' && q != '"' {
 		return "", p.errorf("has no quoted string where one belongs")

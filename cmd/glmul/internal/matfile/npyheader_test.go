@@ -47,6 +47,8 @@ func TestReadNPYHeaderForms(t *testing.T) {
 		{"{'descr':'<f4','fortran_order':False,'shape':(3,2),#\r'shape':(2,3)\n}", []byte{1, 2, 3}},
 		{"{'descr':'<f4','shape':(2,3),'fortran_order':True,#\r'fortran_order':False,\n}", []byte{1, 2, 3}},
 		{"{'descr':'<f4','fortran_order':False,'shape':(2,3)#\r}", []byte{1, 2, 3}},
+		// u'' and U"" strings (Python 2 writers' unicode), keys and values.
+		{"{u'descr': u'<f4', u'fortran_order': False, U\"shape\": (2, 3), }\n", []byte{1, 2, 3}},
 	} {
 		for _, major := range c.majors {
 			name := fmt.Sprintf("form%d-v%d.npy", i, major)
