@@ -196,8 +196,11 @@ func TestMultiplyCtrlCKeepsRuns(t *testing.T) {
 		os.Exit(exitCode(run([]string{"-n", "256", "-kernel", "tiled32", "-reps", "1000", "-backend", "egl", "-progress", "on", "-validate", "full"}, os.Stdout, os.Stderr), os.Stderr))
 	}
 	needGL(t)
-	c := startChild(t, "TestMultiplyCtrlCKeepsRuns", "multiply-runs", "(3/1001)") // the warm-up and two timed runs
-	time.Sleep(300 * time.Millisecond)
+	// The bar from its first line on; a second and a half later the one
+	// warm-up run and dozens of timed ones are done (the bar's counts
+	// are sampled: no exact count can be waited for).
+	c := startChild(t, "TestMultiplyCtrlCKeepsRuns", "multiply-runs", "GPU runs")
+	time.Sleep(1500 * time.Millisecond)
 	if !c.interrupt(t) {
 		t.Skip("the device finished 1000 runs of 256³ before Ctrl-C; the test needs a slow one (llvmpipe in CI)")
 	}
