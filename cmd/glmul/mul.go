@@ -64,7 +64,7 @@ func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 	fs.StringVar(&f.a, "a", "", "the left matrix `FILE` (.npy or .mtx), instead of the first argument")
 	fs.StringVar(&f.b, "b", "", "the right matrix `FILE` (.npy or .mtx), instead of the second argument")
 	fs.BoolVar(&f.allowOverflow, "allow-overflow", false, "let float64 input beyond float32's range (±3.4e38) become ±Inf (C is then Inf or NaN there); without it such a value is an error")
-	fs.StringVar(&f.out, "o", "", "write C = A·B to `FILE` (.npy or .mtx), atomically; never over an input")
+	fs.StringVar(&f.out, "o", "", "write C = A·B to `FILE` (.npy or .mtx), atomically; never over an input; - (or /dev/stdout): standard output, as .npy, as C comes")
 	fs.StringVar(&f.kernel, "kernel", "fast", "compute shader: fast, tiled32, fast:BMxBNxBK_TMxTN or cpu:LXxLY_TMxTN")
 	mode := fs.String("validate", "auto", "check C on the CPU: auto|full|freivalds|none (inputs with NaN or Inf: full)")
 	format := fs.String("format", "text", "report: text (on stderr) or json (on stdout)")
@@ -89,6 +89,15 @@ func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 		return nil, usagef("mul: give the matrices A and B: glmul mul A.npy B.npy -o C.npy (or -a A.npy -b B.npy)")
 	case f.out == "":
 		return nil, usagef("mul: give -o FILE for C: glmul mul A.npy B.npy -o C.npy")
+	case f.out == "/dev/stdout" || f.out == "/dev/fd/1" || f.out == "/proc/self/fd/1":
+		// Standard output by another name: written as "-" is, in place,
+		// whatever it is (a file the shell opened, named C.bin say, took
+		// its format from that name, or was replaced by a new file behind
+		// the shell's back).
+		f.out = outfile.Stdout
+	}
+	if f.out == outfile.Stdout && *format == "json" {
+		return nil, usagef("mul: -o - writes C to standard output, where -format json would write the report too: use -format text (the report on stderr) or name a file")
 	}
 	for _, p := range []string{f.a, f.b} {
 		if _, err := matfile.Format(p); err != nil {
@@ -129,7 +138,7 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 	}
 	defer a.Close()
 	defer b.Close()
-	r, err := streamProduct(f, a, b, stderr)
+	r, err := streamProduct(f, a, b, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -233,7 +242,7 @@ func (c *mulCheck) prepare(b blas32.General) glcompute.PanelCheck {
 // where its file system has not the room. The device is opened once the
 // output is known to be writable. Ctrl-C stops the product between
 // panels, within a second (awaitWork), leaving the output as it was.
-func streamProduct(f *mulFlags, a, b matfile.Source, stderr io.Writer) (r mulResult, err error) {
+func streamProduct(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) (r mulResult, err error) {
 	ctx, stop := notifyInterrupt()
 	defer stop()
 	m, k, n := a.Rows(), a.Cols(), b.Cols()
@@ -245,7 +254,7 @@ func streamProduct(f *mulFlags, a, b matfile.Source, stderr io.Writer) (r mulRes
 	}
 	size := cBytes(f.out, m, n)
 	err, abandoned := awaitWork(ctx, stderr, "glmul mul", func() error {
-		return outfile.WriteSized(f.out, nil, size, func(w io.Writer) error {
+		return outfile.WriteSized(f.out, stdout, size, func(w io.Writer) error {
 			return mulInto(w, f, a, b, o, chk, &r, stderr)
 		})
 	})
@@ -308,6 +317,9 @@ func mulError(f *mulFlags, r mulResult, m, k, n int, err error, stderr io.Writer
 // regular file is replaced only at the end (outfile), but a device or FIFO
 // was written as C came.
 func leftAs(out string) string {
+	if out == outfile.Stdout {
+		return "standard output received the rows of C computed until then, unvalidated"
+	}
 	if fi, err := os.Stat(out); err == nil && fi.Mode()&(os.ModeDevice|os.ModeNamedPipe) != 0 {
 		return out + " (a device or FIFO) received the rows of C computed until then, unvalidated"
 	}
@@ -336,7 +348,7 @@ func noteReads(f *mulFlags, a, b matfile.Source, stderr io.Writer) {
 // writeMulReport prints the product's report (JSON on stdout with
 // -format json, else text on stderr) and says where C went.
 func writeMulReport(f *mulFlags, r mulResult, stdout, stderr io.Writer) error {
-	rep := &report.Mul{Device: measure.Device(r.Device), Inputs: []string{f.a, f.b}, Output: f.out, Kernel: r.Kernel,
+	rep := &report.Mul{Device: measure.Device(r.Device), Inputs: []string{f.a, f.b}, Output: outName(f.out), Kernel: r.Kernel,
 		M: r.M, K: r.K, N: r.N, Panels: r.Panels, PanelRows: r.PanelRows, HostBytes: r.HostBytes,
 		ReadB: r.ReadB, Read: r.Read, GPU: r.GPU, Check: r.Check, WriteC: r.Write, Wall: r.Wall,
 		GFLOPS: measure.GFLOPS(r.Flop(), r.Wall), Validation: r.Validation}
@@ -348,7 +360,7 @@ func writeMulReport(f *mulFlags, r mulResult, stdout, stderr io.Writer) error {
 		return err
 	}
 	if f.format != report.JSON {
-		fmt.Fprintf(stderr, "wrote C (%d×%d float32) to %s\n", r.M, r.N, f.out)
+		fmt.Fprintf(stderr, "wrote C (%d×%d float32) to %s\n", r.M, r.N, outName(f.out))
 	}
 	return nil
 }
@@ -393,4 +405,12 @@ func sameFile(x, y string) bool {
 	ax, errx := filepath.Abs(x)
 	ay, erry := filepath.Abs(y)
 	return errors.Join(errx, erry) == nil && ax == ay
+}
+
+// outName is -o as messages name it: "standard output" for "-".
+func outName(out string) string {
+	if out == outfile.Stdout {
+		return "standard output"
+	}
+	return out
 }

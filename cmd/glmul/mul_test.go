@@ -246,3 +246,31 @@ func TestMulInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestMulToStdout: -o - (and /dev/stdout, whatever stdout is) writes C to
+// standard output as .npy, as it comes, with the report on stderr; with
+// -format json, which would share stdout, it is a usage error. (/dev/stdout
+// redirected to a file named C.bin was refused, "unknown file type", and
+// -o - too.)
+func TestMulToStdout(t *testing.T) {
+	needGL(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.mtx")
+	os.WriteFile(a, npyFile("<f8", "(2, 3)", f8(1, 2, 3, 4, 5, 6)), 0o644)
+	os.WriteFile(b, []byte("%%MatrixMarket matrix array real general\n3 2\n1\n0\n1\n0\n1\n1\n"), 0o644)
+	for _, out := range []string{"-", "/dev/stdout"} {
+		code, stdout, stderr := glmul("mul", "-backend", "egl", a, b, "-o", out)
+		if code != 0 || !strings.Contains(stderr, "wrote C (2×2 float32) to standard output") {
+			t.Fatalf("-o %s: exit %d, %s", out, code, stderr)
+		}
+		got := filepath.Join(dir, "got.npy")
+		os.WriteFile(got, []byte(stdout), 0o644)
+		if m, err := matfile.Read(got); err != nil || fmt.Sprint(m.Data) != "[4 5 10 11]" {
+			t.Errorf("-o %s: C = %v, %v; want [4 5 10 11]", out, m.Data, err)
+		}
+	}
+	code, stdout, stderr := glmul("mul", a, b, "-o", "-", "-format", "json")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "-o - writes C to standard output, where -format json would write the report too") {
+		t.Errorf("-o - -format json: exit %d, %q, %q", code, stdout, stderr)
+	}
+}

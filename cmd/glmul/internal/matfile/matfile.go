@@ -29,6 +29,9 @@ func Format(path string) (string, error) {
 // and a device or a FIFO (or a link to one) whose name has neither, such
 // as /dev/null or /dev/stdout into a pipe, is written as .npy.
 func OutputFormat(path string) (string, error) {
+	if path == outfile.Stdout {
+		return ".npy", nil // a stream has no name to tell a format by
+	}
 	format, err := Format(path)
 	if err == nil {
 		return format, nil
