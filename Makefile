@@ -82,6 +82,7 @@ windows: deps
 
 test-windows: deps
 	@scripts/deps.sh $(WINDOWS_APT)
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=1 CC=x86_64-w64-mingw32-gcc $(GO) vet ./...
 	GO=$(GO) scripts/windows.sh test
 
 check-arm64: deps

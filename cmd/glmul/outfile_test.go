@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -12,36 +11,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	"github.com/glmul/glmul/cmd/glmul/internal/table"
 )
 
 // The commands write every file through internal/outfile (issue 23, item
 // 3): these tests check that each command's files reach it, through a
 // link, onto a device and to stdout.
-
-// savedTable writes a one-row table as glmul table -format json saves it
-// and returns its path: glmul table -from needs no GL.
-func savedTable(t *testing.T, dir string) string {
-	t.Helper()
-	tab := table.Table{
-		Device: "Test | Fake GPU | 4.6", CPU: "test CPU, 2 threads", Command: "glmul table -sizes 64",
-		When: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC), Reps: 1,
-		Rows: []table.Row{{N: 64, CPUms: 2, CPUGFLOPS: table.GFLOPS(64, 2), GonumMS: 0.1, GonumGFLOPS: table.GFLOPS(64, 0.1),
-			GPU: []table.GPUResult{{Kernel: "tiled32", Spec: "tiled32", MeanMS: 0.05, MedianMS: 0.05, GFLOPS: table.GFLOPS(64, 0.05),
-				EndToEndMS: 0.2, TimingSource: "wall", Valid: true, Validation: "full"}}}},
-	}
-	b, err := json.Marshal(tab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "t.json")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // TestTablePlotThroughLinks: -plot onto a link to a file and onto a
 // dangling link replaces or makes the targets and keeps the links.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"image/png"
@@ -293,4 +294,26 @@ func TestTablePlotFailureWritesOthers(t *testing.T) {
 	if fi, err := os.Stat(good); err != nil || fi.Size() == 0 {
 		t.Errorf("the plot after the failed one: %v", err)
 	}
+}
+
+// savedTable writes a one-row table as glmul table -format json saves it
+// and returns its path: glmul table -from needs no GL.
+func savedTable(t *testing.T, dir string) string {
+	t.Helper()
+	tab := table.Table{
+		Device: "Test | Fake GPU | 4.6", CPU: "test CPU, 2 threads", Command: "glmul table -sizes 64",
+		When: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC), Reps: 1,
+		Rows: []table.Row{{N: 64, CPUms: 2, CPUGFLOPS: table.GFLOPS(64, 2), GonumMS: 0.1, GonumGFLOPS: table.GFLOPS(64, 0.1),
+			GPU: []table.GPUResult{{Kernel: "tiled32", Spec: "tiled32", MeanMS: 0.05, MedianMS: 0.05, GFLOPS: table.GFLOPS(64, 0.05),
+				EndToEndMS: 0.2, TimingSource: "wall", Valid: true, Validation: "full"}}}},
+	}
+	b, err := json.Marshal(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "t.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
