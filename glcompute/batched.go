@@ -80,9 +80,9 @@ func (d *Device) MulBatched(c, a, b *Matrix, bt Batch) error {
 // or B batch; it returns an error matching ErrTooLarge if a batch spans
 // more than one shader storage block.
 func (d *Device) GemmBatched(c *Matrix, alpha float32, a, b *Matrix, beta float32, bt Batch) error {
-	c.check(d)
-	a.check(d)
-	b.check(d)
+	c.checkLive(d) // their shapes are the Batch's
+	a.checkLive(d)
+	b.checkLive(d)
 	bt = bt.normalized()
 	if math.IsNaN(float64(alpha)) || math.IsNaN(float64(beta)) {
 		panic("glcompute: GemmBatched: α or β is NaN")
@@ -93,7 +93,7 @@ func (d *Device) GemmBatched(c *Matrix, alpha float32, a, b *Matrix, beta float3
 	}
 	for i, x := range []*Matrix{a, b, c} {
 		name := string("ABC"[i])
-		if 4*int64(x.Offset+ext[i]) > x.size {
+		if x.Offset < 0 || 4*int64(x.Offset+ext[i]) > x.size {
 			panic("glcompute: GemmBatched: a batch runs past the end of its buffer")
 		}
 		if err := d.checkExtent("the batch of "+name, x.Offset, ext[i]); err != nil {

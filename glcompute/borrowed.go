@@ -26,6 +26,7 @@ import (
 // the previous one left bound. An owned Device's Scope may be called from any goroutine; its
 // calls from other goroutines during f get the lighter barrier too.
 func (d *Device) Scope(f func() error) error {
+	d.mustBeOpen()
 	d.mu.Lock()
 	if d.released {
 		d.mu.Unlock()

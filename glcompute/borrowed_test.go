@@ -330,8 +330,49 @@ func TestMatrixFieldsChecked(t *testing.T) {
 		})
 	}
 	var zero Device
-	mustPanic(t, "not made by Open or NewDeviceFromCurrent", func() { zero.Mul(cpu.New(2, 2), cpu.New(2, 2), cpu.New(2, 2), nil) })
-	mustPanic(t, "not made by Open or NewDeviceFromCurrent", func() { zero.NewMatrix(2, 2) })
+	for name, call := range map[string]func(){
+		"Mul":            func() { zero.Mul(cpu.New(2, 2), cpu.New(2, 2), cpu.New(2, 2), nil) },
+		"NewMatrix":      func() { zero.NewMatrix(2, 2) },
+		"Fits":           func() { zero.Fits("fast") },
+		"Scope":          func() { zero.Scope(func() error { return nil }) },
+		"PrepareStaging": func() { zero.PrepareStaging() },
+		"Release":        func() { zero.Release() },
+		"WrapBuffer":     func() { zero.WrapBuffer(1, 0, 1, 1, 1) },
+		"MulStream":      func() { zero.MulStream(&memWriter{failAfter: -1}, shapeReader{2, 2}, shapeReader{2, 2}, nil) },
+		"KernelFor":      func() { zero.KernelFor(2, 2, 2) },
+		"Plan":           func() { zero.Plan(2, 2, 2, nil) },
+		"Fence":          func() { zero.Fence() },
+	} {
+		t.Run("zero "+name, func(t *testing.T) { mustPanic(t, "not made by Open or NewDeviceFromCurrent", call) })
+	}
+}
+
+// TestBatchedIgnoresMatrixShapes: a batched product reads its shapes from
+// the Batch, as its doc says, whatever the Matrix fields say: a batch
+// inside the buffer runs even where Rows×Cols at that Offset would not fit
+// (Matrix.check refused it, a reviewer found); past the end it panics.
+func TestBatchedIgnoresMatrixShapes(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	a, c := newMatrix(t, d, 8, 4), newMatrix(t, d, 8, 4)
+	x := cpu.Random(8, 4, rand.New(rand.NewPCG(3, 4)))
+	a.Upload(x)
+	a.Offset, c.Offset = 16, 16 // rows 4..7: floats 16..31 of 32
+	if err := d.MulBatched(c, a, a, Batch{Count: 1, M: 4, K: 4, N: 4}); err != nil {
+		t.Fatal(err)
+	}
+	c.Offset, c.Rows = 16, 4
+	got := cpu.New(4, 4)
+	c.Download(got)
+	sub := blas32.General{Rows: 4, Cols: 4, Stride: 4, Data: x.Data[16:]}
+	want := cpu.New(4, 4)
+	cpu.Sgemm(want, sub, sub)
+	for i := range want.Data {
+		if abs64(float64(got.Data[i]-want.Data[i])) > 1e-4 {
+			t.Fatalf("C[%d] = %v, want %v", i, got.Data[i], want.Data[i])
+		}
+	}
+	a.Offset = 20
+	mustPanic(t, "runs past the end of its buffer", func() { d.MulBatched(c, a, a, Batch{Count: 1, M: 4, K: 4, N: 4}) })
 }
 
 // TestBorrowedLoader checks that NewDeviceFromCurrent loads go-gl through

@@ -121,6 +121,7 @@ func (d *Device) worked() { d.lastWork.Store(int64(time.Since(d.born))) }
 // afterwards panics, except Info, which goes on describing it. Owned: safe from any goroutine. Borrowed: call it on
 // the host's thread with its context current.
 func (d *Device) Release() {
+	d.mustBeOpen()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.released {

@@ -305,6 +305,7 @@ func (d *Device) detachTextures() {
 // made of it (NVIDIA's contains the assembly as text). Safe from any
 // goroutine.
 func (d *Device) ProgramBinary(spec string) ([]byte, error) {
+	d.mustBeOpen()
 	if spec == "" || spec == "fast" {
 		spec = d.DefaultKernel()
 	}
@@ -330,7 +331,10 @@ func (d *Device) DefaultKernel() string { return d.info.DefaultKernel }
 // KernelFor returns the kernel spec Mul runs for an m×k by k×n product
 // when MulOptions.Kernel is "" or "fast" (see kernelFor). Safe from any
 // goroutine.
-func (d *Device) KernelFor(m, k, n int) string { return d.kernelFor(m, k, n) }
+func (d *Device) KernelFor(m, k, n int) string {
+	d.mustBeOpen()
+	return d.kernelFor(m, k, n)
+}
 
 // hostKernels are the kernels of one host product, chosen once, before
 // it is planned: the kernel (kern), its stand-in reading A as it is where
@@ -463,6 +467,7 @@ func CheckKernel(spec string) error {
 // cpu family's on Mesa llvmpipe (OpenGL on the CPU) where the context can
 // run it, else the fast family's (FastCandidates). Safe from any goroutine.
 func (d *Device) Candidates() []string {
+	d.mustBeOpen()
 	if !tuning.OnCPU(d.tuningDriver()) || d.Fits("cpu") != nil {
 		return FastCandidates()
 	}
@@ -487,6 +492,7 @@ func FastCandidates() []string {
 // matching ErrUnsupported says why not (shared memory, invocations). Safe
 // from any goroutine.
 func (d *Device) Fits(spec string) error {
+	d.mustBeOpen()
 	k, err := shaders.Lookup(spec)
 	if err != nil {
 		return fmt.Errorf("glcompute: %w", err)

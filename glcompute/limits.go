@@ -16,6 +16,7 @@ const maxIndex = math.MaxUint32
 // ErrTooLarge that names the limit and the largest square size that fits.
 // It panics if a dimension is below 1. Safe from any goroutine.
 func (d *Device) CheckShape(m, k, n int) error {
+	d.mustBeOpen()
 	if m < 1 || k < 1 || n < 1 {
 		panic("glcompute: matrix dimension below 1")
 	}

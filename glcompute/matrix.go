@@ -95,13 +95,16 @@ func (d *Device) newBuffer(size int, data unsafe.Pointer, usage uint32, what str
 // place and without a copy: rows×cols elements with row stride stride,
 // starting offset floats into the buffer. The buffer may be of any size;
 // the matrix must fit one shader storage block. Release forgets the Matrix
-// but leaves the buffer to the host.
+// but leaves the buffer to the host. The buffer's size is read here, once,
+// for the checks of every later call: a buffer the host re-specifies
+// (glBufferData) needs a new WrapBuffer.
 //
 // It panics on a negative offset, a stride below cols, a name that is not a
 // buffer of the context, or a matrix that runs past the buffer's end
 // (programmer errors, as gonum's are); it returns an error matching
 // ErrTooLarge if the matrix spans more than one shader storage block.
 func (d *Device) WrapBuffer(buffer uint32, offset, rows, cols, stride int) (*Matrix, error) {
+	d.mustBeOpen()
 	if rows < 1 || cols < 1 || stride < cols || offset < 0 {
 		panic("glcompute: bad shape for WrapBuffer")
 	}
@@ -146,17 +149,23 @@ func (m *Matrix) Buffer() uint32 { return uint32(m.buf) }
 // stale staging buffer) and wrote nowhere, and GL's INVALID_VALUE was
 // left in a host's error flag.
 func (m *Matrix) check(d *Device) {
-	if m.d == nil {
-		panic("glcompute: use of a released Matrix")
-	}
-	if m.d != d {
-		panic("glcompute: Matrix of another Device")
-	}
+	m.checkLive(d)
 	if m.Rows < 1 || m.Cols < 1 || m.Stride < m.Cols || m.Offset < 0 {
 		panic(fmt.Sprintf("glcompute: Matrix with Rows %d, Cols %d, Stride %d, Offset %d: rows and columns must be at least 1, Stride at least Cols, Offset at least 0", m.Rows, m.Cols, m.Stride, m.Offset))
 	}
 	if end, ok := floatBytes(m.Rows-1, m.Stride); !ok || end/4 > math.MaxInt64/4-int64(m.Offset)-int64(m.Cols) || 4*(int64(m.Offset)+end/4+int64(m.Cols)) > m.size {
 		panic(fmt.Sprintf("glcompute: a %d×%d Matrix with Stride %d at Offset %d runs past the end of its buffer (%d bytes): Rows, Cols, Stride and Offset may describe any part of the buffer, no more", m.Rows, m.Cols, m.Stride, m.Offset, m.size))
+	}
+}
+
+// checkLive panics unless m is a live matrix of d. Batched products,
+// which ignore m's shape (Batch gives it), check no more here.
+func (m *Matrix) checkLive(d *Device) {
+	if m.d == nil {
+		panic("glcompute: use of a released Matrix")
+	}
+	if m.d != d {
+		panic("glcompute: Matrix of another Device")
 	}
 }
 

@@ -83,6 +83,7 @@ func (d *Device) stage() *stager {
 // or "glMapBufferRange per chunk", and the staging buffer size. Safe from
 // any goroutine.
 func (d *Device) Staging() string {
+	d.mustBeOpen()
 	var s *stager
 	d.call(func() { s = d.stage() })
 	how := "glMapBufferRange per chunk"
@@ -152,6 +153,7 @@ func (s *stager) prepare() {
 // Mul then finds them ready. Without it the first host product makes them,
 // sized to its matrices. Borrowed: it runs at once, on the host's thread.
 func (d *Device) PrepareStaging() {
+	d.mustBeOpen()
 	if d.borrowed {
 		d.call(func() { d.stage().prepare() })
 		return

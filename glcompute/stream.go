@@ -107,6 +107,7 @@ func (r StreamResult) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * 
 // gonum). An error from any stage stops the others; what c received by
 // then is incomplete. MulStream returns once every stage has stopped.
 func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (StreamResult, error) {
+	d.mustBeOpen()
 	if a.Rows() < 1 || a.Cols() < 1 || b.Rows() < 1 || b.Cols() < 1 {
 		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d: every dimension must be at least 1", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
 	}

@@ -258,10 +258,15 @@ func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []b
 		t.Header = []string{"m", "k", "n", "kernel", "spec", "timing_source", "runs", "median_ms", "gflops", "validation", "valid", "skipped", "k_splits", "stream_k_tiles"}
 		for _, r := range rows {
 			if r.Skipped != "" {
-				// Not measured: no figures and no verdict, where "0" and
-				// "false" read as a product measured and found wrong.
+				// Not measured: no figures, where "0" reads as measured;
+				// valid is false for a product that failed (it ran and
+				// gave no valid C), empty for one skipped (never ran).
+				valid := ""
+				if r.Failed {
+					valid = "false"
+				}
 				t.Rows = append(t.Rows, []string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, r.Spec, "",
-					"0", "", "", "", "", r.Skipped, "", ""})
+					"0", "", "", "", valid, r.Skipped, "", ""})
 				continue
 			}
 			t.Rows = append(t.Rows, []string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, r.Spec, r.Source,

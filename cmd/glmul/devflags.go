@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -53,8 +54,12 @@ func (d *deviceFlags) check() error {
 	// reported (glcompute drops the error); but a path that is not a
 	// directory at all is a mistake to name, not a cache to use.
 	if d.programs != "" {
-		if fi, err := os.Stat(d.programs); err == nil && !fi.IsDir() {
+		fi, err := os.Stat(d.programs)
+		switch {
+		case err == nil && !fi.IsDir():
 			return usagef("-program-cache %s: is a file, not a directory; name a directory (created if absent), or \"\" to compile every kernel", d.programs)
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return usagef("-program-cache %s: %v; name a directory (created if absent), or \"\" to compile every kernel", d.programs, pathless(err))
 		}
 	}
 	return nil
@@ -109,7 +114,29 @@ func (d *deviceFlags) parse(fs *flag.FlagSet, args []string) error {
 	if err := parseCommand(fs, args); err != nil {
 		return err
 	}
-	return d.check()
+	return d.checkFor(fs.Name())
+}
+
+// checkFor is check for the command named cmd ("glmul bench"): its usage
+// errors name the subcommand, as its other flags' do, so that the pointer
+// to -h names the subcommand's.
+func (d *deviceFlags) checkFor(cmd string) error {
+	err := d.check()
+	var u usageError
+	if sub, ok := strings.CutPrefix(cmd, "glmul "); ok && errors.As(err, &u) {
+		return usagef("%s: %s", sub, u.msg)
+	}
+	return err
+}
+
+// pathless is a file system error without the path the message gives
+// already ("stat X: not a directory" → "not a directory").
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // parseQuietly parses args into fs with its Usage silenced (the flag

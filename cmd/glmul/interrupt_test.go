@@ -190,7 +190,7 @@ func TestMultiplyCtrlC(t *testing.T) {
 // TestMultiplyCtrlCKeepsRuns interrupts glmul -n between timed runs
 // (tiled32 at 256³: about 40 ms each on llvmpipe): the runs
 // made are reported, validated (Freivalds), with the count asked, and the
-// exit status is 130 (the runs were discarded: "nothing to report").
+// exit status is 130 (before, the runs were discarded: "nothing to report").
 func TestMultiplyCtrlCKeepsRuns(t *testing.T) {
 	if os.Getenv("GLMUL_TEST_CHILD") == "multiply-runs" {
 		os.Exit(exitCode(run([]string{"-n", "256", "-kernel", "tiled32", "-reps", "1000", "-backend", "egl", "-progress", "on", "-validate", "full"}, os.Stdout, os.Stderr), os.Stderr))

@@ -73,7 +73,7 @@ func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := f.dev.check(); err != nil {
+	if err := f.dev.checkFor(fs.Name()); err != nil {
 		return nil, err
 	}
 	switch {
@@ -130,6 +130,9 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 	for _, in := range []string{f.a, f.b} {
 		if sameFile(in, f.out) {
 			return usagef("mul: -o %s is an input; write C elsewhere", f.out)
+		}
+		if f.out == outfile.Stdout && stdoutIs(in) {
+			return usagef("mul: -o %s: standard output is the input %s (1<> or >> onto it); write C elsewhere", f.out, in)
 		}
 	}
 	a, b, err := openInputs(f)
@@ -405,6 +408,18 @@ func sameFile(x, y string) bool {
 	ax, errx := filepath.Abs(x)
 	ay, erry := filepath.Abs(y)
 	return errors.Join(errx, erry) == nil && ax == ay
+}
+
+// stdoutIs reports whether this process's standard output is the file
+// at path: -o - onto an input, through the shell's 1<> or >>, would write
+// C over A or B as they are read.
+func stdoutIs(path string) bool {
+	so, err := os.Stdout.Stat()
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(path)
+	return err == nil && os.SameFile(so, fi)
 }
 
 // outName is -o as messages name it: "standard output" for "-".

@@ -269,6 +269,21 @@ func TestMulToStdout(t *testing.T) {
 			t.Errorf("-o %s: C = %v, %v; want [4 5 10 11]", out, m.Data, err)
 		}
 	}
+	// Standard output onto an input (the shell's 1<> or >>): refused, the
+	// input unchanged (C was written over A).
+	before, _ := os.ReadFile(a)
+	f, err := os.OpenFile(a, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stdout
+	os.Stdout = f
+	code, _, stderr := glmul("mul", "-backend", "egl", a, b, "-o", "-")
+	os.Stdout = saved
+	f.Close()
+	if after, _ := os.ReadFile(a); code != 2 || !strings.Contains(stderr, "standard output is the input") || !bytes.Equal(before, after) {
+		t.Errorf("-o - onto A: exit %d, %s; A changed: %v", code, stderr, !bytes.Equal(before, after))
+	}
 	code, stdout, stderr := glmul("mul", a, b, "-o", "-", "-format", "json")
 	if code != 2 || stdout != "" || !strings.Contains(stderr, "-o - writes C to standard output, where -format json would write the report too") {
 		t.Errorf("-o - -format json: exit %d, %q, %q", code, stdout, stderr)

@@ -453,8 +453,11 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 	if err := writeProduct(o, dev, r, stdout, stderr); err != nil {
 		return err
 	}
-	if r.Interrupted() { // Ctrl-C during the timed runs: those made were reported
+	switch {
+	case r.Interrupted(): // Ctrl-C during the timed runs: those made were reported
 		return interruptedError{fmt.Sprintf("the report above holds the %d of %d runs made before it", len(r.Times), r.Timings.RunsAsked)}
+	case ctx.Err() != nil: // during the pass or the validation, which ended
+		return interruptedError{"the report above is complete: the signal came after the timed runs"}
 	}
 	return nil
 }
@@ -477,7 +480,7 @@ func prepareDevice(o *options, dev *glcompute.Device) error {
 // validation goes unannounced too).
 func measureOptions(ctx context.Context, o *options, stderr io.Writer) (measure.Options, *progressbar.ProgressBar) {
 	mode, _ := validate.ParseMode(o.validate)
-	mo := measure.Options{Kernel: o.kernel, MaxGroups: o.maxGroups, Warmup: o.warmup, Reps: o.reps, SplitK: o.splitK, Validate: mode,
+	mo := measure.Options{KeepRuns: true, Kernel: o.kernel, MaxGroups: o.maxGroups, Warmup: o.warmup, Reps: o.reps, SplitK: o.splitK, Validate: mode,
 		MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, Context: ctx}
 	bar := newBar(o.progress, stderr, "GPU runs")
 	if bar != nil {

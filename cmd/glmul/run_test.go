@@ -54,6 +54,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-n", "4", "-max-groups", "0"}, "-max-groups must be 1 to 65535"},
 		{[]string{"-n", "4", "-max-groups", "70000"}, "-max-groups must be 1 to 65535"}, // exited 1 after opening the device
 		{[]string{"-n", "4", "-program-cache", "/dev/null"}, "-program-cache /dev/null: is a file, not a directory"},
+		{[]string{"bench", "-program-cache", "/dev/null"}, "glmul: bench: -program-cache /dev/null: is a file, not a directory"},
+		{[]string{"-n", "4", "-program-cache", "/dev/null/sub"}, "-program-cache /dev/null/sub: not a directory"}, // ignored without a word
 		{[]string{"mul", "-a", "x.npy", "-b", "y.npy", "-o", "z.npy", "-program-cache", "/dev/null"}, "is a file, not a directory"},
 		{[]string{"tune", "-candidates", "tiled32"}, "not a fast or cpu kernel configuration"},
 		{[]string{"-n", "4", "-split-k", "-1"}, "-split-k must be 0 or more"},

@@ -65,21 +65,8 @@ func parseTable(args []string, help io.Writer) (*tableFlags, error) {
 		return nil, err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.sizesSet = f.sizesSet || fl.Name == "sizes" })
-	if f.from != "" {
-		// What chooses a measurement means nothing to a table already
-		// measured: refused, not ignored (it was, without a word).
-		var measuring []string
-		fs.Visit(func(fl *flag.Flag) {
-			switch fl.Name {
-			case "from", "format", "compare", "plot", "progress":
-			default:
-				measuring = append(measuring, "-"+fl.Name)
-			}
-		})
-		if len(measuring) > 0 {
-			return nil, usagef("table: -from %s prints a table measured before, with its own sizes, kernels and runs: %s would change nothing; leave %s out, or measure anew without -from",
-				f.from, strings.Join(measuring, ", "), map[bool]string{true: "it", false: "them"}[len(measuring) == 1])
-		}
+	if err := f.checkFrom(fs); err != nil {
+		return nil, err
 	}
 	var err error
 	for _, s := range strings.Split(*sizes, ",") {
@@ -105,20 +92,51 @@ func parseTable(args []string, help io.Writer) (*tableFlags, error) {
 	if f.format, err = report.CheckFormat(*format, table.Formats...); err != nil {
 		return nil, usagef("table: -format: %v", err)
 	}
-	if *plots != "" {
-		for _, p := range strings.Split(*plots, ",") {
-			if ext := strings.ToLower(filepath.Ext(p)); ext != ".png" && ext != ".svg" {
-				return nil, usagef("table: -plot %s: the file must end in .png or .svg", p)
-			}
-			f.plots = append(f.plots, p)
-		}
+	if f.plots, err = parsePlots(*plots); err != nil {
+		return nil, err
 	}
-	for _, p := range f.plots {
+	return f, checkProgress("table: ", f.progress)
+}
+
+// checkFrom refuses, with -from, the flags that choose a measurement:
+// they mean nothing to a table already measured (they were ignored
+// without a word).
+func (f *tableFlags) checkFrom(fs *flag.FlagSet) error {
+	if f.from == "" {
+		return nil
+	}
+	var measuring []string
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "from", "format", "compare", "plot", "progress":
+		default:
+			measuring = append(measuring, "-"+fl.Name)
+		}
+	})
+	if len(measuring) == 0 {
+		return nil
+	}
+	return usagef("table: -from %s prints a table measured before, with its own sizes, kernels and runs: %s would change nothing; leave %s out, or measure anew without -from",
+		f.from, strings.Join(measuring, ", "), map[bool]string{true: "it", false: "them"}[len(measuring) == 1])
+}
+
+// parsePlots checks -plot's comma-separated files: each a .png or .svg
+// that outfile can write.
+func parsePlots(list string) ([]string, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var plots []string
+	for _, p := range strings.Split(list, ",") {
+		if ext := strings.ToLower(filepath.Ext(p)); ext != ".png" && ext != ".svg" {
+			return nil, usagef("table: -plot %s: the file must end in .png or .svg", p)
+		}
 		if err := outfile.Check(p); err != nil {
 			return nil, usagef("table: -plot: %v", err)
 		}
+		plots = append(plots, p)
 	}
-	return f, checkProgress("table: ", f.progress)
+	return plots, nil
 }
 
 func runTable(args []string, stdout, stderr io.Writer) error {
@@ -143,14 +161,7 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	defer h.release()
 	d := h.Device
 	info := d.Info()
-	if !f.sizesSet && tuning.OnCPU(info.Driver()) && slices.Max(f.sizes) > 1024 {
-		// The paper's sizes are the default everywhere (the table is its
-		// Table 1), but on a device that computes on the CPU its largest
-		// run for a long time (a reviewer's table ran about an hour on 2
-		// cores): said before it starts, with the way out.
-		fmt.Fprintf(stderr, "table: %s computes on the CPU: the paper's sizes up to %d run long here, each product at N = %d for seconds to minutes (Ctrl-C keeps the rows finished); -sizes 128,256,512,1024 -cpu-max 1024 is quicker\n",
-			info.Renderer, slices.Max(f.sizes), slices.Max(f.sizes))
-	}
+	f.warnOnCPU(info, stderr)
 	t := &table.Table{
 		Device:       fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, info.API()),
 		CPU:          cpuName(),
@@ -378,4 +389,16 @@ func cpuName() string {
 		}
 	}
 	return fmt.Sprintf("%s, %d threads", name, runtime.NumCPU())
+}
+
+// warnOnCPU says, before a table of the default sizes starts on a device
+// that computes on the CPU, that its largest run for a long time (a
+// reviewer's table ran about an hour on 2 cores), with the way out. The
+// paper's sizes stay the default everywhere: the table is its Table 1.
+func (f *tableFlags) warnOnCPU(info glcompute.Info, stderr io.Writer) {
+	if f.sizesSet || !tuning.OnCPU(info.Driver()) || slices.Max(f.sizes) <= 1024 {
+		return
+	}
+	fmt.Fprintf(stderr, "table: %s computes on the CPU: the paper's sizes up to %d run long here, each product at N = %d for seconds to minutes (Ctrl-C keeps the rows finished); -sizes 128,256,512,1024 -cpu-max 1024 is quicker\n",
+		info.Renderer, slices.Max(f.sizes), slices.Max(f.sizes))
 }

@@ -247,7 +247,7 @@ func (f *tuneFlags) settle(d *glcompute.Device, stderr io.Writer) error {
 	// kernel's ground) may slow large ones. Said, not refused: a user may
 	// tune for the small products they run.
 	if f.nSet && f.save && f.n < f.defaultN(d)/4 {
-		fmt.Fprintf(stderr, "tune: -n %d: the winners are cached for every product of their classes, the largest too, though measured on products no larger than %s; -save=false tries without caching, and -n %d (the default here) measures larger ones\n",
+		fmt.Fprintf(stderr, "tune: -n %d: the winners are cached for every product of their classes, the largest too, though measured on small products (the largest %s); -save=false tries without caching, and -n %d (the default here) measures larger ones\n",
 			f.n, largestTuned(f.classes, f.n), f.defaultN(d))
 	}
 	return nil

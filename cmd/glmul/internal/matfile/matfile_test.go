@@ -311,6 +311,10 @@ func TestReadFloat64Range(t *testing.T) {
 		{name: "mtx-beyond-float64", file: []byte("%%MatrixMarket matrix coordinate real general\n1 2 2\n1 2 1e400\n1 1 -1e-400\n"),
 			want: "mtx-beyond-float64.mtx:3: entry (1, 2) (row, column from 1, as the file numbers them) is 1e400, beyond float32's range",
 			with: "[-0 +Inf]", over: 1, under: 1},
+		// An integer of 400 digits: beyond float64 too, an overflow as a
+		// real's is (it was "not an integer value").
+		{name: "mtx-integer-beyond-float64", file: []byte("%%MatrixMarket matrix coordinate integer general\n1 2 1\n1 2 -1" + strings.Repeat("0", 400) + "\n"),
+			want: "beyond float32's range", with: "[0 -Inf]", over: 1},
 		{name: "mtx-duplicate-sum", file: []byte("%%MatrixMarket matrix coordinate real general\n1 1 2\n1 1 3e38\n1 1 3e38\n"),
 			want: "mtx-duplicate-sum.mtx:4: entry (1, 1) (row, column from 1, as the file numbers them) is 3e38, summed with 3e+38 from earlier entries there, beyond float32's range",
 			with: "[+Inf]", over: 1},

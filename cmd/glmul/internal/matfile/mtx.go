@@ -93,8 +93,13 @@ func (r *mtxReader) value(f []byte) (float64, error) {
 		v, err := strconv.ParseInt(string(f), 10, 64)
 		if errors.Is(err, strconv.ErrRange) {
 			// An integer beyond int64 is still one: its float64 value
-			// (float32's range is checked later, as for any value).
-			return strconv.ParseFloat(string(f), 64)
+			// (float32's range is checked later, as for any value; one
+			// beyond float64's too, as a real's is).
+			v, err := strconv.ParseFloat(string(f), 64)
+			if errors.Is(err, strconv.ErrRange) && math.IsInf(v, 0) {
+				return math.Copysign(math.MaxFloat64, v), nil
+			}
+			return v, err
 		}
 		return float64(v), err
 	}

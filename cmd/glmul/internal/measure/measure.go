@@ -84,6 +84,12 @@ type Options struct {
 	// Context, if set, stops the product between runs once it is done
 	// (and between the pass's steps: glcompute.MulOptions.Context).
 	Context context.Context
+	// KeepRuns, where Context stops the timed runs after one or more, has
+	// Product return those runs (Result.Interrupted) rather than the
+	// context's error: for the main command's single product, whose runs
+	// are the whole measurement. A series (bench, table, tune) counts a
+	// product measured in full or not at all.
+	KeepRuns bool
 	// Once runs the product once, pipelined, without warm-up, timed runs
 	// or stages measured alone (no glcompute.MulOptions.Measure hook).
 	Once bool
@@ -143,6 +149,9 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	r := Result{M: in.A.Rows, K: in.A.Cols, N: in.B.Cols}
 	pass, err := dev.Mul(in.C, in.A, in.B, mo)
 	stopped := errors.Is(err, errRunsStopped)
+	if stopped && !o.KeepRuns {
+		return r, context.Canceled
+	}
 	if err != nil && !stopped {
 		return r, err
 	}
@@ -189,6 +198,9 @@ func (r Result) EndToEnd() time.Duration { return r.Timings.EndToEnd }
 // Overlap is how much shorter the pipelined product was than its stages
 // (upload, one mean run, readback) one after another.
 func (r Result) Overlap() time.Duration {
+	if r.Timings.EndToEnd == 0 { // no pipelined pass (Interrupted)
+		return 0
+	}
 	return max(0, r.Timings.Upload+Mean(r.Timings.Compute)+r.Timings.Readback-r.Timings.EndToEnd)
 }
 

@@ -150,12 +150,8 @@ func (st *stages) run(s *glcompute.Stages) error {
 	if err := st.timeRuns(s); err != nil {
 		return err
 	}
-	if st.t.RunsAsked > 0 { // stopped: C of the last run, read back once
-		var err error
-		if st.t.Readback, st.t.ReadbackBytes, err = s.ReadBack(); err != nil {
-			return err
-		}
-		return errRunsStopped
+	if st.t.RunsAsked == 0 && st.ctx.Err() != nil {
+		st.t.RunsAsked = max(1, st.o.Reps) // stopped during the last run: all made
 	}
 	if st.o.Warmup > 0 { // untimed, as the first upload is
 		d, _, err := s.ReadBack()
@@ -165,8 +161,13 @@ func (st *stages) run(s *glcompute.Stages) error {
 		st.t.FirstReadback = d
 	}
 	var err error
-	st.t.Readback, st.t.ReadbackBytes, err = s.ReadBack()
-	return err
+	if st.t.Readback, st.t.ReadbackBytes, err = s.ReadBack(); err != nil {
+		return err
+	}
+	if st.t.RunsAsked > 0 { // stopped: C is the last run's, read back
+		return errRunsStopped
+	}
+	return nil
 }
 
 // transfers uploads A and B, once untimed first when warming up (the first

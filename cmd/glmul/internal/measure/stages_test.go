@@ -2,6 +2,7 @@ package measure
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"testing"
 	"time"
@@ -172,6 +173,42 @@ func TestProductStages(t *testing.T) {
 		}
 		if tm := r.Timings; !tm.Overlapping || len(tm.Compute) != 1 || tm.Compute[0] > tm.EndToEnd || tm.UploadBytes == 0 || (tm.Panels != "") != (o.MaxBinding > 0) {
 			t.Errorf("%+v: timings %+v", o, tm)
+		}
+	}
+}
+
+// TestProductStoppedDuringRuns: a Context cancelled during the timed runs
+// (here by the progress of the fourth run's dispatch) gives, with
+// KeepRuns, the runs made and C of the last one, validated, and no
+// pipelined pass; without it (bench, table, tune: a product measured in
+// full or not at all), context.Canceled, as before.
+func TestProductStoppedDuringRuns(t *testing.T) {
+	d := gltest.Open(t)
+	in := NewInputs(40, 30, 50, 9)
+	for _, keep := range []bool{true, false} {
+		ctx, cancel := context.WithCancel(context.Background())
+		o := Options{Kernel: "tiled32", MaxGroups: 64, Warmup: 1, Reps: 10, Validate: validate.Full, Context: ctx, KeepRuns: keep,
+			Progress: func(done, total int) {
+				if total == 11 && done == 4 { // one dispatch a run: the warm-up and three timed runs
+					cancel()
+				}
+			}}
+		r, err := Product(d, in, o)
+		cancel()
+		if !keep {
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("without KeepRuns: %v, want context.Canceled", err)
+			}
+			continue
+		}
+		if err != nil || !r.Interrupted() || len(r.Times) != 3 || r.Timings.RunsAsked != 10 || r.Timings.EndToEnd != 0 || r.Overlap() != 0 {
+			t.Fatalf("KeepRuns: %v, interrupted %v, %d runs of %d, end to end %v, overlap %v", err, r.Interrupted(), len(r.Times), r.Timings.RunsAsked, r.Timings.EndToEnd, r.Overlap())
+		}
+		if !r.Validation.OK || r.Validation.Mode != validate.Freivalds {
+			t.Errorf("C of the last run: %+v, want Freivalds ok", r.Validation)
+		}
+		if r.Timings.FirstReadback == 0 || r.Timings.Readback == 0 {
+			t.Errorf("readbacks: first %v, timed %v: the timed one after an untimed first, as for a whole measurement", r.Timings.FirstReadback, r.Timings.Readback)
 		}
 	}
 }

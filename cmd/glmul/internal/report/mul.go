@@ -53,14 +53,18 @@ func (r *Mul) Write(w io.Writer, f Format) error {
 	p("device", "%s | %s | %s | %s", i.Vendor, i.Renderer, i.Version, i.GLSLVersion)
 	p("backend", "%s", i.Backend)
 	p("kernel", "%s (for a whole panel)", r.Kernel)
-	p("panels", "%d of %d rows of A and C, streamed from the files to the file; %s of host memory for them and B",
-		r.Panels, r.PanelRows, mib(r.HostBytes))
+	dest := "the file"
+	if r.Output == "standard output" {
+		dest = r.Output
+	}
+	p("panels", "%d of %d rows of A and C, streamed from the files to %s; %s of host memory for them and B",
+		r.Panels, r.PanelRows, dest, mib(r.HostBytes))
 	p("", "stage times below: each stage's busy time, the stages overlapping")
 	p("read", "%8.2f ms  B whole, then %8.2f ms  A by panels", ms(r.ReadB), ms(r.Read))
 	p("gpu", "%8.2f ms  uploads, products and readbacks of the panels", ms(r.GPU))
 	p("check", "%8.2f ms  validation on the CPU, panel by panel", ms(r.Check))
 	p("write", "%8.2f ms  C to %s", ms(r.WriteC), r.Output)
-	p("files", "%8.2f ms  from the first read to the last row written; %s GFLOPS files to file", ms(r.Wall), FormatGFLOPS(r.GFLOPS))
+	p("files", "%8.2f ms  from the first read to the last row written; %s GFLOPS files to %s", ms(r.Wall), FormatGFLOPS(r.GFLOPS), dest)
 	p("validate", "%s", r.Validation)
 	return ew.err
 }
