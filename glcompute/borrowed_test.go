@@ -228,6 +228,27 @@ func TestBorrowedWrongThread(t *testing.T) {
 	})
 }
 
+// onDevice runs body on a Device of its own context (borrowed false) or
+// borrowing a host's (withBorrowedEGL).
+func onDevice(t *testing.T, borrowed bool, body func(d *Device)) {
+	t.Helper()
+	if borrowed {
+		withBorrowedEGL(t, body)
+	} else {
+		body(openDevice(t, BackendEGL))
+	}
+}
+
+// closeTo fails t unless got and want agree within tol, element by element.
+func closeTo(t *testing.T, what string, got, want []float32, tol float64) {
+	t.Helper()
+	for i := range want {
+		if abs64(float64(got[i]-want[i])) > tol {
+			t.Fatalf("%s: C[%d] = %v, want %v", what, i, got[i], want[i])
+		}
+	}
+}
+
 // TestMisuseMatchesDocs covers API misuse the docs describe: a bad
 // transpose panics as gonum's does; a released Fence cannot be waited on;
 // Matrix and Fence Release after the Device's is harmless; BLAS.Sgemm after
@@ -256,17 +277,9 @@ func TestMisuseMatchesDocs(t *testing.T) {
 				blasImpl.Sgemm(blas.NoTrans, blas.NoTrans, 9, 9, 9, 1, a.Data, 9, b.Data, 9, 0, c.Data, 9)
 				want := cpu.New(9, 9)
 				cpu.Sgemm(want, a, b)
-				for i := range c.Data {
-					if abs64(float64(c.Data[i]-want.Data[i])) > 1e-5 {
-						t.Fatalf("Sgemm after Release: C[%d] = %v, want %v", i, c.Data[i], want.Data[i])
-					}
-				}
+				closeTo(t, "Sgemm after Release", c.Data, want.Data, 1e-5)
 			}
-			if borrowed {
-				withBorrowedEGL(t, body)
-			} else {
-				body(openDevice(t, BackendEGL))
-			}
+			onDevice(t, borrowed, body)
 		})
 	}
 }
@@ -316,17 +329,9 @@ func TestMatrixFieldsChecked(t *testing.T) {
 				b.Download(bb)
 				want := cpu.New(4, 4)
 				cpu.Sgemm(want, blas32.General{Rows: 4, Cols: 4, Stride: 4, Data: x.Data[8:]}, bb)
-				for i := range want.Data {
-					if abs64(float64(got.Data[i]-want.Data[i])) > 1e-5 {
-						t.Fatalf("the view's product: C[%d] = %v, want %v", i, got.Data[i], want.Data[i])
-					}
-				}
+				closeTo(t, "the view's product", got.Data, want.Data, 1e-5)
 			}
-			if borrowed {
-				withBorrowedEGL(t, body)
-			} else {
-				body(openDevice(t, BackendEGL))
-			}
+			onDevice(t, borrowed, body)
 		})
 	}
 	var zero Device
@@ -366,11 +371,7 @@ func TestBatchedIgnoresMatrixShapes(t *testing.T) {
 	sub := blas32.General{Rows: 4, Cols: 4, Stride: 4, Data: x.Data[16:]}
 	want := cpu.New(4, 4)
 	cpu.Sgemm(want, sub, sub)
-	for i := range want.Data {
-		if abs64(float64(got.Data[i]-want.Data[i])) > 1e-4 {
-			t.Fatalf("C[%d] = %v, want %v", i, got.Data[i], want.Data[i])
-		}
-	}
+	closeTo(t, "the batch", got.Data, want.Data, 1e-4)
 	a.Offset = 20
 	mustPanic(t, "runs past the end of its buffer", func() { d.MulBatched(c, a, a, Batch{Count: 1, M: 4, K: 4, N: 4}) })
 }
