@@ -242,3 +242,19 @@ func hostMemoryOr(otherwise float64) float64 {
 	}
 	return otherwise
 }
+
+// recordingWriter writes to w and keeps the first error: the usage that
+// -h prints goes through one (run), so that a help that could not be
+// written fails.
+type recordingWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (r *recordingWriter) Write(p []byte) (int, error) {
+	n, err := r.w.Write(p)
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}

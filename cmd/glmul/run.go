@@ -245,7 +245,19 @@ Exit status: 0 ok, 1 failure (validation included), 2 usage error,
 	return fs
 }
 
+// run runs glmul with args. The usage that -h prints goes to stdout
+// through a writer that keeps its first error: a help that could not be
+// written (glmul -h > /dev/full) fails, as any other output does.
 func run(args []string, stdout, stderr io.Writer) error {
+	w := &recordingWriter{w: stdout}
+	err := runCommand(args, w, stderr)
+	if errors.Is(err, flag.ErrHelp) && w.err != nil {
+		return fmt.Errorf("writing the usage: %w", w.err)
+	}
+	return err
+}
+
+func runCommand(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "tune":

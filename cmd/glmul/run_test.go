@@ -97,6 +97,11 @@ func TestHelpAndVersion(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
 		}
 	}
+	// A usage that cannot be written fails (it exited 0 on a full disk).
+	var out bytes.Buffer
+	if code := exitCode(run([]string{"bench", "-h"}, failingWriter{}, &out), &out); code != 1 || !strings.Contains(out.String(), "writing the usage") {
+		t.Errorf("bench -h to a failing stdout: exit %d, %q", code, out.String())
+	}
 	for _, sub := range []string{"bench", "tune", "table", "mul", "devices"} {
 		code, stdout, stderr := glmul(sub, "-h")
 		if code != 0 || !strings.Contains(stdout, "glmul "+sub) || !strings.Contains(stdout, "Flags:") || stderr != "" {
