@@ -17,7 +17,6 @@ type Fence struct {
 // Fence returns a fence after all work queued on the Device until now,
 // and flushes it to the GPU.
 func (d *Device) Fence() *Fence {
-	d.mustBeOpen()
 	f := &Fence{d: d}
 	d.callKeeping(func() {
 		f.f = glw.NewFence()

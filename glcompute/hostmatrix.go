@@ -36,7 +36,6 @@ type HostMatrix struct {
 // error matching ErrUnsupported where the driver cannot map buffers
 // persistently, and ErrOutOfMemory where it refuses the memory.
 func (d *Device) NewHostMatrix(rows, cols int) (*HostMatrix, error) {
-	d.mustBeOpen()
 	if rows < 1 || cols < 1 {
 		panic("glcompute: matrix dimension below 1")
 	}

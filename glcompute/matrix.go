@@ -109,7 +109,7 @@ func (d *Device) WrapBuffer(buffer uint32, offset, rows, cols, stride int) (*Mat
 		panic("glcompute: bad shape for WrapBuffer")
 	}
 	m := &Matrix{Rows: rows, Cols: cols, Stride: stride, Offset: offset, d: d, buf: glw.Buffer(buffer)}
-	if end, ok := floatBytes(rows, stride); !ok || int64(offset) > math.MaxInt64/4-end/4 { // its last byte's index must fit an int64
+	if _, ok := m.end(); !ok {
 		return nil, fmt.Errorf("%w: WrapBuffer: a %d×%d matrix with stride %d at offset %d lies beyond any buffer", ErrTooLarge, rows, cols, stride, offset)
 	}
 	if err := d.checkExtent(fmt.Sprintf("WrapBuffer: the %d×%d matrix with stride %d", rows, cols, stride), offset, m.span()); err != nil {
@@ -134,7 +134,7 @@ func (d *Device) WrapBuffer(buffer uint32, offset, rows, cols, stride int) (*Mat
 	switch {
 	case !isBuffer:
 		panic("glcompute: WrapBuffer: not a buffer object of this context")
-	case m.size < 4*int64(offset+m.span()):
+	case !m.inBuffer():
 		panic("glcompute: WrapBuffer: the matrix runs past the end of the buffer")
 	}
 	return m, nil
@@ -153,9 +153,26 @@ func (m *Matrix) check(d *Device) {
 	if m.Rows < 1 || m.Cols < 1 || m.Stride < m.Cols || m.Offset < 0 {
 		panic(fmt.Sprintf("glcompute: Matrix with Rows %d, Cols %d, Stride %d, Offset %d: rows and columns must be at least 1, Stride at least Cols, Offset at least 0", m.Rows, m.Cols, m.Stride, m.Offset))
 	}
-	if end, ok := floatBytes(m.Rows-1, m.Stride); !ok || end/4 > math.MaxInt64/4-int64(m.Offset)-int64(m.Cols) || 4*(int64(m.Offset)+end/4+int64(m.Cols)) > m.size {
+	if !m.inBuffer() {
 		panic(fmt.Sprintf("glcompute: a %d×%d Matrix with Stride %d at Offset %d runs past the end of its buffer (%d bytes): Rows, Cols, Stride and Offset may describe any part of the buffer, no more", m.Rows, m.Cols, m.Stride, m.Offset, m.size))
 	}
+}
+
+// end is the index of the byte past m's last element in its buffer, ok
+// false where it does not fit an int64 (Rows, Cols, Stride and Offset
+// checked first).
+func (m *Matrix) end() (end int64, ok bool) {
+	body, ok := floatBytes(m.Rows-1, m.Stride) // the rows before the last
+	if !ok || body/4 > math.MaxInt64/4-int64(m.Offset)-int64(m.Cols) {
+		return 0, false
+	}
+	return 4 * (int64(m.Offset) + body/4 + int64(m.Cols)), true
+}
+
+// inBuffer reports whether m's elements all lie inside its buffer.
+func (m *Matrix) inBuffer() bool {
+	end, ok := m.end()
+	return ok && end <= m.size
 }
 
 // checkLive panics unless m is a live matrix of d. Batched products,

@@ -18,7 +18,6 @@ import (
 // bindings or memory that this kernel cannot split. It lets a caller refuse a
 // product before making its inputs. Safe from any goroutine.
 func (d *Device) Plan(m, k, n int, opts *MulOptions) (string, error) {
-	d.mustBeOpen()
 	if m < 1 || k < 1 || n < 1 {
 		panic("glcompute: matrix dimension below 1")
 	}

@@ -83,7 +83,6 @@ func (d *Device) stage() *stager {
 // or "glMapBufferRange per chunk", and the staging buffer size. Safe from
 // any goroutine.
 func (d *Device) Staging() string {
-	d.mustBeOpen()
 	var s *stager
 	d.call(func() { s = d.stage() })
 	how := "glMapBufferRange per chunk"

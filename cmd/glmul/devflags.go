@@ -59,7 +59,7 @@ func (d *deviceFlags) check() error {
 		case err == nil && !fi.IsDir():
 			return usagef("-program-cache %s: is a file, not a directory; name a directory (created if absent), or \"\" to compile every kernel", d.programs)
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return usagef("-program-cache %s: %v; name a directory (created if absent), or \"\" to compile every kernel", d.programs, pathless(err))
+			return usagef("-program-cache %s: %v; name a directory (created if absent), or \"\" to compile every kernel", d.programs, outfile.Pathless(err))
 		}
 	}
 	return nil
@@ -125,16 +125,6 @@ func (d *deviceFlags) checkFor(cmd string) error {
 	var u usageError
 	if sub, ok := strings.CutPrefix(cmd, "glmul "); ok && errors.As(err, &u) {
 		return usagef("%s: %s", sub, u.msg)
-	}
-	return err
-}
-
-// pathless is a file system error without the path the message gives
-// already ("stat X: not a directory" → "not a directory").
-func pathless(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
 	}
 	return err
 }

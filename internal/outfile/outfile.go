@@ -101,7 +101,7 @@ func Check(path string) error {
 	}
 	f, err := os.CreateTemp(dir, ".glmul-outfile-check-*")
 	if err != nil {
-		return fmt.Errorf("%s: cannot write in %s: %w", t, dir, pathless(err))
+		return fmt.Errorf("%s: cannot write in %s: %w", t, dir, Pathless(err))
 	}
 	f.Close()
 	os.Remove(f.Name())
@@ -157,14 +157,14 @@ func resolve(path string) (dest, error) {
 		case errors.Is(err, fs.ErrNotExist):
 			return t, nil
 		case err != nil:
-			return t, fmt.Errorf("%s: %w", t, pathless(err))
+			return t, fmt.Errorf("%s: %w", t, Pathless(err))
 		case fi.Mode()&fs.ModeSymlink == 0:
 			t.info = fi
 			return t, nil
 		}
 		link, err := os.Readlink(t.final)
 		if err != nil {
-			return t, fmt.Errorf("%s: %w", t, pathless(err))
+			return t, fmt.Errorf("%s: %w", t, Pathless(err))
 		}
 		if !filepath.IsAbs(link) {
 			link = filepath.Join(filepath.Dir(t.final), link)
@@ -209,16 +209,16 @@ func (t dest) classify() (inPlace bool, err error) {
 func (t dest) writeInPlace(write func(io.Writer) error) error {
 	f, err := os.OpenFile(t.final, os.O_WRONLY, 0)
 	if err != nil {
-		return fmt.Errorf("%s: %w", t, pathless(err))
+		return fmt.Errorf("%s: %w", t, Pathless(err))
 	}
 	err = stream(f, t.String(), write)
 	if m := t.info.Mode(); err == nil && m&fs.ModeDevice != 0 && m&fs.ModeCharDevice == 0 {
 		if err = f.Sync(); err != nil { // a block device: its data on the disk
-			err = fmt.Errorf("%s: %w", t, pathless(err))
+			err = fmt.Errorf("%s: %w", t, Pathless(err))
 		}
 	}
 	if cerr := f.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("%s: %w", t, pathless(cerr))
+		err = fmt.Errorf("%s: %w", t, Pathless(cerr))
 	}
 	return err
 }
@@ -248,14 +248,15 @@ func (nw *namingWriter) Write(p []byte) (int, error) {
 	}
 	n, err := nw.w.Write(p)
 	if err != nil {
-		nw.err = fmt.Errorf("writing %s: %w", nw.name, pathless(err))
+		nw.err = fmt.Errorf("writing %s: %w", nw.name, Pathless(err))
 	}
 	return n, nw.err
 }
 
-// pathless returns a *fs.PathError's or *os.LinkError's own error, so that
-// a message names the path the caller gave and not a temporary file.
-func pathless(err error) error {
+// Pathless returns a *fs.PathError's or *os.LinkError's own error, so that
+// a message names the path the caller gave (and not a temporary file)
+// once, not a second time in the system call's words ("stat X: ...").
+func Pathless(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

@@ -24,7 +24,7 @@ func (t dest) replace(write func(io.Writer) error) error {
 	pf, err := renameio.NewPendingFile(t.final, renameio.WithTempDir(dir),
 		renameio.WithPermissions(0o644), renameio.WithExistingPermissions())
 	if err != nil {
-		return fmt.Errorf("%s: cannot write in %s: %w", t, dir, pathless(err))
+		return fmt.Errorf("%s: cannot write in %s: %w", t, dir, Pathless(err))
 	}
 	defer pf.Cleanup()
 	defer track(pf.Name())()
@@ -32,7 +32,7 @@ func (t dest) replace(write func(io.Writer) error) error {
 		return err
 	}
 	if err := pf.CloseAtomicallyReplace(); err != nil {
-		return fmt.Errorf("%s: %w", t, pathless(err))
+		return fmt.Errorf("%s: %w", t, Pathless(err))
 	}
 	return syncDir(dir, t)
 }
@@ -42,11 +42,11 @@ func (t dest) replace(write func(io.Writer) error) error {
 func syncDir(dir string, t dest) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("%s: written, but its directory: %w", t, pathless(err))
+		return fmt.Errorf("%s: written, but its directory: %w", t, Pathless(err))
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return fmt.Errorf("%s: written, but syncing %s: %w", t, dir, pathless(err))
+		return fmt.Errorf("%s: written, but syncing %s: %w", t, dir, Pathless(err))
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ func (t dest) replace(write func(io.Writer) error) error {
 	dir := filepath.Dir(t.final)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(t.final)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("%s: cannot write in %s: %w", t, dir, pathless(err))
+		return fmt.Errorf("%s: cannot write in %s: %w", t, dir, Pathless(err))
 	}
 	tmp := f.Name()
 	defer track(tmp)()
@@ -31,13 +31,13 @@ func (t dest) replace(write func(io.Writer) error) error {
 		return err
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("%s: %w", t, pathless(err))
+		return fmt.Errorf("%s: %w", t, Pathless(err))
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("%s: %w", t, pathless(err))
+		return fmt.Errorf("%s: %w", t, Pathless(err))
 	}
 	if err := os.Rename(tmp, t.final); err != nil {
-		return fmt.Errorf("%s: %w", t, pathless(err))
+		return fmt.Errorf("%s: %w", t, Pathless(err))
 	}
 	ok = true
 	return nil

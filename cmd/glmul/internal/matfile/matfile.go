@@ -1,10 +1,8 @@
 package matfile
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,9 +205,5 @@ func writeMatrix(w io.Writer, path string, m blas32.General) error {
 // messages about a file are, "PATH: what is wrong" ("stat PATH: ..." said
 // which system call failed).
 func pathFirst(path string, err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", path, pe.Err)
-	}
-	return err
+	return fmt.Errorf("%s: %w", path, outfile.Pathless(err))
 }

@@ -150,9 +150,6 @@ func (st *stages) run(s *glcompute.Stages) error {
 	if err := st.timeRuns(s); err != nil {
 		return err
 	}
-	if st.t.RunsAsked == 0 && st.ctx.Err() != nil {
-		st.t.RunsAsked = max(1, st.o.Reps) // stopped during the last run: all made
-	}
 	if st.o.Warmup > 0 { // untimed, as the first upload is
 		d, _, err := s.ReadBack()
 		if err != nil {
@@ -164,7 +161,10 @@ func (st *stages) run(s *glcompute.Stages) error {
 	if st.t.Readback, st.t.ReadbackBytes, err = s.ReadBack(); err != nil {
 		return err
 	}
-	if st.t.RunsAsked > 0 { // stopped: C is the last run's, read back
+	if st.ctx.Err() != nil {
+		// Stopped during the timed runs (timeRuns ended them early) or
+		// the last of them: C is the last run's, read back; no pass.
+		st.t.RunsAsked = max(1, st.o.Reps)
 		return errRunsStopped
 	}
 	return nil
@@ -283,8 +283,7 @@ func (st *stages) timeRuns(s *glcompute.Stages) error {
 			if i == 0 {
 				return err
 			}
-			st.t.RunsAsked = reps // the runs made are kept: Product reports them
-			break
+			break // the runs made are kept: run reads C back, Product reports them
 		}
 		wall, g, err := s.Run(timed, st.report)
 		if err != nil {
