@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -87,8 +88,10 @@ type Options struct {
 	// KeepRuns, where Context stops the timed runs after one or more, has
 	// Product return those runs (Result.Interrupted) rather than the
 	// context's error: for the main command's single product, whose runs
-	// are the whole measurement. A series (bench, table, tune) counts a
-	// product measured in full or not at all.
+	// are the whole measurement. Once they are all made, Context no longer
+	// stops the pipelined pass, one more product: it ends, so the report
+	// is whole. A series (bench, table, tune) counts a product measured
+	// in full or not at all.
 	KeepRuns bool
 	// Once runs the product once, pipelined, without warm-up, timed runs
 	// or stages measured alone (no glcompute.MulOptions.Measure hook).
@@ -120,6 +123,35 @@ type Result struct {
 	Validation validate.Result
 }
 
+// passContext is the Context of the pipelined pass of a product whose
+// runs are kept (Options.KeepRuns): the command's until the Measure hook
+// has made all its timed runs and read C back, then never done. A signal
+// during the pass then lets it end (it is one product more, short beside
+// the runs before it; a pass that outlasts the command's grace is
+// abandoned there) rather than stopping it between its steps, which left
+// the complete runs unreported and C, written or poisoned by the pass
+// step by step, not the runs' to validate.
+type passContext struct {
+	context.Context
+	runsDone atomic.Bool
+}
+
+// Err is nil once the runs are done, else the command's context's error.
+func (c *passContext) Err() error {
+	if c.runsDone.Load() {
+		return nil
+	}
+	return c.Context.Err()
+}
+
+// Done is nil (never closed) once the runs are done, as Err says.
+func (c *passContext) Done() <-chan struct{} {
+	if c.runsDone.Load() {
+		return nil
+	}
+	return c.Context.Done()
+}
+
 // errRunsStopped ends a Mul whose timed runs Ctrl-C stopped (the Measure
 // hook's error): Product reports the runs made.
 var errRunsStopped = errors.New("measure: the timed runs were stopped")
@@ -145,6 +177,10 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	st := newStages(o, dev.Info())
 	if !o.Once {
 		mo.Measure = st.run
+		if o.KeepRuns && o.Context != nil {
+			st.pass = &passContext{Context: o.Context}
+			mo.Context = st.pass
+		}
 	}
 	r := Result{M: in.A.Rows, K: in.A.Cols, N: in.B.Cols}
 	pass, err := dev.Mul(in.C, in.A, in.B, mo)

@@ -118,6 +118,7 @@ type stages struct {
 	alone  bool // the stages ran alone (not a product in panels)
 	onCPU  bool // the device computes on the CPU: no clocks to ramp
 	ctx    context.Context
+	pass   *passContext // the pass's, where the runs are kept (KeepRuns)
 	report func()
 	done   int
 	total  int
@@ -166,6 +167,9 @@ func (st *stages) run(s *glcompute.Stages) error {
 		// the last of them: C is the last run's, read back; no pass.
 		st.t.RunsAsked = max(1, st.o.Reps)
 		return errRunsStopped
+	}
+	if st.pass != nil {
+		st.pass.runsDone.Store(true)
 	}
 	return nil
 }

@@ -212,3 +212,46 @@ func TestProductStoppedDuringRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestProductSignalInPass: a Context cancelled in the pipelined pass (here
+// at its first band's progress), after every timed run was made, lets the
+// pass end with KeepRuns: the whole measurement, end to end included, and
+// C validated in full. Before, the pass stopped between its bands and
+// Product returned context.Canceled ("nothing to report" after complete
+// runs). Without KeepRuns the pass stops, as before.
+func TestProductSignalInPass(t *testing.T) {
+	d := gltest.Open(t)
+	in := NewInputs(300, 40, 50, 11)
+	for _, keep := range []bool{true, false} {
+		ctx, cancel := context.WithCancel(context.Background())
+		runs, pass := 0, 0
+		o := Options{Kernel: "fast:64x64x8_4x4", Warmup: 1, Reps: 5, Validate: validate.Full, Context: ctx, KeepRuns: keep,
+			Progress: func(done, total int) {
+				switch {
+				case total == 6: // the warm-up and the timed runs, one dispatch each
+					runs = done
+				case runs == 6:
+					pass++
+					cancel()
+				}
+			}}
+		r, err := Product(d, in, o)
+		stopped := ctx.Err() != nil
+		cancel()
+		if !stopped || runs != 6 || pass == 0 {
+			t.Fatalf("KeepRuns %v: cancelled %v after %d runs and %d steps of the pass: the test did not stop the pass", keep, stopped, runs, pass)
+		}
+		if !keep {
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("without KeepRuns: %v, want context.Canceled", err)
+			}
+			continue
+		}
+		if err != nil || r.Interrupted() || len(r.Times) != 5 || r.Timings.EndToEnd == 0 || r.Timings.Steps < 2 || pass != r.Timings.Steps {
+			t.Fatalf("KeepRuns: %v, interrupted %v, %d runs, end to end %v in %d steps (%d reported)", err, r.Interrupted(), len(r.Times), r.Timings.EndToEnd, r.Timings.Steps, pass)
+		}
+		if !r.Validation.OK || r.Validation.Mode != validate.Full {
+			t.Errorf("C of the pass: %+v, want a full check, ok", r.Validation)
+		}
+	}
+}
