@@ -267,9 +267,8 @@ func TestConformanceOddRows(t *testing.T) {
 
 // TestSplitK runs the conformance harness with K split 2, 3 and 7 ways, on
 // shapes whose K does not divide evenly by the splits or the K step, for
-// single- and double-buffered configurations, reading A and B through
-// storage buffers or buffer textures (NVIDIA's built-ins), A as it is or
-// transposed.
+// single- and double-buffered configurations, reading storage buffers or
+// buffer textures (NVIDIA's built-ins), A as it is or transposed.
 func TestSplitK(t *testing.T) {
 	for _, backend := range []Backend{BackendEGL, BackendGLES} {
 		t.Run(string(backend), func(t *testing.T) { splitK(t, openDevice(t, backend)) })
@@ -288,8 +287,7 @@ func splitK(t *testing.T, d *Device) {
 		}
 	}
 	shapes := append([]conformance.Shape{{M: 64, K: 1000, N: 64}, {M: 7, K: 333, N: 65}, {M: 1, K: 9, N: 1}}, conformance.Shapes...)
-	for _, kernel := range []string{"fast", "fast:64x64x8_4x4", "fast:128x128x16_8x4_db", "cpu:8x4_4x8",
-		"fast:64x64x8_8x4_db_tex", "fast:128x128x16_8x8_db_at_tex"} {
+	for _, kernel := range []string{"fast", "fast:64x64x8_4x4", "fast:128x128x16_8x4_db", "cpu:8x4_4x8", "fast:64x64x8_8x4_db_tex", "fast:128x128x16_8x8_db_at_tex"} {
 		for _, splits := range []int{0, 2, 3, 7} { // 0: automatic
 			t.Run(fmt.Sprintf("%s/split=%d", kernel, splits), func(t *testing.T) {
 				conformance.Run(t, shapes, func(c, a, b blas32.General) error {
