@@ -144,7 +144,7 @@ func awaitWork(ctx context.Context, stderr io.Writer, cmd string, work func() er
 		case err = <-result:
 		case <-time.After(interruptGrace):
 			err, abandoned = context.Canceled, true
-			fmt.Fprintf(stderr, "\n%s: Ctrl-C: the product in progress is abandoned\n", cmd)
+			fmt.Fprintf(stderr, "\n%s: %s: the product in progress is abandoned\n", cmd, signalName(stopSignal()))
 		}
 	}
 	return err, abandoned

@@ -182,7 +182,7 @@ func TestMultiplyCtrlC(t *testing.T) {
 	if out := c.stdout.String(); out != "" {
 		t.Errorf("stdout should be empty:\n%s", out)
 	}
-	if !strings.Contains(c.stderr.String(), "glmul: interrupted by Ctrl-C: nothing to report: the 512×512×512 product stopped before its runs and validation ended\n") {
+	if !strings.Contains(c.stderr.String(), "glmul: interrupted by Ctrl-C: nothing to report: the 512×512×512 product stopped before it was measured and validated\n") {
 		t.Errorf("stderr:\n%s", c.stderr.String())
 	}
 }

@@ -457,7 +457,7 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 		bar.Finish()
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return interruptedError{fmt.Sprintf("nothing to report: the %d×%d×%d product stopped before its runs and validation ended", o.m, o.k, o.nCols)}
+		return interruptedError{fmt.Sprintf("nothing to report: the %d×%d×%d product stopped before it was measured and validated", o.m, o.k, o.nCols)}
 	}
 	if err != nil {
 		return err

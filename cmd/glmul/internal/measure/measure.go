@@ -11,7 +11,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -124,33 +124,57 @@ type Result struct {
 }
 
 // passContext is the Context of the pipelined pass of a product whose
-// runs are kept (Options.KeepRuns): the command's until the Measure hook
-// has made all its timed runs and read C back, then never done. A signal
-// during the pass then lets it end (it is one product more, short beside
-// the runs before it; a pass that outlasts the command's grace is
-// abandoned there) rather than stopping it between its steps, which left
-// the complete runs unreported and C, written or poisoned by the pass
-// step by step, not the runs' to validate.
+// runs are kept (Options.KeepRuns): done when the command's is, unless the
+// Measure hook marked its runs done first (runsDone). A signal during the
+// pass then lets it end (one product more, short beside the runs before
+// it; a pass that outlasts the command's grace is abandoned there) rather
+// than stopping it between its steps, which left the complete runs
+// unreported and C, written or poisoned by the pass step by step, not the
+// runs' to validate. A signal before then stops the runs, and no pass
+// runs. Err answers at once (glcompute asks it between the pass's steps);
+// Done is closed by a goroutine just after the command's context, where
+// the runs were not done.
 type passContext struct {
-	context.Context
-	runsDone atomic.Bool
+	context.Context // the command's
+	done            chan struct{}
+	mu              sync.Mutex
+	runs            bool // runsDone said so
 }
 
-// Err is nil once the runs are done, else the command's context's error.
-func (c *passContext) Err() error {
-	if c.runsDone.Load() {
-		return nil
-	}
-	return c.Context.Err()
+func newPassContext(ctx context.Context) (*passContext, func() bool) {
+	p := &passContext{Context: ctx, done: make(chan struct{})}
+	stop := context.AfterFunc(ctx, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if !p.runs {
+			close(p.done)
+		}
+	})
+	return p, stop
 }
 
-// Done is nil (never closed) once the runs are done, as Err says.
-func (c *passContext) Done() <-chan struct{} {
-	if c.runsDone.Load() {
+// runsDone marks the runs done unless the command's context is done
+// already, and reports whether it did: from then on the pass's context is
+// never done.
+func (p *passContext) runsDone() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.runs = p.Context.Err() == nil
+	return p.runs
+}
+
+// Err is the command's context's error until the runs are done, then nil.
+func (p *passContext) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.runs {
 		return nil
 	}
-	return c.Context.Done()
+	return p.Context.Err()
 }
+
+// Done is closed where the command's context is done before the runs.
+func (p *passContext) Done() <-chan struct{} { return p.done }
 
 // errRunsStopped ends a Mul whose timed runs Ctrl-C stopped (the Measure
 // hook's error): Product reports the runs made.
@@ -178,7 +202,9 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	if !o.Once {
 		mo.Measure = st.run
 		if o.KeepRuns && o.Context != nil {
-			st.pass = &passContext{Context: o.Context}
+			var stop func() bool
+			st.pass, stop = newPassContext(o.Context)
+			defer stop()
 			mo.Context = st.pass
 		}
 	}
@@ -208,9 +234,10 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	if mode == "" || mode == validate.Auto {
 		mode = validate.Choose(r.M, r.K, r.N)
 	}
-	if stopped && mode == validate.Full {
-		// After Ctrl-C the command waits about a second for this: a full
-		// check of a large product takes longer, Freivalds' O(n²) does not.
+	if mode == validate.Full && (stopped || o.KeepRuns && o.Context != nil && o.Context.Err() != nil) {
+		// After Ctrl-C (in the runs, or in the pass that then ended) the
+		// command waits about a second for this: a full check of a large
+		// product takes longer, Freivalds' O(n²) does not.
 		mode = validate.Freivalds
 	}
 	if o.Validating != nil && mode != validate.None {

@@ -162,14 +162,15 @@ func (st *stages) run(s *glcompute.Stages) error {
 	if st.t.Readback, st.t.ReadbackBytes, err = s.ReadBack(); err != nil {
 		return err
 	}
-	if st.ctx.Err() != nil {
+	stopped := st.ctx.Err() != nil
+	if st.pass != nil {
+		stopped = !st.pass.runsDone() // and if not, the pass is not stopped
+	}
+	if stopped {
 		// Stopped during the timed runs (timeRuns ended them early) or
 		// the last of them: C is the last run's, read back; no pass.
 		st.t.RunsAsked = max(1, st.o.Reps)
 		return errRunsStopped
-	}
-	if st.pass != nil {
-		st.pass.runsDone.Store(true)
 	}
 	return nil
 }

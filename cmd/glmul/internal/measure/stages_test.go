@@ -216,9 +216,11 @@ func TestProductStoppedDuringRuns(t *testing.T) {
 // TestProductSignalInPass: a Context cancelled in the pipelined pass (here
 // at its first band's progress), after every timed run was made, lets the
 // pass end with KeepRuns: the whole measurement, end to end included, and
-// C validated in full. Before, the pass stopped between its bands and
+// C validated (with Freivalds' check, which the command's second of grace
+// allows at any size). Before, the pass stopped between its bands and
 // Product returned context.Canceled ("nothing to report" after complete
-// runs). Without KeepRuns the pass stops, as before.
+// runs). Without KeepRuns the pass stops, as before; so does a product in
+// panels, whose pass is its measurement (its first panels done, C not).
 func TestProductSignalInPass(t *testing.T) {
 	d := gltest.Open(t)
 	in := NewInputs(300, 40, 50, 11)
@@ -250,8 +252,22 @@ func TestProductSignalInPass(t *testing.T) {
 		if err != nil || r.Interrupted() || len(r.Times) != 5 || r.Timings.EndToEnd == 0 || r.Timings.Steps < 2 || pass != r.Timings.Steps {
 			t.Fatalf("KeepRuns: %v, interrupted %v, %d runs, end to end %v in %d steps (%d reported)", err, r.Interrupted(), len(r.Times), r.Timings.EndToEnd, r.Timings.Steps, pass)
 		}
-		if !r.Validation.OK || r.Validation.Mode != validate.Full {
-			t.Errorf("C of the pass: %+v, want a full check, ok", r.Validation)
+		if !r.Validation.OK || r.Validation.Mode != validate.Freivalds {
+			t.Errorf("C of the pass: %+v, want Freivalds' check (a full one could outlast the grace), ok", r.Validation)
 		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	steps := 0
+	o := Options{Kernel: "fast:64x64x8_4x4", Warmup: 1, Reps: 5, Validate: validate.Full, Context: ctx, KeepRuns: true,
+		MaxGPUMemory: 64 << 10, // 5 panels of 64 rows
+		Progress: func(done, total int) {
+			if steps++; done == 2 && total == 5 {
+				cancel()
+			}
+		}}
+	if _, err := Product(d, in, o); !errors.Is(err, context.Canceled) || steps != 2 {
+		t.Errorf("in panels: %v after %d steps, want context.Canceled after 2", err, steps)
 	}
 }
