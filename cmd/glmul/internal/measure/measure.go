@@ -234,10 +234,10 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	if mode == "" || mode == validate.Auto {
 		mode = validate.Choose(r.M, r.K, r.N)
 	}
-	if mode == validate.Full && (stopped || o.KeepRuns && o.Context != nil && o.Context.Err() != nil) {
-		// After Ctrl-C (in the runs, or in the pass that then ended) the
-		// command waits about a second for this: a full check of a large
-		// product takes longer, Freivalds' O(n²) does not.
+	if mode == validate.Full && o.KeepRuns && o.Context != nil && o.Context.Err() != nil {
+		// After Ctrl-C (in the runs, stopped, or in the pass, which
+		// ended) the command waits about a second for this: a full check
+		// of a large product takes longer, Freivalds' O(n²) does not.
 		mode = validate.Freivalds
 	}
 	if o.Validating != nil && mode != validate.None {
