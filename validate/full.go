@@ -5,24 +5,18 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
-	"gonum.org/v1/gonum/blas/blas64"
-
-	"github.com/glmul/glmul/cpu"
 )
 
 // FullRows checks a product C = A·B in full, block of rows by block of
-// rows, as CheckFull does for a whole product: NewFullRows converts B and
-// |B| to float64 once; Check compares a block of C's rows with the float64
-// product of the same rows of A; Result is the worst element and the
-// relative Frobenius error over every row checked. Check and Result are
-// safe for concurrent use.
+// rows, as CheckFull does for a whole product: Check compares a block of
+// C's rows with the float64 product of the same rows of A, each element
+// against its own tolerance (elementBound); Result is the worst element and
+// the relative Frobenius error over every row checked. Check and Result
+// are safe for concurrent use.
 type FullRows struct {
 	b      blas32.General
-	b64    blas64.General // B in float64
-	bAbs   blas64.General // |B|
-	colNF  []bool         // B's columns with a NaN or an Inf
+	colNF  []bool // B's columns with a NaN or an Inf
 	mu     sync.Mutex
 	r      Result
 	diff2  float64
@@ -33,8 +27,7 @@ type FullRows struct {
 // NewFullRows prepares the full check of products by b.
 func NewFullRows(b blas32.General) *FullRows {
 	_, colNF := nonFinite(blas32.General{Rows: 0, Cols: b.Rows, Stride: b.Rows}, b)
-	return &FullRows{b: b, b64: cpu.To64(b, false), bAbs: cpu.To64(b, true), colNF: colNF,
-		r: Result{Mode: Full, OK: true, Row: -1, Col: -1}}
+	return &FullRows{b: b, colNF: colNF, r: Result{Mode: Full, OK: true, Row: -1, Col: -1}}
 }
 
 // Check checks rows r0… of C: a holds those rows of A, c the same rows of
@@ -43,31 +36,32 @@ func (f *FullRows) Check(a, c blas32.General, r0 int) {
 	if a.Cols != f.b.Rows || c.Cols != f.b.Cols || a.Rows != c.Rows {
 		panic("validate: shapes of A, B and C do not agree")
 	}
-	ref := float64Product(cpu.To64(a, false), f.b64)
-	mag := float64Product(cpu.To64(a, true), f.bAbs)
-	// The float64 reference has its own (tiny) error, γ_K in float64.
-	g := gamma(a.Cols, u32) + gamma(a.Cols, u64)
+	n, k := c.Cols, a.Cols
+	ref, mag, peak := make([]float64, c.Rows*n), make([]float64, c.Rows*n), make([]float64, c.Rows*n)
+	inParallel(c.Rows, k*n, func(lo, hi int) {
+		partialSums(a, f.b, lo, hi, ref[lo*n:hi*n], mag[lo*n:hi*n], peak[lo*n:hi*n])
+	})
+	g := gamma(k, u32) + gamma(k, u64) // overflowMayGive's slack
 	rowNF, _ := nonFinite(a, blas32.General{Rows: 0, Cols: 0})
 	worst := Result{Row: -1, Col: -1}
 	var diff2, ref2 float64
 	for i := 0; i < c.Rows; i++ {
-		for j := 0; j < c.Cols; j++ {
-			got, want := float64(c.Data[i*c.Stride+j]), ref.Data[i*ref.Stride+j]
-			bound := g * mag.Data[i*mag.Stride+j]
+		for j := 0; j < n; j++ {
+			got, want, m := float64(c.Data[i*c.Stride+j]), ref[i*n+j], mag[i*n+j]
 			if math.IsNaN(want) && math.IsNaN(got) || math.IsInf(want, 0) && got == want {
 				continue // NaN and Inf propagate: the same class is right
 			}
 			if (math.IsNaN(got) || math.IsInf(got, 0)) && (rowNF[i] || f.colNF[j]) {
 				// IEEE arithmetic makes 0·NaN NaN and 0·Inf NaN; the
-				// float64 reference (gonum) skips zero terms, the GPU
-				// does not. Either is right where a non-finite input
-				// meets this element.
+				// float64 reference skips zero terms, the GPU does not.
+				// Either is right where a non-finite input meets this
+				// element.
 				continue
 			}
-			if m := mag.Data[i*mag.Stride+j]; overflowMayGive(got, (m+want)/2, (m-want)/2, g) {
+			if overflowMayGive(got, (m+want)/2, (m-want)/2, g) {
 				continue // float32's own overflow (see overflowMayGive)
 			}
-			d := math.Abs(got - want)
+			d, bound := math.Abs(got-want), elementBound(k, peak[i*n+j], m)
 			diff2 += d * d
 			ref2 += want * want
 			if r := ratio(d, bound); r > worst.WorstRatio || worst.Row < 0 {
@@ -83,10 +77,9 @@ func (f *FullRows) Check(a, c blas32.General, r0 int) {
 	}
 }
 
-// lazyFull is a FullRows over b made at its first use (get), B in
-// float64 costing 16 bytes an element: the full check that Panels (panels
-// with NaN or Inf) and Rows (rows that overflowed) fall back on, one for
-// both.
+// lazyFull is a FullRows over b made at its first use (get): the full
+// check that Panels (mode Full) and Rows (rows that overflowed) fall back
+// on, one for both.
 type lazyFull struct {
 	b    blas32.General
 	once sync.Once
@@ -142,11 +135,4 @@ func overflowMayGive(got, pos, neg, g float64) bool {
 		return down
 	}
 	return false
-}
-
-// float64Product is a·b in float64.
-func float64Product(a, b blas64.General) blas64.General {
-	c := blas64.General{Rows: a.Rows, Cols: b.Cols, Stride: b.Cols, Data: make([]float64, a.Rows*b.Cols)}
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c)
-	return c
 }

@@ -17,21 +17,26 @@ import (
 // vectors are fused: one pass over a row of A or C serves all of them, and
 // a large block is split over the CPUs.
 //
+// A NaN or an Inf in B's column j reaches only C's column j: x is zero
+// there and those elements are checked to be non-finite one by one; a row
+// of A with one makes its whole row of C non-finite, checked the same way.
+//
 // Check and Result are safe for concurrent use.
 type Rows struct {
 	k, n, vectors int
-	x             []float64 // n×vectors: x[j*vectors+v]
+	x             []float64 // n×vectors: x[j*vectors+v], zero in B's non-finite columns
 	y             []float64 // k×vectors: B·x
-	bx            []float64 // per vector: ‖diag(‖B col‖)·x‖, the bound's B term
+	colNF         []bool    // B's columns with a NaN or an Inf
+	anyColNF      bool
 	// yAbs and xNorm, per vector: ‖|B|·|x|‖ and ‖x‖, for the float64
-	// slack (see rows).
-	yAbs, xNorm  []float64
-	scale, slack float64
+	// slack (see rows); xSum is ‖x‖₁, for the subnormal flush.
+	yAbs, xNorm, xSum []float64
+	slack             float64
 	// A row of C with a NaN or an Inf that float32 may have made by
 	// overflowing (mayOverflow: ‖aᵢ‖·maxCol, which bounds Σ|aᵢₖ||bₖⱼ| by
 	// Cauchy–Schwarz, above float32's largest value) is checked in full
 	// instead, by full, made for the first such row.
-	maxCol float64 // the largest ‖B:,ⱼ‖₂
+	maxCol float64 // the largest ‖B:,ⱼ‖₂ of B's finite columns
 	g      float64 // γ_k in float32, mayOverflow's slack
 	full   *lazyFull
 	mu     sync.Mutex
@@ -42,30 +47,39 @@ type Rows struct {
 // vectors from rng, drawn as CheckFreivalds draws them.
 func NewRows(b blas32.General, vectors int, rng *rand.Rand) *Rows {
 	k, n := b.Rows, b.Cols
+	_, colNF := nonFinite(blas32.General{Rows: 0, Cols: k, Stride: k}, b)
 	f := &Rows{k: k, n: n, vectors: vectors, x: make([]float64, n*vectors), y: make([]float64, k*vectors),
-		yAbs: make([]float64, vectors), xNorm: make([]float64, vectors), bx: make([]float64, vectors),
-		scale: Lambda * Lambda * math.Sqrt(float64(k)) * u32, slack: gamma(k+n, u64),
-		r: Result{Mode: Freivalds, OK: true, Vectors: vectors, Row: -1, Col: -1}}
+		colNF: colNF, yAbs: make([]float64, vectors), xNorm: make([]float64, vectors), xSum: make([]float64, vectors),
+		slack: gamma(k+n, u64), r: Result{Mode: Freivalds, OK: true, Vectors: vectors, Row: -1, Col: -1}}
 	bNorm2 := columnNorms2(b)
 	f.full, f.g = &lazyFull{b: b}, gamma(k, u32)
-	for _, c2 := range bNorm2 {
-		f.maxCol = max(f.maxCol, math.Sqrt(c2))
+	for j, c2 := range bNorm2 {
+		if !colNF[j] {
+			f.maxCol = max(f.maxCol, math.Sqrt(c2))
+		}
+		f.anyColNF = f.anyColNF || colNF[j]
 	}
 	for v := 0; v < vectors; v++ {
-		var bx, xx float64
+		var xx float64
 		for j := 0; j < n; j++ {
-			x := 2*rng.Float64() - 1
+			x := 2*rng.Float64() - 1 // drawn for every column: the same x whatever B holds
+			if colNF[j] {
+				x = 0
+			}
 			f.x[j*vectors+v] = x
-			bx += bNorm2[j] * x * x
 			xx += x * x
+			f.xSum[v] += math.Abs(x)
 		}
-		f.bx[v], f.xNorm[v] = math.Sqrt(bx), math.Sqrt(xx)
+		f.xNorm[v] = math.Sqrt(xx)
 	}
 	yAbs := make([]float64, k*vectors) // |B|·|x|
 	inParallel(k, n*vectors, func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			y, ya := f.y[p*vectors:(p+1)*vectors], yAbs[p*vectors:(p+1)*vectors]
 			for j, bv := range b.Data[p*b.Stride : p*b.Stride+n] {
+				if colNF[j] {
+					continue // 0·NaN would be NaN
+				}
 				for v := range y {
 					t := float64(bv) * f.x[j*vectors+v]
 					y[v] += t
@@ -84,15 +98,6 @@ func NewRows(b blas32.General, vectors int, rng *rand.Rand) *Rows {
 	}
 	return f
 }
-
-// maxFullBytes is the most memory the full check of overflowed rows may
-// take for B in float64 (B and |B|, 16 bytes an element): beyond it such a
-// row fails as a non-finite element did before that check, rather than
-// the check itself exhausting the host's memory (32768² would take 16 GiB).
-const maxFullBytes = 2 << 30
-
-// fullAffordable reports whether the full check of a row fits maxFullBytes.
-func (f *Rows) fullAffordable() bool { return 16*float64(f.k)*float64(f.n) <= maxFullBytes }
 
 // columnNorms2 returns the squared norms of b's columns, its rows summed
 // over the CPUs.
@@ -151,7 +156,7 @@ func (f *Rows) Check(a, c blas32.General, r0 int) {
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		lo, hi := w*per, min(a.Rows, (w+1)*per)
-		worst[w] = Result{WorstRatio: -1}
+		worst[w] = Result{WorstRatio: -1, Col: -1}
 		if lo >= hi {
 			continue
 		}
@@ -166,51 +171,117 @@ func (f *Rows) Check(a, c blas32.General, r0 int) {
 	defer f.mu.Unlock()
 	for _, w := range worst {
 		if w.WorstRatio > f.r.WorstRatio || f.r.Row < 0 && w.WorstRatio >= 0 {
-			f.r.WorstRatio, f.r.Row, f.r.Got, f.r.Want, f.r.Bound = w.WorstRatio, w.Row, w.Got, w.Want, w.Bound
+			f.r.WorstRatio, f.r.Row, f.r.Col, f.r.Got, f.r.Want, f.r.Bound = w.WorstRatio, w.Row, w.Col, w.Got, w.Want, w.Bound
 		}
 	}
 	f.r.OK = f.r.WorstRatio <= 1
 }
 
-// rows checks rows [lo, hi) of the block and returns the worst. The
-// float64 evaluation's own error, γ_{k+n}·(Σ|a||B·x| + Σ|c||x|) in
-// CheckFreivalds's first form, is bounded through Cauchy–Schwarz by
-// γ_{k+n}·(‖a‖·‖|B|·|x|‖ + ‖c‖·‖x‖): a larger slack (by at most √k or √n
-// on a term some 10⁸ times smaller than the float32 one), for half the
-// work a row.
+// rows checks rows [lo, hi) of the block and returns the worst.
+//
+// The bound of (Ĉx)ᵢ is the probabilistic bound of each element's
+// rounding (λ·u·√(Σ s² + Σ p²) over its partial sums s and terms p, the
+// package doc) summed over the row against x, a random walk again:
+// λ·u·√(Σⱼ xⱼ² (Σ s² + Σ p²)ᵢⱼ). Summed in order, an element's partial sums
+// are Sᵢⱼₖ = Σ_{l≤k} aᵢₗbₗⱼ, and Σₖ Σⱼ xⱼ² Sᵢⱼₖ² is what the projections'
+// own partial sums give (Σ_{l≤k} aᵢₗ(Bx)ₗ has that mean square over x's
+// signs; 3/V of their squares summed over the V vectors, x being uniform
+// on [−1, 1), estimates Σⱼ Sᵢⱼₖ², which bounds it for every vector). The
+// factor 8 covers other orders and the terms as in elementBound (where
+// every partial sum is a difference of two Sₖ). The float64 evaluation's own error,
+// γ_{k+n}·(Σ|a||B·x| + Σ|c||x|), is bounded through Cauchy–Schwarz by
+// γ_{k+n}·(‖a‖·‖|B|·|x|‖ + ‖c‖·‖x‖).
 func (f *Rows) rows(a, c blas32.General, lo, hi, r0 int) Result {
 	V := f.vectors
-	worst := Result{WorstRatio: -1}
+	worst := Result{WorstRatio: -1, Col: -1}
 	want, got := make([]float64, V), make([]float64, V)
+	scale := probScale * math.Sqrt(3/float64(V)) // probScale holds √8
 	for i := lo; i < hi; i++ {
 		arow, crow := a.Data[i*a.Stride:i*a.Stride+f.k], c.Data[i*c.Stride:i*c.Stride+f.n]
-		var an, cn float64
+		var an, walk float64
 		if V == 4 {
-			an = dot4(want, arow, f.y)
-			cn = dot4(got, crow, f.x)
+			an, walk = dot4(want, arow, f.y)
 		} else {
-			an = dotV(want, arow, f.y)
-			cn = dotV(got, crow, f.x)
+			an, walk = dotV(want, arow, f.y)
 		}
+		if math.IsNaN(an) || math.IsInf(an, 0) { // A's row holds a NaN or an Inf: so does every element of C's
+			if j := firstFinite(crow, nil); j >= 0 {
+				worst = worse(worst, missedNonFinite(r0+i, j, crow[j]))
+			}
+			continue
+		}
+		if f.anyColNF { // B's non-finite columns: C's elements there too
+			if j := firstFinite(crow, f.colNF); j >= 0 {
+				worst = worse(worst, missedNonFinite(r0+i, j, crow[j]))
+			}
+		}
+		cn := f.dotC(got, crow)
 		an, cn = math.Sqrt(an), math.Sqrt(cn)
-		if (math.IsNaN(cn) || math.IsInf(cn, 0)) && mayOverflow(an*f.maxCol, f.g) && f.fullAffordable() {
+		if (math.IsNaN(cn) || math.IsInf(cn, 0)) && mayOverflow(an*f.maxCol, f.g) {
 			f.full.get().Check(blas32.General{Rows: 1, Cols: f.k, Stride: f.k, Data: arow},
 				blas32.General{Rows: 1, Cols: f.n, Stride: f.n, Data: crow}, r0+i)
 			continue
 		}
 		for v := range got {
-			bound := f.scale*an*f.bx[v] + f.slack*(an*f.yAbs[v]+cn*f.xNorm[v])
-			if r := ratio(math.Abs(got[v]-want[v]), bound); r > worst.WorstRatio {
-				worst = Result{WorstRatio: r, Row: r0 + i, Got: got[v], Want: want[v], Bound: bound}
-			}
+			bound := scale*math.Sqrt(walk) + f.slack*(an*f.yAbs[v]+cn*f.xNorm[v]) + 2*float64(f.k)*tiny*f.xSum[v]
+			worst = worse(worst, Result{WorstRatio: ratio(math.Abs(got[v]-want[v]), bound), Row: r0 + i, Col: -1, Got: got[v], Want: want[v], Bound: bound})
 		}
 	}
 	return worst
 }
 
+// worse returns the worse of two results.
+func worse(w, r Result) Result {
+	if r.WorstRatio > w.WorstRatio {
+		return r
+	}
+	return w
+}
+
+// missedNonFinite is the failure of C[i][j] = got, finite, where a NaN or
+// an Inf of A's row i or B's column j must make it NaN or ±Inf.
+func missedNonFinite(i, j int, got float32) Result {
+	return Result{WorstRatio: math.Inf(1), Row: i, Col: j, Got: float64(got), Want: math.NaN()}
+}
+
+// firstFinite returns the first j where crow[j] is finite and mask is nil
+// or true, or −1.
+func firstFinite(crow []float32, mask []bool) int {
+	for j, v := range crow {
+		if (mask == nil || mask[j]) && v-v == 0 {
+			return j
+		}
+	}
+	return -1
+}
+
+// dotC sets got[v] to (C·x)ᵢ for each vector and returns Σ cᵢⱼ² over B's
+// finite columns (x is zero elsewhere, and 0·NaN would be NaN).
+func (f *Rows) dotC(got []float64, crow []float32) float64 {
+	if !f.anyColNF {
+		sq, _ := dotV(got, crow, f.x)
+		return sq
+	}
+	clear(got)
+	var sq float64
+	for j, cv := range crow {
+		if f.colNF[j] {
+			continue
+		}
+		x := float64(cv)
+		sq += x * x
+		for v := range got {
+			got[v] += x * f.x[j*len(got)+v]
+		}
+	}
+	return sq
+}
+
 // dotV sets out[v] to Σ_p row[p]·m[p·V+v] for each of the V = len(out)
-// columns of m, and returns Σ_p row[p]², all in float64.
-func dotV(out []float64, row []float32, m []float64) (sq float64) {
+// columns of m, and returns Σ_p row[p]² and the squares of the partial
+// sums, Σ_p Σ_v (Σ_{q≤p} row[q]·m[q·V+v])² (the projections' walk, see
+// rows), all in float64.
+func dotV(out []float64, row []float32, m []float64) (sq, walk float64) {
 	clear(out)
 	V := len(out)
 	for p, rv := range row {
@@ -218,16 +289,16 @@ func dotV(out []float64, row []float32, m []float64) (sq float64) {
 		sq += x * x
 		for v := range out {
 			out[v] += x * m[p*V+v]
+			walk += out[v] * out[v]
 		}
 	}
-	return sq
+	return sq, walk
 }
 
 // dot4 is dotV for 4 vectors (FreivaldsVectors), its sums in registers:
 // the same operations in the same order, in a quarter of the time
-// (BenchmarkRows, 1024×8192 of an 8192² product on 2 cores: 12.4 ms
-// against 49.5).
-func dot4(out []float64, row []float32, m []float64) (sq float64) {
+// (BenchmarkRows).
+func dot4(out []float64, row []float32, m []float64) (sq, walk float64) {
 	var s0, s1, s2, s3 float64
 	m = m[:4*len(row)]
 	for p, rv := range row {
@@ -238,9 +309,10 @@ func dot4(out []float64, row []float32, m []float64) (sq float64) {
 		s1 += x * w[1]
 		s2 += x * w[2]
 		s3 += x * w[3]
+		walk += s0*s0 + s1*s1 + s2*s2 + s3*s3
 	}
 	out[0], out[1], out[2], out[3] = s0, s1, s2, s3
-	return sq
+	return sq, walk
 }
 
 // Result is the check of every row Checked so far.

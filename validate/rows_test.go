@@ -68,7 +68,7 @@ func BenchmarkRows(b *testing.B) {
 	}
 }
 
-// TestDot4: dot4 gives dotV's sums for 4 vectors, on rows of every length
+// TestDot4: dot4 gives dotV's sums and walk for 4 vectors, on rows of every length
 // up to a few hundred (float64 sums of float32 products: equal within a
 // rounding or two, where a compiler fuses a multiply-add in one and not
 // the other).
@@ -84,7 +84,8 @@ func TestDot4(t *testing.T) {
 			m[i] = 2*rng.Float64() - 1
 		}
 		want, got := make([]float64, 4), make([]float64, 4)
-		sqWant, sqGot := dotV(want, row, m), dot4(got, row, m)
+		sqWant, walkWant := dotV(want, row, m)
+		sqGot, walkGot := dot4(got, row, m)
 		for v := range 4 {
 			if d := math.Abs(got[v] - want[v]); d > 1e-12*(1+math.Abs(want[v])) {
 				t.Errorf("k=%d vector %d: dot4 %v, dotV %v", k, v, got[v], want[v])
@@ -92,6 +93,9 @@ func TestDot4(t *testing.T) {
 		}
 		if sqGot != sqWant {
 			t.Errorf("k=%d: squares %v and %v", k, sqGot, sqWant)
+		}
+		if d := math.Abs(walkGot - walkWant); d > 1e-12*(1+walkWant) {
+			t.Errorf("k=%d: walks %v and %v", k, walkGot, walkWant)
 		}
 	}
 }

@@ -35,9 +35,6 @@ const AutoFullLimit = 1 << 30
 // FreivaldsVectors is how many random vectors Auto and Freivalds use.
 const FreivaldsVectors = 4
 
-// Lambda is the confidence factor of the Freivalds bound (see the package doc).
-const Lambda = 6
-
 // u32 and u64 are the unit roundoffs of float32 and float64.
 var (
 	u32 = math.Ldexp(1, -24)
@@ -112,6 +109,15 @@ func (r Result) Err() error {
 	where := fmt.Sprintf("C[%d][%d]", r.Row, r.Col)
 	if r.Col < 0 {
 		where = fmt.Sprintf("row %d of C·x", r.Row)
+	}
+	gotOK, wantOK := !math.IsNaN(r.Got) && !math.IsInf(r.Got, 0), !math.IsNaN(r.Want) && !math.IsInf(r.Want, 0)
+	switch {
+	case gotOK && !wantOK && r.Col >= 0:
+		return fmt.Errorf("validation (%s) failed: %s = %.9g is finite, but a NaN or an Inf in row %d of A or column %d of B must make it NaN or ±Inf",
+			r.Mode, where, r.Got, r.Row, r.Col)
+	case !gotOK && wantOK:
+		return fmt.Errorf("validation (%s) failed: %s = %v where the float64 reference is %.9g (no NaN or Inf in A or B reaches it, and no partial sum can overflow float32)",
+			r.Mode, where, r.Got, r.Want)
 	}
 	return fmt.Errorf("validation (%s) failed: %s = %.9g, float64 reference %.9g, error %.3g exceeds the tolerance %.3g (%.3g×)",
 		r.Mode, where, r.Got, r.Want, math.Abs(r.Got-r.Want), r.Bound, r.WorstRatio)
