@@ -3,7 +3,9 @@ package validate
 import (
 	"math"
 
+	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
 )
 
 // The tolerance of an element of C, the model behind it (the package doc
@@ -11,8 +13,8 @@ import (
 //
 //	τ = min(λ·u·√(8K)·P, γ_K·Σ|aₖbₖ|) + γ_K(u₆₄)·Σ|aₖbₖ| + 2K·2⁻¹²⁶
 //
-// with P = maxₖ |Σ_{l≤k} a_l b_l|, the largest partial sum in the order k
-// runs. The first term is the probabilistic bound, the second the
+// with P ≥ maxₖ |Σ_{l≤k} a_l b_l|, the largest partial sum in the order k
+// runs (partialSums). The first term is the probabilistic bound, the second the
 // worst-case one (the smaller of two valid bounds is valid); then the
 // float64 reference's own error and float32's flush of subnormal results
 // to zero (2⁻¹²⁶ a step at most).
@@ -38,56 +40,52 @@ func elementBound(k int, peak, mag float64) float64 {
 	return min(p, w) + gamma(k, u64)*mag + 2*float64(k)*tiny
 }
 
-// sumBlock is how many rows of A and columns of B partialSums takes at a
-// time: four rows share each load of B, and a block's sums (4×3×256
-// float64, 24 KiB) stay in the L1 cache.
-const (
-	sumRows = 4
-	sumCols = 256
-)
+// sumBlock is how many k partialSums takes at a time: it sees the
+// partial sums at the ends of such blocks and bounds those inside.
+const sumBlock = 64
 
-// partialSums computes, for rows [i0, i1) of a times b, each element's
-// float64 sum (ref), the sum of its terms' magnitudes (mag) and the
-// largest magnitude of its partial sums Σ_{l≤k} (peak), k running in
-// order; the outputs are (i1−i0)×b.Cols, row-major. gonum's Dgemm cannot
-// give the partial sums, so this loop is written by hand; it reads A and
-// B as float32 and converts on the fly.
-func partialSums(a, b blas32.General, i0, i1 int, ref, mag, peak []float64) {
-	n, k := b.Cols, a.Cols
-	var s, t, p [sumRows][sumCols]float64
-	for r0 := i0; r0 < i1; r0 += sumRows {
-		rows := min(sumRows, i1-r0)
-		for j0 := 0; j0 < n; j0 += sumCols {
-			w := min(sumCols, n-j0)
-			for r := range rows {
-				clear(s[r][:w])
-				clear(t[r][:w])
-				clear(p[r][:w])
-			}
-			for l := range k {
-				brow := b.Data[l*b.Stride+j0 : l*b.Stride+j0+w]
-				for r := range rows {
-					av := float64(a.Data[(r0+r)*a.Stride+l])
-					if av == 0 {
-						continue // no term: s, t and p are unchanged
-					}
-					sr, tr, pr := s[r][:w:w], t[r][:w:w], p[r][:w:w]
-					for j, bv := range brow {
-						x := av * float64(bv)
-						sr[j] += x
-						tr[j] += math.Abs(x)
-						if v := math.Abs(sr[j]); v > pr[j] {
-							pr[j] = v
-						}
-					}
-				}
-			}
-			for r := range rows {
-				o := (r0+r-i0)*n + j0
-				copy(ref[o:o+w], s[r][:w])
-				copy(mag[o:o+w], t[r][:w])
-				copy(peak[o:o+w], p[r][:w])
+// partialSums computes, for a times b, each element's float64 sum (ref),
+// the sum of its terms' magnitudes (mag) and a bound on the magnitudes of
+// its partial sums Σ_{l≤k}, k running in order (peak): the largest at the
+// end of a block of sumBlock k plus the largest Σ|a||b| within one block,
+// which bounds how far a partial sum inside a block strays from the one
+// at its start. The outputs are a.Rows×b.Cols, row-major. Two float64
+// Dgemms a block (gonum's, parallel), as the full check took before it
+// gathered peaks; A's and B's blocks are converted as they are needed.
+func partialSums(a, b blas32.General, ref, mag, peak []float64) {
+	r, k, n := a.Rows, a.Cols, b.Cols
+	L := min(sumBlock, k)
+	s := blas64.General{Rows: r, Cols: n, Stride: n, Data: ref}
+	q := blas64.General{Rows: r, Cols: n, Stride: n, Data: make([]float64, r*n)}
+	peakQ := make([]float64, r*n)
+	ab, aa := blas64.General{Rows: r, Stride: L, Data: make([]float64, r*L)}, blas64.General{Rows: r, Stride: L, Data: make([]float64, r*L)}
+	bb, ba := blas64.General{Cols: n, Stride: n, Data: make([]float64, L*n)}, blas64.General{Cols: n, Stride: n, Data: make([]float64, L*n)}
+	clear(ref)
+	clear(mag)
+	clear(peak)
+	for l0 := 0; l0 < k; l0 += L {
+		w := min(L, k-l0)
+		ab.Cols, aa.Cols, bb.Rows, ba.Rows = w, w, w, w
+		for i := range r {
+			for l, v := range a.Data[i*a.Stride+l0 : i*a.Stride+l0+w] {
+				ab.Data[i*L+l], aa.Data[i*L+l] = float64(v), math.Abs(float64(v))
 			}
 		}
+		for l := range w {
+			for j, v := range b.Data[(l0+l)*b.Stride : (l0+l)*b.Stride+n] {
+				bb.Data[l*n+j], ba.Data[l*n+j] = float64(v), math.Abs(float64(v))
+			}
+		}
+		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, ab, bb, 1, s)
+		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, aa, ba, 0, q)
+		for e, sv := range ref {
+			qv := q.Data[e]
+			mag[e] += qv
+			peak[e] = max(peak[e], math.Abs(sv))
+			peakQ[e] = max(peakQ[e], qv)
+		}
+	}
+	for e := range peak {
+		peak[e] += peakQ[e]
 	}
 }
