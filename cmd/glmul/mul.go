@@ -66,7 +66,7 @@ func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 	fs.BoolVar(&f.allowOverflow, "allow-overflow", false, "let float64 input beyond float32's range (±3.4e38) become ±Inf (C is then Inf or NaN there); without it such a value is an error")
 	fs.StringVar(&f.out, "o", "", "write C = A·B to `FILE` (.npy or .mtx), atomically; never over an input; - (or /dev/stdout): standard output, as .npy, as C comes")
 	fs.StringVar(&f.kernel, "kernel", "fast", "compute shader: fast, tiled32, fast:BMxBNxBK_TMxTN or cpu:LXxLY_TMxTN")
-	mode := fs.String("validate", "auto", "check C on the CPU: auto|full|freivalds|none (inputs with NaN or Inf: full)")
+	mode := fs.String("validate", "auto", "check C on the CPU: auto|full|freivalds|none")
 	format := fs.String("format", "text", "report: text (on stderr) or json (on stdout)")
 	fs.StringVar(&f.progress, "progress", "auto", "a progress bar of the panels of C written, on stderr: auto|on|off (auto: when stderr is a terminal)")
 	files, err := parseInterspersed(fs, args)
@@ -221,8 +221,7 @@ type mulCheck struct {
 }
 
 // newMulCheck resolves -validate auto for an m×k by k×n product: full up
-// to mulAutoFullLimit, else Freivalds' method (a panel with NaN or Inf is
-// checked in full whatever the mode).
+// to mulAutoFullLimit, else Freivalds' method.
 func newMulCheck(mode validate.Mode, m, k, n int) *mulCheck {
 	if mode == validate.Auto {
 		mode = validate.Freivalds
