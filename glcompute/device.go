@@ -77,6 +77,9 @@ type Device struct {
 	texs     [2]glw.Texture
 	texBound bool
 	texBlock int64
+	// loopBudget is the loop iterations one shader invocation may run,
+	// all its loops together (0: no limit; loops.go).
+	loopBudget int
 	// poolTex holds every buffer of the pool (pool, and those a running
 	// host product took from it): a buffer texture viewing all of it once
 	// a kernel read it through one (bindStorage), else 0. Such a texture

@@ -158,6 +158,19 @@
 // sequences measured; TestHostWriteAfterWrap and TestHostWriteAfterProduct
 // fail on that driver without glmul's measures).
 //
+// # Mesa's llvmpipe and long K
+//
+// Mesa's llvmpipe (22.3.6 measured; zink on lavapipe compiles with the
+// same gallivm) stops every loop of a shader invocation once its loops
+// together have run 65535 iterations, with no error: an unsplit product
+// with K over 262140 (the cpu kernel's 4 of K an iteration) came out
+// wrong. On a renderer naming llvmpipe no invocation loops over more than
+// half that budget: Mul, MulStream, Matrix.Mul and MulKernel split K (at
+// least ⌈K/131068⌉ slices for the cpu kernel, whatever SplitK says, in
+// panels too), Gemm's general kernel runs K in chunks of 16368 that add up
+// in C, and tiled32 past K = 1048544 returns ErrUnsupported (loops.go;
+// docs/PERFORMANCE.md, "Long K on llvmpipe").
+//
 // # Threading
 //
 // An owned Device (Open) keeps its context on one goroutine locked to an OS

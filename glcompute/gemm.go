@@ -33,7 +33,9 @@ import (
 // split into slices summed by a second pass, or the last tiles' K steps
 // are shared (stream-K), as for Device.Mul (residentfill.go); the
 // workspace for that is kept by the Device as the transpose's scratch is,
-// up to MaxResidentWorkBytes (a split that needs more runs unsplit). A memory barrier
+// up to MaxResidentWorkBytes (a split that needs more runs unsplit; not
+// one that Mesa's loop limit needs: see the package documentation, where
+// the general kernel's K runs in chunks too). A memory barrier
 // after the dispatches makes c visible to any later draw, compute pass or
 // buffer read (inside a Scope, to glmul's later products; the Scope's end
 // makes it visible to everything); use Device.Fence to learn when it is
@@ -69,14 +71,39 @@ func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta f
 	if !transA && !transB && alpha == 1 && beta == 0 && fastLayout(a) && fastLayout(b) && fastLayout(c) {
 		return d.mulFast(c, a, b)
 	}
-	return d.resident(func() (*program, error) { return d.programOf(shaders.GEMM()) }, a, b, c,
-		func(p *program, offA, offB, offC int) {
-			p.setUints(uniform{"M", m}, uniform{"N", n}, uniform{"K", ak}, uniform{"lda", a.Stride}, uniform{"ldb", b.Stride},
-				uniform{"ldc", c.Stride}, uniform{"offA", offA}, uniform{"offB", offB}, uniform{"offC", offC},
-				uniform{"transA", boolInt(transA)}, uniform{"transB", boolInt(transB)})
-			p.setFloat("alpha", alpha)
-			p.setFloat("beta", beta)
-		})
+	// K in chunks where the driver's loop budget needs them (loops.go),
+	// each adding its product to C: β for the first, 1 after it.
+	chunk := ak
+	if r := d.maxKRange(shaders.GEMM()); r > 0 && alpha != 0 {
+		chunk = min(ak, r)
+	}
+	for k0 := 0; k0 < ak; k0 += chunk {
+		kn := min(chunk, ak-k0)
+		err := d.resident(func() (*program, error) { return d.programOf(shaders.GEMM()) }, a, b, c,
+			func(p *program, offA, offB, offC int) {
+				offA += k0 * stride(transA, a.Stride, 1)
+				offB += k0 * stride(transB, 1, b.Stride)
+				p.setUints(uniform{"M", m}, uniform{"N", n}, uniform{"K", kn}, uniform{"lda", a.Stride}, uniform{"ldb", b.Stride},
+					uniform{"ldc", c.Stride}, uniform{"offA", offA}, uniform{"offB", offB}, uniform{"offC", offC},
+					uniform{"transA", boolInt(transA)}, uniform{"transB", boolInt(transB)})
+				p.setFloat("alpha", alpha)
+				p.setFloat("beta", beta)
+			})
+		if err != nil {
+			return err
+		}
+		beta = 1
+	}
+	return nil
+}
+
+// stride is the elements between consecutive k of an operand: ifTrans
+// where it is transposed, else plain.
+func stride(trans bool, ifTrans, plain int) int {
+	if trans {
+		return ifTrans
+	}
+	return plain
 }
 
 // resident runs a product on resident matrices with the program that
@@ -177,6 +204,12 @@ func (d *Device) mulFast(c, a, b *Matrix) error {
 	if d.overTextures(spec, d.extent(a.Offset, a.span()), d.extent(b.Offset, b.span())) {
 		spec = tuning.GenericDefault
 	}
+	return d.mulFilled(spec, c, a, b)
+}
+
+// mulFilled runs c = a·b on resident matrices with strided kernel spec
+// reading A as it is, filled or split (planFill).
+func (d *Device) mulFilled(spec string, c, a, b *Matrix) error {
 	return d.runFilled(func(grow bool) error {
 		p, plan, f, err := d.planFast(spec, c.Rows, a.Cols, c.Cols, grow)
 		if err != nil {

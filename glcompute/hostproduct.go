@@ -130,24 +130,8 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 	if err := h.planEdges(); err != nil {
 		return err
 	}
-	split := h.o.SplitK
-	if groups, wave := h.chunks.GroupsX*h.chunks.GroupsY, tuning.Wave(h.d.tuningDriver()); split == 0 {
-		split = tuning.AutoSplitK(groups, h.k, wave, h.slots)
-		h.waveSplit = groups >= wave
-	}
-	if split > 1 && h.p.kernel.StepK > 0 {
-		h.ksplit = roundUp((h.k+split-1)/split, h.p.kernel.StepK)
-		h.splits = (h.k + h.ksplit - 1) / h.ksplit
-	}
-	if err := h.planStreamK(); err != nil {
+	if err := h.planSplit(); err != nil {
 		return err
-	}
-	if h.splits > 1 && !h.underCap(4*int64(h.splits)*int64(h.m)*int64(h.ldc)) {
-		if h.o.SplitK > 1 {
-			return fmt.Errorf("%w: split-K in %d slices needs a workspace of %s beside A, B and C, over MulOptions.MaxGPUMemory (%s); drop the split or raise the cap",
-				ErrTooLarge, h.splits, formatBytes(float64(4*h.splits*h.m*h.ldc)), formatBytes(float64(h.o.MaxGPUMemory)))
-		}
-		h.splits, h.ksplit, h.waveSplit = 1, h.k, false
 	}
 	h.planBands()
 	h.p.prog.Use()
@@ -157,6 +141,44 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 			uniform{"offA4", 0}, uniform{"offB4", 0}, uniform{"offC4", 0}, uniform{"ksplit", h.ksplit})
 	}
 	return h.planWorkspace()
+}
+
+// planSplit decides the K split: MulOptions.SplitK, else
+// tuning.AutoSplitK's, raised to the slices the driver's loop budget
+// needs (loops.go: those run the product whole, never in bands), or
+// stream-K in its place (planStreamK). A split over MaxGPUMemory is
+// dropped, or an error where SplitK or the loop budget asked for it.
+func (h *hostProduct) planSplit() error {
+	split := h.o.SplitK
+	if groups, wave := h.chunks.GroupsX*h.chunks.GroupsY, tuning.Wave(h.d.tuningDriver()); split == 0 {
+		split = tuning.AutoSplitK(groups, h.k, wave, h.slots)
+		h.waveSplit = groups >= wave
+	}
+	need := h.d.kSlices(h.p.kernel, h.k)
+	if need > 1 {
+		split, h.waveSplit = max(split, need), false
+	}
+	if split > 1 && h.p.kernel.StepK > 0 {
+		h.ksplit = roundUp((h.k+split-1)/split, h.p.kernel.StepK)
+		h.splits = (h.k + h.ksplit - 1) / h.ksplit
+	}
+	if need == 1 {
+		if err := h.planStreamK(); err != nil {
+			return err
+		}
+	}
+	if h.splits > 1 && !h.underCap(4*int64(h.splits)*int64(h.m)*int64(h.ldc)) {
+		why := "drop the split or raise the cap"
+		if need > 1 {
+			why = fmt.Sprintf("K = %d needs at least %d on this driver, %s; raise the cap", h.k, need, h.d.loopLimit())
+		}
+		if h.o.SplitK > 1 || need > 1 {
+			return fmt.Errorf("%w: split-K in %d slices needs a workspace of %s beside A, B and C, over MulOptions.MaxGPUMemory (%s); %s",
+				ErrTooLarge, h.splits, formatBytes(float64(4*h.splits*h.m*h.ldc)), formatBytes(float64(h.o.MaxGPUMemory)), why)
+		}
+		h.splits, h.ksplit, h.waveSplit = 1, h.k, false
+	}
+	return nil
 }
 
 // planBands plans bands for a whole product (run) whose kernel reads A
@@ -296,7 +318,7 @@ func (h *hostProduct) planEdges() error {
 	if h.slots == 0 || k.TileM*k.TileN < tuning.OneGroupPerSM || h.o.SplitK > 1 || ek.Name == "" || ek.Spec() == k.Spec() || !k.Strided {
 		return nil
 	}
-	if ek.StepK == 0 || ek.Textures != k.Textures { // one set of bindings serves both
+	if ek.StepK == 0 || ek.Textures != k.Textures || h.d.kSlices(k, h.k) > 1 { // one set of bindings serves both; strips run unsplit
 		return nil
 	}
 	interior, edges, ok := dispatch.Edges(h.m, h.n, k.TileM, k.TileN, ek.TileM, ek.TileN, h.o.MaxGroups)

@@ -103,6 +103,7 @@ func (d *Device) initInfo() error {
 			d.texBlock /= 2
 		}
 	}
+	d.loopBudget = loopBudget(i.Renderer)
 	d.bindAlign = 16
 	for d.bindAlign%max(l.SSBOOffsetAlignment, 1) != 0 || d.bindAlign%max(l.TextureBufferOffsetAlignment, 1) != 0 {
 		d.bindAlign += 16

@@ -34,7 +34,9 @@ type MulOptions struct {
 	// Zero value: chosen from the size of the result's grid
 	// (tuning.AutoSplitK: only grids under about a wave of the device's
 	// work groups, 128 on a GPU, are split); 1:
-	// no split.
+	// no split. On Mesa's llvmpipe, K is split at least as many ways as
+	// its loop limit needs, in panels too (see the package documentation,
+	// "Mesa's llvmpipe and long K").
 	SplitK int
 	// Progress, if set, is called as each block of C arrives in host
 	// memory (Timings.Steps of them), with the number done and the total.
@@ -235,6 +237,9 @@ func (d *Device) planHost(m, k, n int, opts *MulOptions) (hp hostPlan, err error
 	}
 	if err := d.fits(hp.kernels.kern); err != nil {
 		return hp, err
+	}
+	if kern := hp.kernels.kern; kern.StepK == 0 && d.kSlices(kern, k) > 1 {
+		return hp, d.errLoopBudget(kern, k)
 	}
 	hp.panels, hp.paneled, err = d.planPanels(m, k, n, &hp)
 	return hp, err

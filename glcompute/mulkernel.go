@@ -51,9 +51,15 @@ func (c *Matrix) MulKernel(spec string, a, b *Matrix) error {
 		spec = d.natural(spec, c.Rows, a.Cols, c.Cols)
 		k, _ = shaders.Lookup(spec)
 	}
+	if k.Strided && d.kSlices(k, a.Cols) > 1 {
+		return d.mulFilled(spec, c, a, b) // split as the driver's loop budget needs (loops.go)
+	}
 	if k.Strided {
 		return d.resident(func() (*program, error) { return d.program(spec) }, a, b, c,
 			func(p *program, offA, offB, offC int) { setResidentFast(p, c, a.Stride, b, offA, offB, offC) })
+	}
+	if d.kSlices(k, a.Cols) > 1 {
+		return d.errLoopBudget(k, a.Cols)
 	}
 	return d.resident(func() (*program, error) { return d.program(spec) }, a, b, c,
 		func(p *program, _, _, _ int) {

@@ -101,6 +101,13 @@ type panelProduct struct {
 	bufC [2]glw.Buffer
 	// dispatches counts the pass's dispatches (Timings.Dispatches).
 	dispatches int
+	// splits slices of ksplit of K, where the driver's loop budget needs
+	// them (loops.go; else 1): each step's kernel writes its partial
+	// results into work, which red sums into the C panel, in steps of at
+	// most rowsPer rows (0: a whole panel) so that work fits a binding.
+	splits, ksplit, rowsPer int
+	red                     *program
+	work                    glw.Buffer
 }
 
 // mulPanels runs c = a·b panel by panel, pipelined: for each column panel
@@ -119,6 +126,10 @@ func (d *Device) mulPanels(c, a, b blas32.General, hp *hostPlan, idle time.Durat
 	t.Kernel, t.Panels = pp.p.kernel.Spec(), plan.String()
 	k := pp.p.kernel
 	t.Groups = [2]int{(plan.N + k.TileN - 1) / k.TileN, (plan.M + k.TileM - 1) / k.TileM} // over all panels
+	if err := pp.planSplit(); err != nil {
+		return t, err
+	}
+	t.Splits = pp.splits
 	if err := pp.alloc(); err != nil {
 		return t, err
 	}
@@ -153,6 +164,9 @@ func (pp *panelProduct) steps(c, a, b blas32.General) []pipeStep {
 			// the H100 at 32768 that made dispatches of 256 rows, and the
 			// product 22% slower (3.13 s against 2.56 s end to end).
 			per := rows
+			if pp.rowsPer > 0 {
+				per = pp.rowsPer
+			}
 			for rb := 0; rb < rows; rb += per {
 				n := min(per, rows-rb)
 				s := pipeStep{
@@ -172,6 +186,36 @@ func (pp *panelProduct) steps(c, a, b blas32.General) []pipeStep {
 		}
 	}
 	return steps
+}
+
+// planSplit splits K where the driver's loop budget needs it (loops.go),
+// in steps of as many rows as the slices' partial results fit one
+// binding (whole tiles of rows); an error matching ErrTooLarge where not
+// even one tile's rows do. Their workspace is not counted against
+// MaxGPUMemory.
+func (pp *panelProduct) planSplit() error {
+	k, pl := pp.p.kernel, pp.plan
+	pp.splits, pp.ksplit = 1, pl.K
+	need := pp.d.kSlices(k, pl.K)
+	if need == 1 {
+		return nil
+	}
+	pp.ksplit = roundUp((pl.K+need-1)/need, k.StepK)
+	pp.splits = (pl.K + pp.ksplit - 1) / pp.ksplit
+	binding := pp.d.info.MaxSSBOBlockSize
+	if pp.o.MaxBinding > 0 {
+		binding = min(binding, pp.o.MaxBinding)
+	}
+	row := 4 * int64(pp.splits) * int64(pl.Ld(pl.ColsPer)) // workspace bytes a row of C
+	if rows := int(binding / row); rows < pl.RowsPer {
+		if pp.rowsPer = rows / k.TileM * k.TileM; pp.rowsPer == 0 {
+			return fmt.Errorf("%w: K = %d runs in %d slices on this driver (%s), whose partial results for %d rows of %d columns (%s) are over one binding (%s)",
+				ErrTooLarge, pl.K, pp.splits, pp.d.loopLimit(), k.TileM, pl.ColsPer, formatBytes(float64(row)*float64(k.TileM)), formatBytes(float64(binding)))
+		}
+	}
+	var err error
+	pp.red, err = pp.d.programOf(shaders.Reduce())
+	return err
 }
 
 // runFirst runs the first panel's product and waits for it (Stages.Run
@@ -205,6 +249,14 @@ func (pp *panelProduct) alloc() error {
 		bufs = append(bufs, &pp.bufA[i])
 		sizes = append(sizes, 4*pl.RowsPer*pl.Ld(pl.K))
 	}
+	if pp.splits > 1 {
+		rows := pl.RowsPer
+		if pp.rowsPer > 0 {
+			rows = pp.rowsPer
+		}
+		bufs = append(bufs, &pp.work)
+		sizes = append(sizes, 4*pp.splits*rows*pl.Ld(pl.ColsPer))
+	}
 	for i, b := range bufs {
 		var ok bool
 		if *b, ok = glw.NewDeviceBuffer(sizes[i], immutable); !ok {
@@ -221,18 +273,48 @@ func (pp *panelProduct) dispatch(bufA, bufC glw.Buffer, r0, rows, cols, ldn int)
 	p.prog.Use()
 	pp.d.bindStorage(p, 0, bufA, 0, 0)
 	pp.d.bindStorage(p, 1, pp.bufB, 0, 0)
-	bufC.BindStorage(2)
+	offC4 := r0 * ldn / 4
+	if pp.splits > 1 {
+		pp.work.BindStorage(2)
+		offC4 = 0
+	} else {
+		bufC.BindStorage(2)
+	}
 	p.setUints(uniform{"M", rows}, uniform{"K", pp.plan.K}, uniform{"N", cols}, uniform{"lda", pp.plan.Ld(pp.plan.K)},
 		uniform{"ldb", ldn}, uniform{"ldc", ldn}, uniform{"offA4", r0 * pp.plan.Ld(pp.plan.K) / 4}, uniform{"offB4", 0},
-		uniform{"offC4", r0 * ldn / 4}, uniform{"ksplit", pp.plan.K})
-	n, err := p.dispatchTiles(rows, cols, pp.o.MaxGroups)
-	pp.dispatches += n
-	return err
+		uniform{"offC4", offC4}, uniform{"ksplit", pp.ksplit})
+	plan, err := p.plan(rows, cols, pp.o.MaxGroups)
+	if err != nil {
+		return err
+	}
+	for _, ch := range plan.Chunks {
+		p.dispatchChunk(ch, pp.splits)
+	}
+	pp.dispatches += len(plan.Chunks)
+	if pp.splits > 1 {
+		pp.reduce(bufC, rows*ldn/4, r0*ldn/4)
+	}
+	return nil
+}
+
+// reduce sums the slices' partial results in the workspace, count vec4s
+// each, into bufC from vec4 offC4, between storage barriers: the kernel's
+// writes before it, and the next step's kernel writing the workspace
+// again after it.
+func (pp *panelProduct) reduce(bufC glw.Buffer, count, offC4 int) {
+	glw.BarrierStorage()
+	pp.red.prog.Use()
+	pp.work.BindStorageRange(0, 0, 16*int64(pp.splits)*int64(count)) // reduce.comp counts the slices from its length
+	bufC.BindStorage(2)
+	pp.red.setUints(uniform{"count", count}, uniform{"offC4", offC4})
+	pp.red.dispatchLinear(dispatch.Linear(count, pp.red.kernel.Threads), 0)
+	glw.BarrierStorage()
+	pp.dispatches++
 }
 
 // release deletes the panel buffers.
 func (pp *panelProduct) release() {
-	for _, b := range append([]*glw.Buffer{&pp.bufB, &pp.bufC[0], &pp.bufC[1]}, ptrs(pp.bufA)...) {
+	for _, b := range append([]*glw.Buffer{&pp.bufB, &pp.bufC[0], &pp.bufC[1], &pp.work}, ptrs(pp.bufA)...) {
 		b.Release()
 	}
 }

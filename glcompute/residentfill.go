@@ -44,6 +44,9 @@ type fill struct {
 	red            *program
 	sk             *streamK
 	bytes          int64
+	// loop: the driver's loop budget needs the split (loops.go): it
+	// never gives way to an unsplit product.
+	loop bool
 }
 
 // errGrowWork is a resident product's answer where its fill needs a
@@ -59,6 +62,9 @@ var errGrowWork = errors.New("glcompute: the resident workspace must grow")
 func (d *Device) planFill(p *program, plan dispatch.Plan, m, k, n int) (fill, error) {
 	f := fill{splits: 1, ksplit: k}
 	kern := p.kernel
+	if need := d.kSlices(kern, k); need > 1 {
+		return d.loopFill(kern, m, k, n, need)
+	}
 	if p.pace != nil || kern.Name != "fast" || !kern.Strided || kern.StepK == 0 {
 		return f, nil
 	}
@@ -90,6 +96,24 @@ func (d *Device) planFill(p *program, plan dispatch.Plan, m, k, n int) (fill, er
 	return fill{splits: splits, ksplit: ksplit, red: red, bytes: bytes}, nil
 }
 
+// loopFill returns the fill of a resident m×k×n product of kern that the
+// driver's loop budget makes split in need slices or more (loops.go),
+// whatever MaxResidentWorkBytes says; an error where its workspace is
+// over one binding.
+func (d *Device) loopFill(kern shaders.Kernel, m, k, n, need int) (fill, error) {
+	ksplit := roundUp((k+need-1)/need, kern.StepK)
+	splits := (k + ksplit - 1) / ksplit
+	bytes := 4 * int64(splits) * int64(m) * int64(n)
+	if err := d.checkBlock(fmt.Sprintf("K = %d runs in %d slices on this driver (%s); their partial results are", k, splits, d.loopLimit()), bytes); err != nil {
+		return fill{}, err
+	}
+	red, err := d.programOf(shaders.Reduce())
+	if err != nil {
+		return fill{}, err
+	}
+	return fill{splits: splits, ksplit: ksplit, red: red, bytes: bytes, loop: true}, nil
+}
+
 // workable reports whether a workspace of bytes may be had: at most
 // MaxResidentWorkBytes, and under any size the driver refused.
 func (d *Device) workable(bytes int64) bool {
@@ -111,7 +135,7 @@ func (d *Device) workFor(f fill, k int, grow bool) (fill, error) {
 	}
 	w, err := d.newBuffer(int(f.bytes), nil, glw.StaticDraw, "creating the resident products' workspace")
 	if err != nil {
-		if errors.Is(err, ErrOutOfMemory) {
+		if errors.Is(err, ErrOutOfMemory) && !f.loop {
 			d.clearErrors()
 			d.workFailed = f.bytes
 			return fill{splits: 1, ksplit: k}, nil
