@@ -1,6 +1,7 @@
 package glcompute
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,6 +92,13 @@ type Device struct {
 	// bound is what the last resident call left bound, while no other
 	// call can have changed it (see boundState).
 	bound boundState
+	// streams are the MulStreams whose GPU stage holds GPU matrices of
+	// the Device, streamWG counting them: Release stops them and waits
+	// for them before it deletes anything (stopStreams). releasing, set
+	// then, keeps another from starting.
+	streams   map[*streamStages]struct{}
+	streamWG  sync.WaitGroup
+	releasing bool
 }
 
 // boundState is the program and storage ranges a resident product left
@@ -123,8 +131,13 @@ func (d *Device) worked() { d.lastWork.Store(int64(time.Since(d.born))) }
 // thread). It is idempotent; using the Device
 // afterwards panics, except Info, which goes on describing it. Owned: safe from any goroutine. Borrowed: call it on
 // the host's thread with its context current.
+//
+// A call in progress (a Mul, say) ends first. A MulStream in progress
+// stops between panels, returning an error matching ErrReleased, and
+// Release waits until its GPU stage has stopped.
 func (d *Device) Release() {
 	d.mustBeOpen()
+	d.stopStreams()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.released {
@@ -142,6 +155,47 @@ func (d *Device) Release() {
 	}
 	d.thread.Call(d.releaseContext)
 	d.thread.Stop()
+}
+
+// stopStreams stops the MulStreams whose GPU stage runs, with
+// ErrReleased, and waits until those stages have released their GPU
+// matrices; a MulStream that comes to its GPU stage later fails
+// (startStream).
+func (d *Device) stopStreams() {
+	d.mu.Lock()
+	d.releasing = true
+	for st := range d.streams {
+		st.cancel(errReleasedDuringStream)
+	}
+	d.mu.Unlock()
+	d.streamWG.Wait()
+}
+
+// errReleasedDuringStream stops a MulStream that Release interrupted.
+var errReleasedDuringStream = fmt.Errorf("%w during MulStream: the product stopped between panels; C is incomplete", ErrReleased)
+
+// startStream records that st's GPU stage is about to start, or returns
+// ErrReleased once Release has begun.
+func (d *Device) startStream(st *streamStages) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.releasing {
+		return fmt.Errorf("%w before MulStream's GPU stage could start", ErrReleased)
+	}
+	if d.streams == nil {
+		d.streams = map[*streamStages]struct{}{}
+	}
+	d.streams[st] = struct{}{}
+	d.streamWG.Add(1)
+	return nil
+}
+
+// endStream records that st's GPU stage has released its matrices.
+func (d *Device) endStream(st *streamStages) {
+	d.mu.Lock()
+	delete(d.streams, st)
+	d.mu.Unlock()
+	d.streamWG.Done()
 }
 
 // releaseObjects deletes the programs, the staging buffers and the

@@ -23,6 +23,10 @@ var (
 	// ErrDriver: any other GL failure, shader compile and link errors
 	// included.
 	ErrDriver = errors.New("glcompute: driver error")
+	// ErrReleased: the Device was released while a MulStream still had
+	// panels to multiply; the product stopped between panels, and what
+	// its RowWriter received is incomplete.
+	ErrReleased = errors.New("glcompute: the Device was released")
 )
 
 // clearErrors drains glGetError before glmul's own calls; never on a

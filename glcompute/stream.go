@@ -105,9 +105,14 @@ func (r StreamResult) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * 
 // A's columns must equal B's rows, and every dimension must be at least 1:
 // MulStream panics otherwise, as Mul does (a programmer's error, as in
 // gonum). An error from any stage stops the others; what c received by
-// then is incomplete. MulStream returns once every stage has stopped.
+// then is incomplete. MulStream returns once every stage has stopped. The
+// Device's Release during MulStream stops it between panels with an error
+// matching ErrReleased.
 func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (StreamResult, error) {
 	d.mustBeOpen()
+	if d.isReleased() {
+		panic("glcompute: use of a released Device")
+	}
 	if a.Rows() < 1 || a.Cols() < 1 || b.Rows() < 1 || b.Cols() < 1 {
 		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d: every dimension must be at least 1", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
 	}

@@ -226,3 +226,48 @@ func TestMulStreamShapes(t *testing.T) {
 		mustPanic(t, c.want, func() { d.MulStream(&memWriter{failAfter: -1}, c.a, c.b, nil) })
 	}
 }
+
+// gateReader is a memReader whose read of row at (a panel's first row)
+// tells reached and then waits for gate, at most a second.
+type gateReader struct {
+	memReader
+	at      int
+	reached chan struct{}
+	gate    chan struct{}
+}
+
+func (r *gateReader) ReadRows(dst blas32.General, r0 int) error {
+	if r0 == r.at {
+		close(r.reached)
+		select {
+		case <-r.gate:
+		case <-time.After(time.Second):
+		}
+	}
+	return r.memReader.ReadRows(dst, r0)
+}
+
+// TestReleaseDuringMulStream: a Release while MulStream's GPU stage still
+// has panels to go stops the product with ErrReleased and returns once the
+// stage has stopped; the stage panicked ("use of a released Device") on a
+// goroutine of its own, which killed the process (a new user's audit).
+func TestReleaseDuringMulStream(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(11, 12))
+	a, b := cpu.Random(320, 16, rng), cpu.Random(16, 16, rng)
+	r := &gateReader{memReader: memReader{m: a, failAt: -1}, at: 3 * 64, reached: make(chan struct{}), gate: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.MulStream(&memWriter{failAfter: -1}, r, &memReader{m: b, failAt: -1}, &StreamOptions{PanelBytes: 4 * 64 * (16 + 16)})
+		done <- err
+	}()
+	<-r.reached // panels 0 to 2 read: the GPU stage has panel 3 and 4 to go
+	d.Release()
+	close(r.gate)
+	if err := <-done; !errors.Is(err, ErrReleased) {
+		t.Fatalf("MulStream with the Device released during it: %v, want ErrReleased", err)
+	}
+	mustPanic(t, "use of a released Device", func() {
+		d.MulStream(&memWriter{failAfter: -1}, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, nil)
+	})
+}

@@ -154,7 +154,7 @@ func runStream(ctx context.Context, dev *Device, p streamPlan, a, b RowReader, c
 	}
 	var wg sync.WaitGroup
 	// On every way out, a panic included: stop the stages, then wait for
-	// them (before g's release, deferred later, frees what they use).
+	// them.
 	defer func() {
 		st.cancel(nil)
 		wg.Wait()
@@ -173,17 +173,23 @@ func runStream(ctx context.Context, dev *Device, p streamPlan, a, b RowReader, c
 		}
 		prepared <- check
 	})
-	g, err := newStreamGPU(dev, p, hb, o.Kernel)
-	if err != nil {
+	// From here until its matrices are released, the GPU stage holds the
+	// Device: Release stops it and waits for it (Device.stopStreams).
+	if err := dev.startStream(st); err != nil {
 		st.cancel(err)
 		return err
 	}
-	defer func() {
-		st.cancel(nil)
-		wg.Wait()
-		g.release()
-	}()
-	wg.Go(func() { st.gpu(g, &r.GPU) })
+	g, err := newStreamGPU(dev, p, hb, o.Kernel)
+	if err != nil {
+		dev.endStream(st)
+		st.cancel(err)
+		return err
+	}
+	wg.Go(func() {
+		defer dev.endStream(st)
+		defer g.release() // once the stage, its only user, has stopped
+		st.gpu(g, &r.GPU)
+	})
 	wg.Go(func() {
 		if check := <-prepared; st.ctx.Err() == nil {
 			st.checker(check, &r.Check)
