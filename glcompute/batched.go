@@ -7,8 +7,8 @@ import (
 	"github.com/glmul/glmul/shaders"
 )
 
-// Batch describes Count small products, each M×K by K×N (sizes 1 to 32),
-// row-major. Product i's A starts StrideA floats after product i−1's, its
+// Batch describes Count small products (none: nothing to do), each M×K by
+// K×N (sizes 1 to 32), row-major. Product i's A starts StrideA floats after product i−1's, its
 // rows LdA floats apart; likewise B and C. Counting starts at each
 // Matrix's Offset. Row strides let a std430 array of mat3 (columns padded
 // to vec4, read row-major as their transposes: LdA = 4, StrideA = 12) be
@@ -27,8 +27,8 @@ type Batch struct {
 
 // normalized fills in Batch's zero values and panics on bad ones.
 func (bt Batch) normalized() Batch {
-	if bt.Count < 1 || bt.M < 1 || bt.K < 1 || bt.N < 1 || bt.M > 32 || bt.K > 32 || bt.N > 32 {
-		panic("glcompute: Batch: Count ≥ 1 and sizes 1…32 required")
+	if bt.Count < 0 || bt.M < 1 || bt.K < 1 || bt.N < 1 || bt.M > 32 || bt.K > 32 || bt.N > 32 {
+		panic("glcompute: Batch: Count ≥ 0 and sizes 1…32 required")
 	}
 	for _, v := range []int{bt.StrideA, bt.StrideB, bt.StrideC, bt.LdA, bt.LdB, bt.LdC} {
 		if v < 0 {
@@ -73,7 +73,7 @@ func (d *Device) MulBatched(c, a, b *Matrix, bt Batch) error {
 // Matrix shapes are ignored, only their buffers and offsets count, and
 // every product must lie within its buffer. β = 0 does not read C; α = 0
 // does not read A or B. Like Gemm it returns at once, with a memory
-// barrier after.
+// barrier after. A Count of 0 does nothing: no GL call, no barrier.
 //
 // It panics on a bad Batch (see its doc), a NaN α or β, a batch that runs
 // past the end of its buffer, or a C batch that shares floats with the A
@@ -86,6 +86,10 @@ func (d *Device) GemmBatched(c *Matrix, alpha float32, a, b *Matrix, beta float3
 	bt = bt.normalized()
 	if math.IsNaN(float64(alpha)) || math.IsNaN(float64(beta)) {
 		panic("glcompute: GemmBatched: α or β is NaN")
+	}
+	if bt.Count == 0 { // an empty scene: nothing to bind or dispatch
+		d.checkOpen()
+		return nil
 	}
 	ext := [3]int{extent(bt.Count, bt.StrideA, bt.spanA()), extent(bt.Count, bt.StrideB, bt.spanB()), extent(bt.Count, bt.StrideC, bt.spanC())}
 	if overlaps(c, c.Offset, ext[2], a, a.Offset, ext[0]) || overlaps(c, c.Offset, ext[2], b, b.Offset, ext[1]) {

@@ -412,3 +412,45 @@ func TestBorrowedLoader(t *testing.T) {
 	}
 	m.Release()
 }
+
+// TestGemmBatchedEmpty: a batch of no products (an engine's empty scene)
+// does nothing: nil, C as it was, a host's GL state untouched; it panicked
+// ("Count ≥ 1 ... required", a new user's audit). A negative Count still
+// panics.
+func TestGemmBatchedEmpty(t *testing.T) {
+	for _, borrowed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("borrowed=%v", borrowed), func(t *testing.T) {
+			onDevice(t, borrowed, func(d *Device) {
+				a, c := newMatrix(t, d, 4, 12), newMatrix(t, d, 4, 12)
+				x := cpu.Random(4, 12, rand.New(rand.NewPCG(13, 14)))
+				if err := c.Upload(x); err != nil {
+					t.Fatal(err)
+				}
+				var before engineState
+				if borrowed {
+					setUpEngine(t)
+					before = readEngineState()
+				}
+				bt := Batch{M: 3, K: 3, N: 3, LdA: 4, LdB: 4, LdC: 4, StrideA: 12, StrideB: 12, StrideC: 12}
+				if err := d.GemmBatched(c, 2, a, a, 1, bt); err != nil {
+					t.Fatalf("GemmBatched of no products: %v", err)
+				}
+				if err := d.MulBatched(c, a, a, bt); err != nil {
+					t.Fatalf("MulBatched of no products: %v", err)
+				}
+				if borrowed {
+					if after := readEngineState(); after != before {
+						t.Errorf("the host's state changed: %+v, was %+v", after, before)
+					}
+				}
+				got := cpu.New(4, 12)
+				if err := c.Download(got); err != nil {
+					t.Fatal(err)
+				}
+				closeTo(t, "C after an empty batch", got.Data, x.Data, 0)
+				bt.Count = -1
+				mustPanic(t, "Count", func() { d.GemmBatched(c, 1, a, a, 0, bt) })
+			})
+		})
+	}
+}

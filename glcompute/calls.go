@@ -64,6 +64,22 @@ func (d *Device) enter(save saving, f func()) {
 	d.thread.Call(f)
 }
 
+// checkOpen panics where enter would (a Device not made by Open or
+// NewDeviceFromCurrent, a released one, a borrowed one used where its
+// context is not current), for a call that has nothing to do and makes
+// no GL call.
+func (d *Device) checkOpen() {
+	d.mustBeOpen()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.released {
+		panic("glcompute: use of a released Device")
+	}
+	if d.borrowed {
+		d.checkHostContext()
+	}
+}
+
 // mustBeOpen panics on a Device that Open or NewDeviceFromCurrent did not
 // make (a zero Device has no context: its calls failed with a misleading
 // "the driver allows 0 work groups").
