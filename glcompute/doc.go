@@ -14,7 +14,7 @@
 //   - BackendGLES: the same through an OpenGL ES 3.1 context, the API of
 //     phones, boards and ANGLE; the kernels compile as GLSL ES 3.10. ES has
 //     no GL timer (times are the wall clock's) and, without
-//     ARB_buffer_storage, no persistent mappings (no HostMatrix).
+//     EXT_buffer_storage, no persistent mappings (no HostMatrix).
 //
 // BackendAuto (the default) uses GLFW when package glcompute/glfw is
 // linked in, DISPLAY or WAYLAND_DISPLAY is set and a window opens, EGL

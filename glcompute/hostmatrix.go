@@ -21,7 +21,8 @@ import (
 // The padding belongs to glmul: Mul may zero it in an operand and may
 // write it in a result. Data is valid until Release; using it afterwards is a
 // use of unmapped memory. Needs glBufferStorage (GL 4.4 or
-// ARB_buffer_storage) and persistent mapping (not Options.NoPersistentMapping).
+// ARB_buffer_storage; on OpenGL ES, EXT_buffer_storage) and persistent
+// mapping (not Options.NoPersistentMapping).
 //
 // Thread rule: Data may be read and written from any goroutine while no
 // Mul that uses the matrix runs; NewHostMatrix and Release as the Device's
@@ -48,11 +49,11 @@ func (d *Device) NewHostMatrix(rows, cols int) (*HostMatrix, error) {
 	var err error
 	d.call(func() {
 		if !d.stage().persistent {
-			err = fmt.Errorf("%w: a HostMatrix needs persistent buffer mappings (glBufferStorage, GL 4.4), which this driver or Options.NoPersistentMapping rules out", ErrUnsupported)
+			err = fmt.Errorf("%w: a HostMatrix needs persistent buffer mappings (glBufferStorage: OpenGL 4.4, or OpenGL ES with GL_EXT_buffer_storage), which this driver or Options.NoPersistentMapping rules out", ErrUnsupported)
 			return
 		}
 		bytes := int(bytes64)
-		buf, ptr, ok := glw.NewMappedBuffer(bytes, glw.MapReadWrite)
+		buf, ptr, ok := glw.NewMappedBuffer(bytes, glw.MapReadWrite, d.stage().storage)
 		if !ok {
 			err = fmt.Errorf("%w: a %d×%d host matrix (%s of mapped memory)", ErrOutOfMemory, rows, cols, formatBytes(float64(bytes)))
 			return

@@ -348,7 +348,7 @@ func (h *hostProduct) alloc() error {
 	if h.o.MaxGPUMemory > 0 { // a cap counts this product's buffers only
 		h.d.drainPool()
 	}
-	immutable := h.d.stage().bufferStorage
+	storage := h.d.stage().storage
 	type wanted struct {
 		buf   *glw.Buffer
 		bytes int
@@ -359,7 +359,7 @@ func (h *hostProduct) alloc() error {
 		bufs = append(bufs, wanted{&h.bufT, 4 * h.k * h.ldt, "A's transpose"})
 	}
 	for _, x := range bufs {
-		b, ok := h.d.takeBuffer(x.bytes, immutable)
+		b, ok := h.d.takeBuffer(x.bytes, storage)
 		if !ok {
 			return fmt.Errorf("%w: %s: the driver could not allocate %s", ErrOutOfMemory, x.name, formatBytes(float64(x.bytes)))
 		}

@@ -151,7 +151,11 @@ func (d *Device) openGLES() error {
 	if c.Platform == "device" {
 		d.info.BackendNote = "OpenGL ES through EGL device " + c.Device.String()
 	}
-	return d.loadGL(egl.GetProcAddress)
+	if err := d.loadGL(egl.GetProcAddress); err != nil {
+		return err
+	}
+	glw.LoadStorageEXT(egl.GetProcAddress) // ES's name for glBufferStorage (bufferStorage)
+	return nil
 }
 
 func (d *Device) loadGL(getProc func(string) unsafe.Pointer) error {

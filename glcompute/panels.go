@@ -237,7 +237,7 @@ func (pp *panelProduct) runFirst() error {
 func (pp *panelProduct) alloc() error {
 	pp.d.drainPool()
 	pl := pp.plan
-	immutable := pp.d.stage().bufferStorage
+	storage := pp.d.stage().storage
 	nA := 2
 	if pl.KeepA {
 		nA = pl.RowPanels()
@@ -259,7 +259,7 @@ func (pp *panelProduct) alloc() error {
 	}
 	for i, b := range bufs {
 		var ok bool
-		if *b, ok = glw.NewDeviceBuffer(sizes[i], immutable); !ok {
+		if *b, ok = glw.NewDeviceBuffer(sizes[i], storage); !ok {
 			return fmt.Errorf("%w: a %s panel buffer for %s", ErrOutOfMemory, formatBytes(float64(sizes[i])), pl)
 		}
 	}

@@ -20,19 +20,19 @@ import (
 
 // pooled is a device buffer kept for reuse.
 type pooled struct {
-	buf       glw.Buffer
-	bytes     int
-	immutable bool
+	buf     glw.Buffer
+	bytes   int
+	storage glw.Storage
 }
 
 // takeBuffer returns a device buffer of at least bytes: the smallest kept
 // one that is large enough, else a new one (after freeing the kept ones if
 // the driver is out of memory). size is the buffer's real size. On the
 // device thread.
-func (d *Device) takeBuffer(bytes int, immutable bool) (b pooled, ok bool) {
+func (d *Device) takeBuffer(bytes int, storage glw.Storage) (b pooled, ok bool) {
 	best := -1
 	for i, p := range d.pool {
-		if p.bytes >= bytes && p.immutable == immutable && (best < 0 || p.bytes < d.pool[best].bytes) {
+		if p.bytes >= bytes && p.storage == storage && (best < 0 || p.bytes < d.pool[best].bytes) {
 			best = i
 		}
 	}
@@ -41,11 +41,11 @@ func (d *Device) takeBuffer(bytes int, immutable bool) (b pooled, ok bool) {
 		d.pool = slices.Delete(d.pool, best, best+1)
 		return b, true
 	}
-	b = pooled{bytes: bytes, immutable: immutable}
-	if b.buf, ok = glw.NewDeviceBuffer(bytes, immutable); !ok && len(d.pool) > 0 {
+	b = pooled{bytes: bytes, storage: storage}
+	if b.buf, ok = glw.NewDeviceBuffer(bytes, storage); !ok && len(d.pool) > 0 {
 		d.drainPool()
 		d.clearErrors() // the failure's GL_OUT_OF_MEMORY, which a success must not inherit
-		b.buf, ok = glw.NewDeviceBuffer(bytes, immutable)
+		b.buf, ok = glw.NewDeviceBuffer(bytes, storage)
 	}
 	if ok {
 		if d.poolTex == nil {

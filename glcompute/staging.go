@@ -24,19 +24,20 @@ const DefaultStagingBytes = 32 << 20
 // buffers in host-visible memory, a chunk of whole rows at a time, two
 // buffers each way, so that the host copies one chunk (on several
 // goroutines) while the GPU copies the other. Where the driver has
-// glBufferStorage (GL 4.4, ARB_buffer_storage) and Options.NoPersistentMapping
+// glBufferStorage (GL 4.4, ARB_buffer_storage; ES's EXT_buffer_storage) and Options.NoPersistentMapping
 // is unset, the staging buffers are mapped once, persistently and
 // coherently; otherwise each chunk is mapped with glMapBufferRange and
 // unmapped (a 4.3 driver). Every method runs on the device thread.
 type stager struct {
-	// bufferStorage: the driver has glBufferStorage, used for the GPU's
-	// own buffers (device memory) whatever the staging; persistent: the
-	// staging buffers are mapped persistently.
-	bufferStorage bool
-	persistent    bool
-	bytes         int // of each staging buffer
-	workers       int // host copy goroutines
-	up, down      [2]stageSlot
+	// storage: how the driver offers glBufferStorage (glw.StorageNone:
+	// not at all), used for the GPU's own buffers (device memory)
+	// whatever the staging; persistent: the staging buffers are mapped
+	// persistently.
+	storage    glw.Storage
+	persistent bool
+	bytes      int // of each staging buffer
+	workers    int // host copy goroutines
+	up, down   [2]stageSlot
 	// copiedIn and copiedOut sum the wall time of the host's copies into
 	// and out of the staging buffers: the host's busy time in transfers.
 	copiedIn, copiedOut time.Duration
@@ -72,11 +73,27 @@ func (d *Device) stage() *stager {
 		if s.bytes <= 0 {
 			s.bytes = DefaultStagingBytes
 		}
-		s.bufferStorage = d.info.Major > 4 || d.info.Major == 4 && d.info.Minor >= 4 || glw.HasExtension("GL_ARB_buffer_storage")
-		s.persistent = s.bufferStorage && !d.opts.NoPersistentMapping
+		s.storage = d.bufferStorage()
+		s.persistent = s.storage != glw.StorageNone && !d.opts.NoPersistentMapping
 		d.stager = s
 	}
 	return d.stager
+}
+
+// bufferStorage is how the current context offers glBufferStorage:
+// desktop OpenGL 4.4 or GL_ARB_buffer_storage through go-gl; OpenGL ES
+// with GL_EXT_buffer_storage (Mesa's ES 3.2) as glBufferStorageEXT, which
+// openGLES looked up.
+func (d *Device) bufferStorage() glw.Storage {
+	switch {
+	case d.info.ES && glw.HaveStorageEXT() && glw.HasExtension("GL_EXT_buffer_storage"):
+		return glw.StorageEXT
+	case d.info.ES:
+		return glw.StorageNone
+	case d.info.Major > 4 || d.info.Major == 4 && d.info.Minor >= 4 || glw.HasExtension("GL_ARB_buffer_storage"):
+		return glw.StorageCore
+	}
+	return glw.StorageNone
 }
 
 // Staging reports how host matrices reach the GPU: "persistent mapping"
@@ -121,7 +138,7 @@ func (s *stager) slot(slots *[2]stageSlot, i int, write bool, need int) (*stageS
 		if write {
 			access = glw.MapWrite
 		}
-		sl.buf, sl.ptr, ok = glw.NewMappedBuffer(size, access)
+		sl.buf, sl.ptr, ok = glw.NewMappedBuffer(size, access, s.storage)
 	} else {
 		usage := uint32(glw.StreamDraw)
 		if !write {

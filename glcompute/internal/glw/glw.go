@@ -456,11 +456,11 @@ const (
 )
 
 // NewMappedBuffer creates an immutable buffer of size bytes
-// (glBufferStorage, GL 4.4 or ARB_buffer_storage) in host memory, mapped
+// (glBufferStorage as st says: StorageCore or StorageEXT) in host memory, mapped
 // persistently and coherently with access (MapRead, MapWrite or
 // MapReadWrite), and returns it with its mapping; ok is false if the
 // driver refused either.
-func NewMappedBuffer(size int, access uint32) (b Buffer, p unsafe.Pointer, ok bool) {
+func NewMappedBuffer(size int, access uint32, st Storage) (b Buffer, p unsafe.Pointer, ok bool) {
 	flags := uint32(gl.MAP_PERSISTENT_BIT|gl.MAP_COHERENT_BIT) | access
 	var name uint32
 	gl.GenBuffers(1, &name)
@@ -469,7 +469,7 @@ func NewMappedBuffer(size int, access uint32) (b Buffer, p unsafe.Pointer, ok bo
 	// GL_CLIENT_STORAGE_BIT: host memory. On NVIDIA 580 it cut the first
 	// product's staging cost at n = 4096 from 114 to 32 ms (upload) and
 	// from 41 to 24 ms (readback); later products ran as fast either way.
-	gl.BufferStorage(gl.COPY_WRITE_BUFFER, size, nil, flags|gl.CLIENT_STORAGE_BIT)
+	st.bufferStorage(gl.COPY_WRITE_BUFFER, size, nil, flags|gl.CLIENT_STORAGE_BIT)
 	p = gl.MapBufferRange(gl.COPY_WRITE_BUFFER, 0, size, flags)
 	gl.BindBuffer(gl.COPY_WRITE_BUFFER, 0)
 	if p == nil {
@@ -513,11 +513,11 @@ func (b Buffer) CopyTo(dst Buffer, srcOffset, dstOffset, size int) {
 
 // NewDeviceBuffer creates a buffer of size bytes for the GPU's own use
 // (no host access: glBufferStorage with no flags where the driver has it,
-// which keeps it in device memory; else glBufferData). ok as for
-// NewStorageBuffer.
-func NewDeviceBuffer(size int, immutable bool) (b Buffer, ok bool) {
-	if !immutable {
+// st not StorageNone, which keeps it in device memory; else
+// glBufferData). ok as for NewStorageBuffer.
+func NewDeviceBuffer(size int, st Storage) (b Buffer, ok bool) {
+	if st == StorageNone {
 		return NewStorageBuffer(size, nil, gl.DYNAMIC_COPY)
 	}
-	return newBuffer(size, func(target uint32) { gl.BufferStorage(target, size, nil, 0) })
+	return newBuffer(size, func(target uint32) { st.bufferStorage(target, size, nil, 0) })
 }
