@@ -113,6 +113,9 @@ func NewDeviceFromCurrent(opts *Options) (*Device, error) {
 		getProc = d.opts.GetProcAddress
 	}
 	if d.opts.GLLoaded {
+		if !glw.GoGLLoaded() { // calling into GL now would crash the process (SIGSEGV in cgo)
+			return nil, fmt.Errorf("%w: Options.GLLoaded is set, but go-gl/gl v4.3-core's functions are not loaded: call gl.Init (or gl.InitWithProcAddrFunc) of github.com/go-gl/gl/v4.3-core/gl with the context current first, or leave GLLoaded false for glmul to load them", ErrNoContext)
+		}
 		glw.LoadNamed(getProc) // go-gl's are the host's; glmul's own extra entry points still need loading
 	} else if err := glw.Init(getProc); err != nil {
 		return nil, fmt.Errorf("%w: loading OpenGL functions from the current context: %w", ErrNoContext, err)

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -452,5 +455,38 @@ func TestGemmBatchedEmpty(t *testing.T) {
 				mustPanic(t, "Count", func() { d.GemmBatched(c, 1, a, a, 0, bt) })
 			})
 		})
+	}
+}
+
+// TestGLLoadedWithoutInit runs, in a child process where go-gl was never
+// loaded, README's engine snippet without the engine's gl.Init: a
+// HeadlessContext and NewDeviceFromCurrent with Options.GLLoaded. It must
+// fail with ErrNoContext saying so; the first GL call crashed the process
+// with SIGSEGV inside cgo (a new user's audit).
+func TestGLLoadedWithoutInit(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "glloaded" {
+		runtime.LockOSThread()
+		h, err := NewHeadlessContext(0)
+		if err != nil {
+			fmt.Printf("nocontext=%v\n", err)
+			return
+		}
+		defer h.Release()
+		_, err = NewDeviceFromCurrent(&Options{GLLoaded: true})
+		fmt.Printf("errnocontext=%v\nerror=%v\n", errors.Is(err, ErrNoContext), err)
+		return
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("no HeadlessContext: EGL is not part of Windows")
+	}
+	openDevice(t, BackendEGL) // a context must exist for the test to mean anything
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGLLoadedWithoutInit$")
+	cmd.Env = append(os.Environ(), "GLMUL_TEST_CHILD=glloaded", "DISPLAY=", "WAYLAND_DISPLAY=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "errnocontext=true") || !strings.Contains(string(out), "gl.Init") {
+		t.Fatalf("child output does not show ErrNoContext naming gl.Init:\n%s", out)
 	}
 }

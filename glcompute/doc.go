@@ -129,7 +129,8 @@
 //     flushes.
 //   - go-gl's function pointers are process-wide: glmul loads them
 //     through Options.GetProcAddress (the host's loader) when given,
-//     loads none with Options.GLLoaded, else through eglGetProcAddress
+//     loads none with Options.GLLoaded (NewDeviceFromCurrent fails with
+//     ErrNoContext if the host has not loaded them), else through eglGetProcAddress
 //     or glXGetProcAddress. It looks up one entry point of its own,
 //     glGetNamedBufferParameteri64v, which go-gl's 4.3 package lacks.
 //   - A call on a thread where the borrowed context is not current panics

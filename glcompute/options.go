@@ -100,7 +100,8 @@ type Options struct {
 	GetProcAddress func(name string) unsafe.Pointer
 	// GLLoaded, for NewDeviceFromCurrent only, says the host has already
 	// loaded go-gl/gl v4.3-core for this context (gl.Init or
-	// gl.InitWithProcAddrFunc), so glmul loads none of go-gl's pointers and
+	// gl.InitWithProcAddrFunc; without it, NewDeviceFromCurrent fails with
+	// ErrNoContext), so glmul loads none of go-gl's pointers and
 	// the host's stay as they are; glmul still looks up the one entry point
 	// of its own that go-gl's 4.3 package lacks
 	// (glGetNamedBufferParameteri64v, through GetProcAddress when given).
