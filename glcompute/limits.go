@@ -14,11 +14,15 @@ const maxIndex = math.MaxUint32
 // shader storage block (checkBlock). Mul runs larger products in panels
 // (see Plan, which says whether a product can run at all). It returns an error matching
 // ErrTooLarge that names the limit and the largest square size that fits.
-// It panics if a dimension is below 1. Safe from any goroutine.
+// An empty product (a dimension 0) always fits; a negative dimension
+// panics. Safe from any goroutine.
 func (d *Device) CheckShape(m, k, n int) error {
 	d.mustBeOpen()
-	if m < 1 || k < 1 || n < 1 {
-		panic("glcompute: matrix dimension below 1")
+	if m < 0 || k < 0 || n < 0 {
+		panic("glcompute: negative matrix dimension")
+	}
+	if m == 0 || k == 0 || n == 0 {
+		return nil
 	}
 	padded := func(rows, cols int) int64 { return 4 * int64(rows) * int64(roundUp(cols, 4)) }
 	for _, mat := range []struct {

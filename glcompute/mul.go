@@ -163,18 +163,32 @@ type Timings struct {
 // Release, by a product in panels or under MaxGPUMemory, or when an
 // allocation fails.
 //
-// It panics if the shapes disagree, a dimension is below 1 (an empty
-// product is the caller's to skip: C has no elements or is zero), or a
-// slice is too short for its shape and stride.
+// An empty product, as BLAS and NumPy have them, runs nothing on the GPU
+// and calls neither Measure nor Progress: with A's columns (K) 0, C is
+// overwritten with zeros; with no rows or columns in C, nothing happens.
+// Timings are then zero.
+//
+// It panics if the shapes disagree, a dimension is negative, or a slice
+// is too short for its shape and stride.
 func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) {
-	checkGeneral(a)
-	checkGeneral(b)
-	checkGeneral(c)
+	emptyA, emptyB, emptyC := checkOperand(a), checkOperand(b), checkOperand(c)
 	if a.Cols != b.Rows {
 		panic("glcompute: inner dimensions of A and B differ")
 	}
 	if c.Rows != a.Rows || c.Cols != b.Cols {
 		panic("glcompute: C has the wrong shape")
+	}
+	if emptyA || emptyB || emptyC {
+		if opts != nil {
+			opts.check()
+		}
+		d.checkOpen()
+		if !emptyC { // K = 0: C = A·B is zero
+			for i := range c.Rows {
+				clear(c.Data[i*c.Stride : i*c.Stride+c.Cols])
+			}
+		}
+		return Timings{}, nil
 	}
 	hp, err := d.planHost(a.Rows, a.Cols, b.Cols, opts)
 	if err != nil {
@@ -193,10 +207,34 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 	return t, err
 }
 
+// checkGeneral panics unless m has at least a row and a column, a stride
+// no shorter than a row, and data for its shape.
 func checkGeneral(m blas32.General) {
 	if m.Rows < 1 || m.Cols < 1 {
 		panic("glcompute: matrix dimension below 1")
 	}
+	checkLayout(m)
+}
+
+// checkOperand is checkGeneral for an operand of Mul, which may have no
+// rows or no columns (empty reports so); its data may then be nil.
+func checkOperand(m blas32.General) (empty bool) {
+	if m.Rows < 0 || m.Cols < 0 {
+		panic("glcompute: negative matrix dimension")
+	}
+	if m.Rows == 0 || m.Cols == 0 {
+		if m.Stride < m.Cols {
+			panic("glcompute: stride shorter than a row")
+		}
+		return true
+	}
+	checkLayout(m)
+	return false
+}
+
+// checkLayout panics unless m's stride and data fit its shape (Rows and
+// Cols at least 1).
+func checkLayout(m blas32.General) {
 	if m.Stride < m.Cols {
 		panic("glcompute: stride shorter than a row")
 	}

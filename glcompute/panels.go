@@ -17,12 +17,21 @@ import (
 // device cannot run, too many groups a dispatch, a product beyond
 // bindings or memory that this kernel cannot split. It lets a caller refuse a
 // product before making its inputs. Safe from any goroutine.
+//
+// An empty product (a dimension 0) runs in one piece, on no GPU (see Mul);
+// a negative dimension panics.
 func (d *Device) Plan(m, k, n int, opts *MulOptions) (string, error) {
-	if m < 1 || k < 1 || n < 1 {
-		panic("glcompute: matrix dimension below 1")
+	if m < 0 || k < 0 || n < 0 {
+		panic("glcompute: negative matrix dimension")
 	}
 	if d.isReleased() {
 		panic("glcompute: use of a released Device")
+	}
+	if m == 0 || k == 0 || n == 0 {
+		if opts != nil {
+			opts.check()
+		}
+		return "", nil
 	}
 	hp, err := d.planHost(m, k, n, opts)
 	if err != nil || !hp.paneled {
