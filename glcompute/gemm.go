@@ -41,14 +41,18 @@ import (
 // makes it visible to everything); use Device.Fence to learn when it is
 // done.
 //
+// Views with no rows or columns (Rows or Cols set to 0) make an empty
+// product, as in BLAS: with K = 0, c = β·c (no dispatch for β = 1); with
+// no rows or columns in c, nothing happens.
+//
 // It panics if the shapes disagree, a transpose is not blas.NoTrans,
 // blas.Trans or blas.ConjTrans, α or β is NaN, or c's elements share
 // floats of a buffer with a's or b's.
 func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta float32) error {
 	d := c.d
-	c.check(d)
-	a.check(d)
-	b.check(d)
+	emptyC := c.checkView(d)
+	a.checkView(d)
+	b.checkView(d)
 	transA, transB := isTrans(tA), isTrans(tB)
 	m, n := c.Rows, c.Cols
 	am, ak := a.Rows, a.Cols
@@ -64,6 +68,13 @@ func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta f
 	}
 	if math.IsNaN(float64(alpha)) || math.IsNaN(float64(beta)) {
 		panic("glcompute: Gemm: α or β is NaN")
+	}
+	switch {
+	case emptyC || ak == 0 && beta == 1:
+		d.checkOpen()
+		return nil
+	case ak == 0:
+		return d.scale(c, beta)
 	}
 	if overlaps(c, c.Offset, c.span(), a, a.Offset, a.span()) || overlaps(c, c.Offset, c.span(), b, b.Offset, b.span()) {
 		panic("glcompute: Gemm: C overlaps A or B")
@@ -104,6 +115,20 @@ func stride(trans bool, ifTrans, plain int) int {
 		return ifTrans
 	}
 	return plain
+}
+
+// scale computes c = β·c, a product with K = 0: gemm.comp with K = 0 and
+// α = 0 reads neither A nor B, so c's own range stands in for them in
+// their bindings.
+func (d *Device) scale(c *Matrix, beta float32) error {
+	return d.resident(func() (*program, error) { return d.programOf(shaders.GEMM()) }, c, c, c,
+		func(p *program, _, _, offC int) {
+			p.setUints(uniform{"M", c.Rows}, uniform{"N", c.Cols}, uniform{"K", 0}, uniform{"lda", c.Stride}, uniform{"ldb", c.Stride},
+				uniform{"ldc", c.Stride}, uniform{"offA", offC}, uniform{"offB", offC}, uniform{"offC", offC},
+				uniform{"transA", 0}, uniform{"transB", 0})
+			p.setFloat("alpha", 0)
+			p.setFloat("beta", beta)
+		})
 }
 
 // resident runs a product on resident matrices with the program that

@@ -158,6 +158,22 @@ func (m *Matrix) check(d *Device) {
 	}
 }
 
+// checkView is check for a matrix that Gemm, Upload and Download accept
+// with no rows or no columns (empty reports so): such a view has no
+// element to lie past its buffer's end, but no field may be negative, nor
+// Stride below Cols.
+func (m *Matrix) checkView(d *Device) (empty bool) {
+	if m.Rows != 0 && m.Cols != 0 {
+		m.check(d)
+		return false
+	}
+	m.checkLive(d)
+	if m.Rows < 0 || m.Cols < 0 || m.Stride < m.Cols || m.Offset < 0 {
+		panic(fmt.Sprintf("glcompute: Matrix with Rows %d, Cols %d, Stride %d, Offset %d: none may be negative, and Stride at least Cols", m.Rows, m.Cols, m.Stride, m.Offset))
+	}
+	return true
+}
+
 // end is the index of the byte past m's last element in its buffer, ok
 // false where it does not fit an int64 (Rows, Cols, Stride and Offset
 // checked first).
@@ -227,8 +243,8 @@ func (d *Device) extent(first, count int) int64 {
 // staging buffers.
 const DirectUploadBytes = 1 << 20
 
-// Upload copies src, which must have m's shape, into m. Only m's elements
-// are written: the gaps of a stride wider than Cols and the rest of the
+// Upload copies src, which must have m's shape, into m (nothing, where m
+// is a view with no rows or columns). Only m's elements are written: the gaps of a stride wider than Cols and the rest of the
 // buffer keep their contents. It queues the copy and returns without
 // waiting for the GPU, as glBufferSubData does: src may be reused at once.
 // Matrices up to DirectUploadBytes go through glBufferSubData (one call,
@@ -262,9 +278,14 @@ func (m *Matrix) Download(dst blas32.General) error {
 // row is larger than a staging buffer, with direct over the blocks of
 // eachBlock; GL errors are reported as what.
 func (m *Matrix) transfer(host blas32.General, what string, staged func(*stager, view) error, direct func(offset, size int, host unsafe.Pointer)) error {
-	m.check(m.d)
+	empty := m.checkView(m.d)
 	if host.Rows != m.Rows || host.Cols != m.Cols {
 		panic("glcompute: Upload or Download: shapes differ")
+	}
+	if empty { // no element to move
+		checkOperand(host)
+		m.d.checkOpen()
+		return nil
 	}
 	checkGeneral(host)
 	var err error

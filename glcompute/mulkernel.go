@@ -18,10 +18,11 @@ import (
 // for an unknown spec, one the device cannot run, or matrices it cannot
 // read. Like Gemm it only queues work.
 //
-// It panics if the shapes disagree or c's elements share floats with a's
-// or b's.
+// An empty product (views with no rows or columns) is Gemm's: no kernel
+// runs. It panics if the shapes disagree or c's elements share floats
+// with a's or b's.
 func (c *Matrix) MulKernel(spec string, a, b *Matrix) error {
-	if spec == "" || spec == "fast" {
+	if spec == "" || spec == "fast" || c.Rows == 0 || c.Cols == 0 || a.Cols == 0 {
 		return c.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0)
 	}
 	d := c.d
