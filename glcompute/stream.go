@@ -102,9 +102,11 @@ func (r StreamResult) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * 
 // into one of two resident matrices, its product by B, readback of the
 // panel before it), the check (StreamOptions.Check) and writing C.
 //
-// A's columns must equal B's rows, and every dimension must be at least 1:
+// A's columns must equal B's rows, and no dimension may be negative:
 // MulStream panics otherwise, as Mul does (a programmer's error, as in
-// gonum). An error from any stage stops the others; what c received by
+// gonum). An empty product reads nothing, runs nothing on the GPU and
+// calls no Check: with K = 0 it writes C's zeros by panels (Progress
+// called), with no rows or columns in C nothing. An error from any stage stops the others; what c received by
 // then is incomplete. MulStream returns once every stage has stopped. The
 // Device's Release during MulStream stops it between panels with an error
 // matching ErrReleased.
@@ -113,8 +115,8 @@ func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (Strea
 	if d.isReleased() {
 		panic("glcompute: use of a released Device")
 	}
-	if a.Rows() < 1 || a.Cols() < 1 || b.Rows() < 1 || b.Cols() < 1 {
-		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d: every dimension must be at least 1", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
+	if a.Rows() < 0 || a.Cols() < 0 || b.Rows() < 0 || b.Cols() < 0 {
+		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d: no dimension may be negative", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
 	}
 	if a.Cols() != b.Rows() {
 		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d: A's columns must equal B's rows", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
@@ -128,15 +130,21 @@ func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (Strea
 			p.m, p.k, p.k, p.n, float64(need)/(1<<30), float64(o.HostLimit)/(1<<30), ErrHostMemory)
 	}
 	r := StreamResult{M: p.m, K: p.k, N: p.n, Panels: p.panels, PanelRows: p.rows, Kernel: o.Kernel}
-	if o.Kernel == "" || o.Kernel == "fast" {
-		r.Kernel = d.KernelFor(p.rows, p.kp, p.np)
-	}
 	ctx := o.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	start := time.Now()
-	err := runStream(ctx, d, p, a, b, c, o, &r)
+	var err error
+	if p.k == 0 || p.panels == 0 {
+		r.Kernel = "" // none runs
+		err = zeroStream(ctx, c, p, o.Progress, &r)
+	} else {
+		if o.Kernel == "" || o.Kernel == "fast" {
+			r.Kernel = d.KernelFor(p.rows, p.kp, p.np)
+		}
+		err = runStream(ctx, d, p, a, b, c, o, &r)
+	}
 	r.Wall = time.Since(start)
 	r.HostBytes = p.hostBytes()
 	return r, err
@@ -169,6 +177,9 @@ type streamPlan struct {
 // DefaultPanelBytes]), rows a multiple of 64 where more than 64.
 func newStreamPlan(m, k, n int, panelBytes int64) streamPlan {
 	p := streamPlan{m: m, k: k, n: n, kp: (k + 3) / 4 * 4, np: (n + 3) / 4 * 4}
+	if m == 0 || n == 0 {
+		return p // no panels
+	}
 	row := 4 * int64(p.kp+p.np)
 	if panelBytes <= 0 {
 		panelBytes = min(DefaultPanelBytes, max(MinPanelBytes, row*int64(m)/8))
@@ -181,8 +192,12 @@ func newStreamPlan(m, k, n int, panelBytes int64) streamPlan {
 	return p
 }
 
-// hostBytes is B's memory and the panels'.
+// hostBytes is B's memory and the panels'; with K = 0, one panel of C's
+// zeros (zeroStream); with no panels, nothing.
 func (p streamPlan) hostBytes() int64 {
+	if p.k == 0 || p.panels == 0 {
+		return 4 * int64(p.rows) * int64(p.np)
+	}
 	return 4 * (int64(p.kp)*int64(p.np) + int64(min(hostPanels, p.panels))*int64(p.rows)*int64(p.kp+p.np))
 }
 
@@ -221,4 +236,26 @@ func rowsView(m blas32.General, rows, cols int) blas32.General {
 func errPanel(what string, p streamPlan, i int, err error) error {
 	r0 := i * p.rows
 	return fmt.Errorf("%s rows %d to %d of C (panel %d of %d): %w", what, r0, r0+p.rowsOf(i)-1, i+1, p.panels, err)
+}
+
+// zeroStream writes the rows of an empty product's C, zeros where K = 0
+// (none where C has no rows or columns), by p's panels, stopping between
+// them once ctx is done.
+func zeroStream(ctx context.Context, c RowWriter, p streamPlan, progress func(done, total int), r *StreamResult) error {
+	if p.panels == 0 {
+		return nil
+	}
+	z := blas32.General{Rows: p.rows, Cols: p.n, Stride: p.np, Data: make([]float32, p.rows*p.np)}
+	for i := range p.panels {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if err := timed(&r.Write, func() error { return c.WriteRows(rowsView(z, p.rowsOf(i), p.n)) }); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(i+1, p.panels)
+		}
+	}
+	return nil
 }
