@@ -102,18 +102,25 @@ func (r StreamResult) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * 
 // into one of two resident matrices, its product by B, readback of the
 // panel before it), the check (StreamOptions.Check) and writing C.
 //
-// A's columns must equal B's rows, and no dimension may be negative:
-// MulStream panics otherwise, as Mul does (a programmer's error, as in
-// gonum). An empty product reads nothing, runs nothing on the GPU and
-// calls no Check: with K = 0 it writes C's zeros by panels (Progress
-// called), with no rows or columns in C nothing. An error from any stage stops the others; what c received by
-// then is incomplete. MulStream returns once every stage has stopped. The
+// MulStream needs a Device of its own context (Open): on a borrowed one
+// (NewDeviceFromCurrent) it panics. A's columns must equal B's rows, and
+// no dimension may be negative: MulStream panics otherwise, as Mul does
+// (a programmer's error, as in gonum). An empty product reads nothing,
+// runs nothing on the GPU and calls no Check: with K = 0 it writes C's
+// zeros by panels (Progress called), with no rows or columns in C
+// nothing.
+//
+// An error from any stage stops the others; what c received by then is
+// incomplete. MulStream returns once every stage has stopped. The
 // Device's Release during MulStream stops it between panels with an error
 // matching ErrReleased.
 func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (StreamResult, error) {
 	d.mustBeOpen()
 	if d.isReleased() {
 		panic("glcompute: use of a released Device")
+	}
+	if d.borrowed {
+		panic("glcompute: MulStream needs a Device that owns its context (Open): its GPU stage runs on a goroutine of its own, where a borrowed context is not current")
 	}
 	if a.Rows() < 0 || a.Cols() < 0 || b.Rows() < 0 || b.Cols() < 0 {
 		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d: no dimension may be negative", a.Rows(), a.Cols(), b.Rows(), b.Cols()))

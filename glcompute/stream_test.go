@@ -270,3 +270,19 @@ func TestReleaseDuringMulStream(t *testing.T) {
 		d.MulStream(&memWriter{failAfter: -1}, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, nil)
 	})
 }
+
+// TestMulStreamBorrowed: MulStream on a borrowed Device panics on the
+// caller's goroutine, before reading anything. Its GPU stage, on a
+// goroutine of its own where the host's context is not current, panicked
+// there, which killed the process.
+func TestMulStreamBorrowed(t *testing.T) {
+	withBorrowedEGL(t, func(d *Device) {
+		rng := rand.New(rand.NewPCG(15, 16))
+		a, b := cpu.Random(8, 4, rng), cpu.Random(4, 4, rng)
+		ra := &memReader{m: a, failAt: -1}
+		mustPanic(t, "owns its context", func() { d.MulStream(&memWriter{failAfter: -1}, ra, &memReader{m: b, failAt: -1}, nil) })
+		if ra.calls != 0 {
+			t.Errorf("A read %d times before the panic", ra.calls)
+		}
+	})
+}
