@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	github.com/go-gl/gl v0.0.0-20231021071112-07e5d0ea2e71
 	github.com/go-gl/glfw/v3.3/glfw v0.0.0-20260823155953-d41da22a9587
-	github.com/google/renameio/v2 v2.0.2
 	github.com/sbinet/npyio v0.6.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/sys v0.49.0

@@ -11,7 +11,6 @@ require (
 require (
 	github.com/ebitengine/purego v0.7.1 // indirect
 	github.com/go-gl/gl v0.0.0-20231021071112-07e5d0ea2e71 // indirect
-	github.com/google/renameio/v2 v2.0.2 // indirect
 	golang.org/x/exp v0.0.0-20240506185415-9bf2ced13842 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )

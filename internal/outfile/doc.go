@@ -18,7 +18,9 @@
 //   - A directory is an error that says so.
 //   - A regular file, or a path that does not exist, is replaced
 //     atomically: the data goes to a temporary file in the target's
-//     directory, which is synced and renamed over the target, so that a
+//     directory (named from the target's name, shortened with a hash when
+//     long, so that any name up to NAME_MAX can be written), which is
+//     synced and renamed over the target, so that a
 //     reader sees the old file or the whole new one, never a part. A
 //     replaced file keeps its permission bits (not its owner or its other
 //     hard links); a new one gets 0644 less the umask. On any error the

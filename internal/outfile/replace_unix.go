@@ -5,36 +5,19 @@ package outfile
 import (
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
-
-	"github.com/google/renameio/v2"
 )
 
-// replace writes a regular file atomically. renameio does the part it is
-// good at: a temporary file opened with O_EXCL, the existing file's
-// permission bits, fsync, rename, and removal on failure. What it does not
-// do is ours: following links (it would rename over the link itself) and
-// telling devices apart (it would replace them). Its temporary directory
-// is named, the target's own: by default it may pick $TMPDIR.
-func (t dest) replace(write func(io.Writer) error) error {
-	dir := filepath.Dir(t.final)
-	pf, err := renameio.NewPendingFile(t.final, renameio.WithTempDir(dir),
-		renameio.WithPermissions(0o644), renameio.WithExistingPermissions())
-	if err != nil {
-		return fmt.Errorf("%s: cannot write in %s: %w", t, dir, Pathless(err))
+// perm returns the permission bits of t's replacement: a replaced file's
+// own, exactly (the umask does not apply); 0644 less the umask for a new
+// one.
+func (t dest) perm() (fs.FileMode, bool) {
+	if t.info != nil && t.info.Mode().IsRegular() {
+		return t.info.Mode().Perm(), true
 	}
-	defer pf.Cleanup()
-	defer track(pf.Name())()
-	if err := stream(pf, t.String(), write); err != nil {
-		return err
-	}
-	if err := pf.CloseAtomicallyReplace(); err != nil {
-		return fmt.Errorf("%s: %w", t, Pathless(err))
-	}
-	return syncDir(dir, t)
+	return 0o644, false
 }
 
 // syncDir makes the rename in dir durable. A file system that cannot sync
