@@ -2,8 +2,8 @@
 // .npy files (float32 or float64, either byte order: dtype '<f4', '>f4',
 // '<f8' or '>f8'; C or Fortran order; rank 2; format 1.0, 2.0 or 3.0),
 // and MatrixMarket .mtx files
-// (array or coordinate; real, integer or pattern; general or symmetric),
-// read into dense row-major float32 matrices. It is pure Go.
+// (array or coordinate; real, integer or pattern; general or symmetric;
+// a UTF-8 byte-order mark before the banner is skipped), read into dense row-major float32 matrices. It is pure Go.
 //
 // # Streaming
 //

@@ -173,6 +173,9 @@ func TestReadMTX(t *testing.T) {
 		{"symmetric-both-triangles", "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 2 7\n2 1 4\n", "[0 11 11 0]"},
 		// An integer beyond int64 is an integer still (it was refused as
 		// "not a integer value"): 10²⁰ as float32.
+		// A UTF-8 byte-order mark before the banner, as Windows editors
+		// write one (it was "not a MatrixMarket file").
+		{"bom", "\ufeff%%MatrixMarket matrix array real general\n2 3\n1\n4\n2\n5\n0\n6\n", want},
 		{"integer-beyond-int64", "%%MatrixMarket matrix coordinate integer general\n1 2 2\n1 1 100000000000000000000\n1 2 -3\n", "[1e+20 -3]"},
 	} {
 		m, err := readBytes(t, c.name+".mtx", []byte(c.text))

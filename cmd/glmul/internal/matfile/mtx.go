@@ -281,7 +281,10 @@ func (r *mtxReader) header() ([]int, error) {
 	}
 	r.line++
 	var err error
-	if r.h, err = parseBanner(r.sc.Text()); err != nil {
+	// A UTF-8 byte-order mark, as some Windows editors write one, is not
+	// part of the banner.
+	banner := strings.TrimPrefix(r.sc.Text(), "\ufeff")
+	if r.h, err = parseBanner(banner); err != nil {
 		return nil, r.errf("%v", err)
 	}
 	size, ok := r.next()
