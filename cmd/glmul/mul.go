@@ -55,7 +55,8 @@ memory and two on the GPU), so that memory holds B and the panels, not A and C
 renamed over it at the end: the file system needs C's size free, and an error,
 a failed validation or Ctrl-C leaves -o as it was. Products up to 2^20
 multiply-adds are validated in full, larger ones by Freivalds' method, panel by
-panel. The report goes to stderr (to stdout with -format json).`
+panel. The report goes to stderr (to stdout with -format json), a failed
+validation's too, before the failure.`
 
 func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 	fs := newCommand("glmul mul", mulHelp, []string{"A.npy B.npy -o C.npy [flags]", "-a A.npy -b B.npy -o C.npy [flags]"}, help)
@@ -142,11 +143,19 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 	defer a.Close()
 	defer b.Close()
 	r, err := streamProduct(f, a, b, stdout, stderr)
-	if err != nil {
+	invalid := errors.Is(err, errNotValidated)
+	if err != nil && !invalid {
 		return err
 	}
 	noteReads(f, a, b, stderr)
-	return writeMulReport(f, r, stdout, stderr)
+	if err := writeMulReport(f, r, !invalid, stdout, stderr); err != nil {
+		return err
+	}
+	if invalid { // reported, as -n and bench report theirs
+		fmt.Fprintf(stderr, "glmul mul: %v; %s\n", r.Validation.Err(), leftAs(f.out))
+		return errReported
+	}
+	return nil
 }
 
 // cBytes is the least an m×n C takes in out's format: .npy's 4 bytes an
@@ -232,9 +241,13 @@ func newMulCheck(mode validate.Mode, m, k, n int) *mulCheck {
 	return &mulCheck{mode: mode}
 }
 
+// newPanels is validate.NewPanels, a variable so that a test can make a
+// check fail.
+var newPanels = validate.NewPanels
+
 // prepare is the product's glcompute.StreamOptions.Check.
 func (c *mulCheck) prepare(b blas32.General) glcompute.PanelCheck {
-	c.panels = validate.NewPanels(c.mode, b, rand.New(rand.NewPCG(1, 2)))
+	c.panels = newPanels(c.mode, b, rand.New(rand.NewPCG(1, 2)))
 	return c.panels.Check
 }
 
@@ -264,7 +277,7 @@ func streamProduct(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) (
 		outfile.Abandon()
 		return mulResult{}, interruptedError{fmt.Sprintf("the %d×%d×%d product did not stop within a second; %s", m, k, n, leftAs(f.out))}
 	}
-	return r, mulError(f, r, m, k, n, err, stderr)
+	return r, mulError(f, m, k, n, err)
 }
 
 // mulInto opens the device and multiplies A by B into w, C as f.out's
@@ -299,14 +312,14 @@ func mulOn(dev *glcompute.Device, sink matfile.Sink, a, b matfile.Source, o *glc
 	return sink.Close()
 }
 
-// mulError explains how streamProduct ended when it did not write C.
-func mulError(f *mulFlags, r mulResult, m, k, n int, err error, stderr io.Writer) error {
+// mulError explains how streamProduct ended when it did not write C
+// (a failed check is runMul's to report, after the report).
+func mulError(f *mulFlags, m, k, n int, err error) error {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return interruptedError{fmt.Sprintf("the %d×%d×%d product stopped before its last panel; %s", m, k, n, leftAs(f.out))}
 	case errors.Is(err, errNotValidated):
-		fmt.Fprintf(stderr, "glmul mul: %v; %s\n", r.Validation.Err(), leftAs(f.out))
-		return errReported
+		return err // reported by runMul
 	case errors.Is(err, outfile.ErrNoRoom):
 		return fmt.Errorf("mul: C is %d×%d float32 as %s: %w", m, n, filepath.Ext(f.out), err)
 	case errors.Is(err, glcompute.ErrHostMemory):
@@ -348,8 +361,8 @@ func noteReads(f *mulFlags, a, b matfile.Source, stderr io.Writer) {
 }
 
 // writeMulReport prints the product's report (JSON on stdout with
-// -format json, else text on stderr) and says where C went.
-func writeMulReport(f *mulFlags, r mulResult, stdout, stderr io.Writer) error {
+// -format json, else text on stderr) and, if written, says where C went.
+func writeMulReport(f *mulFlags, r mulResult, written bool, stdout, stderr io.Writer) error {
 	rep := &report.Mul{Device: measure.Device(r.Device), Inputs: []string{f.a, f.b}, Output: outName(f.out), Kernel: r.Kernel,
 		M: r.M, K: r.K, N: r.N, Panels: r.Panels, PanelRows: r.PanelRows, HostBytes: r.HostBytes,
 		ReadB: r.ReadB, Read: r.Read, GPU: r.GPU, Check: r.Check, WriteC: r.Write, Wall: r.Wall,
@@ -361,7 +374,7 @@ func writeMulReport(f *mulFlags, r mulResult, stdout, stderr io.Writer) error {
 	if err := rep.Write(w, f.format); err != nil {
 		return err
 	}
-	if f.format != report.JSON {
+	if written && f.format != report.JSON {
 		fmt.Fprintf(stderr, "wrote C (%d×%d float32) to %s\n", r.M, r.N, outName(f.out))
 	}
 	return nil

@@ -3,15 +3,20 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/blas/blas32"
+
 	"github.com/glmul/glmul/cmd/glmul/internal/matfile"
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/validate"
 )
 
 // TestMulFiles multiplies the testdata examples (float64 Fortran-order .npy
@@ -287,5 +292,65 @@ func TestMulToStdout(t *testing.T) {
 	code, stdout, stderr := glmul("mul", a, b, "-o", "-", "-format", "json")
 	if code != 2 || stdout != "" || !strings.Contains(stderr, "-o - writes C to standard output, where -format json would write the report too") {
 		t.Errorf("-o - -format json: exit %d, %q, %q", code, stdout, stderr)
+	}
+}
+
+// TestMulFailedValidation: a product whose check fails is reported as -n
+// and bench report theirs: with -format json, the report on stdout with
+// "ok": false (stdout was empty); in text, the report on stderr; then the
+// failure on stderr, exit 1, and -o left as it was.
+func TestMulFailedValidation(t *testing.T) {
+	needGL(t)
+	saved := newPanels
+	t.Cleanup(func() { newPanels = saved })
+	newPanels = func(mode validate.Mode, b blas32.General, rng *rand.Rand) *validate.Panels {
+		wrong := cpu.New(b.Rows, b.Cols) // the check sees another B
+		for i := range b.Rows {
+			copy(wrong.Data[i*wrong.Stride:i*wrong.Stride+b.Cols], b.Data[i*b.Stride:])
+		}
+		wrong.Data[0] += 1
+		return validate.NewPanels(mode, wrong, rng)
+	}
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(7, 8))
+	a, b := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy")
+	for _, in := range []struct {
+		path       string
+		rows, cols int
+	}{{a, 5, 6}, {b, 6, 4}} {
+		m := cpu.New(in.rows, in.cols)
+		for i := range m.Data {
+			m.Data[i] = float32(rng.Float64() + 0.5)
+		}
+		if err := matfile.Write(in.path, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "c.npy")
+	os.WriteFile(out, []byte("before"), 0o644)
+	for _, format := range []string{"json", "text"} {
+		code, stdout, stderr := glmul("mul", "-backend", "egl", a, b, "-o", out, "-format", format)
+		if code != 1 || !strings.Contains(stderr, "glmul mul: validation (full) failed") || !strings.Contains(stderr, out+" was left as it was") || strings.Contains(stderr, "wrote C") {
+			t.Errorf("-format %s: exit %d, stderr:\n%s", format, code, stderr)
+		}
+		if before, _ := os.ReadFile(out); string(before) != "before" {
+			t.Errorf("-format %s: -o became %q", format, before)
+		}
+		if format == "text" {
+			if stdout != "" || !strings.Contains(stderr, "validate   full: FAILED") {
+				t.Errorf("text: stdout %q, stderr:\n%s", stdout, stderr)
+			}
+			continue
+		}
+		var r struct {
+			M, K, N    int
+			Validation struct {
+				Mode string
+				OK   bool
+			}
+		}
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil || r.Validation.OK || r.Validation.Mode != "full" || r.M != 5 || r.K != 6 || r.N != 4 {
+			t.Errorf("json: %v, %+v from %q", err, r, stdout)
+		}
 	}
 }
