@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
-	"github.com/glmul/glmul/internal/outfile"
 	"github.com/glmul/glmul/validate"
 )
 
@@ -214,7 +212,7 @@ func newFlagSet(o *options, help io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.mapped, "mapped", false, "make A, B and C in mapped host memory that the GPU copies directly (glcompute.HostMatrix, like pinned memory) instead of ordinary Go slices")
 	fs.StringVar(&o.dumpProgram, "dump-program", "", "write the driver's program binary of the kernel to `FILE` (- for stdout; NVIDIA's holds the assembly) and exit")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs (uniform on [-1, 1))")
-	fs.StringVar(&o.format, "format", "text", "output: text|json|csv")
+	fs.StringVar(&o.format, "format", "text", "output: text|json|csv (-version, -list-devices, -dump-program: text|json)")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto|on|off (auto: when stderr is a terminal)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.listDevices, "list-devices", false, "list the EGL devices -device can select, and exit")
@@ -286,22 +284,8 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 		}
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	if o.version {
-		fmt.Fprintln(stdout, versionString())
-		return nil
-	}
-	if o.listDevices {
-		devs := glcompute.EGLDevices()
-		if len(devs) == 0 {
-			fmt.Fprintln(stdout, "EGL lists no devices (EGL_EXT_device_enumeration missing); -backend egl uses Mesa's surfaceless platform if present")
-		}
-		for _, d := range devs {
-			fmt.Fprintln(stdout, d)
-		}
-		return nil
-	}
-	if o.dumpProgram != "" {
-		return dumpProgram(&o, stdout)
+	if o.version || o.listDevices || o.dumpProgram != "" {
+		return printAndExit(&o, stdout)
 	}
 	if err := o.check(); err != nil {
 		return err
@@ -415,18 +399,6 @@ func parseShapeOf(flag, s string) (m, k, n int, err error) {
 		dims[i] = v
 	}
 	return dims[0], dims[1], dims[2], nil
-}
-
-func versionString() string {
-	rev := ""
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				rev = " " + s.Value[:12]
-			}
-		}
-	}
-	return fmt.Sprintf("glmul %s%s (%s, %s/%s)", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 // multiply runs the main command.
@@ -553,37 +525,5 @@ func writeProduct(o *options, dev *glcompute.Device, r measure.Result, stdout, s
 		fmt.Fprintf(stderr, "glmul: %v\n", err)
 		return errReported
 	}
-	return nil
-}
-
-// dumpProgram writes the kernel's program binary to o.dumpProgram
-// (through outfile: "-" is stdout, a device is written in place, a link's
-// target is replaced), and says so on stdout unless the binary went there.
-func dumpProgram(o *options, stdout io.Writer) error {
-	if err := glcompute.CheckKernel(o.kernel); err != nil {
-		return usagef("-kernel: %v", err)
-	}
-	if err := o.dev.check(); err != nil {
-		return err
-	}
-	if err := outfile.Check(o.dumpProgram); err != nil {
-		return usagef("-dump-program: %v", err)
-	}
-	dev, err := o.dev.open()
-	if err != nil {
-		return err
-	}
-	defer dev.Release()
-	data, err := dev.ProgramBinary(o.kernel)
-	if err != nil {
-		return err
-	}
-	if err := outfile.Write(o.dumpProgram, stdout, data); err != nil {
-		return err
-	}
-	if o.dumpProgram == outfile.Stdout {
-		return nil
-	}
-	fmt.Fprintf(stdout, "wrote %d bytes of %s's program binary to %s\n", len(data), o.kernel, o.dumpProgram)
 	return nil
 }
