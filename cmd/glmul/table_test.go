@@ -109,7 +109,8 @@ func TestTablePlots(t *testing.T) {
 		t.Fatalf("-from: exit %d %s\n%s", code, stderr, stdout)
 	}
 	// The saved table's own warm-up rule (llvmpipe's, here), not a fixed text.
-	if !strings.Contains(stdout, "after a warm-up: at least 0.5 s (idle 0.5 s or more before, or Ramp), then until steady.") {
+	// In words for users: it named measure.Options.Ramp ("or Ramp").
+	if !strings.Contains(stdout, "after a warm-up: at least 0.5 s before every product, then until steady.") || strings.Contains(stdout, "Ramp") {
 		t.Errorf("-from: the date line lacks the measured warm-up rule:\n%s", stdout)
 	}
 	for _, f := range []string{"a.png", "a.svg"} {

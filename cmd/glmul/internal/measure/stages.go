@@ -14,7 +14,8 @@ import (
 const (
 	WarmupRuns   = "the warm-up runs alone: a device on the CPU has no clocks to ramp"
 	WarmupSteady = "until steady"
-	WarmupRamp   = "at least 0.5 s (idle 0.5 s or more before, or Ramp), then until steady"
+	WarmupIdle   = "at least 0.5 s (the device had been idle 0.5 s or more), then until steady"
+	WarmupAlways = "at least 0.5 s before every product, then until steady"
 )
 
 // MinWarmup and MaxWarmup bound the warm-up before timed runs: after the
@@ -87,7 +88,7 @@ type Timings struct {
 	FirstReadback time.Duration `json:"first_readback_ns,omitempty"`
 	// WarmupTime is how long the warm-up ran, WarmupCount its runs
 	// (Options.Warmup and those added after them); WarmupRule, what made
-	// it stop (WarmupRuns, WarmupSteady, WarmupRamp).
+	// it stop (WarmupRuns, WarmupSteady, WarmupIdle, WarmupAlways).
 	WarmupTime  time.Duration `json:"warmup_ns"`
 	WarmupCount int           `json:"warmup_runs"`
 	WarmupRule  string        `json:"warmup_rule,omitempty"`
@@ -216,11 +217,15 @@ func (st *stages) warmUp(s *glcompute.Stages) error {
 		st.t.WarmupTime, st.t.WarmupRule = time.Since(start), WarmupRuns
 		return nil
 	}
-	var minimum time.Duration
-	minimum, st.t.WarmupRule = MinWarmup, WarmupRamp
-	if s.Idle() < RampIdle && !st.o.Ramp {
-		minimum, st.t.WarmupRule = 0, WarmupSteady
+	minimum, rule := MinWarmup, WarmupAlways
+	switch {
+	case st.o.Ramp:
+	case s.Idle() >= RampIdle:
+		rule = WarmupIdle
+	default:
+		minimum, rule = 0, WarmupSteady
 	}
+	st.t.WarmupRule = rule
 	run := func() (time.Duration, error) {
 		d, _, err := s.Run(false, nil)
 		st.t.WarmupCount++

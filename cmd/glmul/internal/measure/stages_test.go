@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,6 +130,11 @@ func TestMinWarmupAfterIdle(t *testing.T) {
 	// added until 0.5 s had passed, more than one.
 	if busy.Timings.WarmupCount < 1 || (idle.Timings.WarmupCount == 1) != onCPU || always.Timings.WarmupCount < 2 {
 		t.Errorf("warm-up runs %d right after a product, %d after idle, %d with Ramp", busy.Timings.WarmupCount, idle.Timings.WarmupCount, always.Timings.WarmupCount)
+	}
+	// The rules in users' words: they named Options.Ramp ("or Ramp").
+	wantIdle := map[bool]string{false: WarmupIdle, true: WarmupRuns}[onCPU]
+	if idle.Timings.WarmupRule != wantIdle || always.Timings.WarmupRule != WarmupAlways || strings.Contains(WarmupAlways+WarmupIdle, "Ramp") {
+		t.Errorf("warm-up rules %q after idle, %q with Ramp", idle.Timings.WarmupRule, always.Timings.WarmupRule)
 	}
 	if onCPU && idle.Timings.WarmupTime > 50*time.Millisecond {
 		t.Errorf("warm-up on the CPU after idle: %v for one 32³ run", idle.Timings.WarmupTime)

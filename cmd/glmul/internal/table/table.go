@@ -278,11 +278,22 @@ func num(x float64) string {
 	return strconv.FormatFloat(x, 'g', 3, 64)
 }
 
+// legacyWarmup is the rule glmul table recorded before 2026-12, naming
+// an option of the code (measure.Options.Ramp), and what it meant in a
+// table, whose products all had it: measure.WarmupAlways.
+var legacyWarmup = [2]string{
+	"at least 0.5 s (idle 0.5 s or more before, or Ramp), then until steady",
+	"at least 0.5 s before every product, then until steady",
+}
+
 // warmup says how the GPU runs were warmed up, from the table itself:
 // a table re-rendered with -from keeps its own rule.
 func (t *Table) warmup() string {
-	if t.Warmup == "" {
+	switch t.Warmup {
+	case "":
 		return "its rule is not recorded in this table"
+	case legacyWarmup[0]:
+		return legacyWarmup[1]
 	}
 	return t.Warmup
 }

@@ -201,6 +201,8 @@ func TestWarmupRecorded(t *testing.T) {
 	for _, c := range []struct{ rule, want string }{
 		{"at least 0.3 s", "mean of 10 runs after a warm-up: at least 0.3 s."},
 		{"", "after a warm-up: its rule is not recorded in this table."},
+		// Saved before 2026-12, naming measure.Options.Ramp: in words.
+		{"at least 0.5 s (idle 0.5 s or more before, or Ramp), then until steady", "after a warm-up: at least 0.5 s before every product, then until steady."},
 	} {
 		tb.Warmup = c.rule
 		var b bytes.Buffer
