@@ -149,10 +149,11 @@ func dumpProgram(o *options, format report.Format, stdout io.Writer) error {
 		return nil
 	case format == report.JSON:
 		return writeJSON(stdout, struct {
-			Kernel string `json:"kernel"`
-			Bytes  int    `json:"bytes"`
-			File   string `json:"file"`
-		}{o.kernel, len(data), o.dumpProgram})
+			Kernel     string `json:"kernel"`
+			Bytes      int    `json:"bytes"`
+			File       string `json:"file"`
+			FileQuoted string `json:"file_quoted,omitempty"` // a file name not UTF-8
+		}{o.kernel, len(data), o.dumpProgram, report.QuotePath(o.dumpProgram)})
 	}
 	_, err = fmt.Fprintf(stdout, "wrote %d bytes of %s's program binary to %s\n", len(data), o.kernel, o.dumpProgram)
 	return err

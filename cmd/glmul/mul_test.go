@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -352,5 +353,31 @@ func TestMulFailedValidation(t *testing.T) {
 		if err := json.Unmarshal([]byte(stdout), &r); err != nil || r.Validation.OK || r.Validation.Mode != "full" || r.M != 5 || r.K != 6 || r.N != 4 {
 			t.Errorf("json: %v, %+v from %q", err, r, stdout)
 		}
+	}
+}
+
+// TestMulQuotedPath: -o named with bytes that are not UTF-8 is written,
+// and the JSON report gives its name faithfully in output_quoted (a Go
+// string literal) beside the lossy output.
+func TestMulQuotedPath(t *testing.T) {
+	needGL(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.mtx")
+	os.WriteFile(a, npyFile("<f8", "(2, 3)", f8(1, 2, 3, 4, 5, 6)), 0o644)
+	os.WriteFile(b, []byte("%%MatrixMarket matrix array real general\n3 2\n1\n0\n1\n0\n1\n1\n"), 0o644)
+	out := filepath.Join(dir, "c\xff\xfe.npy")
+	code, stdout, stderr := glmul("mul", "-backend", "egl", a, b, "-o", out, "-format", "json")
+	var r struct {
+		Output       string
+		OutputQuoted string `json:"output_quoted"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v, %s", code, err, stderr)
+	}
+	if got, err := strconv.Unquote(r.OutputQuoted); err != nil || got != out {
+		t.Errorf("output_quoted %q unquotes to %q, %v; want %q", r.OutputQuoted, got, err, out)
+	}
+	if m, err := matfile.Read(out); err != nil || fmt.Sprint(m.Data) != "[4 5 10 11]" {
+		t.Errorf("C = %v, %v", m.Data, err)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/glmul/glmul/validate"
 )
@@ -15,10 +17,15 @@ type Mul struct {
 	Device Device   `json:"device"`
 	Inputs []string `json:"inputs"` // A's and B's files
 	Output string   `json:"output"`
-	Kernel string   `json:"kernel"` // of a whole panel
-	M      int      `json:"m"`
-	K      int      `json:"k"`
-	N      int      `json:"n"`
+	// InputsQuoted and OutputQuoted are the paths as Go string literals
+	// (QuotePath), set by Write where a path is not UTF-8, which
+	// Inputs and Output then cannot hold faithfully in JSON.
+	InputsQuoted []string `json:"inputs_quoted,omitempty"`
+	OutputQuoted string   `json:"output_quoted,omitempty"`
+	Kernel       string   `json:"kernel"` // of a whole panel
+	M            int      `json:"m"`
+	K            int      `json:"k"`
+	N            int      `json:"n"`
 	// Panels of PanelRows rows; HostBytes of host memory for them and B.
 	Panels    int   `json:"panels"`
 	PanelRows int   `json:"panel_rows"`
@@ -40,9 +47,20 @@ type Mul struct {
 // Write formats r to w as text or JSON.
 func (r *Mul) Write(w io.Writer, f Format) error {
 	if f == JSON {
+		v := *r
+		v.OutputQuoted = QuotePath(r.Output)
+		for _, p := range r.Inputs {
+			if QuotePath(p) != "" {
+				v.InputsQuoted = make([]string, len(r.Inputs))
+				for i, p := range r.Inputs {
+					v.InputsQuoted[i] = strconv.Quote(p)
+				}
+				break
+			}
+		}
 		e := json.NewEncoder(w)
 		e.SetIndent("", "  ")
-		return e.Encode(r)
+		return e.Encode(&v)
 	}
 	ew := &errWriter{w: w}
 	p := func(label, format string, args ...any) {
@@ -71,3 +89,15 @@ func (r *Mul) Write(w io.Writer, f Format) error {
 
 // mib formats bytes in MiB.
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// QuotePath returns path as a Go string literal (strconv.Quote: a byte
+// that is not UTF-8 becomes \xNN; strconv.Unquote gives the bytes back)
+// where path is not valid UTF-8, and "" where it is. JSON strings are
+// Unicode: encoding/json writes such a byte as U+FFFD, losing it, so a
+// report that names a path adds this beside it.
+func QuotePath(path string) string {
+	if utf8.ValidString(path) {
+		return ""
+	}
+	return strconv.Quote(path)
+}

@@ -3,7 +3,10 @@ package report
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -211,6 +214,55 @@ func TestPlural(t *testing.T) {
 	}{{1, "run", "1 run"}, {0, "run", "0 runs"}, {3, "shape class", "3 shape classes"}, {2, "batch", "2 batches"}, {1, "shape class", "1 shape class"}} {
 		if got := Plural(c.n, c.noun); got != c.want {
 			t.Errorf("Plural(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
+		}
+	}
+}
+
+// TestQuotedPaths: a path that is not UTF-8 (Linux allows any bytes but
+// '/' and NUL) reaches the JSON report faithfully, as a Go string literal
+// beside the lossy string (it was the lossy string alone, U+FFFD for the
+// byte); UTF-8 paths add nothing.
+func TestQuotedPaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	bad := "c" + string([]byte{0x80 + byte(rng.IntN(0x40)), 0xff}) + "é.npy"
+	for _, c := range []struct {
+		inputs []string
+		output string
+	}{{[]string{"a.npy", "b.npy"}, bad}, {[]string{"a.npy", bad}, "c.npy"}, {[]string{"a.npy", "b.npy"}, "ç.npy"}} {
+		r := Mul{Inputs: c.inputs, Output: c.output}
+		var b bytes.Buffer
+		if err := r.Write(&b, JSON); err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Inputs       []string
+			Output       string
+			InputsQuoted []string `json:"inputs_quoted"`
+			OutputQuoted string   `json:"output_quoted"`
+		}
+		if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		out, err := strconv.Unquote(got.OutputQuoted)
+		switch {
+		case c.output == bad && (err != nil || out != bad):
+			t.Errorf("output %q: output_quoted %q unquotes to %q, %v", c.output, got.OutputQuoted, out, err)
+		case c.output != bad && (got.OutputQuoted != "" || got.Output != c.output):
+			t.Errorf("output %q: %q, output_quoted %q", c.output, got.Output, got.OutputQuoted)
+		}
+		if c.inputs[1] != bad {
+			if got.InputsQuoted != nil {
+				t.Errorf("inputs %q: inputs_quoted %q", c.inputs, got.InputsQuoted)
+			}
+			continue
+		}
+		for i, q := range got.InputsQuoted {
+			if p, err := strconv.Unquote(q); err != nil || p != c.inputs[i] {
+				t.Errorf("inputs_quoted[%d] %q unquotes to %q, %v; want %q", i, q, p, err, c.inputs[i])
+			}
+		}
+		if len(got.InputsQuoted) != 2 {
+			t.Errorf("inputs_quoted %q, want both inputs", got.InputsQuoted)
 		}
 	}
 }
