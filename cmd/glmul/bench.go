@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -55,6 +57,9 @@ type benchFlags struct {
 	mode     validate.Mode
 	format   report.Format
 	progress string
+	// shapesSet: -shapes was given (else the defaults, which run for
+	// hours on llvmpipe).
+	shapesSet bool
 }
 
 func parseBench(args []string, help io.Writer) (*benchFlags, error) {
@@ -72,6 +77,7 @@ On Mesa llvmpipe choose small -shapes: the defaults run for hours there.`, []str
 	if err := f.dev.parse(fs, args); err != nil {
 		return nil, err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.shapesSet = f.shapesSet || fl.Name == "shapes" })
 	var err error
 	if f.shapes, err = parseShapes("bench: -shapes", *shapes); err != nil {
 		return nil, err
@@ -145,6 +151,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	defer h.release()
 	d := h.Device
+	if !f.shapesSet {
+		largest := slices.MaxFunc(f.shapes, func(a, b [3]int) int { return cmp.Compare(a[0]*a[1]*a[2], b[0]*b[1]*b[2]) })
+		warnOnCPU(d.Info(), stderr, "bench", largest,
+			fmt.Sprintf("the default shapes, up to %dx%dx%d, run for hours here", largest[0], largest[1], largest[2]),
+			"-shapes 256,512,1000x1024x1000")
+	}
 	ctx, stop := notifyInterrupt()
 	defer stop()
 	p := newProgress(f.progress, stderr, "bench", len(f.shapes)*len(f.kernels))

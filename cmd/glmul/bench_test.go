@@ -423,3 +423,23 @@ func TestBenchCSVSkippedRows(t *testing.T) {
 		t.Errorf("skipped row %q", s)
 	}
 }
+
+// TestBenchSaysCPUIsSlow: glmul bench's default shapes on a device that
+// computes on the CPU say, before the first product, that they run for
+// hours there and how to choose shapes, as glmul table does (it started
+// without a word); on a GPU, or with -shapes, nothing is said.
+func TestBenchSaysCPUIsSlow(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "bench-default" {
+		os.Exit(exitCode(run([]string{"bench", "-backend", "egl", "-reps", "1", "-progress", "on", "-format", "csv"}, os.Stdout, os.Stderr), os.Stderr))
+	}
+	info := needGL(t)
+	if tuning.OnCPU(info.Driver()) {
+		cmd, _ := startUntil(t, "TestBenchSaysCPUIsSlow", "bench-default", "the default shapes, up to 8192x8192x8192, run for hours here (Ctrl-C keeps the rows finished); -shapes 256,512,1000x1024x1000 is quicker")
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+	}
+	code, _, stderr := glmul("bench", "-backend", "egl", "-shapes", "16", "-kernels", "tiled32", "-reps", "1", "-progress", "off")
+	if code != 0 || strings.Contains(stderr, "computes on the CPU") {
+		t.Errorf("-shapes 16 on %s: exit %d, and the note: %s", info.Renderer, code, stderr)
+	}
+}

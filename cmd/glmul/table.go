@@ -396,9 +396,25 @@ func cpuName() string {
 // reviewer's table ran about an hour on 2 cores), with the way out. The
 // paper's sizes stay the default everywhere: the table is its Table 1.
 func (f *tableFlags) warnOnCPU(info glcompute.Info, stderr io.Writer) {
-	if f.sizesSet || !tuning.OnCPU(info.Driver()) || slices.Max(f.sizes) <= 1024 {
+	if f.sizesSet {
 		return
 	}
-	fmt.Fprintf(stderr, "table: %s computes on the CPU: the paper's sizes up to %d run long here, each product at N = %d for seconds to minutes (Ctrl-C keeps the rows finished); -sizes 128,256,512,1024 -cpu-max 1024 is quicker\n",
-		info.Renderer, slices.Max(f.sizes), slices.Max(f.sizes))
+	n := slices.Max(f.sizes)
+	warnOnCPU(info, stderr, "table", [3]int{n, n, n},
+		fmt.Sprintf("the paper's sizes up to %d run long here, each product at N = %d for seconds to minutes", n, n),
+		"-sizes 128,256,512,1024 -cpu-max 1024")
+}
+
+// warnOnCPU says on stderr, before cmd works through its default list of
+// products on a device that computes on the CPU (llvmpipe), that they
+// (long: how long, largest the largest product) run long there, and
+// which flags (quicker) choose less, where largest is more than 1024³
+// multiply-adds: glmul table and glmul bench ran for an hour or more
+// without a word.
+func warnOnCPU(info glcompute.Info, stderr io.Writer, cmd string, largest [3]int, long, quicker string) {
+	if !tuning.OnCPU(info.Driver()) || float64(largest[0])*float64(largest[1])*float64(largest[2]) <= 1<<30 {
+		return
+	}
+	fmt.Fprintf(stderr, "%s: %s computes on the CPU: %s (Ctrl-C keeps the rows finished); %s is quicker\n",
+		cmd, info.Renderer, long, quicker)
 }
