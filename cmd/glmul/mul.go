@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/term"
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cmd/glmul/internal/matfile"
@@ -36,7 +37,9 @@ const mulHelp = `glmul mul multiplies two matrices from files, C = A·B, on the 
 the product on the CPU and writes C. Files are NumPy .npy (float32 or float64:
 dtype '<f4', '>f4', '<f8' or '>f8'; C or Fortran order) or MatrixMarket .mtx
 (array or coordinate; real, integer or pattern; general or symmetric); the
-output's extension chooses its format.
+output's extension chooses its format. A or B may be - (standard input, one
+of them) or a FIFO (a shell's <(...)): read once, in order, its format told by
+its first bytes where its name has no .npy or .mtx.
 
 glmul computes in float32: float64 input is rounded. A float64 value beyond
 float32's range (±3.4e38) is an error unless -allow-overflow; nonzero values
@@ -51,7 +54,7 @@ element, row by row).
 The product streams: A is read, multiplied and checked, and C written, in
 panels of rows (at most 64 MiB of A and C rows a panel; three panels in host
 memory and two on the GPU), so that memory holds B and the panels, not A and C
-(a .mtx input is read whole). C is written to a temporary file beside -o and
+(a .mtx input is read whole, as is a Fortran-order .npy from a stream). C is written to a temporary file beside -o and
 renamed over it at the end: the file system needs C's size free, and an error,
 a failed validation or Ctrl-C leaves -o as it was. Products up to 2^20
 multiply-adds are validated in full, larger ones by Freivalds' method, panel by
@@ -62,8 +65,8 @@ func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 	fs := newCommand("glmul mul", mulHelp, []string{"A.npy B.npy -o C.npy [flags]", "-a A.npy -b B.npy -o C.npy [flags]"}, help)
 	f := &mulFlags{}
 	f.dev.register(fs)
-	fs.StringVar(&f.a, "a", "", "the left matrix `FILE` (.npy or .mtx), instead of the first argument")
-	fs.StringVar(&f.b, "b", "", "the right matrix `FILE` (.npy or .mtx), instead of the second argument")
+	fs.StringVar(&f.a, "a", "", "the left matrix `FILE` (.npy or .mtx; - for standard input), instead of the first argument")
+	fs.StringVar(&f.b, "b", "", "the right matrix `FILE` (.npy or .mtx; - for standard input), instead of the second argument")
 	fs.BoolVar(&f.allowOverflow, "allow-overflow", false, "let float64 input beyond float32's range (±3.4e38) become ±Inf (C is then Inf or NaN there); without it such a value is an error")
 	fs.StringVar(&f.out, "o", "", "write C = A·B to `FILE` (.npy or .mtx), atomically; never over an input; - (or /dev/stdout): standard output, as .npy, as C comes")
 	fs.StringVar(&f.kernel, "kernel", "fast", "compute shader: fast, tiled32, fast:BMxBNxBK_TMxTN or cpu:LXxLY_TMxTN")
@@ -101,7 +104,7 @@ func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 		return nil, usagef("mul: -o - writes C to standard output, where -format json would write the report too: use -format text (the report on stderr) or name a file")
 	}
 	for _, p := range []string{f.a, f.b} {
-		if _, err := matfile.Format(p); err != nil {
+		if _, err := matfile.InputFormat(p); err != nil {
 			return nil, usagef("mul: %v", err)
 		}
 	}
@@ -128,7 +131,13 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkStreams(f); err != nil {
+		return err
+	}
 	for _, in := range []string{f.a, f.b} {
+		if in == matfile.Stdin { // not -o -, standard output
+			continue
+		}
 		if sameFile(in, f.out) {
 			return usagef("mul: -o %s is an input; write C elsewhere", f.out)
 		}
@@ -158,6 +167,21 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// checkStreams refuses inputs read as streams (matfile.IsStream) that
+// cannot both be read: standard input twice, one FIFO twice, or standard
+// input from a terminal, where glmul would wait for a matrix typed in.
+func checkStreams(f *mulFlags) error {
+	switch {
+	case f.a == matfile.Stdin && f.b == matfile.Stdin:
+		return usagef("mul: A and B are both standard input (-), which holds one matrix: name a file (or a FIFO) for one of them")
+	case f.a != matfile.Stdin && matfile.IsStream(f.a) && sameFile(f.a, f.b):
+		return usagef("mul: A and B are both %s, a stream, which is read once: name a file for one of them", f.a)
+	case (f.a == matfile.Stdin || f.b == matfile.Stdin) && term.IsTerminal(int(os.Stdin.Fd())):
+		return usagef("mul: - reads a matrix from standard input, which is a terminal here: pipe one in (python3 make_a.py | glmul mul - B.npy -o C.npy), or name a file")
+	}
+	return nil
+}
+
 // cBytes is the least an m×n C takes in out's format: .npy's 4 bytes an
 // element, or .mtx's 6 ("i j v" and a newline).
 func cBytes(out string, m, n int) uint64 {
@@ -179,7 +203,8 @@ func openInputs(f *mulFlags) (a, b matfile.Source, err error) {
 		return nil, nil, err
 	}
 	if a.Cols() != b.Rows() {
-		err = fmt.Errorf("mul: A (%s) is %d×%d and B (%s) is %d×%d: A's columns must equal B's rows", f.a, a.Rows(), a.Cols(), f.b, b.Rows(), b.Cols())
+		err = fmt.Errorf("mul: A (%s) is %d×%d and B (%s) is %d×%d: A's columns must equal B's rows",
+			matfile.StreamName(f.a), a.Rows(), a.Cols(), matfile.StreamName(f.b), b.Rows(), b.Cols())
 		a.Close()
 		b.Close()
 		return nil, nil, err
@@ -347,7 +372,7 @@ func noteReads(f *mulFlags, a, b matfile.Source, stderr io.Writer) {
 	for _, in := range []struct {
 		path string
 		info matfile.ReadInfo
-	}{{f.a, a.Info()}, {f.b, b.Info()}} {
+	}{{matfile.StreamName(f.a), a.Info()}, {matfile.StreamName(f.b), b.Info()}} {
 		if in.info.Overflows > 0 {
 			fmt.Fprintf(stderr, "glmul mul: %s: %s beyond float32's range became ±Inf (-allow-overflow)\n", in.path, countOf(in.info.Overflows, "float64 value", "float64 values"))
 		}
@@ -363,7 +388,7 @@ func noteReads(f *mulFlags, a, b matfile.Source, stderr io.Writer) {
 // writeMulReport prints the product's report (JSON on stdout with
 // -format json, else text on stderr) and, if written, says where C went.
 func writeMulReport(f *mulFlags, r mulResult, written bool, stdout, stderr io.Writer) error {
-	rep := &report.Mul{Device: measure.Device(r.Device), Inputs: []string{f.a, f.b}, Output: outName(f.out), Kernel: r.Kernel,
+	rep := &report.Mul{Device: measure.Device(r.Device), Inputs: []string{matfile.StreamName(f.a), matfile.StreamName(f.b)}, Output: outName(f.out), Kernel: r.Kernel,
 		M: r.M, K: r.K, N: r.N, Panels: r.Panels, PanelRows: r.PanelRows, HostBytes: r.HostBytes,
 		ReadB: r.ReadB, Read: r.Read, GPU: r.GPU, Check: r.Check, WriteC: r.Write, Wall: r.Wall,
 		GFLOPS: measure.GFLOPS(r.Flop(), r.Wall), Validation: r.Validation}

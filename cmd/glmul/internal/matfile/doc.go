@@ -18,6 +18,13 @@
 // them: Open and one ReadRows of the whole matrix; NewSink and one
 // WriteRows.
 //
+// A stream ("-" for standard input, a FIFO such as a shell's <(...), a
+// device) cannot be read twice or out of order: Open reads its header
+// (its format told by its first bytes where its name has neither
+// extension), and its rows must then be read once, in order, the stream
+// ending with the last; a Fortran-order .npy stream (at most 2^28
+// elements) and a .mtx one are read whole into memory first.
+//
 // # Types
 //
 // glmul computes in float32. float64 input (a .npy '<f8' or '>f8', a .mtx

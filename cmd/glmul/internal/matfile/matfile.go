@@ -75,16 +75,19 @@ type Source interface {
 // and checked now; its data are read by ReadRows with positioned reads,
 // a block at a time. A .mtx file's header is read now, and its entries,
 // which come in no row order, are parsed whole into memory at the first
-// ReadRows, which copies from it.
+// ReadRows, which copies from it. A stream (IsStream: "-" for standard
+// input, a FIFO, a device) is read once, in order: see openStream.
 func Open(path string, o *ReadOptions) (Source, error) {
 	if o == nil {
 		o = &ReadOptions{}
+	}
+	if IsStream(path) {
+		return openStream(path, *o)
 	}
 	format, err := Format(path)
 	if err != nil {
 		return nil, err
 	}
-	// Before opening: a FIFO's open waits for a writer.
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, pathFirst(path, err)
@@ -101,7 +104,7 @@ func Open(path string, o *ReadOptions) (Source, error) {
 		return nil, pathFirst(path, err)
 	}
 	if format == ".mtx" {
-		s, err := openMTX(f, path, *o)
+		s, err := openMTX(f, f, path, *o)
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -122,15 +125,12 @@ func Open(path string, o *ReadOptions) (Source, error) {
 }
 
 // checkNPYFile returns an error that says what path is where it is not a
-// .npy file's kind of file: a .npy is read with positioned reads, by
-// panels and more than once, which a FIFO or a device cannot give, and an
-// empty file holds no header (reading one said only "EOF" of both).
+// .npy file's kind of file (a FIFO or a device is a stream: openStream),
+// and an empty file holds no header (reading one said only "EOF").
 func checkNPYFile(fi os.FileInfo, path string) error {
 	switch m := fi.Mode(); {
 	case m.IsDir():
 		return fmt.Errorf("%s: is a directory, not a .npy file", path)
-	case m&os.ModeNamedPipe != 0:
-		return fmt.Errorf("%s: is a FIFO: glmul reads a .npy file by panels, more than once; save it to a regular file first", path)
 	case !m.IsRegular():
 		return fmt.Errorf("%s: is not a regular file (mode %v): glmul reads a .npy file by panels, more than once; save it to a regular file first", path, m)
 	case fi.Size() == 0:

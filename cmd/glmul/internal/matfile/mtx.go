@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
@@ -408,7 +407,7 @@ func ints(s string) ([]int, error) {
 // ReadRows (on the product's reader, not before the output and the
 // device are known to work).
 type mtxSource struct {
-	f                   *os.File
+	f                   io.Closer // the file; nil for standard input
 	r                   *mtxReader
 	rows, cols, entries int
 	o                   ReadOptions
@@ -418,9 +417,10 @@ type mtxSource struct {
 	err                 error // the parse's, returned by every ReadRows
 }
 
-// openMTX reads f's header.
-func openMTX(f *os.File, name string, o ReadOptions) (*mtxSource, error) {
-	r, rows, cols, entries, err := readMTXHeader(f, name)
+// openMTX reads in's header; f, closed once the entries are parsed, is
+// the file in reads (nil for standard input).
+func openMTX(in io.Reader, f io.Closer, name string, o ReadOptions) (*mtxSource, error) {
+	r, rows, cols, entries, err := readMTXHeader(in, name)
 	if err != nil {
 		return nil, err
 	}
@@ -433,9 +433,17 @@ func (s *mtxSource) parse() error {
 		s.parsed = true
 		s.m, s.info, s.err = s.r.body(s.rows, s.cols, s.entries, s.o)
 		s.r = nil
-		s.f.Close()
+		s.closeFile()
 	}
 	return s.err
+}
+
+// closeFile closes the file read, if any.
+func (s *mtxSource) closeFile() error {
+	if s.f == nil {
+		return nil
+	}
+	return s.f.Close()
 }
 
 // Rows returns the matrix's number of rows.
@@ -454,7 +462,7 @@ func (s *mtxSource) Close() error {
 		return nil
 	}
 	s.parsed, s.err = true, errors.New("matfile: read after Close")
-	return s.f.Close()
+	return s.closeFile()
 }
 
 // ReadRows copies rows [r0, r0+dst.Rows) into dst.

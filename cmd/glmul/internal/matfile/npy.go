@@ -47,7 +47,8 @@ type npyLayout struct {
 
 // checkNPYHeader checks a .npy file's header h, hdr bytes with the magic
 // and version: a dtype glmul reads, a rank-2 shape, not empty, and
-// exactly as much data as the rest of the file, of size bytes, holds.
+// exactly as much data as the rest of the file, of size bytes, holds
+// (size < 0: a stream, whose size is not known).
 func checkNPYHeader(h npyDict, hdr, size int64, name string) (npyLayout, error) {
 	// The dtype first: its item size decides what the file's size means.
 	order, item, err := npyDtype(h.descr)
@@ -61,11 +62,14 @@ func checkNPYHeader(h npyDict, hdr, size int64, name string) (npyLayout, error) 
 	if rows < 1 || cols < 1 {
 		return npyLayout{}, fmt.Errorf("%s: an empty %d×%d matrix", name, rows, cols)
 	}
-	if rows > 1<<40 || cols > 1<<40 || float64(rows)*float64(cols)*float64(item) > float64(size) {
+	if rows > 1<<40 || cols > 1<<40 || size >= 0 && float64(rows)*float64(cols)*float64(item) > float64(size) {
+		if size < 0 {
+			return npyLayout{}, fmt.Errorf("%s: the header's shape %d×%d is larger than glmul reads (2^40 a dimension)", name, rows, cols)
+		}
 		return npyLayout{}, fmt.Errorf("%s: the header's shape %d×%d of %s is larger than the file (%d bytes)", name, rows, cols, h.descr, size)
 	}
 	n := int64(rows) * int64(cols)
-	if want := hdr + n*int64(item); size != want {
+	if want := hdr + n*int64(item); size >= 0 && size != want {
 		return npyLayout{}, fmt.Errorf("%s: the header says %d×%d %s (%d bytes of data), the file holds %d", name, rows, cols, h.descr, n*int64(item), size-hdr)
 	}
 	return npyLayout{dtype: h.descr, fortran: h.fortran, order: order, item: item, rows: rows, cols: cols, n: n, hdr: hdr}, nil

@@ -42,6 +42,9 @@ type npySource struct {
 	// direct: the data are float32 in the host's byte order, read
 	// straight into dst's memory.
 	direct bool
+	// stream: ra is a stream read once, in order (forwardReader): reads
+	// are not split over CPUs, and errors speak of a stream.
+	stream bool
 	buf    []byte    // made on first use, bufLen bytes
 	bufLen int       // bufSize; less in tests, to cut reads into many pieces
 	tile   []float32 // a Fortran-order file's columns, made on first use
@@ -58,7 +61,14 @@ func newNPYSource(f *os.File, ra io.ReaderAt, size int64, name string, o ReadOpt
 	if err != nil {
 		return nil, err
 	}
-	return &npySource{ra: ra, f: f, name: name, size: size, l: l, o: o, direct: l.item == 4 && l.order == hostOrder, bufLen: bufSize}, nil
+	s := npySourceOf(l, ra, name, o)
+	s.f, s.size = f, size
+	return s, nil
+}
+
+// npySourceOf reads the data of layout l from ra.
+func npySourceOf(l npyLayout, ra io.ReaderAt, name string, o ReadOptions) *npySource {
+	return &npySource{ra: ra, name: name, size: l.hdr + l.n*int64(l.item), l: l, o: o, direct: l.item == 4 && l.order == hostOrder, bufLen: bufSize}
 }
 
 // Rows returns the matrix's number of rows.
@@ -307,7 +317,7 @@ const parallelReadBytes = 8 << 20
 // (in file order) is returned.
 func (s *npySource) readAtParallel(p []byte, off int64) error {
 	n := min(runtime.GOMAXPROCS(0), len(p)/parallelReadBytes)
-	if n < 2 {
+	if n < 2 || s.stream {
 		return s.readAt(p, off)
 	}
 	per := (len(p)/n + 4095) &^ 4095
@@ -338,6 +348,9 @@ func (s *npySource) shortRead(end int64, err error) error {
 	got := into / int64(l.item)
 	eof := err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 	switch {
+	case eof && s.stream:
+		return fmt.Errorf("%s: the stream ended %d bytes into its data, after %d of the %d elements (%d×%d %s) its header announces",
+			s.name, into, got, l.n, l.rows, l.cols, l.dtype)
 	case eof && s.whole():
 		return fmt.Errorf("%s: expected %d elements (%d×%d %s) but read %d: the file ended %d bytes into its data, which held %d bytes when it was opened (is it still being written?)",
 			s.name, l.n, l.rows, l.cols, l.dtype, got, into, held)
