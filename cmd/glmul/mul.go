@@ -49,7 +49,8 @@ A coordinate .mtx file that lists a position more than once means the sum of
 its entries (MatrixMarket's convention, as SciPy reads it): glmul sums them
 and says on stderr how many entries were added to an earlier one.
 C is float32 ('<f4' .npy, or "coordinate real general" .mtx listing every
-element, row by row).
+element, row by row). An empty dimension gives NumPy's C, written without a
+GPU: 5×0 by 0×4 is 5×4 zeros, 0×5 by 5×4 a 0×4 matrix.
 
 The product streams: A is read, multiplied and checked, and C written, in
 panels of rows (at most 64 MiB of A and C rows a panel; three panels in host
@@ -151,6 +152,9 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 	}
 	defer a.Close()
 	defer b.Close()
+	if emptyDims(a.Rows(), a.Cols(), b.Cols()) {
+		return emptyProduct(f, a, b, stdout, stderr)
+	}
 	r, err := streamProduct(f, a, b, stdout, stderr)
 	invalid := errors.Is(err, errNotValidated)
 	if err != nil && !invalid {
@@ -392,6 +396,9 @@ func writeMulReport(f *mulFlags, r mulResult, written bool, stdout, stderr io.Wr
 		M: r.M, K: r.K, N: r.N, Panels: r.Panels, PanelRows: r.PanelRows, HostBytes: r.HostBytes,
 		ReadB: r.ReadB, Read: r.Read, GPU: r.GPU, Check: r.Check, WriteC: r.Write, Wall: r.Wall,
 		GFLOPS: measure.GFLOPS(r.Flop(), r.Wall), Validation: r.Validation}
+	if emptyDims(r.M, r.K, r.N) { // no device opened
+		rep.Device, rep.Empty = report.Device{}, true
+	}
 	w := stderr
 	if f.format == report.JSON {
 		w = stdout

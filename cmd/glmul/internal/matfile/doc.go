@@ -68,8 +68,9 @@
 //
 // Every error names the file and says what is wrong with it: not the
 // format, a truncated or overlong file, a header that disagrees with the
-// data, an unsupported dtype or field, a rank other than 2, an empty
-// matrix, a value beyond float32's range. A .npy file's rows are read in
+// data, an unsupported dtype or field, a rank other than 2, a value
+// beyond float32's range. A matrix with no rows or no columns is no error:
+// NumPy saves and multiplies them. A .npy file's rows are read in
 // full or not at all: one that ends sooner than its size said when it was
 // opened (still being written, on a network mount), or whose size
 // changed since (rewritten), is an error saying so, never zeros. Bytes

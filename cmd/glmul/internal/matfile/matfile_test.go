@@ -94,7 +94,6 @@ func TestReadNPYErrors(t *testing.T) {
 		{"uint16", npyBytes(">u2", false, "(64, 64)", make([]byte, 2*64*64)), "dtype \">u2\" (uint16) is not supported"},
 		{"complex128", npyBytes("<c16", false, "(2, 3)", make([]byte, 96)), "dtype \"<c16\" (complex128) is not supported"},
 		{"no-order", npyBytes("|f4", false, "(2, 3)", good), "a.astype(np.float32)"},
-		{"empty", npyBytes("<f4", false, "(0, 3)", nil), "empty 0×3"},
 		{"not-npy", []byte("hello, world"), "not a valid .npy file"},
 		{"no-newline", []byte("\x93NUMPY\x01\x00\x04\x00abcd"), "not a valid .npy file"},
 		{"huge-header", []byte("\x93NUMPY\x02\x00\xf0\xff\xff\xff"), "its header announces"},
@@ -198,7 +197,6 @@ func TestReadMTXErrors(t *testing.T) {
 		{"index", "%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1\n", "indices must be"},
 		{"value", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 x\n", "\"x\" is not a real value"},
 		{"empty", "", "empty file"},
-		{"zero", "%%MatrixMarket matrix array real general\n0 2\n", "empty 0×2"},
 		{"negative", "%%MatrixMarket matrix array real general\n-3 3\n", `the size line "-3 3" gives a negative dimension`},
 		{"integer-word", "%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 1 x\n", `"x" is not an integer value`},
 		{"size", "%%MatrixMarket matrix coordinate real general\n2 2\n", "should hold 3 whole numbers"},
@@ -221,7 +219,7 @@ func FuzzRead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, isNPY bool) {
 		name := map[bool]string{true: "f.npy", false: "f.mtx"}[isNPY]
 		m, err := readBytes(t, name, b)
-		if err == nil && (m.Rows < 1 || m.Cols < 1 || len(m.Data) < (m.Rows-1)*m.Stride+m.Cols) {
+		if err == nil && (m.Rows < 0 || m.Cols < 0 || m.Rows > 0 && len(m.Data) < (m.Rows-1)*m.Stride+m.Cols) {
 			t.Fatalf("inconsistent matrix %d×%d stride %d, %d floats", m.Rows, m.Cols, m.Stride, len(m.Data))
 		}
 	})

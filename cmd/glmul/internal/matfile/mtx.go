@@ -300,8 +300,6 @@ func (r *mtxReader) header() ([]int, error) {
 		return nil, r.errf("the size line %q should hold %d whole numbers", size, want)
 	case dims[0] < 0 || dims[1] < 0:
 		return nil, r.errf("the size line %q gives a negative dimension", size)
-	case dims[0] < 1 || dims[1] < 1:
-		return nil, r.errf("an empty %d×%d matrix", dims[0], dims[1])
 	case r.h.symmetry == "symmetric" && dims[0] != dims[1]:
 		return nil, r.errf("a symmetric matrix must be square, not %d×%d", dims[0], dims[1])
 	case dims[0] > maxMTXElements || dims[1] > maxMTXElements || int64(dims[0])*int64(dims[1]) > maxMTXElements:

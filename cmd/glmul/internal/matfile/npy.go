@@ -46,7 +46,7 @@ type npyLayout struct {
 }
 
 // checkNPYHeader checks a .npy file's header h, hdr bytes with the magic
-// and version: a dtype glmul reads, a rank-2 shape, not empty, and
+// and version: a dtype glmul reads, a rank-2 shape (empty or not), and
 // exactly as much data as the rest of the file, of size bytes, holds
 // (size < 0: a stream, whose size is not known).
 func checkNPYHeader(h npyDict, hdr, size int64, name string) (npyLayout, error) {
@@ -58,10 +58,7 @@ func checkNPYHeader(h npyDict, hdr, size int64, name string) (npyLayout, error) 
 	if len(h.shape) != 2 {
 		return npyLayout{}, fmt.Errorf("%s: a %d-dimensional array (shape %v); glmul multiplies matrices: rank 2", name, len(h.shape), h.shape)
 	}
-	rows, cols := h.shape[0], h.shape[1]
-	if rows < 1 || cols < 1 {
-		return npyLayout{}, fmt.Errorf("%s: an empty %d×%d matrix", name, rows, cols)
-	}
+	rows, cols := h.shape[0], h.shape[1] // 0 is allowed: an empty matrix, as NumPy's
 	if rows > 1<<40 || cols > 1<<40 || size >= 0 && float64(rows)*float64(cols)*float64(item) > float64(size) {
 		if size < 0 {
 			return npyLayout{}, fmt.Errorf("%s: the header's shape %d×%d is larger than glmul reads (2^40 a dimension)", name, rows, cols)

@@ -167,7 +167,8 @@ func (s *npyStream) ReadRows(dst blas32.General, r0 int) error {
 	if err := s.npySource.ReadRows(dst, r0); err != nil {
 		return err
 	}
-	if s.fr != nil && dst.Rows > 0 && r0+dst.Rows == s.l.rows {
+	// The last rows read, or the empty read of a matrix without rows.
+	if s.fr != nil && r0+dst.Rows == s.l.rows && (dst.Rows > 0 || s.l.rows == 0) {
 		return checkEnd(s.fr.r, s.l, s.name)
 	}
 	return nil

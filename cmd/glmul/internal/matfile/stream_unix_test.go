@@ -48,10 +48,10 @@ func stdinWith(t *testing.T, b []byte) {
 }
 
 // readPanels reads s in panels of rows, in order, as glmul mul's reader
-// does, into one matrix.
+// does, into one matrix (a matrix without rows by one empty read).
 func readPanels(s Source, rows int) (blas32.General, error) {
 	m := blas32.General{Rows: s.Rows(), Cols: s.Cols(), Stride: s.Cols() + 3, Data: make([]float32, s.Rows()*(s.Cols()+3))}
-	for r0 := 0; r0 < m.Rows; r0 += rows {
+	for r0 := 0; r0 < m.Rows || r0 == 0; r0 += rows { // once at least: a matrix without rows
 		n := min(rows, m.Rows-r0)
 		if err := s.ReadRows(blas32.General{Rows: n, Cols: m.Cols, Stride: m.Stride, Data: m.Data[r0*m.Stride:]}, r0); err != nil {
 			return m, err
@@ -130,6 +130,7 @@ func TestReadStreamErrors(t *testing.T) {
 		{"fortran-short", fortran[:len(fortran)-5], "fifo: the stream ended 43 bytes into its data"},
 		{"fortran-long", append(fortran[:len(fortran):len(fortran)], 0), "fifo: the stream goes on after the 4×3 <f4"},
 		{"empty", nil, "fifo: empty: no matrix was written to it"},
+		{"empty-matrix-long", append(npyBytes("<f4", false, "(0, 3)", nil), 1), "fifo: the stream goes on after the 0×3 <f4"},
 		{"neither", []byte("1,2,3\n4,5,6\n"), "fifo: neither a .npy file (which starts with \\x93NUMPY) nor a MatrixMarket file"},
 	} {
 		s, err := Open(fifoWith(t, "fifo", c.b), nil)

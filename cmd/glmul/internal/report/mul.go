@@ -42,6 +42,9 @@ type Mul struct {
 	// GFLOPS is 2·M·N·K over Wall: files to file.
 	GFLOPS     float64         `json:"gflops_files_to_file"`
 	Validation validate.Result `json:"validation"`
+	// Empty: M, K or N is 0, and C (zeros, or no elements) was written
+	// without a device (Device is then null), nothing to validate.
+	Empty bool `json:"empty,omitempty"`
 }
 
 // Write formats r to w as text or JSON.
@@ -67,6 +70,16 @@ func (r *Mul) Write(w io.Writer, f Format) error {
 		fmt.Fprintf(ew, "%-10s %s\n", label, fmt.Sprintf(format, args...))
 	}
 	p("product", "C = A·B in float32, A %d×%d from %s, B %d×%d from %s", r.M, r.K, r.Inputs[0], r.K, r.N, r.Inputs[1])
+	if r.Empty {
+		what := fmt.Sprintf("C is %d×%d zeros (each element a sum of no terms, K = 0)", r.M, r.N)
+		if r.M == 0 || r.N == 0 {
+			what = fmt.Sprintf("C is %d×%d, without elements", r.M, r.N)
+		}
+		p("empty", "%s, as NumPy gives it: no GPU used, nothing to validate", what)
+		p("read", "%8.2f ms  B, then %8.2f ms  A", ms(r.ReadB), ms(r.Read))
+		p("write", "%8.2f ms  C to %s", ms(r.WriteC), r.Output)
+		return ew.err
+	}
 	i := r.Device
 	p("device", "%s | %s | %s | %s", i.Vendor, i.Renderer, i.Version, i.GLSLVersion)
 	p("backend", "%s", i.Backend)

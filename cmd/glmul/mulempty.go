@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/cmd/glmul/internal/matfile"
+	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/outfile"
+	"github.com/glmul/glmul/validate"
+)
+
+// emptyDims reports whether an m×k by k×n product has an empty dimension.
+func emptyDims(m, k, n int) bool { return m == 0 || k == 0 || n == 0 }
+
+// emptyProduct writes C = A·B where a dimension is 0, as NumPy gives it:
+// m×n zeros where K is 0 (each element a sum of no terms), a matrix
+// without elements where M or N is. Nothing is computed, so no device is
+// opened and nothing validated; A and B are still read through, B first
+// (a file's data checked as for any product, a stream drained). C goes
+// through outfile as a product's does; Ctrl-C stops it between blocks.
+func emptyProduct(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) error {
+	ctx, stop := notifyInterrupt()
+	defer stop()
+	m, k, n := a.Rows(), a.Cols(), b.Cols()
+	r := mulResult{StreamResult: dimsOnly(m, k, n), Validation: validate.Result{Mode: validate.None, OK: true, Row: -1, Col: -1}}
+	err, abandoned := awaitWork(ctx, stderr, "glmul mul", func() error {
+		t0 := time.Now()
+		if err := drain(ctx, b); err != nil {
+			return err
+		}
+		r.ReadB = time.Since(t0)
+		if err := drain(ctx, a); err != nil {
+			return err
+		}
+		r.Read = time.Since(t0) - r.ReadB
+		err := outfile.WriteSized(f.out, stdout, cBytes(f.out, m, n), func(w io.Writer) error {
+			return writeZeros(ctx, w, f.out, m, n)
+		})
+		r.Write, r.Wall = time.Since(t0)-r.ReadB-r.Read, time.Since(t0)
+		return err
+	})
+	if abandoned {
+		outfile.Abandon()
+		return interruptedError{fmt.Sprintf("the empty %d×%d×%d product did not stop within a second; %s", m, k, n, leftAs(f.out))}
+	}
+	if err != nil {
+		return mulError(f, m, k, n, err)
+	}
+	noteReads(f, a, b, stderr)
+	return writeMulReport(f, r, true, stdout, stderr)
+}
+
+// dimsOnly is the StreamResult of an empty product: its dimensions.
+func dimsOnly(m, k, n int) (r glcompute.StreamResult) {
+	r.M, r.K, r.N = m, k, n
+	return r
+}
+
+// emptyBlock is the most bytes a block of rows that drain reads, or that
+// writeZeros writes, takes.
+const emptyBlock = 16 << 20
+
+// drain reads s's rows through, a block at a time, in order (at least
+// once: the empty read of a matrix without rows ends a stream's), for
+// their errors: a file shorter than its header says, a value beyond
+// float32's range.
+func drain(ctx context.Context, s matfile.Source) error {
+	rows, cols := s.Rows(), s.Cols()
+	per := max(1, emptyBlock/(4*max(1, cols)))
+	buf := make([]float32, min(rows, per)*cols)
+	for r0 := 0; r0 < rows || r0 == 0; r0 += per {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		nr := min(per, rows-r0)
+		if err := s.ReadRows(blas32.General{Rows: nr, Cols: cols, Stride: cols, Data: buf}, r0); err != nil {
+			return overflowHint(err)
+		}
+	}
+	return nil
+}
+
+// writeZeros writes an m×n matrix of zeros to w in out's format.
+func writeZeros(ctx context.Context, w io.Writer, out string, m, n int) error {
+	sink, err := matfile.NewSink(w, out, m, n)
+	if err != nil {
+		return err
+	}
+	per := max(1, emptyBlock/(4*max(1, n)))
+	zeros := make([]float32, min(m, per)*n)
+	for r0 := 0; r0 < m; r0 += per {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := sink.WriteRows(blas32.General{Rows: min(per, m-r0), Cols: n, Stride: n, Data: zeros}); err != nil {
+			return err
+		}
+	}
+	return sink.Close()
+}
