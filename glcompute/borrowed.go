@@ -9,22 +9,16 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/glw"
 )
 
-// Scope runs f, whose glmul calls on d (products, uploads, fences, ...)
-// then share one save and restore of a borrowed context's GL state and one
-// full memory barrier at the end: a host that queues several products a
-// frame pays for these once. Inside, each product is followed only by a
-// shader storage barrier, so later products see the earlier ones' results;
-// the host's own draws and compute passes see them after Scope returns.
-// Scope returns f's error. Scopes do not nest: a Scope inside f panics.
+// Scope runs f, whose glmul calls on d then share one save and restore of
+// a borrowed context's GL state and one full memory barrier at the end:
+// inside, each product is followed only by a shader storage barrier, so
+// later products see earlier results and the host's own work sees them
+// after Scope returns. Scope returns f's error; a Scope inside f panics.
 //
-// Thread rule: a borrowed Device's Scope runs on the host's GL thread, and
-// f must make its glmul calls on that thread; the host must not change the
-// GL state that glmul uses (current program, shader storage bindings 0–2;
-// with a kernel reading through buffer textures, the cpu family or the
-// fast _tex configurations (NVIDIA's defaults), also the active texture
-// unit and units 0–1's buffer textures) inside f: resident products inside a Scope skip binding what
-// the previous one left bound. An owned Device's Scope may be called from any goroutine; its
-// calls from other goroutines during f get the lighter barrier too.
+// Thread rule: a borrowed Device's Scope and f's glmul calls run on the
+// host's GL thread, and f must not change the GL state glmul uses (the
+// package doc's list); an owned Device's Scope may be called from any
+// goroutine.
 func (d *Device) Scope(f func() error) error {
 	d.mustBeOpen()
 	d.mu.Lock()
@@ -75,22 +69,15 @@ type nativeBinding struct {
 // (0, 1, 2), all saved and restored in borrowed mode.
 const stateBindings = 3
 
-// NewDeviceFromCurrent returns a Device on the OpenGL context current on the
-// calling thread: a game engine's, say. It starts no goroutine, opens no
-// window and installs no debug callback. It loads the GL functions through
-// EGL when an EGL context is current, else through GLX; loading again is
-// harmless if the host already did. Every call saves the GL state it
-// touches (current program, shader storage bindings 0–2 and the generic
-// one; with a kernel that reads through buffer textures, the cpu family,
-// also the active texture unit and the buffer textures of units 0 and 1)
-// and restores it before returning.
+// NewDeviceFromCurrent returns a Device on the OpenGL context current on
+// the calling thread: a game engine's, say. It starts no goroutine, opens
+// no window, installs no debug callback and never calls glGetError (that
+// would consume the host's error flags). It loads the GL functions
+// through EGL, else GLX, unless Options says the host has; every call
+// saves the GL state it touches and restores it (the package doc's list).
 //
-// A borrowed Device never calls glGetError: that would consume the host's
-// error flags and blame them on glmul. Compile and link failures are still
-// reported.
-//
-// Thread rule: call NewDeviceFromCurrent, and every method of the Device it
-// returns, on the host's GL thread with the same context current.
+// Thread rule: call NewDeviceFromCurrent, and every method of the Device
+// it returns, on the host's GL thread with the same context current.
 func NewDeviceFromCurrent(opts *Options) (*Device, error) {
 	opts.check()
 	d := &Device{programs: map[string]*program{}, borrowed: true, born: time.Now()}

@@ -13,37 +13,14 @@ import (
 	"github.com/glmul/glmul/shaders"
 )
 
-// Gemm computes c = α·op(A)·op(B) + β·c on the GPU, gonum's Sgemm on
-// resident matrices: op(A) is c.Rows×K, op(B) is K×c.Cols, op(X) = X or Xᵀ.
-// β = 0 overwrites c without reading it; α = 0 does not read A or B. a and
-// b may be the same matrix.
-//
-// Gemm only queues work: no readback, no glFinish; it returns at once.
-// With no transposes, α = 1, β = 0 and compact matrices whose rows are
-// multiples of 4 floats starting on 4-float boundaries, it runs the
-// device's fast kernel; otherwise the general gemm.comp. Where the fast
-// kernel chosen reads A transposed (NVIDIA's default where C has 2048
-// columns or more, or a tuned class's _at configuration), a pass before it
-// writes A's transpose into a scratch buffer that the Device keeps for
-// later products, as large as the largest such A (K rows of M floats
-// rounded up to a multiple of 4), until Release; without room for it the
-// product reads A as it is (Info.NaturalKernel for the default, else the
-// configuration without its _at). Where the product's tiles leave
-// multiprocessors idle, under a wave of them or in its last one, K is
-// split into slices summed by a second pass, or the last tiles' K steps
-// are shared (stream-K), as for Device.Mul (residentfill.go); the
-// workspace for that is kept by the Device as the transpose's scratch is,
-// up to MaxResidentWorkBytes (a split that needs more runs unsplit; not
-// one that Mesa's loop limit needs: see the package documentation, where
-// the general kernel's K runs in chunks too). A memory barrier
-// after the dispatches makes c visible to any later draw, compute pass or
-// buffer read (inside a Scope, to glmul's later products; the Scope's end
-// makes it visible to everything); use Device.Fence to learn when it is
-// done.
-//
-// Views with no rows or columns (Rows or Cols set to 0) make an empty
-// product, as in BLAS: with K = 0, c = β·c (no dispatch for β = 1); with
-// no rows or columns in c, nothing happens.
+// Gemm computes c = α·op(A)·op(B) + β·c on resident matrices, as gonum's
+// Sgemm does on slices: op(A) is c.Rows×K, op(B) is K×c.Cols, op(X) = X or
+// Xᵀ. β = 0 overwrites c without reading it; α = 0 reads neither A nor B;
+// a and b may be the same matrix; views with no rows or columns make an
+// empty product, as in BLAS. Gemm only queues work and returns at once;
+// a memory barrier after it makes c visible to later draws, dispatches
+// and buffer reads; Device.Fence tells when it is done. The kernel it
+// picks, and the scratch and workspace it keeps: docs/LIBRARY.md.
 //
 // It panics if the shapes disagree, a transpose is not blas.NoTrans,
 // blas.Trans or blas.ConjTrans, α or β is NaN, or c's elements share

@@ -11,22 +11,16 @@ import (
 )
 
 // HostMatrix is a float32 matrix in host memory that the GPU reads and
-// writes directly, the analogue of CUDA's pinned memory: its Data is a
-// persistent, coherent mapping of a GL buffer. Fill it, and read results
-// from it, as any blas32.General; Mul then reads and writes it from the
-// GPU (copies, or compute passes beside the kernel) instead of copying it
-// through the staging buffers on the host.
-//
-// Rows are padded to a multiple of 4 floats (Stride = Cols rounded up).
-// The padding belongs to glmul: Mul may zero it in an operand and may
-// write it in a result. Data is valid until Release; using it afterwards is a
-// use of unmapped memory. Needs glBufferStorage (GL 4.4 or
-// ARB_buffer_storage; on OpenGL ES, EXT_buffer_storage) and persistent
+// writes directly, as CUDA's pinned memory: its Data is a persistent,
+// coherent mapping of a GL buffer, which Mul uses without a host copy.
+// Rows are padded to a multiple of 4 floats, the padding glmul's to
+// write. Data is valid until Release. Needs glBufferStorage (GL 4.4,
+// ARB_buffer_storage or, on ES, EXT_buffer_storage) and persistent
 // mapping (not Options.NoPersistentMapping).
 //
 // Thread rule: Data may be read and written from any goroutine while no
-// Mul that uses the matrix runs; NewHostMatrix and Release as the Device's
-// methods.
+// Mul that uses the matrix runs; NewHostMatrix and Release as the
+// Device's methods.
 type HostMatrix struct {
 	blas32.General
 	d   *Device

@@ -11,19 +11,16 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/glw"
 )
 
-// Matrix is a row-major float32 matrix that lives in a GPU buffer: one the
-// Device made (NewMatrix) or a host's own (WrapBuffer). Element (i, j) is
-// float number Offset + i·Stride + j of the buffer. The caller may change
-// Rows, Cols, Stride and Offset to view another part of the same buffer;
-// every call checks them and panics where they reach past its end.
+// Matrix is a row-major float32 matrix in a GPU buffer: one the Device
+// made (NewMatrix) or a host's own (WrapBuffer). Element (i, j) is float
+// Offset + i·Stride + j of the buffer; the caller may change Rows, Cols,
+// Stride and Offset to view another part of it, and every call panics
+// where they reach past its end. Only the range a product uses is bound,
+// so a matrix may sit anywhere in a buffer of any size; it must fit one
+// shader storage block (Info.MaxSSBOBlockSize).
 //
-// glmul binds only the part of the buffer that a product reads or writes
-// (a buffer range starting on GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT),
-// so a matrix may sit anywhere in a buffer of any size; the matrix itself
-// must fit one shader storage block (Info.MaxSSBOBlockSize).
-//
-// Thread rule: as the Device's methods (any goroutine for an owned context;
-// the host's GL thread for a borrowed one).
+// Thread rule: as the Device's methods (any goroutine for an owned
+// context; the host's GL thread for a borrowed one).
 type Matrix struct {
 	Rows, Cols int
 	Stride     int // elements from one row to the next, ≥ Cols

@@ -151,22 +151,13 @@ type Timings struct {
 	ReadbackBytes int64 `json:"readback_bytes"`
 }
 
-// Mul computes C = A·B on the GPU in one pipelined pass: A and B go up
-// in blocks while the GPU computes and the finished blocks of C come back
-// (Timings). A product over one binding or MaxGPUMemory runs in panels
-// (see Plan). C is
+// Mul computes C = A·B on the GPU in one pipelined pass (A and B going up
+// while the GPU computes and finished blocks of C come back), in panels
+// where the product exceeds a binding or MaxGPUMemory (Plan). C is
 // overwritten entirely; A and B are not modified (a HostMatrix operand's
-// row padding is zeroed). Safe from any goroutine.
-//
-// The GPU buffers of A, B and C are kept for the next Mul, which reuses
-// them where they are large enough (see keepBuffers). They are freed by
-// Release, by a product in panels or under MaxGPUMemory, or when an
-// allocation fails.
-//
-// An empty product, as BLAS and NumPy have them, runs nothing on the GPU
-// and calls neither Measure nor Progress: with A's columns (K) 0, C is
-// overwritten with zeros; with no rows or columns in C, nothing happens.
-// Timings are then zero.
+// row padding is zeroed). An empty product runs nothing: with K = 0, C is
+// zeros. The GPU buffers are kept for the next Mul until Release
+// (docs/LIBRARY.md). Safe from any goroutine.
 //
 // It panics if the shapes disagree, a dimension is negative, or a slice
 // is too short for its shape and stride.

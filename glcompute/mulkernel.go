@@ -9,18 +9,15 @@ import (
 )
 
 // MulKernel computes c = a·b on resident matrices, as Gemm(NoTrans,
-// NoTrans, 1, a, b, 0) does, with the kernel that spec names (as
-// MulOptions.Kernel reads it; "" or "fast": the device's choice, Gemm's).
-// The matrices must have the fast kernel's layout (compact rows of a
-// multiple of 4 floats, starting on 4-float boundaries) and, for a
-// kernel without row strides (tiled32), start their buffers: zero-padded
-// matrices serve any shape. It returns an error matching ErrUnsupported
-// for an unknown spec, one the device cannot run, or matrices it cannot
+// NoTrans, 1, a, b, 0) does, with the kernel that spec names ("" or
+// "fast": Gemm's choice). The matrices must have the fast kernel's layout
+// (compact rows of a multiple of 4 floats on 4-float boundaries) and, for
+// tiled32, start their buffers. It returns an error matching
+// ErrUnsupported for a spec the device cannot run or matrices it cannot
 // read. Like Gemm it only queues work.
 //
-// An empty product (views with no rows or columns) is Gemm's: no kernel
-// runs. It panics if the shapes disagree or c's elements share floats
-// with a's or b's.
+// It panics if the shapes disagree or c's elements share floats with a's
+// or b's.
 func (c *Matrix) MulKernel(spec string, a, b *Matrix) error {
 	if spec == "" || spec == "fast" || c.Rows == 0 || c.Cols == 0 || a.Cols == 0 {
 		return c.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0)
