@@ -1,0 +1,271 @@
+// dfast: fast.comp's register-blocked GEMM in float64. C = A·B, row-major
+// doubles: A is M×K, B K×N, C M×N, each at an offset into its buffer with
+// a row stride of its own. It needs double in shaders: OpenGL 4.0, or
+// GL_ARB_gpu_shader_fp64 (GLSL 4.30 has it; GLSL ES has none).
+//
+// Parameters, injected as #defines before this text (see dfast.go):
+//   BM, BN  rows and columns of C per work group (the block tile)
+//   BK      depth of one K step held in shared memory (even)
+//   TM, TN  rows and columns of C per invocation (TN even)
+//   DB      1: double-buffered shared memory, the next K step's global
+//           loads in flight while this one computes; 0: single buffer
+//   VEC     1: A and B read as dvec2s (16 bytes, one 128-bit load), which
+//           needs lda, ldb, offA and offB even and A's and B's buffers
+//           to hold whole rows (off + rows·ld doubles: the dvec2 that ends
+//           a row of odd length reads one double of its padding, never
+//           used); 0: read double by double, any strides and offsets
+//   THREADS (BM/TM)·(BN/TN) as a literal for layout(local_size_x = ...)
+//
+// The layout of the work is fast.comp's, in 16-byte dvec2s where fast has
+// 16-byte vec4s: invocation (tx, ty) owns rows i·THREADS_Y + ty (i < TM)
+// and column dvec2s j·THREADS_X + tx (j < TN/2) of the block tile, so
+// neighbouring invocations read neighbouring dvec2s of B in shared memory
+// and the invocations of a row of the tile read the same dvec2 of A (a
+// broadcast). Shared memory holds A as As[row][k/2] and B as Bs[k][col/2],
+// each a dvec2: for each 2 steps of k an invocation holds B's 2·TN/2
+// dvec2s and reads A one dvec2 (2 k of one row) at a time, as fast's BH:
+// 2·TN + 2 doubles held for TM·TN·2 FMAs, every shared load 16 bytes.
+//
+// Edges: a block tile that would cross the last row or column of C is
+// moved back to end on it (fast's SHIFT; columns up to N rounded up to
+// even with VEC, so that its dvec2s stay aligned), reads whole K steps
+// without bounds checks like every other tile, and stores only its own
+// elements. Where C has fewer rows or columns than a tile, and for the
+// last K step when BK does not divide K, every load is checked: elements
+// outside A and B load as zero, by selection, so that whatever lies past
+// them (NaN included) never reaches C. C is written double by double,
+// only its M×N elements: no alignment, and a row's padding is left as it
+// was.
+//
+// Uniforms: M, K, N; x0, y0 the first column and row of C covered by this
+// dispatch; lda, ldb, ldc the row strides and offA, offB, offC the
+// offsets, in doubles.
+
+#define THREADS_X (BN / TN)
+#define THREADS_Y (BM / TM)
+#define GN (TN / 2)                 // dvec2s of a row of accumulators
+#define BK2 (BK / 2)                // dvec2s of a shared row of A
+#define BN2 (BN / 2)                // dvec2s of a shared row of B
+#define A_SIZE (BM * BK2)           // dvec2s of one A tile
+#define B_SIZE (BK * BN2)           // dvec2s of one B tile
+#define A_LOADS ((A_SIZE + THREADS - 1) / THREADS)
+#define B_LOADS ((B_SIZE + THREADS - 1) / THREADS)
+#define NBUF (DB + 1)
+
+layout(local_size_x = THREADS, local_size_y = 1, local_size_z = 1) in;
+
+uniform uint M;
+uniform uint K;
+uniform uint N;
+uniform uint x0;
+uniform uint y0;
+uniform uint lda;
+uniform uint ldb;
+uniform uint ldc;
+uniform uint offA;
+uniform uint offB;
+uniform uint offC;
+
+#if VEC
+layout(std430, binding = 0) readonly buffer ssbo_A { dvec2 A[]; };
+layout(std430, binding = 1) readonly buffer ssbo_B { dvec2 B[]; };
+// W(X, w): the dvec2 of X at index w, in dvec2s; KOFF(x): x doubles in
+// those units.
+#define W(X, w) X[w]
+#define KOFF(x) ((x) / 2u)
+#define PER2 1u                     // W's units in a dvec2
+#else
+layout(std430, binding = 0) readonly buffer ssbo_A { double A[]; };
+layout(std430, binding = 1) readonly buffer ssbo_B { double B[]; };
+#define W(X, w) dvec2(X[w], X[(w) + 1u])
+#define KOFF(x) (x)
+#define PER2 2u
+#endif
+layout(std430, binding = 2) writeonly buffer ssbo_C { double C[]; };
+
+// Flat arrays indexed by a base plus constants, as in fast.comp.
+shared dvec2 As[NBUF * A_SIZE];
+shared dvec2 Bs[NBUF * B_SIZE];
+
+// EDGE2(X, e, first, second) is the dvec2 at element e of X with either
+// double zero unless first or second (its own bounds check) holds: by
+// selection, so that a NaN beyond the matrix is dropped.
+#if VEC
+#define EDGE2(X, e, first, second) (first ? mix(dvec2(0.0), X[(e) / 2u], bvec2(true, second)) : dvec2(0.0))
+#else
+#define EDGE2(X, e, first, second) dvec2(first ? X[e] : 0.0LF, second ? X[(e) + 1u] : 0.0LF)
+#endif
+
+// LOAD_EDGE(kt) reads the K step at kt into ra, rb with every element's
+// bounds checked; LOAD_WHOLE(kt) one that lies inside the matrices, from
+// indices computed once (wa, wb). Macros, not functions, to keep ra and
+// rb in registers. LOAD_WHOLE stays in a branch of its own (fast.comp:
+// NVIDIA's compiler otherwise sinks the loads to the shared stores).
+#define LOAD_EDGE(kt)                                                            \
+    for (int i = 0; i < A_LOADS; i++) {                                          \
+        uint idx = tid + uint(i * THREADS);                                      \
+        uint r = row0 + idx / uint(BK2), k = (kt) + (idx % uint(BK2)) * 2u;      \
+        bool ok = (A_SIZE % THREADS == 0 || idx < uint(A_SIZE)) && r < M;        \
+        ra[i] = EDGE2(A, offA + r * lda + k, ok && k < kEnd, ok && k + 1u < kEnd); \
+    }                                                                            \
+    for (int i = 0; i < B_LOADS; i++) {                                          \
+        uint idx = tid + uint(i * THREADS);                                      \
+        uint k = (kt) + idx / uint(BN2), c = col0 + (idx % uint(BN2)) * 2u;      \
+        bool ok = (B_SIZE % THREADS == 0 || idx < uint(B_SIZE)) && k < kEnd;     \
+        rb[i] = EDGE2(B, offB + k * ldb + c, ok && c < N, ok && c + 1u < N);     \
+    }
+
+#define LOAD_WHOLE(kt)                                                           \
+    for (int i = 0; i < A_LOADS; i++) {                                          \
+        if (A_SIZE % THREADS == 0 || tid + uint(i * THREADS) < uint(A_SIZE))     \
+            ra[i] = W(A, wa[i] + KOFF(kt));                                      \
+    }                                                                            \
+    for (int i = 0; i < B_LOADS; i++) {                                          \
+        if (B_SIZE % THREADS == 0 || tid + uint(i * THREADS) < uint(B_SIZE))     \
+            rb[i] = W(B, wb[i] + (kt) * ldbW);                                   \
+    }
+
+#define STORE_SHARED(buf)                                                        \
+    for (int i = 0; i < A_LOADS; i++) {                                          \
+        uint idx = tid + uint(i * THREADS);                                      \
+        if (A_SIZE % THREADS == 0 || idx < uint(A_SIZE))                         \
+            As[uint((buf) * A_SIZE) + idx] = ra[i];                              \
+    }                                                                            \
+    for (int i = 0; i < B_LOADS; i++) {                                          \
+        uint idx = tid + uint(i * THREADS);                                      \
+        if (B_SIZE % THREADS == 0 || idx < uint(B_SIZE))                         \
+            Bs[uint((buf) * B_SIZE) + idx] = rb[i];                              \
+    }
+
+void main()
+{
+    uint tid = gl_LocalInvocationIndex;
+    uint tx = tid % uint(THREADS_X);
+    uint ty = tid / uint(THREADS_X);
+    uint ownRow = y0 + gl_WorkGroupID.y * uint(BM);
+    uint ownCol = x0 + gl_WorkGroupID.x * uint(BN);
+    uint row0 = ownRow, col0 = ownCol;
+    uint kEnd = K;
+#if VEC
+    uint colLim = (N + 1u) & ~1u; // B's dvec2s run to N rounded up to even
+    uint ldbW = ldb / 2u;
+#else
+    uint colLim = N;
+    uint ldbW = ldb;
+#endif
+    // Tiles past the last row or column move back to end on it (SHIFT).
+    if (row0 + uint(BM) > M && M >= uint(BM)) {
+        row0 = M - uint(BM);
+    }
+    if (col0 + uint(BN) > colLim && colLim >= uint(BN)) {
+        col0 = colLim - uint(BN);
+    }
+    bool whole = row0 + uint(BM) <= M && col0 + uint(BN) <= colLim;
+
+    // Where LOAD_WHOLE's loads start at kt = 0, in W's units.
+    uint wa[A_LOADS];
+    uint wb[B_LOADS];
+    for (int i = 0; i < A_LOADS; i++) {
+        uint idx = tid + uint(i * THREADS);
+        wa[i] = KOFF(offA + (row0 + idx / uint(BK2)) * lda) + (idx % uint(BK2)) * PER2;
+    }
+    for (int i = 0; i < B_LOADS; i++) {
+        uint idx = tid + uint(i * THREADS);
+        wb[i] = KOFF(offB + col0) + (idx / uint(BN2)) * ldbW + (idx % uint(BN2)) * PER2;
+    }
+
+    dvec2 ra[A_LOADS];
+    dvec2 rb[B_LOADS];
+    dvec2 acc[TM][GN];
+    #pragma optionNV(unroll all)
+    for (int i = 0; i < TM; i++) {
+        #pragma optionNV(unroll all)
+        for (int j = 0; j < GN; j++) {
+            acc[i][j] = dvec2(0.0);
+        }
+    }
+
+#if DB
+    if (whole && uint(BK) <= kEnd) {
+        LOAD_WHOLE(0u)
+    } else {
+        LOAD_EDGE(0u)
+    }
+    STORE_SHARED(0)
+    barrier();
+    int buf = 0;
+#else
+    const int buf = 0;
+#endif
+    for (uint kt = 0u; kt < kEnd; kt += uint(BK)) {
+#if DB
+        bool more = kt + uint(BK) < kEnd;
+        if (more && whole && kt + uint(2 * BK) <= kEnd) {
+            LOAD_WHOLE(kt + uint(BK))
+        } else if (more) {
+            LOAD_EDGE(kt + uint(BK))
+        }
+#else
+        if (whole && kt + uint(BK) <= kEnd) {
+            LOAD_WHOLE(kt)
+        } else {
+            LOAD_EDGE(kt)
+        }
+        STORE_SHARED(0)
+        barrier();
+#endif
+        uint aOff = uint(buf * A_SIZE) + ty * uint(BK2);
+        uint bOff = uint(buf * B_SIZE) + tx;
+        #pragma optionNV(unroll all)
+        for (int k2 = 0; k2 < BK2; k2++) {
+            dvec2 b[2 * GN];
+            #pragma optionNV(unroll all)
+            for (int kk = 0; kk < 2; kk++) {
+                #pragma optionNV(unroll all)
+                for (int j = 0; j < GN; j++) {
+                    b[kk * GN + j] = Bs[bOff + uint((k2 * 2 + kk) * BN2 + j * THREADS_X)];
+                }
+            }
+            #pragma optionNV(unroll all)
+            for (int i = 0; i < TM; i++) {
+                dvec2 a = As[aOff + uint(i * THREADS_Y * BK2 + k2)];
+                #pragma optionNV(unroll all)
+                for (int kk = 0; kk < 2; kk++) {
+                    #pragma optionNV(unroll all)
+                    for (int j = 0; j < GN; j++) {
+                        acc[i][j] = fma(dvec2(a[kk]), b[kk * GN + j], acc[i][j]);
+                    }
+                }
+            }
+        }
+#if DB
+        if (more) {
+            STORE_SHARED(buf ^ 1)
+        }
+        buf ^= 1;
+#endif
+        barrier();
+    }
+
+    // A tile moved back, or one crossing C's edges, checks each element
+    // against C's edges and its own first row and column (a tile moved
+    // back stores only those, its neighbour the rest).
+    bool check = row0 != ownRow || col0 != ownCol || row0 + uint(BM) > M || col0 + uint(BN) > N;
+    #pragma optionNV(unroll all)
+    for (int i = 0; i < TM; i++) {
+        uint row = row0 + uint(i * THREADS_Y) + ty;
+        if (!check || row < M && row >= ownRow) {
+            #pragma optionNV(unroll all)
+            for (int j = 0; j < GN; j++) {
+                uint col = col0 + (uint(j * THREADS_X) + tx) * 2u;
+                uint e = offC + row * ldc + col;
+                if (!check || col < N && col >= ownCol) {
+                    C[e] = acc[i][j].x;
+                }
+                if (!check || col + 1u < N && col + 1u >= ownCol) {
+                    C[e + 1u] = acc[i][j].y;
+                }
+            }
+        }
+    }
+}

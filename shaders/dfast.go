@@ -1,0 +1,207 @@
+package shaders
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// DFastConfig parameterizes dfast.comp, the float64 kernel: fast.comp's
+// block and register tiles over doubles, read as 16-byte dvec2s.
+//
+// A configuration is spelt BMxBNxBK_TMxTN, then _db for double buffering
+// and _u for A and B read double by double (any strides and offsets), as
+// in "128x128x8_8x8_db" or "64x64x8_4x4_db_u".
+//
+// Sizing for NVIDIA's H100 and H200 (132 SMs; 33.5 TFLOPS of fp64 FMA
+// without tensor cores: 64 DFMA a clock an SM, a warp instruction every 2
+// clocks on each of its 4 schedulers, so the FMAs need half the issue
+// slots fp32's do and the rest go to loads). Per step of k an invocation
+// of TM×TN reads TM+TN doubles of shared memory for TM·TN FMAs; a warp
+// of the default (16 invocations a row, 2 rows) reads 2·8 distinct doubles
+// of A and 16·8 of B: 1,152 bytes, 9 shared wavefronts of 128 bytes,
+// for 64 warp DFMAs (128 scheduler clocks); the SM's 4 warps at a time
+// need 36 shared clocks against 128 of DFMA: 28%, room for conflicts.
+// From L2, a 128×128 block reads (128+128)·8 bytes a step of k for
+// 2·128·128 flops: 16 flop a byte, 2.1 TB/s at the peak, what fast's
+// 128×128 float tiles need at fp32's; 64×64 blocks would need 4.2.
+// Registers: 64 accumulators of two words (128), B's 2·8 doubles held
+// for 2 k (32), a dvec2 of A (4), the staged loads of a double-buffered
+// step (2+2 dvec2s, 16) and indices: about 200 of the 255 an invocation
+// may have, fast's 256x128x16_16x8_db's budget (128 accumulators, 32
+// floats of B held; 45.4 TFLOPS on the H100), so one 256-invocation
+// group an SM (8 warps; 32 KiB of shared memory, under GL's 48), latency
+// hidden by 64 independent FMAs an invocation a step rather than by
+// warps. Half the issue slots free beside the DFMAs (fast's FFMAs leave
+// none) take its loads and indices. Predicted: 80-85% of the peak
+// (27-28 TFLOPS) at 4096³ if NVIDIA's GL compiler keeps it under 255
+// registers without spilling; 128x64x8_8x4_db (about 110 registers, two
+// groups an SM) is the fallback if it does not.
+type DFastConfig struct {
+	BM, BN int // rows and columns of C per work group
+	BK     int // depth of a K step in shared memory; even
+	TM, TN int // rows and columns of C per invocation; TN even
+	// DoubleBuffer keeps two K steps in shared memory: the next one's
+	// global loads overlap this one's arithmetic, one barrier per step.
+	DoubleBuffer bool
+	// Unaligned reads A and B double by double, for any row strides and
+	// offsets; without it they are read as dvec2s, which needs even ones
+	// (Kernel.Align) and buffers that hold A's and B's whole last rows.
+	Unaligned bool
+}
+
+// DefaultDFast is the float64 configuration used where no other is asked
+// for: 256 invocations of 8×8 doubles, double-buffered (32 KiB of shared
+// memory).
+var DefaultDFast = DFastConfig{BM: 128, BN: 128, BK: 8, TM: 8, TN: 8, DoubleBuffer: true}
+
+// Threads is the number of invocations per work group.
+func (c DFastConfig) Threads() int { return (c.BM / c.TM) * (c.BN / c.TN) }
+
+// SharedBytes is the shared memory one work group uses: BK doubles of
+// each of BM rows of A and BN columns of B, twice with DoubleBuffer.
+func (c DFastConfig) SharedBytes() int {
+	b := 8 * c.BK * (c.BM + c.BN)
+	if c.DoubleBuffer {
+		b *= 2
+	}
+	return b
+}
+
+// String spells the configuration as LookupFloat64 reads it after
+// "dfast:".
+func (c DFastConfig) String() string {
+	s := fmt.Sprintf("%dx%dx%d_%dx%d", c.BM, c.BN, c.BK, c.TM, c.TN)
+	if c.DoubleBuffer {
+		s += "_db"
+	}
+	if c.Unaligned {
+		s += "_u"
+	}
+	return s
+}
+
+// ParseDFastConfig reads a configuration written by String.
+func ParseDFastConfig(s string) (DFastConfig, error) {
+	bad := fmt.Errorf("dfast kernel configuration %q: want BMxBNxBK_TMxTN[_db][_u], e.g. 128x128x8_8x8_db", s)
+	parts := strings.Split(s, "_")
+	if len(parts) < 2 {
+		return DFastConfig{}, bad
+	}
+	var c DFastConfig
+	opts := parts[2:]
+	if len(opts) > 0 && opts[0] == "db" {
+		c.DoubleBuffer, opts = true, opts[1:]
+	}
+	if len(opts) > 0 && opts[0] == "u" {
+		c.Unaligned, opts = true, opts[1:]
+	}
+	b, ok1 := sizes(parts[0], 3)
+	t, ok2 := sizes(parts[1], 2)
+	if len(opts) > 0 || !ok1 || !ok2 {
+		return DFastConfig{}, bad
+	}
+	c.BM, c.BN, c.BK, c.TM, c.TN = b[0], b[1], b[2], t[0], t[1]
+	return c, c.Check()
+}
+
+// sizes reads want decimal numbers joined by x, written as String writes
+// them (no signs, no leading zeros).
+func sizes(p string, want int) ([]int, bool) {
+	f := strings.Split(p, "x")
+	if len(f) != want {
+		return nil, false
+	}
+	out := make([]int, want)
+	for i, x := range f {
+		v, err := strconv.Atoi(x)
+		if err != nil || strconv.Itoa(v) != x {
+			return nil, false
+		}
+		out[i] = v
+	}
+	return out, true
+}
+
+// Check reports whether the configuration is well formed: tiles divide
+// evenly, BK and TN are even (dvec2s), sizes stay at most 1024, and a
+// work group has 32 to 1024 invocations (the OpenGL 4.3 guarantee).
+func (c DFastConfig) Check() error {
+	switch {
+	case c.BM < 2 || c.BN < 2 || c.BK < 2 || c.TM < 1 || c.TN < 2:
+		return fmt.Errorf("dfast kernel %v: BM, BN, BK and TN must be at least 2, TM at least 1", c)
+	case c.BM > 1024 || c.BN > 1024 || c.BK > 1024:
+		return fmt.Errorf("dfast kernel %v: BM, BN and BK must be at most 1024", c)
+	case c.BK%2 != 0 || c.TN%2 != 0:
+		return fmt.Errorf("dfast kernel %v: BK and TN must be even (dvec2s)", c)
+	case c.BM%c.TM != 0 || c.BN%c.TN != 0:
+		return fmt.Errorf("dfast kernel %v: TM must divide BM and TN divide BN", c)
+	case c.Threads() > 1024:
+		return fmt.Errorf("dfast kernel %v: %d invocations per work group, over the 1024 OpenGL guarantees", c, c.Threads())
+	case c.Threads() < 32:
+		return fmt.Errorf("dfast kernel %v: %d invocations per work group; use at least 32", c, c.Threads())
+	}
+	return nil
+}
+
+// DFast returns dfast.comp configured by c. Its Align is in doubles: 2
+// (even row strides and offsets), or 1 with Unaligned. It has no GLSL ES
+// text (SourceES is empty): GLSL ES has no double.
+func DFast(c DFastConfig) (Kernel, error) {
+	if err := c.Check(); err != nil {
+		return Kernel{}, fmt.Errorf("shaders: %w", err)
+	}
+	db, vec, align := 0, 1, 2
+	if c.DoubleBuffer {
+		db = 1
+	}
+	if c.Unaligned {
+		vec, align = 0, 1
+	}
+	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define DB %d\n#define VEC %d\n#define THREADS %d\n#line 1\n%s",
+		c.BM, c.BN, c.BK, c.TM, c.TN, db, vec, c.Threads(), source("dfast.comp"))
+	return Kernel{Name: "dfast", Config: c.String(), File: "dfast.comp", TileM: c.BM, TileN: c.BN, Align: align,
+		Threads: c.Threads(), StepK: c.BK, SharedBytes: c.SharedBytes(), Source: src}, nil
+}
+
+// DFastCandidates returns a few float64 configurations to tune among on
+// a GPU, each well formed: the default; 128×64 and 64×128 blocks of 8×4
+// and 4×8 doubles an invocation (about 110 registers: two groups an SM,
+// where the default spills or stalls); 64×64 blocks of 4×4 (more groups
+// for small products); the default's tile single-buffered in 16-deep
+// steps (the same 32 KiB, half the barriers); 64×64×16 blocks of 8×4
+// (128 invocations); and 256×64 blocks of 8×8 (40 KiB).
+func DFastCandidates() []DFastConfig {
+	return []DFastConfig{
+		DefaultDFast,
+		{BM: 128, BN: 64, BK: 8, TM: 8, TN: 4, DoubleBuffer: true},
+		{BM: 64, BN: 128, BK: 8, TM: 4, TN: 8, DoubleBuffer: true},
+		{BM: 64, BN: 64, BK: 8, TM: 4, TN: 4, DoubleBuffer: true},
+		{BM: 128, BN: 128, BK: 16, TM: 8, TN: 8},
+		{BM: 64, BN: 64, BK: 16, TM: 8, TN: 4, DoubleBuffer: true},
+		{BM: 256, BN: 64, BK: 8, TM: 8, TN: 8, DoubleBuffer: true},
+	}
+}
+
+// LookupFloat64 returns the float64 kernel a spec names: "dfast"
+// (DefaultDFast) or "dfast:" followed by a DFastConfig. Lookup knows no
+// float64 kernel, so none can be run on float32 matrices by mistake.
+// Safe for concurrent use.
+func LookupFloat64(spec string) (Kernel, error) {
+	if k, ok := lookedFloat64.Load(spec); ok {
+		return k.(Kernel), nil
+	}
+	name, config, hasConfig := strings.Cut(spec, ":")
+	if name != "dfast" {
+		return Kernel{}, fmt.Errorf("shaders: unknown float64 kernel %q (known: dfast, which takes a configuration as dfast:128x128x8_8x8_db)", spec)
+	}
+	k, err := configured(hasConfig, config, DefaultDFast, ParseDFastConfig, DFast)
+	if err == nil {
+		lookedFloat64.Store(spec, k)
+	}
+	return k, err
+}
+
+// lookedFloat64 memoizes LookupFloat64 (spec → Kernel).
+var lookedFloat64 sync.Map

@@ -1,0 +1,87 @@
+package shaders
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestDFastConfigRoundTrip(t *testing.T) {
+	for _, c := range append(DFastCandidates(), DFastConfig{BM: 32, BN: 64, BK: 8, TM: 2, TN: 4, DoubleBuffer: true, Unaligned: true},
+		DFastConfig{BM: 32, BN: 32, BK: 4, TM: 1, TN: 2, Unaligned: true}) {
+		back, err := ParseDFastConfig(c.String())
+		if err != nil || back != c {
+			t.Errorf("ParseDFastConfig(%q) = %+v, %v", c.String(), back, err)
+		}
+		k, err := LookupFloat64("dfast:" + c.String())
+		if err != nil || k.Spec() != "dfast:"+c.String() || k.TileM != c.BM || k.TileN != c.BN || k.StepK != c.BK || k.Threads != c.Threads() {
+			t.Fatalf("LookupFloat64(dfast:%v) = %+v, %v", c, k, err)
+		}
+		vec, align := 1, 2
+		if c.Unaligned {
+			vec, align = 0, 1
+		}
+		if k.Align != align || !strings.HasPrefix(k.Source, "#version 430 core\n") || !strings.Contains(k.Source, fmt.Sprintf("#define VEC %d\n", vec)) ||
+			!strings.Contains(k.Source, fmt.Sprintf("#define THREADS %d\n", c.Threads())) || k.SourceES != "" {
+			t.Errorf("%v: Align %d, or its source does not start with its defines, or it has GLSL ES text", c, k.Align)
+		}
+	}
+	if k, err := LookupFloat64("dfast"); err != nil || k.Config != DefaultDFast.String() {
+		t.Errorf("LookupFloat64(dfast) = %+v, %v", k, err)
+	}
+}
+
+// TestDFastCandidatesFit: every candidate fits the 48 KiB of shared
+// memory that NVIDIA's OpenGL gives a work group, and has 64 to 256
+// invocations.
+func TestDFastCandidatesFit(t *testing.T) {
+	seen := map[DFastConfig]bool{}
+	for _, c := range DFastCandidates() {
+		if c.Check() != nil || c.SharedBytes() > 48<<10 || c.Threads() < 64 || c.Threads() > 256 || seen[c] {
+			t.Errorf("candidate %v: %v, %d bytes of shared memory, %d invocations, repeated %v", c, c.Check(), c.SharedBytes(), c.Threads(), seen[c])
+		}
+		seen[c] = true
+	}
+	if DefaultDFast.SharedBytes() != 32<<10 {
+		t.Errorf("the default's shared memory is %d bytes, want 32 KiB", DefaultDFast.SharedBytes())
+	}
+}
+
+func TestDFastConfigRejects(t *testing.T) {
+	for _, s := range []string{"128x128x8", "128x128x8_8", "128x128x7_8x8", "128x128x8_8x7", "128x100x8_8x8", "256x256x8_4x4", "8x8x8_4x4",
+		"128x128x8_8x8_u_db", "128x128x8_8x8_db_db", "128x128x8_8x8_at", "128x128x8_8x8_p4", "+128x128x8_8x8", "0128x128x8_8x8",
+		"2048x2x2_64x2", "axbxc_dxe", "0x0x0_0x0"} {
+		if _, err := ParseDFastConfig(s); err == nil {
+			t.Errorf("ParseDFastConfig(%q): no error", s)
+		}
+	}
+	for _, spec := range []string{"fast", "dfast:", "dfast:128x128x8_8x8_tex", "dfastx"} {
+		if _, err := LookupFloat64(spec); err == nil {
+			t.Errorf("LookupFloat64(%q): no error", spec)
+		}
+	}
+	// The float32 paths never get a float64 kernel.
+	if _, err := Lookup("dfast"); err == nil {
+		t.Error("Lookup(dfast): no error")
+	}
+}
+
+// FuzzLookupFloat64: no float64 spec panics, and an accepted one reads
+// back as itself and makes source text.
+func FuzzLookupFloat64(f *testing.F) {
+	for _, s := range []string{"dfast", "dfast:128x128x8_8x8_db", "dfast:64x64x8_4x4_db_u", "dfast:99999999999x4x4_4x4", "dfast:2x2x2_1x2", "fast"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		k, err := LookupFloat64(spec)
+		if err != nil {
+			return
+		}
+		if k.Source == "" || k.TileM < 1 || k.TileN < 1 || k.Threads < 32 || k.Threads > 1024 {
+			t.Fatalf("LookupFloat64(%q) = %+v", spec, k)
+		}
+		if back, err := LookupFloat64(k.Spec()); err != nil || back.Spec() != k.Spec() {
+			t.Fatalf("LookupFloat64(%q).Spec() = %q does not read back: %v", spec, k.Spec(), err)
+		}
+	})
+}
