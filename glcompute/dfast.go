@@ -1,0 +1,153 @@
+package glcompute
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/shaders"
+)
+
+// Float64 products with the dfast kernel (shaders.LookupFloat64), for
+// tests and measurements until a float64 API exists (issue 45): nothing
+// exported reaches them yet.
+
+// float64Support reports whether the context's shaders have double:
+// desktop OpenGL 4.0 on, or GL_ARB_gpu_shader_fp64; OpenGL ES never. On
+// the device thread.
+func (d *Device) float64Support() error {
+	if d.info.ES {
+		return fmt.Errorf("%w: OpenGL ES shaders have no float64 (double); float64 kernels need desktop OpenGL 4.0 or GL_ARB_gpu_shader_fp64", ErrUnsupported)
+	}
+	if d.info.Major >= 4 || glw.HasExtension("GL_ARB_gpu_shader_fp64") {
+		return nil
+	}
+	return fmt.Errorf("%w: %s lacks float64 in shaders (OpenGL 4.0 or GL_ARB_gpu_shader_fp64)", ErrUnsupported, d.info.API())
+}
+
+// dgemm is one float64 product C = A·B on the GPU with a dfast kernel:
+// its program and buffers, made once (newDgemm), then run and read back
+// as often as wanted. Each matrix lies in a buffer of its own, after off
+// doubles, rows of its own stride.
+type dgemm struct {
+	d                  *Device
+	p                  *program
+	m, k, n            int
+	lda, ldb, ldc, off int
+	bufA, bufB, bufC   glw.Buffer
+	lenC               int // doubles in bufC
+}
+
+// newDgemm makes the product c = a·b with the float64 kernel spec names:
+// it compiles the kernel and uploads a, b and c, each after off doubles of
+// NaN and as rows·stride doubles (a Data shorter than that padded with
+// NaN); c's elements go up as they are, so that a poison shows what the
+// kernel leaves. On the device thread. It panics if the shapes disagree.
+func (d *Device) newDgemm(spec string, off int, c, a, b blas64.General) (*dgemm, error) {
+	if a.Rows != c.Rows || b.Cols != c.Cols || a.Cols != b.Rows || a.Rows < 1 || a.Cols < 1 || b.Cols < 1 || off < 0 {
+		panic("glcompute: dgemm: shapes of A, B and C disagree or are empty")
+	}
+	if a.Stride < a.Cols || b.Stride < b.Cols || c.Stride < c.Cols {
+		panic("glcompute: dgemm: a row stride under its row's length")
+	}
+	if err := d.float64Support(); err != nil {
+		return nil, err
+	}
+	k, err := shaders.LookupFloat64(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	if (off|a.Stride|b.Stride)%k.Align != 0 {
+		return nil, fmt.Errorf("%w: kernel %s reads A and B as dvec2s: their row strides (%d, %d) and offset (%d) must be even; use its _u configuration",
+			ErrUnsupported, spec, a.Stride, b.Stride, off)
+	}
+	p, err := d.programOf(k)
+	if err != nil {
+		return nil, err
+	}
+	g := &dgemm{d: d, p: p, m: c.Rows, k: a.Cols, n: c.Cols, lda: a.Stride, ldb: b.Stride, ldc: c.Stride, off: off}
+	for _, u := range []struct {
+		buf *glw.Buffer
+		m   blas64.General
+	}{{&g.bufA, a}, {&g.bufB, b}, {&g.bufC, c}} {
+		if *u.buf, err = d.float64Buffer(off, u.m); err != nil {
+			g.release()
+			return nil, err
+		}
+	}
+	g.lenC = off + c.Rows*c.Stride
+	return g, nil
+}
+
+// float64Buffer returns a storage buffer holding off NaNs, then m's
+// rows·stride doubles (NaN past its Data).
+func (d *Device) float64Buffer(off int, m blas64.General) (glw.Buffer, error) {
+	data := make([]float64, off+m.Rows*m.Stride)
+	copy(data[off:], m.Data)
+	for i := range data {
+		if i < off || i >= off+len(m.Data) {
+			data[i] = math.NaN()
+		}
+	}
+	if err := d.checkBlock("a float64 matrix", 8*int64(len(data))); err != nil {
+		return 0, err
+	}
+	buf, ok := glw.NewStorageBuffer(8*len(data), unsafe.Pointer(&data[0]), glw.StaticDraw)
+	if !ok {
+		return 0, fmt.Errorf("%w: a float64 matrix of %d bytes", ErrOutOfMemory, 8*len(data))
+	}
+	return buf, nil
+}
+
+// run queues the product and a barrier for reading C back. On the
+// device thread.
+func (g *dgemm) run() error {
+	g.d.clearErrors()
+	g.p.prog.Use()
+	g.bufA.BindStorage(0)
+	g.bufB.BindStorage(1)
+	g.bufC.BindStorage(2)
+	g.p.setUints(uniform{"M", g.m}, uniform{"K", g.k}, uniform{"N", g.n}, uniform{"lda", g.lda}, uniform{"ldb", g.ldb},
+		uniform{"ldc", g.ldc}, uniform{"offA", g.off}, uniform{"offB", g.off}, uniform{"offC", g.off})
+	if _, err := g.p.dispatchTiles(g.m, g.n, DefaultMaxGroups); err != nil {
+		return err
+	}
+	glw.BarrierBufferRead()
+	return g.d.checkError("running the float64 kernel")
+}
+
+// read returns C's buffer whole: off doubles, then its rows·stride. On the
+// device thread.
+func (g *dgemm) read() []float64 {
+	out := make([]float64, g.lenC)
+	g.bufC.Read(0, 8*len(out), unsafe.Pointer(&out[0]))
+	return out
+}
+
+func (g *dgemm) release() {
+	g.bufA.Release()
+	g.bufB.Release()
+	g.bufC.Release()
+}
+
+// mulFloat64 runs c = a·b once with the float64 kernel spec names (see
+// newDgemm) and returns C's buffer whole: off doubles, then c's
+// rows·stride, each element the kernel did not write as it was.
+func (d *Device) mulFloat64(spec string, off int, c, a, b blas64.General) ([]float64, error) {
+	var out []float64
+	var err error
+	d.call(func() {
+		var g *dgemm
+		if g, err = d.newDgemm(spec, off, c, a, b); err != nil {
+			return
+		}
+		defer g.release()
+		if err = g.run(); err == nil {
+			out = g.read()
+		}
+	})
+	return out, err
+}

@@ -1,0 +1,185 @@
+package glcompute
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/glmul/glmul/shaders"
+)
+
+// needFloat64 skips t where d's shaders lack double (OpenGL ES, or a
+// desktop context under 4.0 without GL_ARB_gpu_shader_fp64), or fails it
+// with GLMUL_REQUIRE_GL=1.
+func needFloat64(t testing.TB, d *Device) {
+	t.Helper()
+	var err error
+	d.call(func() { err = d.float64Support() })
+	if err != nil {
+		noGL(t, err.Error())
+	}
+}
+
+// randomFloat64 returns a rows×cols matrix of row stride stride, seeded
+// values in [-1, 1), NaN in each row's padding.
+func randomFloat64(rows, cols, stride int, rng *rand.Rand) blas64.General {
+	m := blas64.General{Rows: rows, Cols: cols, Stride: stride, Data: make([]float64, rows*stride)}
+	for i := range m.Data {
+		m.Data[i] = math.NaN()
+		if i%stride < cols {
+			m.Data[i] = 2*rng.Float64() - 1
+		}
+	}
+	return m
+}
+
+// checkDgemm runs an m×k by k×n product with spec, A, B and C after off
+// doubles of their buffers at row strides of their lengths plus pad
+// (rounded up to even where even), C poisoned with NaN, and compares it
+// with gonum's Dgemm: every element within 2γ_K·(|A||B|)ᵢⱼ (each product
+// is within γ_K of the exact one, γ_K = Ku/(1−Ku), u = 2⁻⁵³, whatever
+// its order of summation), every double around C (its padding and the
+// off before it) still NaN.
+func checkDgemm(t *testing.T, d *Device, spec string, off, pad int, even bool, s [3]int, rng *rand.Rand) {
+	t.Helper()
+	m, k, n := s[0], s[1], s[2]
+	ld := func(cols int) int {
+		if even {
+			return (cols + pad + 1) &^ 1
+		}
+		return cols + pad
+	}
+	a, b := randomFloat64(m, k, ld(k), rng), randomFloat64(k, n, ld(n), rng)
+	c := randomFloat64(m, n, n+pad, rng)
+	for i := range c.Data {
+		c.Data[i] = math.NaN()
+	}
+	got, err := d.mulFloat64(spec, off, c, a, b)
+	if err != nil {
+		t.Fatalf("%s %v: %v", spec, s, err)
+	}
+	want, bound := blas64.General{Rows: m, Cols: n, Stride: n, Data: make([]float64, m*n)}, blas64.General{Rows: m, Cols: n, Stride: n, Data: make([]float64, m*n)}
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, want)
+	abs := func(x blas64.General) blas64.General {
+		y := x
+		y.Data = make([]float64, len(x.Data))
+		for i, v := range x.Data {
+			y.Data[i] = math.Abs(v)
+		}
+		return y
+	}
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, abs(a), abs(b), 0, bound)
+	u := math.Ldexp(1, -53)
+	gamma := float64(k) * u / (1 - float64(k)*u)
+	bad := 0
+	for i, v := range got {
+		e := i - off
+		r, col := e/c.Stride, e%c.Stride
+		if e < 0 || col >= n {
+			if !math.IsNaN(v) && bad < 5 {
+				t.Errorf("%s %v: double %d outside C (row %d, column %d) written: %v", spec, s, i, r, col, v)
+				bad++
+			}
+			continue
+		}
+		w, tol := want.Data[r*n+col], 2*gamma*bound.Data[r*n+col]/(1-gamma)
+		if !(math.Abs(v-w) <= tol) && bad < 5 {
+			t.Errorf("%s %v: C[%d,%d] = %v, want %v ± %.3g", spec, s, r, col, v, w, tol)
+			bad++
+		}
+	}
+}
+
+// tileShapes are shapes straddling every tile boundary of kernel k: 1×1×1,
+// then M, N and K each over 1, tile−1, tile, tile+1 and 2·tile+5 with the
+// other two off the tiles' edges, and a K of 3001.
+func tileShapes(k shaders.Kernel) [][3]int {
+	bm, bn, bk := k.TileM, k.TileN, k.StepK
+	out := [][3]int{{1, 1, 1}, {bm + 1, 3001, bn + 1}}
+	for _, x := range []int{1, bm - 1, bm, bm + 1, 2*bm + 5} {
+		out = append(out, [3]int{x, bk + 1, bn + 1})
+	}
+	for _, x := range []int{1, bn - 1, bn, bn + 1, 2*bn + 5} {
+		out = append(out, [3]int{bm - 1, 2*bk + 5, x})
+	}
+	for _, x := range []int{1, bk - 1, bk, bk + 1, 2*bk + 5} {
+		out = append(out, [3]int{2*bm + 5, x, bn - 1})
+	}
+	return out
+}
+
+// TestDFastTileEdges checks the float64 kernel against gonum's Dgemm on
+// shapes straddling its tiles, for the default configuration (dvec2
+// loads, double-buffered, at an even offset and strides with padding) and
+// for a small single-buffered one and one reading double by double (_u,
+// at an odd offset and odd compact strides).
+func TestDFastTileEdges(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	needFloat64(t, d)
+	rng := rand.New(rand.NewPCG(45, 64))
+	for _, c := range []struct {
+		spec     string
+		off, pad int
+		even     bool
+	}{
+		{"dfast", 2, 1, true},
+		{"dfast:32x32x4_4x2", 4, 0, true},
+		{"dfast:32x64x8_2x4_db_u", 3, 1, false},
+	} {
+		t.Run(c.spec, func(t *testing.T) {
+			k, err := shaders.LookupFloat64(c.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tileShapes(k) {
+				checkDgemm(t, d, c.spec, c.off, c.pad, c.even, s, rng)
+			}
+		})
+	}
+}
+
+// TestDFastCandidates: every candidate configuration that fits the
+// device compiles and computes a product straddling its tiles in each
+// dimension.
+func TestDFastCandidates(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	needFloat64(t, d)
+	rng := rand.New(rand.NewPCG(45, 7))
+	for _, c := range shaders.DFastCandidates() {
+		if k, _ := shaders.DFast(c); c == shaders.DefaultDFast || d.fits(k) != nil {
+			continue // TestDFastTileEdges has the default; llvmpipe has 32 KiB of shared memory
+		}
+		checkDgemm(t, d, "dfast:"+c.String(), 0, 0, true, [3]int{c.BM + 1, 2*c.BK + 1, c.BN + 3}, rng)
+	}
+}
+
+// TestDFastAlignment: a configuration reading dvec2s refuses odd strides
+// or offsets, naming the _u configuration; the _u one takes them.
+func TestDFastAlignment(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	needFloat64(t, d)
+	rng := rand.New(rand.NewPCG(45, 2))
+	a, b := randomFloat64(3, 5, 5, rng), randomFloat64(5, 4, 4, rng)
+	c := randomFloat64(3, 4, 4, rng)
+	if _, err := d.mulFloat64("dfast:32x32x4_4x2", 0, c, a, b); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("odd lda: %v, want ErrUnsupported", err)
+	}
+	if _, err := d.mulFloat64("dfast:32x32x4_4x2_u", 1, c, a, b); err != nil {
+		t.Errorf("_u with odd lda and offset: %v", err)
+	}
+}
+
+// TestDFastNotOnES: on OpenGL ES, which has no double, the float64 kernel
+// is refused as unsupported before anything is compiled.
+func TestDFastNotOnES(t *testing.T) {
+	d := openDevice(t, BackendGLES)
+	rng := rand.New(rand.NewPCG(45, 3))
+	a, b, c := randomFloat64(2, 2, 2, rng), randomFloat64(2, 2, 2, rng), randomFloat64(2, 2, 2, rng)
+	if _, err := d.mulFloat64("dfast", 0, c, a, b); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("dfast on OpenGL ES: %v, want ErrUnsupported", err)
+	}
+}
