@@ -1,0 +1,60 @@
+package glcompute
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/glmul/glmul/glcompute/internal/glw"
+)
+
+// BenchmarkFloat64 compares the float64 kernel's rate (its dispatches
+// and glFinish; A and B uploaded once) with gonum's Dgemm (pure Go, all
+// cores) on the same inputs in one run.
+//
+//	go test ./glcompute -run '^$' -bench Float64 -benchtime 3x
+func BenchmarkFloat64(b *testing.B) {
+	for _, n := range []int{256, 512, 1024} {
+		rng := rand.New(rand.NewPCG(uint64(n), 64))
+		a, bm, c := randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng)
+		flop := 2 * float64(n) * float64(n) * float64(n)
+		b.Run(fmt.Sprintf("impl=gonum/n=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a, bm, 0, c)
+			}
+			b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds(), "flop/s")
+		})
+		for _, spec := range []string{"dfast", "dfast:64x64x8_4x4_db"} {
+			b.Run(fmt.Sprintf("impl=%s/n=%d", spec, n), func(b *testing.B) {
+				benchDgemm(b, spec, flop, c, a, bm)
+			})
+		}
+	}
+}
+
+func benchDgemm(b *testing.B, spec string, flop float64, c, a, bm blas64.General) {
+	d := openDevice(b, BackendEGL)
+	needFloat64(b, d)
+	d.call(func() {
+		g, err := d.newDgemm(spec, 0, c, a, bm)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer g.release()
+		// llvmpipe compiles at the first dispatch: not timed.
+		if err := g.run(); err != nil {
+			b.Fatal(err)
+		}
+		glw.Finish()
+		for b.Loop() {
+			if err := g.run(); err != nil {
+				b.Fatal(err)
+			}
+			glw.Finish()
+		}
+	})
+	b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds(), "flop/s")
+}
