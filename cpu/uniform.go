@@ -1,0 +1,132 @@
+package cpu
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// UniformBlock is how many elements of a matrix FillUniform draws from
+// one generator: the matrix's elements in row order (stride gaps
+// skipped) are cut into blocks of this many, the last shorter, and block
+// b is drawn from a PCG of its own, seeded from (seed, stream, b). The
+// values therefore depend on the seed, the stream and the matrix's shape
+// only, never on how many goroutines fill it. 1<<16 elements (256 KiB)
+// is large beside a block's set-up and small beside the matrices worth
+// filling in parallel.
+const UniformBlock = 1 << 16
+
+// Uniform returns a rows×cols matrix filled by FillUniform.
+func Uniform(rows, cols int, seed, stream uint64) blas32.General {
+	m := New(rows, cols)
+	FillUniform(m, seed, stream, nil)
+	return m
+}
+
+// FillUniform sets the elements of m (not its stride gaps) to values
+// uniform on [-1, 1), in blocks of UniformBlock elements, each from its
+// own PCG stream derived from (seed, stream, block index), on up to
+// runtime.GOMAXPROCS goroutines: the same values whatever their number.
+// Matrices of one seed get different streams (A 0, B 1, say) so that
+// their values are independent. Distinct matrices may be filled
+// concurrently.
+//
+// Each value is an odd multiple of 2⁻²⁴, (2u+1)·2⁻²⁴ − 1 for u uniform on
+// the 2²⁴ integers below 2²⁴: exact in float32, spread evenly over
+// [-1, 1), symmetric about 0 (mean 0, variance 1/3 − 2⁻⁴⁸/3), never 0,
+// ±1 or beyond; one 64-bit draw gives two values. Random's values, a
+// float64 rounded to float32, are uniform too but can round up to 1.
+//
+// progress, if not nil, is called with the elements filled so far and
+// m's element count, from the filling goroutines one call at a time, a
+// few hundred times at most, the last with done equal to total.
+//
+// FillUniform is the parallel, thread-count-independent counterpart of
+// Fill; the two give different values for the same seed.
+func FillUniform(m blas32.General, seed, stream uint64, progress func(done, total int)) {
+	total := m.Rows * m.Cols
+	if total == 0 {
+		if progress != nil {
+			progress(0, 0)
+		}
+		return
+	}
+	if m.Stride < m.Cols || len(m.Data) < (m.Rows-1)*m.Stride+m.Cols {
+		panic("cpu: bad stride")
+	}
+	blocks := (total + UniformBlock - 1) / UniformBlock
+	base := splitMix(splitMix(seed) ^ stream)
+	var next, filled atomic.Int64
+	var mu sync.Mutex
+	reported := int64(0)        // under mu: the calls' done only grows
+	every := max(1, blocks/256) // blocks between progress calls
+	work := func() {
+		for {
+			b := int(next.Add(1) - 1)
+			if b >= blocks {
+				return
+			}
+			fillBlock(m, b*UniformBlock, min(total, (b+1)*UniformBlock), base, uint64(b))
+			if f := filled.Add(1); progress != nil && (f%int64(every) == 0 || f == int64(blocks)) {
+				mu.Lock()
+				if f > reported {
+					reported = f
+					progress(min(total, int(f)*UniformBlock), total)
+				}
+				mu.Unlock()
+			}
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), blocks)
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+}
+
+// fillBlock fills elements [lo, hi) of m, counted in row order, from the
+// block's own generator.
+func fillBlock(m blas32.General, lo, hi int, base, block uint64) {
+	s1 := splitMix(base ^ block)
+	pcg := rand.NewPCG(s1, splitMix(s1))
+	var spare uint64 // the second value of the last draw
+	haveSpare := false
+	for e := lo; e < hi; {
+		i, j := e/m.Cols, e%m.Cols
+		row := m.Data[i*m.Stride+j : i*m.Stride+min(m.Cols, j+hi-e)]
+		k := 0
+		if haveSpare && len(row) > 0 {
+			row[0], haveSpare = value(spare), false
+			k = 1
+		}
+		for ; k+1 < len(row); k += 2 {
+			u := pcg.Uint64()
+			row[k], row[k+1] = value(u>>40), value(u>>16&(1<<24-1))
+		}
+		if k < len(row) {
+			u := pcg.Uint64()
+			row[k], spare, haveSpare = value(u>>40), u>>16&(1<<24-1), true
+		}
+		e += len(row)
+	}
+}
+
+// value maps u, 24 random bits, to (2u+1)·2⁻²⁴ − 1.
+func value(u uint64) float32 {
+	return float32(int32(2*u)-(1<<24-1)) * (1.0 / (1 << 24))
+}
+
+// splitMix is SplitMix64's finalizer: a bijection of 64 bits whose
+// outputs for neighbouring inputs are unrelated, so that the blocks'
+// generators start far apart in effect.
+func splitMix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
