@@ -10,6 +10,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -30,10 +31,19 @@ type Inputs struct {
 	Seed    uint64
 }
 
-// NewInputs makes the inputs of an m×k by k×n product from seed.
+// NewInputs makes the inputs of an m×k by k×n product from seed: A from
+// its stream 0 and B from stream 1 (cpu.FillUniform, on every CPU, the
+// same values whatever their number).
 func NewInputs(m, k, n int, seed uint64) *Inputs {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	return &Inputs{A: cpu.Random(m, k, rng), B: cpu.Random(k, n, rng), C: cpu.New(m, n), Seed: seed}
+	in := &Inputs{A: cpu.New(m, k), B: cpu.New(k, n), C: cpu.New(m, n), Seed: seed}
+	in.fill()
+	return in
+}
+
+// fill draws A and B from in.Seed.
+func (in *Inputs) fill() {
+	cpu.FillUniform(in.A, in.Seed, 0, nil)
+	cpu.FillUniform(in.B, in.Seed, 1, nil)
 }
 
 // NewMappedInputs makes the same inputs as NewInputs, in host matrices the
@@ -54,10 +64,9 @@ func NewMappedInputs(dev *glcompute.Device, m, k, n int, seed uint64) (in *Input
 		}
 		mats = append(mats, h)
 	}
-	rng := rand.New(rand.NewPCG(seed, 1))
-	cpu.Fill(mats[0].General, rng)
-	cpu.Fill(mats[1].General, rng)
-	return &Inputs{A: mats[0].General, B: mats[1].General, C: mats[2].General, Seed: seed}, release, nil
+	in = &Inputs{A: mats[0].General, B: mats[1].General, C: mats[2].General, Seed: seed}
+	in.fill()
+	return in, release, nil
 }
 
 // Options of one measurement. The zero value runs the device's default
@@ -190,12 +199,7 @@ func (r Result) Interrupted() bool { return r.Timings.RunsAsked > 0 }
 // back (or a kernel that writes nothing, when Inputs serve several) fails
 // validation.
 func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
-	nan := float32(math.NaN())
-	for i := 0; i < in.C.Rows; i++ {
-		for j := 0; j < in.C.Cols; j++ {
-			in.C.Data[i*in.C.Stride+j] = nan
-		}
-	}
+	fillNaN(in.C)
 	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, SplitK: o.SplitK, Progress: o.Progress,
 		MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory, Context: o.Context}
 	st := newStages(o, dev.Info())
@@ -245,6 +249,28 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	}
 	r.Validation = validate.Check(mode, in.A, in.B, in.C, rand.New(rand.NewPCG(in.Seed, 2)))
 	return r, nil
+}
+
+// fillNaN sets the elements of c to NaN, in bands of rows over the CPUs:
+// the first touch of a fresh C, which page faults make slow, shared.
+func fillNaN(c blas32.General) {
+	const band = 1 << 16 // elements, at least, a goroutine sets
+	rows := max(1, band/max(1, c.Cols))
+	workers := min(runtime.GOMAXPROCS(0), (c.Rows+rows-1)/rows)
+	per := (c.Rows + max(1, workers) - 1) / max(1, workers)
+	nan := float32(math.NaN())
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w * per; i < min(c.Rows, (w+1)*per); i++ {
+				row := c.Data[i*c.Stride : i*c.Stride+c.Cols]
+				for j := range row {
+					row[j] = nan
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // Flop is the product's floating-point operations, 2·M·N·K (the paper's

@@ -1,8 +1,15 @@
 package measure
 
 import (
+	"math"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/cpu"
 )
 
 func TestMeanMedian(t *testing.T) {
@@ -40,4 +47,53 @@ func TestSummary(t *testing.T) {
 	if GFLOPS(1e9, 0) != 0 {
 		t.Error("GFLOPS of a zero time is not 0")
 	}
+}
+
+// TestNewInputsWhateverTheThreads: the inputs of a seed are cpu.Uniform's
+// streams 0 (A) and 1 (B), the same with GOMAXPROCS 1 and 4, and another
+// seed gives others.
+func TestNewInputsWhateverTheThreads(t *testing.T) {
+	const m, k, n = 300, 257, 190 // A and B of several blocks
+	var one, four *Inputs
+	withProcs(1, func() { one = NewInputs(m, k, n, 9) })
+	withProcs(4, func() { four = NewInputs(m, k, n, 9) })
+	if !same(one.A, four.A) || !same(one.B, four.B) {
+		t.Fatal("GOMAXPROCS 1 and 4 made different inputs")
+	}
+	if !same(one.A, cpu.Uniform(m, k, 9, 0)) || !same(one.B, cpu.Uniform(k, n, 9, 1)) {
+		t.Fatal("A and B are not cpu.Uniform's streams 0 and 1 of the seed")
+	}
+	if other := NewInputs(m, k, n, 10); same(one.A, other.A) || same(one.B, other.B) {
+		t.Fatal("seeds 9 and 10 made the same inputs")
+	}
+	if one.C.Rows != m || one.C.Cols != n || one.Seed != 9 {
+		t.Fatalf("C %dx%d, seed %d", one.C.Rows, one.C.Cols, one.Seed)
+	}
+}
+
+// TestFillNaN: every element of a C with a stride is NaN, on 1 goroutine
+// and on 4, the stride's gaps untouched.
+func TestFillNaN(t *testing.T) {
+	for _, procs := range []int{1, 4} {
+		for _, s := range [][2]int{{0, 3}, {1, 1}, {333, 517}} {
+			withProcs(procs, func() {
+				data := make([]float32, s[0]*(s[1]+2))
+				fillNaN(blas32.General{Rows: s[0], Cols: s[1], Stride: s[1] + 2, Data: data})
+				for i, v := range data {
+					if nan := i%(s[1]+2) < s[1]; nan != math.IsNaN(float64(v)) {
+						t.Fatalf("GOMAXPROCS %d, %dx%d: element %d of the data is %v", procs, s[0], s[1], i, v)
+					}
+				}
+			})
+		}
+	}
+}
+
+func withProcs(procs int, f func()) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	f()
+}
+
+func same(a, b blas32.General) bool {
+	return a.Rows == b.Rows && a.Cols == b.Cols && slices.Equal(a.Data, b.Data)
 }
