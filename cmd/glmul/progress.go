@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -46,6 +47,23 @@ func newBar(mode string, stderr io.Writer, what string) *progressbar.ProgressBar
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionThrottle(100_000_000),
 	)
+}
+
+// stageBar returns a progress function that shows a stage of a command
+// on a bar of its own on stderr, described as what, made at the first
+// call; nil where -progress mode (auto|on|off) shows no bar. Calls must
+// not overlap.
+func stageBar(mode string, stderr io.Writer, what string) func(done, total int) {
+	if !wantBar(mode, stderr) {
+		return nil
+	}
+	var bar *progressbar.ProgressBar
+	var once sync.Once
+	return func(done, total int) {
+		once.Do(func() { bar = newBar(mode, stderr, what) })
+		bar.ChangeMax(total)
+		bar.Set(done)
+	}
 }
 
 // progress shows a command's progress through a known number of steps: a

@@ -421,7 +421,7 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 	mo, bar := measureOptions(ctx, o, stderr)
 	var r measure.Result
 	var releaseInputs func() // mapped inputs
-	r, releaseInputs, h.abandoned, err = runProduct(ctx, o, dev, mo, stderr)
+	r, releaseInputs, h.abandoned, err = runProduct(ctx, o, dev, mo, stageBar(o.progress, stderr, "making A and B"), stderr)
 	if !h.abandoned && releaseInputs != nil {
 		defer releaseInputs()
 	}
@@ -473,25 +473,27 @@ func measureOptions(ctx context.Context, o *options, stderr io.Writer) (measure.
 			bar.Set(done)
 		}
 		mo.Validating = func(m validate.Mode) { fmt.Fprintf(stderr, "validating (%s, float64 on the CPU)...\n", m) }
+		mo.ValidateProgress = stageBar(o.progress, stderr, "validating")
 	}
 	return mo, bar
 }
 
-// runProduct makes the inputs, runs the product on dev and validates it,
-// all through awaitWork: Ctrl-C stops them within a second, even inside
-// one long dispatch. release frees mapped inputs (nil for ordinary ones)
+// runProduct makes the inputs (calling inputs, if set, as they are
+// made), runs the product on dev and validates it, all through
+// awaitWork: Ctrl-C stops them within a second, even inside one long
+// dispatch. release frees mapped inputs (nil for ordinary ones)
 // once the caller is done with them. Where the work was abandoned it
 // returns neither result nor release: the work's goroutine still holds
 // them, and the caller must neither release dev nor wait for it.
-func runProduct(ctx context.Context, o *options, dev *glcompute.Device, mo measure.Options, stderr io.Writer) (r measure.Result, release func(), abandoned bool, err error) {
+func runProduct(ctx context.Context, o *options, dev *glcompute.Device, mo measure.Options, inputs func(done, total int), stderr io.Writer) (r measure.Result, release func(), abandoned bool, err error) {
 	var res measure.Result
 	var releaseInputs func()
 	err, abandoned = awaitWork(ctx, stderr, "glmul", func() (err error) {
 		var in *measure.Inputs
 		if o.mapped {
-			in, releaseInputs, err = measure.NewMappedInputs(dev, o.m, o.k, o.nCols, o.seed)
+			in, releaseInputs, err = measure.NewMappedInputs(dev, o.m, o.k, o.nCols, o.seed, inputs)
 		} else {
-			in = measure.NewInputs(o.m, o.k, o.nCols, o.seed)
+			in = measure.NewInputsProgress(o.m, o.k, o.nCols, o.seed, inputs)
 		}
 		if err == nil {
 			err = ctx.Err() // Ctrl-C while the inputs were made

@@ -34,22 +34,35 @@ type Inputs struct {
 // NewInputs makes the inputs of an m×k by k×n product from seed: A from
 // its stream 0 and B from stream 1 (cpu.FillUniform, on every CPU, the
 // same values whatever their number).
-func NewInputs(m, k, n int, seed uint64) *Inputs {
+func NewInputs(m, k, n int, seed uint64) *Inputs { return NewInputsProgress(m, k, n, seed, nil) }
+
+// NewInputsProgress is NewInputs calling progress, if set, as the
+// elements of A and B are made (fill says how).
+func NewInputsProgress(m, k, n int, seed uint64, progress func(done, total int)) *Inputs {
 	in := &Inputs{A: cpu.New(m, k), B: cpu.New(k, n), C: cpu.New(m, n), Seed: seed}
-	in.fill()
+	in.fill(progress)
 	return in
 }
 
-// fill draws A and B from in.Seed.
-func (in *Inputs) fill() {
-	cpu.FillUniform(in.A, in.Seed, 0, nil)
-	cpu.FillUniform(in.B, in.Seed, 1, nil)
+// fill draws A and B from in.Seed, calling progress, if set, with the
+// elements of both made so far and their total, from one goroutine at a
+// time.
+func (in *Inputs) fill(progress func(done, total int)) {
+	a, b := in.A.Rows*in.A.Cols, in.B.Rows*in.B.Cols
+	var pa, pb func(done, total int)
+	if progress != nil {
+		pa = func(done, _ int) { progress(done, a+b) }
+		pb = func(done, _ int) { progress(a+done, a+b) }
+	}
+	cpu.FillUniform(in.A, in.Seed, 0, pa)
+	cpu.FillUniform(in.B, in.Seed, 1, pb)
 }
 
 // NewMappedInputs makes the same inputs as NewInputs, in host matrices the
 // GPU reads and writes directly (glcompute.HostMatrix: the analogue of
-// pinned memory); release frees them.
-func NewMappedInputs(dev *glcompute.Device, m, k, n int, seed uint64) (in *Inputs, release func(), err error) {
+// pinned memory), calling progress, if set, as NewInputsProgress does;
+// release frees them.
+func NewMappedInputs(dev *glcompute.Device, m, k, n int, seed uint64, progress func(done, total int)) (in *Inputs, release func(), err error) {
 	var mats []*glcompute.HostMatrix
 	release = func() {
 		for _, h := range mats {
@@ -65,7 +78,7 @@ func NewMappedInputs(dev *glcompute.Device, m, k, n int, seed uint64) (in *Input
 		mats = append(mats, h)
 	}
 	in = &Inputs{A: mats[0].General, B: mats[1].General, C: mats[2].General, Seed: seed}
-	in.fill()
+	in.fill(progress)
 	return in, release, nil
 }
 
@@ -116,6 +129,9 @@ type Options struct {
 	// Validating, if set, is called before a validation that will run,
 	// with its mode (Auto resolved), for a message on slow checks.
 	Validating func(validate.Mode)
+	// ValidateProgress, if set, is called as a long validation's bands of
+	// rows complete (check), with the rows checked and C's rows.
+	ValidateProgress func(done, total int)
 }
 
 // Result is one measured product.
@@ -247,8 +263,57 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	if o.Validating != nil && mode != validate.None {
 		o.Validating(mode)
 	}
-	r.Validation = validate.Check(mode, in.A, in.B, in.C, rand.New(rand.NewPCG(in.Seed, 2)))
+	r.Validation = check(mode, in, o.ValidateProgress)
 	return r, nil
+}
+
+// check validates in.C as validate.Check(mode, …) does, mode resolved
+// (not Auto). A check long enough to want a progress bar runs in about a
+// hundred bands of rows through validate.Panels, which checks each row
+// exactly as the whole check would, calling progress, if set, after
+// each; a shorter one is one validate.Check. The bands depend on the
+// shape only, never on progress.
+func check(mode validate.Mode, in *Inputs, progress func(done, total int)) validate.Result {
+	return checkInBands(mode, in, progress, checkBand, validate.AutoFullLimit)
+}
+
+// checkInBands is check with bands of at least minFreivalds multiply-adds
+// in mode Freivalds and minFull in mode Full.
+func checkInBands(mode validate.Mode, in *Inputs, progress func(done, total int), minFreivalds, minFull int) validate.Result {
+	rng := rand.New(rand.NewPCG(in.Seed, 2))
+	m, k, n := in.A.Rows, in.A.Cols, in.B.Cols
+	rows := m
+	switch mode {
+	case validate.Freivalds: // m·(k+n)·vectors multiply-adds
+		rows = max(m/bands+1, minFreivalds/max(1, (k+n)*validate.FreivaldsVectors))
+	case validate.Full: // m·k·n, Auto's own range in one piece
+		rows = max(m/bands+1, minFull/max(1, k*n))
+	}
+	if rows >= m {
+		return validate.Check(mode, in.A, in.B, in.C, rng)
+	}
+	p := validate.NewPanels(mode, in.B, rng)
+	for r0 := 0; r0 < m; r0 += rows {
+		r1 := min(m, r0+rows)
+		p.Check(rowsOf(in.A, r0, r1), rowsOf(in.C, r0, r1), r0)
+		if progress != nil {
+			progress(r1, m)
+		}
+	}
+	return p.Result()
+}
+
+// bands is about how many bands of rows a long check runs in, and
+// checkBand the fewest multiply-adds of a band of Freivalds' check: 64
+// times Rows's parallelMin, enough for every CPU of a large machine.
+const (
+	bands     = 100
+	checkBand = 1 << 26
+)
+
+// rowsOf returns rows [r0, r1) of g.
+func rowsOf(g blas32.General, r0, r1 int) blas32.General {
+	return blas32.General{Rows: r1 - r0, Cols: g.Cols, Stride: g.Stride, Data: g.Data[r0*g.Stride : (r1-1)*g.Stride+g.Cols]}
 }
 
 // fillNaN sets the elements of c to NaN, in bands of rows over the CPUs:

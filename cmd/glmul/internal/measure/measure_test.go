@@ -2,6 +2,7 @@ package measure
 
 import (
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/validate"
 )
 
 func TestMeanMedian(t *testing.T) {
@@ -51,17 +53,28 @@ func TestSummary(t *testing.T) {
 
 // TestNewInputsWhateverTheThreads: the inputs of a seed are cpu.Uniform's
 // streams 0 (A) and 1 (B), the same with GOMAXPROCS 1 and 4, and another
-// seed gives others.
+// seed gives others; progress counts A's and B's elements up to their sum.
 func TestNewInputsWhateverTheThreads(t *testing.T) {
 	const m, k, n = 300, 257, 190 // A and B of several blocks
 	var one, four *Inputs
+	var last int
 	withProcs(1, func() { one = NewInputs(m, k, n, 9) })
-	withProcs(4, func() { four = NewInputs(m, k, n, 9) })
+	withProcs(4, func() {
+		four = NewInputsProgress(m, k, n, 9, func(done, total int) {
+			if done <= last || total != m*k+k*n {
+				t.Fatalf("progress(%d, %d) after %d", done, total, last)
+			}
+			last = done
+		})
+	})
 	if !same(one.A, four.A) || !same(one.B, four.B) {
 		t.Fatal("GOMAXPROCS 1 and 4 made different inputs")
 	}
 	if !same(one.A, cpu.Uniform(m, k, 9, 0)) || !same(one.B, cpu.Uniform(k, n, 9, 1)) {
 		t.Fatal("A and B are not cpu.Uniform's streams 0 and 1 of the seed")
+	}
+	if last != m*k+k*n {
+		t.Fatalf("progress ended at %d of %d", last, m*k+k*n)
 	}
 	if other := NewInputs(m, k, n, 10); same(one.A, other.A) || same(one.B, other.B) {
 		t.Fatal("seeds 9 and 10 made the same inputs")
@@ -96,4 +109,36 @@ func withProcs(procs int, f func()) {
 
 func same(a, b blas32.General) bool {
 	return a.Rows == b.Rows && a.Cols == b.Cols && slices.Equal(a.Data, b.Data)
+}
+
+// TestCheckInBands: a check in bands of rows finds what validate.Check
+// finds in one piece (the same worst element, ratio and verdict), for a
+// right C and for one with an error, and reports its bands' progress.
+func TestCheckInBands(t *testing.T) {
+	in := NewInputs(300, 200, 250, 4)
+	cpu.Sgemm(in.C, in.A, in.B)
+	for _, bad := range []bool{false, true} {
+		if bad {
+			in.C.Data[177*250+31] += 0.01
+		}
+		for _, mode := range []validate.Mode{validate.Freivalds, validate.Full} {
+			want := validate.Check(mode, in.A, in.B, in.C, rand.New(rand.NewPCG(in.Seed, 2)))
+			last, calls := 0, 0
+			got := checkInBands(mode, in, func(done, total int) {
+				if done <= last || total != 300 {
+					t.Fatalf("%s: progress(%d, %d) after %d", mode, done, total, last)
+				}
+				last, calls = done, calls+1
+			}, 1, 1)
+			if last != 300 || calls < 50 {
+				t.Fatalf("%s: %d bands, the last ending at row %d", mode, calls, last)
+			}
+			if got.OK != want.OK || got.OK == bad || got.WorstRatio != want.WorstRatio || got.Row != want.Row || got.Col != want.Col {
+				t.Fatalf("%s, error %v: in bands %+v, in one piece %+v", mode, bad, got, want)
+			}
+			if math.Abs(got.RelFrobenius-want.RelFrobenius) > 1e-9*want.RelFrobenius {
+				t.Fatalf("%s: relative Frobenius error %g in bands, %g in one piece", mode, got.RelFrobenius, want.RelFrobenius)
+			}
+		}
+	}
 }
