@@ -21,6 +21,8 @@ func New(rows, cols int) blas32.General {
 // Random returns a rows×cols matrix of values drawn uniformly from [-1, 1)
 // by rng: signed, so that sums cancel as they do in real data and a kernel
 // that drops or repeats a term cannot hide behind all-positive inputs.
+// Each is a float64 on [-1, 1) rounded to float32, which gives 1 for one
+// draw in 2²⁶ (FillUniform's values never reach 1).
 func Random(rows, cols int, rng *rand.Rand) blas32.General {
 	m := New(rows, cols)
 	Fill(m, rng)
