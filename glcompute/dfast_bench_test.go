@@ -3,31 +3,59 @@ package glcompute
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/shaders"
 )
 
 // BenchmarkFloat64 compares the float64 kernel's rate (its dispatches
 // and glFinish; A and B uploaded once) with gonum's Dgemm (pure Go, all
-// cores) on the same inputs in one run.
+// cores, up to n = 1024) on the same inputs in one run.
+// GLMUL_FLOAT64_SIZES and GLMUL_FLOAT64_SPECS (comma lists) replace the
+// sizes and kernels, "candidates" naming shaders.DFastCandidates.
 //
 //	go test ./glcompute -run '^$' -bench Float64 -benchtime 3x
 func BenchmarkFloat64(b *testing.B) {
-	for _, n := range []int{256, 512, 1024} {
+	sizes, specs := []int{256, 512, 1024}, []string{"dfast", "dfast:64x64x8_4x4_db"}
+	if env := os.Getenv("GLMUL_FLOAT64_SIZES"); env != "" {
+		sizes = nil
+		for _, f := range strings.Split(env, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				b.Fatalf("GLMUL_FLOAT64_SIZES: %v", err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	if env := os.Getenv("GLMUL_FLOAT64_SPECS"); env == "candidates" {
+		specs = nil
+		for _, c := range shaders.DFastCandidates() {
+			specs = append(specs, "dfast:"+c.String())
+		}
+	} else if env != "" {
+		specs = strings.Split(env, ",")
+	}
+	for _, n := range sizes {
 		rng := rand.New(rand.NewPCG(uint64(n), 64))
 		a, bm, c := randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng)
 		flop := 2 * float64(n) * float64(n) * float64(n)
 		b.Run(fmt.Sprintf("impl=gonum/n=%d", n), func(b *testing.B) {
+			if n > 1024 {
+				b.Skip("gonum's Dgemm takes seconds a run beyond n = 1024")
+			}
 			for b.Loop() {
 				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a, bm, 0, c)
 			}
 			b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds(), "flop/s")
 		})
-		for _, spec := range []string{"dfast", "dfast:64x64x8_4x4_db"} {
+		for _, spec := range specs {
 			b.Run(fmt.Sprintf("impl=%s/n=%d", spec, n), func(b *testing.B) {
 				benchDgemm(b, spec, flop, c, a, bm)
 			})
