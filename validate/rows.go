@@ -75,8 +75,12 @@ func NewRows(b blas32.General, vectors int, rng *rand.Rand) *Rows {
 	yAbs := make([]float64, k*vectors) // |B|·|x|
 	inParallel(k, n*vectors, func(lo, hi int) {
 		for p := lo; p < hi; p++ {
-			y, ya := f.y[p*vectors:(p+1)*vectors], yAbs[p*vectors:(p+1)*vectors]
-			for j, bv := range b.Data[p*b.Stride : p*b.Stride+n] {
+			y, ya, row := f.y[p*vectors:(p+1)*vectors], yAbs[p*vectors:(p+1)*vectors], b.Data[p*b.Stride:p*b.Stride+n]
+			if vectors == 4 && !f.anyColNF {
+				bx4(y, ya, row, f.x)
+				continue
+			}
+			for j, bv := range row {
 				if colNF[j] {
 					continue // 0·NaN would be NaN
 				}
@@ -336,4 +340,21 @@ func (f *Rows) Result() Result {
 		}
 	}
 	return r
+}
+
+// bx4 is NewRows' pass over a row of B for 4 vectors and no non-finite
+// column, its sums in registers: y[v] = Σⱼ bⱼxⱼᵥ and ya[v] = Σⱼ |bⱼxⱼᵥ|
+// (the general loop, through memory, took 85% of the check at 8192²).
+func bx4(y, ya []float64, row []float32, x []float64) {
+	var y0, y1, y2, y3, a0, a1, a2, a3 float64
+	x = x[:4*len(row)]
+	for j, bv := range row {
+		b := float64(bv)
+		w := x[4*j : 4*j+4 : 4*j+4]
+		t0, t1, t2, t3 := b*w[0], b*w[1], b*w[2], b*w[3]
+		y0, y1, y2, y3 = y0+t0, y1+t1, y2+t2, y3+t3
+		a0, a1, a2, a3 = a0+math.Abs(t0), a1+math.Abs(t1), a2+math.Abs(t2), a3+math.Abs(t3)
+	}
+	y[0], y[1], y[2], y[3] = y0, y1, y2, y3
+	ya[0], ya[1], ya[2], ya[3] = a0, a1, a2, a3
 }

@@ -99,3 +99,31 @@ func TestDot4(t *testing.T) {
 		}
 	}
 }
+
+// TestBx4: bx4 gives the general loop's sums (NewRows with and without a
+// non-finite column elsewhere takes either path).
+func TestBx4(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	for _, n := range []int{0, 1, 7, 300} {
+		row := make([]float32, n)
+		x := make([]float64, 4*n)
+		for j := range row {
+			row[j] = float32(rng.NormFloat64())
+		}
+		for i := range x {
+			x[i] = 2*rng.Float64() - 1
+		}
+		y, ya := make([]float64, 4), make([]float64, 4)
+		bx4(y, ya, row, x)
+		for v := range 4 {
+			var wy, wa float64
+			for j, b := range row {
+				wy += float64(b) * x[4*j+v]
+				wa += math.Abs(float64(b) * x[4*j+v])
+			}
+			if math.Abs(y[v]-wy) > 1e-12*(1+math.Abs(wy)) || math.Abs(ya[v]-wa) > 1e-12*(1+wa) {
+				t.Errorf("n=%d vector %d: bx4 %v %v, loop %v %v", n, v, y[v], ya[v], wy, wa)
+			}
+		}
+	}
+}
