@@ -78,6 +78,11 @@ type Device struct {
 	texs     [2]glw.Texture
 	texBound bool
 	texBlock int64
+	// fp64 is nil where the context's shaders have float64, else why not
+	// (checkFloat64, at creation).
+	fp64 error
+	// runs64 counts the float64 products run on the GPU (tests).
+	runs64 atomic.Int64
 	// loopBudget is the loop iterations one shader invocation may run,
 	// all its loops together (0: no limit; loops.go).
 	loopBudget int

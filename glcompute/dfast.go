@@ -11,14 +11,13 @@ import (
 	"github.com/glmul/glmul/shaders"
 )
 
-// Float64 products with the dfast kernel (shaders.LookupFloat64), for
-// tests and measurements until a float64 API exists (issue 45): nothing
-// exported reaches them yet.
+// Float64 products with the dfast kernel (shaders.LookupFloat64): the
+// dgemm that Mul64 and the tests run, and what the device offers.
 
-// float64Support reports whether the context's shaders have double:
+// checkFloat64 reports whether the context's shaders have double:
 // desktop OpenGL 4.0 on, or GL_ARB_gpu_shader_fp64; OpenGL ES never. On
-// the device thread.
-func (d *Device) float64Support() error {
+// the device thread, once (initInfo keeps it in d.fp64).
+func (d *Device) checkFloat64() error {
 	if d.info.ES {
 		return fmt.Errorf("%w: OpenGL ES shaders have no float64 (double); float64 kernels need desktop OpenGL 4.0 or GL_ARB_gpu_shader_fp64", ErrUnsupported)
 	}
@@ -28,17 +27,22 @@ func (d *Device) float64Support() error {
 	return fmt.Errorf("%w: %s lacks float64 in shaders (OpenGL 4.0 or GL_ARB_gpu_shader_fp64)", ErrUnsupported, d.info.API())
 }
 
+// float64Support returns nil where the device runs float64 kernels, else
+// an error matching ErrUnsupported that says why. Any goroutine.
+func (d *Device) float64Support() error { return d.fp64 }
+
 // dgemm is one float64 product C = A·B on the GPU with a dfast kernel:
-// its program and buffers, made once (newDgemm), then run and read back
-// as often as wanted. Each matrix lies in a buffer of its own, after off
-// doubles, rows of its own stride.
+// its program and buffers, made once, then run and read back as often as
+// wanted. Each matrix lies in a buffer of its own, after offA, offB or
+// offC doubles, in rows of its own stride.
 type dgemm struct {
-	d                  *Device
-	p                  *program
-	m, k, n            int
-	lda, ldb, ldc, off int
-	bufA, bufB, bufC   glw.Buffer
-	lenC               int // doubles in bufC
+	d                *Device
+	p                *program
+	m, k, n          int
+	lda, ldb, ldc    int
+	offA, offB, offC int
+	bufA, bufB, bufC glw.Buffer
+	lenC             int // doubles in bufC
 }
 
 // newDgemm makes the product c = a·b with the float64 kernel spec names:
@@ -68,7 +72,7 @@ func (d *Device) newDgemm(spec string, off int, c, a, b blas64.General) (*dgemm,
 	if err != nil {
 		return nil, err
 	}
-	g := &dgemm{d: d, p: p, m: c.Rows, k: a.Cols, n: c.Cols, lda: a.Stride, ldb: b.Stride, ldc: c.Stride, off: off}
+	g := &dgemm{d: d, p: p, m: c.Rows, k: a.Cols, n: c.Cols, lda: a.Stride, ldb: b.Stride, ldc: c.Stride, offA: off, offB: off, offC: off}
 	for _, u := range []struct {
 		buf *glw.Buffer
 		m   blas64.General
@@ -102,21 +106,23 @@ func (d *Device) float64Buffer(off int, m blas64.General) (glw.Buffer, error) {
 	return buf, nil
 }
 
-// run queues the product and a barrier for reading C back. On the
-// device thread.
-func (g *dgemm) run() error {
+// run queues the product over K's columns k0 to k0+kk of A (rows of B)
+// and a barrier for reading C back, and returns the dispatches it made.
+// On the device thread.
+func (g *dgemm) run(k0, kk, maxGroups int) (int, error) {
 	g.d.clearErrors()
 	g.p.prog.Use()
 	g.bufA.BindStorage(0)
 	g.bufB.BindStorage(1)
 	g.bufC.BindStorage(2)
-	g.p.setUints(uniform{"M", g.m}, uniform{"K", g.k}, uniform{"N", g.n}, uniform{"lda", g.lda}, uniform{"ldb", g.ldb},
-		uniform{"ldc", g.ldc}, uniform{"offA", g.off}, uniform{"offB", g.off}, uniform{"offC", g.off})
-	if _, err := g.p.dispatchTiles(g.m, g.n, DefaultMaxGroups); err != nil {
-		return err
+	g.p.setUints(uniform{"M", g.m}, uniform{"K", kk}, uniform{"N", g.n}, uniform{"lda", g.lda}, uniform{"ldb", g.ldb},
+		uniform{"ldc", g.ldc}, uniform{"offA", g.offA + k0}, uniform{"offB", g.offB + k0*g.ldb}, uniform{"offC", g.offC})
+	n, err := g.p.dispatchTiles(g.m, g.n, maxGroups)
+	if err != nil {
+		return n, err
 	}
 	glw.BarrierBufferRead()
-	return g.d.checkError("running the float64 kernel")
+	return n, g.d.checkError("running the float64 kernel")
 }
 
 // read returns C's buffer whole: off doubles, then its rows·stride. On the
@@ -145,7 +151,7 @@ func (d *Device) mulFloat64(spec string, off int, c, a, b blas64.General) ([]flo
 			return
 		}
 		defer g.release()
-		if err = g.run(); err == nil {
+		if _, err = g.run(0, g.k, DefaultMaxGroups); err == nil {
 			out = g.read()
 		}
 	})

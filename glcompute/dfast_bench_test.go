@@ -73,12 +73,12 @@ func benchDgemm(b *testing.B, spec string, flop float64, c, a, bm blas64.General
 		}
 		defer g.release()
 		// llvmpipe compiles at the first dispatch: not timed.
-		if err := g.run(); err != nil {
+		if _, err := g.run(0, g.k, DefaultMaxGroups); err != nil {
 			b.Fatal(err)
 		}
 		glw.Finish()
 		for b.Loop() {
-			if err := g.run(); err != nil {
+			if _, err := g.run(0, g.k, DefaultMaxGroups); err != nil {
 				b.Fatal(err)
 			}
 			glw.Finish()

@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/blas/gonum"
 
 	"github.com/glmul/glmul/shaders"
 )
@@ -40,10 +41,8 @@ func randomFloat64(rows, cols, stride int, rng *rand.Rand) blas64.General {
 // checkDgemm runs an m×k by k×n product with spec, A, B and C after off
 // doubles of their buffers at row strides of their lengths plus pad
 // (rounded up to even where even), C poisoned with NaN, and compares it
-// with gonum's Dgemm: every element within 2γ_K·(|A||B|)ᵢⱼ (each product
-// is within γ_K of the exact one, γ_K = Ku/(1−Ku), u = 2⁻⁵³, whatever
-// its order of summation), every double around C (its padding and the
-// off before it) still NaN.
+// with gonum's Dgemm (refFloat64), every double around C (its padding
+// and the off before it) still NaN.
 func checkDgemm(t *testing.T, d *Device, spec string, off, pad int, even bool, s [3]int, rng *rand.Rand) {
 	t.Helper()
 	m, k, n := s[0], s[1], s[2]
@@ -62,19 +61,7 @@ func checkDgemm(t *testing.T, d *Device, spec string, off, pad int, even bool, s
 	if err != nil {
 		t.Fatalf("%s %v: %v", spec, s, err)
 	}
-	want, bound := blas64.General{Rows: m, Cols: n, Stride: n, Data: make([]float64, m*n)}, blas64.General{Rows: m, Cols: n, Stride: n, Data: make([]float64, m*n)}
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, want)
-	abs := func(x blas64.General) blas64.General {
-		y := x
-		y.Data = make([]float64, len(x.Data))
-		for i, v := range x.Data {
-			y.Data[i] = math.Abs(v)
-		}
-		return y
-	}
-	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, abs(a), abs(b), 0, bound)
-	u := math.Ldexp(1, -53)
-	gamma := float64(k) * u / (1 - float64(k)*u)
+	want, tol := refFloat64(a, b)
 	bad := 0
 	for i, v := range got {
 		e := i - off
@@ -86,12 +73,40 @@ func checkDgemm(t *testing.T, d *Device, spec string, off, pad int, even bool, s
 			}
 			continue
 		}
-		w, tol := want.Data[r*n+col], 2*gamma*bound.Data[r*n+col]/(1-gamma)
+		w, tol := want[r*n+col], tol[r*n+col]
 		if !(math.Abs(v-w) <= tol) && bad < 5 {
 			t.Errorf("%s %v: C[%d,%d] = %v, want %v ± %.3g", spec, s, r, col, v, w, tol)
 			bad++
 		}
 	}
+}
+
+// refFloat64 returns A·B by gonum's Dgemm, m×n compact, and each
+// element's tolerance: 2γ_K·(|A||B|)ᵢⱼ/(1−γ_K) (each product is within
+// γ_K of the exact one, γ_K = Ku/(1−Ku), u = 2⁻⁵³, whatever its order of
+// summation).
+func refFloat64(a, b blas64.General) (want, tol []float64) {
+	m, k, n := a.Rows, a.Cols, b.Cols
+	w, bound := blas64.General{Rows: m, Cols: n, Stride: n, Data: make([]float64, m*n)}, blas64.General{Rows: m, Cols: n, Stride: n, Data: make([]float64, m*n)}
+	gemm := func(a, b, c blas64.General) { // gonum's own, whatever blas64.Use installed
+		gonum.Implementation{}.Dgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1, a.Data, a.Stride, b.Data, b.Stride, 0, c.Data, c.Stride)
+	}
+	gemm(a, b, w)
+	abs := func(x blas64.General) blas64.General {
+		y := x
+		y.Data = make([]float64, len(x.Data))
+		for i, v := range x.Data {
+			y.Data[i] = math.Abs(v)
+		}
+		return y
+	}
+	gemm(abs(a), abs(b), bound)
+	u := math.Ldexp(1, -53)
+	gamma := float64(k) * u / (1 - float64(k)*u)
+	for i := range bound.Data {
+		bound.Data[i] *= 2 * gamma / (1 - gamma)
+	}
+	return w.Data, bound.Data
 }
 
 // tileShapes are shapes straddling every tile boundary of kernel k: 1×1×1,

@@ -27,7 +27,8 @@
 // Device.Scope groups calls under one state save and restore. BLAS puts
 // gonum's blas32 Sgemm on the GPU. Mul's Timings describe the layout that
 // ran and its pipelined pass; MulOptions.Measure lets a caller time the
-// stages alone.
+// stages alone. Device.Mul64 multiplies float64 matrices (blas64.General)
+// where the shaders have double (desktop OpenGL, not OpenGL ES).
 //
 // # What a host may rely on
 //
@@ -59,8 +60,8 @@
 //
 // # Layout
 //
-// Matrices are gonum's blas32.General: row-major float32, element (i, j)
-// at Data[i*Stride+j]. C = A·B with A m×k and B k×n.
+// Matrices are gonum's blas32.General (Mul64's blas64.General): row-major,
+// element (i, j) at Data[i*Stride+j]. C = A·B with A m×k and B k×n.
 //
 // # Errors
 //

@@ -104,6 +104,7 @@ func (d *Device) initInfo() error {
 		}
 	}
 	d.loopBudget = loopBudget(i.Renderer)
+	d.fp64 = d.checkFloat64()
 	d.bindAlign = 16
 	for d.bindAlign%max(l.SSBOOffsetAlignment, 1) != 0 || d.bindAlign%max(l.TextureBufferOffsetAlignment, 1) != 0 {
 		d.bindAlign += 16

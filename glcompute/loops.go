@@ -44,7 +44,10 @@ func loopBudget(renderer string) int {
 // 16) costs one iteration where its inner loops are unrolled, as they
 // were for cpu, fast and tiled32; gemm.comp's loop over the 16 k of a
 // step was not (about 18 iterations a step, measured on llvmpipe): it
-// is counted as 32. The batched kernel's K is at most 32.
+// is counted as 32. dfast's (the float64 kernel) step is counted as 8:
+// its load and store loops are not all unrolled, and the default
+// configuration's steps cost about 6 iterations on llvmpipe (a K of
+// 300000 ran its first 87382). The batched kernel's K is at most 32.
 func (d *Device) maxKRange(k shaders.Kernel) int {
 	if d.loopBudget == 0 {
 		return 0
@@ -55,6 +58,8 @@ func (d *Device) maxKRange(k shaders.Kernel) int {
 		depth = 32
 	case "gemm":
 		depth, cost = 16, 32
+	case "dfast":
+		cost = 8
 	}
 	if depth == 0 {
 		return 0

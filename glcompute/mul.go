@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/glmul/glmul/glcompute/internal/dispatch"
 )
@@ -162,19 +163,9 @@ type Timings struct {
 // It panics if the shapes disagree, a dimension is negative, or a slice
 // is too short for its shape and stride.
 func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) {
-	emptyA, emptyB, emptyC := checkOperand(a), checkOperand(b), checkOperand(c)
-	if a.Cols != b.Rows {
-		panic("glcompute: inner dimensions of A and B differ")
-	}
-	if c.Rows != a.Rows || c.Cols != b.Cols {
-		panic("glcompute: C has the wrong shape")
-	}
-	if emptyA || emptyB || emptyC {
-		if opts != nil {
-			opts.check()
-		}
-		d.checkOpen()
-		if !emptyC { // K = 0: C = A·B is zero
+	if checkProduct(dims32(c), dims32(a), dims32(b)) {
+		d.emptyProduct(opts)
+		if c.Rows > 0 && c.Cols > 0 { // K = 0: C = A·B is zero
 			for i := range c.Rows {
 				clear(c.Data[i*c.Stride : i*c.Stride+c.Cols])
 			}
@@ -198,38 +189,70 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 	return t, err
 }
 
+// dims is what the checks of Mul's and Mul64's operands read of a
+// matrix, whatever its element type: its shape, stride and data length.
+type dims struct{ rows, cols, stride, len int }
+
+func dims32(m blas32.General) dims { return dims{m.Rows, m.Cols, m.Stride, len(m.Data)} }
+func dims64(m blas64.General) dims { return dims{m.Rows, m.Cols, m.Stride, len(m.Data)} }
+
+// checkProduct panics unless c = a·b is a product Mul can take: shapes
+// that agree, no negative dimension, strides and data that fit the
+// shapes. empty reports a product with a dimension 0.
+func checkProduct(c, a, b dims) (empty bool) {
+	emptyA, emptyB, emptyC := a.checkOperand(), b.checkOperand(), c.checkOperand()
+	if a.cols != b.rows {
+		panic("glcompute: inner dimensions of A and B differ")
+	}
+	if c.rows != a.rows || c.cols != b.cols {
+		panic("glcompute: C has the wrong shape")
+	}
+	return emptyA || emptyB || emptyC
+}
+
+// emptyProduct checks what an empty product checks: its options, and
+// that the Device is open.
+func (d *Device) emptyProduct(opts *MulOptions) {
+	if opts != nil {
+		opts.check()
+	}
+	d.checkOpen()
+}
+
 // checkGeneral panics unless m has at least a row and a column, a stride
 // no shorter than a row, and data for its shape.
 func checkGeneral(m blas32.General) {
 	if m.Rows < 1 || m.Cols < 1 {
 		panic("glcompute: matrix dimension below 1")
 	}
-	checkLayout(m)
+	dims32(m).checkLayout()
 }
 
 // checkOperand is checkGeneral for an operand of Mul, which may have no
 // rows or no columns (empty reports so); its data may then be nil.
-func checkOperand(m blas32.General) (empty bool) {
-	if m.Rows < 0 || m.Cols < 0 {
+func checkOperand(m blas32.General) (empty bool) { return dims32(m).checkOperand() }
+
+func (m dims) checkOperand() (empty bool) {
+	if m.rows < 0 || m.cols < 0 {
 		panic("glcompute: negative matrix dimension")
 	}
-	if m.Rows == 0 || m.Cols == 0 {
-		if m.Stride < m.Cols {
+	if m.rows == 0 || m.cols == 0 {
+		if m.stride < m.cols {
 			panic("glcompute: stride shorter than a row")
 		}
 		return true
 	}
-	checkLayout(m)
+	m.checkLayout()
 	return false
 }
 
-// checkLayout panics unless m's stride and data fit its shape (Rows and
-// Cols at least 1).
-func checkLayout(m blas32.General) {
-	if m.Stride < m.Cols {
+// checkLayout panics unless m's stride and data fit its shape (rows and
+// cols at least 1).
+func (m dims) checkLayout() {
+	if m.stride < m.cols {
 		panic("glcompute: stride shorter than a row")
 	}
-	if len(m.Data) < (m.Rows-1)*m.Stride+m.Cols {
+	if m.len < (m.rows-1)*m.stride+m.cols {
 		panic("glcompute: matrix data shorter than its shape")
 	}
 }
@@ -258,8 +281,8 @@ func (d *Device) planHost(m, k, n int, opts *MulOptions) (hp hostPlan, err error
 	if hp.o.MaxGroups == 0 {
 		hp.o.MaxGroups = DefaultMaxGroups
 	}
-	if lim := min(d.info.MaxWorkGroupCount[0], d.info.MaxWorkGroupCount[1]); hp.o.MaxGroups > lim {
-		return hp, fmt.Errorf("%w: %d work groups per dispatch requested, the driver allows %d (GL_MAX_COMPUTE_WORK_GROUP_COUNT)", ErrUnsupported, hp.o.MaxGroups, lim)
+	if err := d.checkMaxGroups(hp.o.MaxGroups); err != nil {
+		return hp, err
 	}
 	if hp.kernels, err = d.chooseHost(hp.o.Kernel, m, k, n); err != nil {
 		return hp, err
@@ -272,6 +295,15 @@ func (d *Device) planHost(m, k, n int, opts *MulOptions) (hp hostPlan, err error
 	}
 	hp.panels, hp.paneled, err = d.planPanels(m, k, n, &hp)
 	return hp, err
+}
+
+// checkMaxGroups returns ErrUnsupported for a MaxGroups over the
+// driver's limit.
+func (d *Device) checkMaxGroups(groups int) error {
+	if lim := min(d.info.MaxWorkGroupCount[0], d.info.MaxWorkGroupCount[1]); groups > lim {
+		return fmt.Errorf("%w: %d work groups per dispatch requested, the driver allows %d (GL_MAX_COMPUTE_WORK_GROUP_COUNT)", ErrUnsupported, groups, lim)
+	}
+	return nil
 }
 
 // mul runs on the device thread: a hostProduct, offered to the Measure
