@@ -64,19 +64,8 @@ func (impl BLAS) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []fl
 		cpu()
 		return
 	}
-	// Shapes as stored; gonum's checks (and panics) apply to anything the
-	// GPU path could misread.
-	ar, ac := m, k
-	if tA != blas.NoTrans {
-		ar, ac = k, m
-	}
-	br, bc := k, n
-	if tB != blas.NoTrans {
-		br, bc = n, k
-	}
-	if (tA != blas.NoTrans && tA != blas.Trans && tA != blas.ConjTrans) || (tB != blas.NoTrans && tB != blas.Trans && tB != blas.ConjTrans) ||
-		m < 0 || n < 0 || k < 0 || lda < max(1, ac) || ldb < max(1, bc) || ldc < max(1, n) ||
-		len(a) < (ar-1)*lda+ac || len(b) < (br-1)*ldb+bc || len(c) < (m-1)*ldc+n {
+	ar, ac, br, bc, ok := gemmShapes(tA, tB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
+	if !ok {
 		cpu() // gonum panics with its own message
 		return
 	}
@@ -85,6 +74,25 @@ func (impl BLAS) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []fl
 		blas32.General{Rows: m, Cols: n, Stride: ldc, Data: c}) {
 		cpu()
 	}
+}
+
+// gemmShapes returns the shapes of A and B as stored (ar×ac, br×bc) of a
+// Sgemm or Dgemm with these arguments, and whether gonum accepts the
+// arguments: where not, the caller lets gonum's own call panic with its
+// message, so that nothing the GPU path could misread reaches it.
+func gemmShapes(tA, tB blas.Transpose, m, n, k, lda, ldb, ldc, lenA, lenB, lenC int) (ar, ac, br, bc int, ok bool) {
+	ar, ac = m, k
+	if tA != blas.NoTrans {
+		ar, ac = k, m
+	}
+	br, bc = k, n
+	if tB != blas.NoTrans {
+		br, bc = n, k
+	}
+	trans := func(t blas.Transpose) bool { return t == blas.NoTrans || t == blas.Trans || t == blas.ConjTrans }
+	ok = trans(tA) && trans(tB) && m >= 0 && n >= 0 && k >= 0 && lda >= max(1, ac) && ldb >= max(1, bc) && ldc >= max(1, n) &&
+		lenA >= (ar-1)*lda+ac && lenB >= (br-1)*ldb+bc && lenC >= (m-1)*ldc+n
+	return ar, ac, br, bc, ok
 }
 
 // gpu runs the product on the device and reports whether it succeeded.

@@ -83,6 +83,9 @@ type Device struct {
 	fp64 error
 	// runs64 counts the float64 products run on the GPU (tests).
 	runs64 atomic.Int64
+	// told64 has a bit for each kind of error BLAS64.Fallback was
+	// told (fallbackKinds).
+	told64 atomic.Uint32
 	// loopBudget is the loop iterations one shader invocation may run,
 	// all its loops together (0: no limit; loops.go).
 	loopBudget int

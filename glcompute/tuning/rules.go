@@ -279,6 +279,14 @@ func SgemmThreshold(d Driver) int {
 	return math.MaxInt
 }
 
+// DgemmThreshold returns the product size (m·n·k) from which
+// glcompute.BLAS64 runs Dgemm on this device rather than on the CPU.
+// float64's crossover is not measured yet: float32's (SgemmThreshold)
+// stands in for it.
+func DgemmThreshold(d Driver) int {
+	return SgemmThreshold(d)
+}
+
 // The built-in configurations, from glmul tune runs recorded in
 // docs/PERFORMANCE.md. NVIDIA's reads A transposed (a transpose pass
 // before each product): 46.3 against 41.9 TFLOPS at 4096³ on the H100.
