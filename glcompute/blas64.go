@@ -25,7 +25,8 @@ type BLAS64 struct {
 	gonum.Implementation
 	Device *Device
 	// Threshold is the m·n·k at or above which Dgemm uses the GPU (1:
-	// every product). Zero value: tuning.DgemmThreshold for the device.
+	// every product). Zero value: tuning.DgemmThreshold for the device,
+	// never on OpenGL on a CPU (llvmpipe), where gonum is faster.
 	Threshold int
 	// Fallback, if set, is called with the error that sent a Dgemm at or
 	// above the threshold to gonum, on Dgemm's goroutine: once per Device

@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/glmul/glmul/glcompute/tuning"
 )
 
 // dgemmRef returns α·op(A)·op(B) + β·C0 in float64 (β = 0: C0 not read)
@@ -158,4 +160,30 @@ func TestBLAS64PanicsLikeGonum(t *testing.T) {
 		}
 	}()
 	BLAS64{Device: d, Threshold: 1}.Dgemm(blas.NoTrans, blas.NoTrans, 4, 4, 4, 1, make([]float64, 16), 2, make([]float64, 16), 4, 0, make([]float64, 16), 4)
+}
+
+// TestBLAS64DefaultOnCPUDriver: on OpenGL on a CPU (llvmpipe) the zero
+// Threshold never sends a product to the device (dfast there lost to
+// gonum at every size measured), not even one over float32's crossover
+// (512³ there); the result is gonum's, bitwise.
+func TestBLAS64DefaultOnCPUDriver(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	if !tuning.OnCPU(d.tuningDriver()) {
+		t.Skipf("a rule for OpenGL on a CPU; this device is %s", d.Info().Renderer)
+	}
+	const n = 512
+	rng := rand.New(rand.NewPCG(45, 45))
+	a, b := randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng)
+	c1, c2 := make([]float64, n*n), make([]float64, n*n)
+	before := d.runs64.Load()
+	BLAS64{Device: d}.Dgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, a.Data, n, b.Data, n, 0, c1, n)
+	gonum.Implementation{}.Dgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, a.Data, n, b.Data, n, 0, c2, n)
+	if got := d.runs64.Load() - before; got != 0 {
+		t.Errorf("a 512³ Dgemm with the default threshold ran on %s", d.Info().Renderer)
+	}
+	for i := range c1 {
+		if math.Float64bits(c1[i]) != math.Float64bits(c2[i]) {
+			t.Fatalf("element %d: %v vs gonum %v", i, c1[i], c2[i])
+		}
+	}
 }

@@ -280,10 +280,17 @@ func SgemmThreshold(d Driver) int {
 }
 
 // DgemmThreshold returns the product size (m·n·k) from which
-// glcompute.BLAS64 runs Dgemm on this device rather than on the CPU.
+// glcompute.BLAS64 runs Dgemm on this device rather than on the CPU, or
+// math.MaxInt (never). Never on OpenGL on a CPU: llvmpipe's dfast, on the
+// same 2 cores as gonum's Dgemm, lost at every size from 64³ to 1024³,
+// transfers included (0.27 to 4.6 GFLOPS against 8.7 to 12.9;
+// docs/PERFORMANCE.md, "float64 on llvmpipe", 2026-11-28). On a GPU
 // float64's crossover is not measured yet: float32's (SgemmThreshold)
-// stands in for it.
+// stands in for it, so NVIDIA from 256³ and other vendors never.
 func DgemmThreshold(d Driver) int {
+	if OnCPU(d) {
+		return math.MaxInt
+	}
 	return SgemmThreshold(d)
 }
 

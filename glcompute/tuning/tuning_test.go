@@ -111,6 +111,18 @@ func TestSgemmThreshold(t *testing.T) {
 	}
 }
 
+func TestDgemmThreshold(t *testing.T) {
+	if got := DgemmThreshold(Driver{Vendor: "Mesa", Renderer: "llvmpipe (LLVM 15.0.6, 256 bits)"}); got != math.MaxInt {
+		t.Errorf("llvmpipe float64 threshold %d, want never", got)
+	}
+	if got := DgemmThreshold(Driver{Vendor: "NVIDIA Corporation"}); got != 1<<24 {
+		t.Errorf("NVIDIA float64 threshold %d, want float32's 256³", got)
+	}
+	if got := DgemmThreshold(Driver{Vendor: "AMD"}); got != math.MaxInt {
+		t.Errorf("unmeasured vendor's float64 threshold %d, want never", got)
+	}
+}
+
 // FuzzLoad: no cache file content panics Load; what it accepts saves and
 // loads back the same.
 func FuzzLoad(f *testing.F) {
