@@ -60,6 +60,11 @@ type StreamOptions struct {
 	// take (StreamHostBytes): a product that needs more fails with
 	// ErrHostMemory before anything is read.
 	HostLimit int64
+	// MaxBinding lowers the bytes one matrix may take in one shader
+	// storage binding below the driver's, as MulOptions.MaxBinding does:
+	// a B over it is held on the GPU in column panels (StreamResult.BPanels),
+	// so small products exercise that path. Zero value: the driver's limit.
+	MaxBinding int64
 }
 
 // ErrHostMemory is the error, wrapped, of a MulStream that needs more
@@ -80,6 +85,9 @@ type StreamResult struct {
 	Kernel    string // the kernel of a whole panel
 	Panels    int
 	PanelRows int
+	// BPanels is how many column panels B is held in on the GPU, each
+	// within one shader storage binding (1: B whole).
+	BPanels int
 	// ReadB is the time spent reading B, Read reading A's panels, GPU the
 	// GPU stage's (uploads, products, readbacks), Check the panels'
 	// checks and Write writing C.
@@ -100,7 +108,9 @@ func (r StreamResult) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * 
 // (StreamHostBytes) rather than A and C. Four stages overlap, each on a
 // goroutine of its own: reading A's panels, the GPU (upload of a panel
 // into one of two resident matrices, its product by B, readback of the
-// panel before it), the check (StreamOptions.Check) and writing C.
+// panel before it), the check (StreamOptions.Check) and writing C. A B
+// over one storage binding is held in column panels (BPanels). What can
+// be checked and allocated is, before anything is read.
 //
 // MulStream needs a Device of its own context (Open): on a borrowed one
 // (NewDeviceFromCurrent) it panics. A's columns must equal B's rows, and
@@ -131,24 +141,36 @@ func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (Strea
 	if o == nil {
 		o = &StreamOptions{}
 	}
+	if o.MaxBinding < 0 {
+		panic("glcompute: StreamOptions.MaxBinding is negative")
+	}
 	p := newStreamPlan(a.Rows(), a.Cols(), b.Cols(), o.PanelBytes)
+	if !p.empty() {
+		if err := p.fitBinding(d.streamBinding(o.MaxBinding)); err != nil {
+			return StreamResult{}, err
+		}
+		// The kernel, on a panel's shape, before anything is read.
+		if _, err := d.Plan(p.rows, p.kp, p.cols, &MulOptions{Kernel: o.Kernel, MaxBinding: o.MaxBinding}); err != nil {
+			return StreamResult{}, err
+		}
+	}
 	if need := p.hostBytes(); o.HostLimit > 0 && need > o.HostLimit {
 		return StreamResult{}, fmt.Errorf("glcompute: the %d×%d by %d×%d product needs %.1f GiB of host memory for B and its panels of A and C, over the limit of %.1f GiB: %w",
 			p.m, p.k, p.k, p.n, float64(need)/(1<<30), float64(o.HostLimit)/(1<<30), ErrHostMemory)
 	}
-	r := StreamResult{M: p.m, K: p.k, N: p.n, Panels: p.panels, PanelRows: p.rows, Kernel: o.Kernel}
+	r := StreamResult{M: p.m, K: p.k, N: p.n, Panels: p.panels, PanelRows: p.rows, BPanels: p.bpanels, Kernel: o.Kernel}
 	ctx := o.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	start := time.Now()
 	var err error
-	if p.k == 0 || p.panels == 0 {
+	if p.empty() {
 		r.Kernel = "" // none runs
 		err = zeroStream(ctx, c, p, o.Progress, &r)
 	} else {
 		if o.Kernel == "" || o.Kernel == "fast" {
-			r.Kernel = d.KernelFor(p.rows, p.kp, p.np)
+			r.Kernel = d.KernelFor(p.rows, p.kp, p.cols)
 		}
 		err = runStream(ctx, d, p, a, b, c, o, &r)
 	}
@@ -173,10 +195,15 @@ func StreamHostBytes(m, k, n int, panelBytes int64) int64 {
 
 // streamPlan is a streamed product's panels: A (m×k) by B (k×n) in panels
 // of rows rows; kp and np are k and n rounded up to 4 floats, the padded
-// layout the fast kernel reads and writes whole vec4s of.
+// layout the fast kernel reads and writes whole vec4s of. On the GPU, B is
+// held in bpanels column panels of cols columns (the last one what is
+// left of np), each panel of A multiplied by each into the same columns
+// of its C, so that every matrix there fits one storage binding
+// (fitBinding).
 type streamPlan struct {
 	m, k, n, kp, np int
 	rows, panels    int
+	cols, bpanels   int
 }
 
 // newStreamPlan sizes the panels of an m×k by k×n product to panelBytes
@@ -184,6 +211,7 @@ type streamPlan struct {
 // DefaultPanelBytes]), rows a multiple of 64 where more than 64.
 func newStreamPlan(m, k, n int, panelBytes int64) streamPlan {
 	p := streamPlan{m: m, k: k, n: n, kp: (k + 3) / 4 * 4, np: (n + 3) / 4 * 4}
+	p.cols, p.bpanels = p.np, 1
 	if m == 0 || n == 0 {
 		return p // no panels
 	}
@@ -199,10 +227,62 @@ func newStreamPlan(m, k, n int, panelBytes int64) streamPlan {
 	return p
 }
 
+// empty reports whether the product runs nothing on the GPU: K = 0
+// (zeroStream), or no panels.
+func (p streamPlan) empty() bool { return p.k == 0 || p.panels == 0 }
+
+// streamBinding is the most bytes a streamed product puts in one storage
+// binding: the driver's block, lowered to max where positive.
+func (d *Device) streamBinding(max int64) int64 {
+	binding := min(d.info.MaxSSBOBlockSize, 4*maxIndex)
+	if max > 0 {
+		binding = min(binding, max)
+	}
+	return binding
+}
+
+// fitBinding makes every matrix of the product on the GPU fit binding
+// bytes: a panel of A (rows×kp: fewer rows where needed) and, where B
+// does not fit whole, B and each panel's C in column panels (a multiple of
+// 64 columns, or of 4 under 64). It fails, in the user's shapes, where
+// not even a row of A and 4 columns of B fit.
+func (p *streamPlan) fitBinding(binding int64) error {
+	row := 4 * int64(p.kp) // bytes of a row of A, and of a column of B
+	if 4*row > binding {
+		return fmt.Errorf("%w: the %d×%d by %d×%d product cannot run: a row of A and 4 columns of B (K = %d) take %s and %s, over one shader storage binding (%s)",
+			ErrTooLarge, p.m, p.k, p.k, p.n, p.k, formatBytes(float64(row)), formatBytes(float64(4*row)), formatBytes(float64(binding)))
+	}
+	if fit := int(binding / row); p.rows > fit {
+		p.rows = fit
+		if p.rows > 64 {
+			p.rows = p.rows / 64 * 64
+		}
+		p.panels = (p.m + p.rows - 1) / p.rows
+	}
+	tall := 4 * int64(max(p.kp, p.rows)) // bytes of a column of B or of a panel's C
+	if tall*int64(p.np) <= binding {
+		return nil
+	}
+	p.cols = int(binding / tall)
+	if p.cols >= 64 {
+		p.cols = p.cols / 64 * 64
+	} else {
+		p.cols = p.cols / 4 * 4
+	}
+	p.bpanels = (p.np + p.cols - 1) / p.cols
+	return nil
+}
+
+// colsOf returns the first column and the columns of B's column panel j.
+func (p streamPlan) colsOf(j int) (c0, cols int) {
+	c0 = j * p.cols
+	return c0, min(p.cols, p.np-c0)
+}
+
 // hostBytes is B's memory and the panels'; with K = 0, one panel of C's
 // zeros (zeroStream); with no panels, nothing.
 func (p streamPlan) hostBytes() int64 {
-	if p.k == 0 || p.panels == 0 {
+	if p.empty() {
 		return 4 * int64(p.rows) * int64(p.np)
 	}
 	return 4 * (int64(p.kp)*int64(p.np) + int64(min(hostPanels, p.panels))*int64(p.rows)*int64(p.kp+p.np))
@@ -212,13 +292,24 @@ func (p streamPlan) hostBytes() int64 {
 func (p streamPlan) rowsOf(i int) int { return min(p.rows, p.m-i*p.rows) }
 
 // readB reads B whole into a host matrix with its rows and columns padded
-// to p's multiples of 4 with zeros.
-func readB(b RowReader, p streamPlan, r *StreamResult) (blas32.General, error) {
+// to p's multiples of 4 with zeros, in blocks of rows of about
+// DefaultPanelBytes: once ctx is done (Release, say, which waits for the
+// product), it stops between them with ctx's cause.
+func readB(ctx context.Context, b RowReader, p streamPlan, r *StreamResult) (blas32.General, error) {
 	t0 := time.Now()
+	defer func() { r.ReadB = time.Since(t0) }()
 	hb := blas32.General{Rows: p.kp, Cols: p.np, Stride: p.np, Data: make([]float32, p.kp*p.np)}
-	err := b.ReadRows(blas32.General{Rows: p.k, Cols: p.n, Stride: p.np, Data: hb.Data}, 0)
-	r.ReadB = time.Since(t0)
-	return hb, err
+	per := int(max(1, DefaultPanelBytes/(4*int64(p.np))))
+	for r0 := 0; r0 < p.k; r0 += per {
+		if ctx.Err() != nil {
+			return hb, context.Cause(ctx)
+		}
+		block := blas32.General{Rows: min(per, p.k-r0), Cols: p.n, Stride: p.np, Data: hb.Data[r0*p.np:]}
+		if err := b.ReadRows(block, r0); err != nil {
+			return hb, err
+		}
+	}
+	return hb, nil
 }
 
 // panel is one panel's host memory: its rows of A (kp floats a row, the
@@ -237,6 +328,11 @@ func newPanel(p streamPlan) *panel {
 // rowsView returns the first rows rows and cols columns of m.
 func rowsView(m blas32.General, rows, cols int) blas32.General {
 	return blas32.General{Rows: rows, Cols: cols, Stride: m.Stride, Data: m.Data[:(rows-1)*m.Stride+cols]}
+}
+
+// blockView returns the first rows rows of m's columns [c0, c0+cols).
+func blockView(m blas32.General, rows, c0, cols int) blas32.General {
+	return blas32.General{Rows: rows, Cols: cols, Stride: m.Stride, Data: m.Data[c0 : c0+(rows-1)*m.Stride+cols]}
 }
 
 // errPanel wraps a GPU error with the panel it was at.

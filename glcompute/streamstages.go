@@ -2,6 +2,8 @@ package glcompute
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,45 +15,74 @@ import (
 // further apart, at a panel of memory each.
 const hostPanels = 3
 
-// streamGPU is the GPU side of a streamed product: B, and two panels of A and C that
-// panels take in turn (panel i in slot i%2), so that one panel's C is read
-// back while the next one's product runs.
+// streamGPU is the GPU side of a streamed product: B, in its column
+// panels, and two panels of A and C that panels take in turn (panel i in
+// slot i%2), so that one panel's C is read back while the next one's
+// product runs. A slot's C is a matrix for each column panel of B.
 type streamGPU struct {
 	dev    *Device
 	p      streamPlan
 	kernel string // StreamOptions.Kernel
-	b      *Matrix
-	a, c   [2]*Matrix
+	b      []*Matrix
+	a      [2]*Matrix
+	c      [2][]*Matrix
 }
 
-// newGPU uploads B (hb, padded) and allocates the panels' matrices.
-func newStreamGPU(dev *Device, p streamPlan, hb blas32.General, kernel string) (_ *streamGPU, err error) {
+// newStreamGPU allocates the product's matrices, before anything is
+// read: a product the driver has not the memory for fails at once.
+func newStreamGPU(dev *Device, p streamPlan, kernel string) (_ *streamGPU, err error) {
 	g := &streamGPU{dev: dev, p: p, kernel: kernel}
 	defer func() {
 		if err != nil {
 			g.release() // what was made before the failure
+			err = fmt.Errorf("glcompute: the %d×%d by %d×%d product needs %s of GPU memory for B and two panels of A and C: %w",
+				p.m, p.k, p.k, p.n, formatBytes(float64(p.gpuBytes())), err)
 		}
 	}()
-	if g.b, err = dev.NewMatrix(p.kp, p.np); err != nil {
-		return nil, err
-	}
-	if err = g.b.Upload(hb); err != nil {
-		return nil, err
+	for j := range p.bpanels {
+		_, cols := p.colsOf(j)
+		m, err := dev.NewMatrix(p.kp, cols)
+		if err != nil {
+			return nil, err
+		}
+		g.b = append(g.b, m)
 	}
 	for s := 0; s < min(2, p.panels); s++ {
 		if g.a[s], err = dev.NewMatrix(p.rows, p.kp); err != nil {
 			return nil, err
 		}
-		if g.c[s], err = dev.NewMatrix(p.rows, p.np); err != nil {
-			return nil, err
+		for j := range p.bpanels {
+			_, cols := p.colsOf(j)
+			m, err := dev.NewMatrix(p.rows, cols)
+			if err != nil {
+				return nil, err
+			}
+			g.c[s] = append(g.c[s], m)
 		}
 	}
 	return g, nil
 }
 
+// gpuBytes is the GPU memory of a streamed product: B and two panels of
+// A and C.
+func (p streamPlan) gpuBytes() int64 {
+	return 4 * (int64(p.kp)*int64(p.np) + int64(min(2, p.panels))*int64(p.rows)*int64(p.kp+p.np))
+}
+
+// uploadB uploads B (hb, padded) into its column panels.
+func (g *streamGPU) uploadB(hb blas32.General) error {
+	for j, b := range g.b {
+		c0, cols := g.p.colsOf(j)
+		if err := b.Upload(blockView(hb, g.p.kp, c0, cols)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // release frees the GPU matrices.
 func (g *streamGPU) release() {
-	for _, m := range []*Matrix{g.b, g.a[0], g.a[1], g.c[0], g.c[1]} {
+	for _, m := range slices.Concat(g.b, g.a[:], g.c[0], g.c[1]) {
 		if m != nil {
 			m.Release()
 		}
@@ -61,47 +92,60 @@ func (g *streamGPU) release() {
 // slot returns panel i's matrices of A and C: the slot's own, or views of
 // their first rows for a last panel that is shorter; release frees the
 // views.
-func (g *streamGPU) slot(i int) (a, c *Matrix, release func(), err error) {
+func (g *streamGPU) slot(i int) (a *Matrix, c []*Matrix, release func(), err error) {
 	s, rows := i%2, g.p.rowsOf(i)
-	a, c = g.a[s], g.c[s]
 	if rows == g.p.rows {
-		return a, c, func() {}, nil
+		return g.a[s], g.c[s], func() {}, nil
 	}
-	if a, err = g.dev.WrapBuffer(g.a[s].Buffer(), 0, rows, g.p.kp, g.p.kp); err != nil {
-		return nil, nil, nil, err
+	var views []*Matrix
+	release = func() {
+		for _, v := range views {
+			v.Release()
+		}
 	}
-	if c, err = g.dev.WrapBuffer(g.c[s].Buffer(), 0, rows, g.p.np, g.p.np); err != nil {
-		a.Release()
-		return nil, nil, nil, err
+	for _, m := range append([]*Matrix{g.a[s]}, g.c[s]...) {
+		v, err := g.dev.WrapBuffer(m.Buffer(), 0, rows, m.Cols, m.Cols)
+		if err != nil {
+			release()
+			return nil, nil, nil, err
+		}
+		views = append(views, v)
 	}
-	return a, c, func() { a.Release(); c.Release() }, nil
+	return views[0], views[1:], release, nil
 }
 
-// multiply uploads panel pn's rows of A and queues their product by B.
+// multiply uploads panel pn's rows of A and queues their products by B's
+// column panels.
 func (g *streamGPU) multiply(pn *panel) error {
-	return g.on(pn, func(a, c *Matrix) error {
+	return g.on(pn, func(a *Matrix, c []*Matrix) error {
 		if err := a.Upload(rowsView(pn.a, a.Rows, g.p.kp)); err != nil {
 			return errPanel("uploading A for", g.p, pn.i, err)
 		}
-		if err := c.MulKernel(g.kernel, a, g.b); err != nil {
-			return errPanel("computing", g.p, pn.i, err)
+		for j, cj := range c {
+			if err := cj.MulKernel(g.kernel, a, g.b[j]); err != nil {
+				return errPanel("computing", g.p, pn.i, err)
+			}
 		}
 		return nil
 	})
 }
 
-// readBack copies panel pn's C into its host memory.
+// readBack copies panel pn's C into its host memory, a column panel at a
+// time.
 func (g *streamGPU) readBack(pn *panel) error {
-	return g.on(pn, func(_, c *Matrix) error {
-		if err := c.Download(rowsView(pn.c, c.Rows, g.p.np)); err != nil {
-			return errPanel("reading back", g.p, pn.i, err)
+	return g.on(pn, func(_ *Matrix, c []*Matrix) error {
+		for j, cj := range c {
+			c0, cols := g.p.colsOf(j)
+			if err := cj.Download(blockView(pn.c, cj.Rows, c0, cols)); err != nil {
+				return errPanel("reading back", g.p, pn.i, err)
+			}
 		}
 		return nil
 	})
 }
 
 // on calls f with panel pn's matrices of A and C (slot).
-func (g *streamGPU) on(pn *panel, f func(a, c *Matrix) error) error {
+func (g *streamGPU) on(pn *panel, f func(a *Matrix, c []*Matrix) error) error {
 	a, c, release, err := g.slot(pn.i)
 	if err != nil {
 		return err
@@ -142,8 +186,8 @@ func (st *streamStages) give(ch chan *panel, pn *panel) bool {
 	}
 }
 
-// runStream runs the four stages: the reader starts at once, beside B's
-// read and upload; the GPU and the check on goroutines of their own once B
+// runStream runs the four stages, once the GPU's matrices are made
+// (holdGPU): the reader starts at once, beside B's read and upload; the GPU and the check on goroutines of their own once B
 // is up (StreamOptions.Check prepared meanwhile), the writer on the
 // caller's.
 func runStream(ctx context.Context, dev *Device, p streamPlan, a, b RowReader, c RowWriter, o *StreamOptions, r *StreamResult) error {
@@ -159,8 +203,19 @@ func runStream(ctx context.Context, dev *Device, p streamPlan, a, b RowReader, c
 		st.cancel(nil)
 		wg.Wait()
 	}()
+	g, releaseGPU, err := holdGPU(dev, st, p, o.Kernel)
+	if err != nil {
+		st.cancel(err)
+		return err
+	}
+	gpuStage := false
+	defer func() {
+		if !gpuStage { // else the stage releases them
+			releaseGPU()
+		}
+	}()
 	wg.Go(func() { st.reader(a, &r.Read) })
-	hb, err := readB(b, p, r)
+	hb, err := readB(st.ctx, b, p, r)
 	if err != nil {
 		st.cancel(err)
 		return err
@@ -173,21 +228,13 @@ func runStream(ctx context.Context, dev *Device, p streamPlan, a, b RowReader, c
 		}
 		prepared <- check
 	})
-	// From here until its matrices are released, the GPU stage holds the
-	// Device: Release stops it and waits for it (Device.stopStreams).
-	if err := dev.startStream(st); err != nil {
+	if err := g.uploadB(hb); err != nil {
 		st.cancel(err)
 		return err
 	}
-	g, err := newStreamGPU(dev, p, hb, o.Kernel)
-	if err != nil {
-		dev.endStream(st)
-		st.cancel(err)
-		return err
-	}
+	gpuStage = true
 	wg.Go(func() {
-		defer dev.endStream(st)
-		defer g.release() // once the stage, its only user, has stopped
+		defer releaseGPU() // once the stage, its only user, has stopped
 		st.gpu(g, &r.GPU)
 	})
 	wg.Go(func() {
@@ -201,6 +248,24 @@ func runStream(ctx context.Context, dev *Device, p streamPlan, a, b RowReader, c
 		return context.Cause(st.ctx)
 	}
 	return nil
+}
+
+// holdGPU makes st's GPU matrices, before anything is read (a product
+// the driver has not the memory for fails at once), and from then until
+// release releases them the product holds the Device: Release stops it and
+// waits for it (Device.stopStreams).
+func holdGPU(dev *Device, st *streamStages, p streamPlan, kernel string) (g *streamGPU, release func(), err error) {
+	if err := dev.startStream(st); err != nil {
+		return nil, nil, err
+	}
+	if g, err = newStreamGPU(dev, p, kernel); err != nil {
+		dev.endStream(st)
+		return nil, nil, err
+	}
+	return g, func() {
+		g.release()
+		dev.endStream(st)
+	}, nil
 }
 
 // timed adds f's wall time to *busy and returns f's error.

@@ -314,12 +314,14 @@ func streamProduct(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) (
 // gets the figures. An error or a failed check leaves w incomplete, for
 // outfile to discard.
 func mulInto(w io.Writer, f *mulFlags, a, b matfile.Source, o *glcompute.StreamOptions, chk *mulCheck, r *mulResult, stderr io.Writer) error {
-	m, k, n := a.Rows(), a.Cols(), b.Cols()
+	m, n := a.Rows(), b.Cols()
 	sink, err := matfile.NewSink(w, f.out, m, n)
 	if err != nil {
 		return err
 	}
-	h, err := f.dev.hold(stderr, []string{f.kernel}, [3]int{m, k, n})
+	// No shape to check: MulStream checks the kernel on its panels' shape
+	// (not Mul's plan of the whole product) before it reads anything.
+	h, err := f.dev.hold(stderr, []string{f.kernel})
 	if err != nil {
 		return err
 	}
