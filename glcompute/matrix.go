@@ -247,9 +247,10 @@ const DirectUploadBytes = 1 << 20
 // Matrices up to DirectUploadBytes go through glBufferSubData (one call,
 // or one a row where m's stride leaves gaps); larger ones through two
 // staging buffers in host-visible memory (glBufferSubData for a row larger
-// than one), which wait for the GPU only when both still hold copies it
-// has not made yet: back-to-back uploads of more than twice the staging
-// size (Options.StagingBytes) wait, smaller ones do not.
+// than one; on OpenGL ES, such a row in pieces), which wait for the GPU
+// only when both still hold copies it has not made yet: back-to-back
+// uploads of more than twice the staging size (Options.StagingBytes)
+// wait, smaller ones do not.
 func (m *Matrix) Upload(src blas32.General) error {
 	staged := func(st *stager, v view) error { return st.upload(v, src) }
 	if 4*int64(m.Rows)*int64(m.Cols) <= DirectUploadBytes {
@@ -259,7 +260,8 @@ func (m *Matrix) Upload(src blas32.General) error {
 }
 
 // Download copies m into dst, which must have m's shape, through the
-// staging buffers (glGetBufferSubData for a row larger than one); dst's
+// staging buffers (glGetBufferSubData for a row larger than one; on
+// OpenGL ES, which lacks it, such a row in pieces); dst's
 // stride gaps are left alone. It waits for the GPU work that writes m: a
 // stall, meant for tests and final results.
 func (m *Matrix) Download(dst blas32.General) error {
@@ -272,8 +274,8 @@ func (m *Matrix) Download(dst blas32.General) error {
 
 // transfer checks host and, on the device thread, moves m's elements
 // with staged (through the staging buffers) or, where staged is nil or a
-// row is larger than a staging buffer, with direct over the blocks of
-// eachBlock; GL errors are reported as what.
+// row is larger than a staging buffer (but on ES), with direct over the
+// blocks of eachBlock; GL errors are reported as what.
 func (m *Matrix) transfer(host blas32.General, what string, staged func(*stager, view) error, direct func(offset, size int, host unsafe.Pointer)) error {
 	empty := m.checkView(m.d)
 	if host.Rows != m.Rows || host.Cols != m.Cols {
@@ -291,12 +293,10 @@ func (m *Matrix) transfer(host blas32.General, what string, staged func(*stager,
 		switch st := m.d.stage(); {
 		case staged == nil:
 			m.eachBlock(host, direct)
-		case 4*m.Stride <= st.bytes:
+		case 4*m.Stride <= st.bytes || m.d.info.ES:
+			// A row larger than a staging buffer goes through it in pieces
+			// on ES, which has no glGetBufferSubData.
 			err = staged(st, view{buf: m.buf, off: m.Offset, stride: m.Stride, keepGaps: true})
-		case m.d.info.ES:
-			// glBufferSubData and glGetBufferSubData: the latter is not in ES.
-			err = fmt.Errorf("%w: %s: rows of %d floats are wider than a staging buffer, which OpenGL ES cannot do without (no glGetBufferSubData); raise Options.StagingBytes",
-				ErrUnsupported, what, m.Stride)
 		default:
 			m.eachBlock(host, direct)
 		}

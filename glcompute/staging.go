@@ -182,13 +182,47 @@ func (d *Device) PrepareStaging() {
 	d.thread.Go(func() { d.stage().prepare() }) // the thread is idle: no call holds d.mu
 }
 
-// rowsPerChunk is how many rows of stride floats fill one staging buffer.
-func (s *stager) rowsPerChunk(stride int) (int, error) {
-	if 4*stride > s.bytes {
-		return 0, fmt.Errorf("%w: a row of %d floats is larger than a staging buffer (%s); raise Options.StagingBytes",
-			ErrTooLarge, stride, formatBytes(float64(s.bytes)))
+// chunking is how rows of stride floats travel through the staging
+// buffers: as many whole rows a chunk as fill one, or, where a row is
+// larger than one, each row in pieces of its first width floats (what
+// the transfer moves of it), a piece a chunk.
+type chunking struct {
+	rows, stride int
+	width        int // floats of a row moved where it goes in pieces
+	per          int // whole rows a chunk; 0: rows in pieces
+	piece        int // floats a piece
+	pieces       int // pieces a row
+}
+
+// chunks plans the chunks of rows rows of stride floats, width of each
+// moved where a row goes in pieces.
+func (s *stager) chunks(rows, stride, width int) chunking {
+	c := chunking{rows: rows, stride: stride, width: width, per: s.bytes / (4 * stride)}
+	if c.per == 0 {
+		c.piece = max(1, s.bytes/16*4) // whole vec4s where the buffer holds one
+		c.pieces = (width + c.piece - 1) / c.piece
 	}
-	return s.bytes / (4 * stride), nil
+	return c
+}
+
+// count is the number of chunks.
+func (c chunking) count() int {
+	if c.per > 0 {
+		return (c.rows + c.per - 1) / c.per
+	}
+	return c.rows * c.pieces
+}
+
+// chunk returns chunk i: rows [r0, r1), of whose strides it holds floats
+// [c0, c0+n) (n floats in all for a piece, (r1−r0)·stride for whole rows).
+func (c chunking) chunk(i int) (r0, r1, c0, n int) {
+	if c.per > 0 {
+		r0 = i * c.per
+		r1 = min(r0+c.per, c.rows)
+		return r0, r1, 0, (r1 - r0) * c.stride
+	}
+	r0, c0 = i/c.pieces, i%c.pieces*c.piece
+	return r0, r0 + 1, c0, min(c.piece, c.width-c0)
 }
 
 // view is where a matrix lies in a GPU buffer: from float off, rows
@@ -206,13 +240,13 @@ type view struct {
 // copy a row where the gaps must be kept.
 func (s *stager) upload(dst view, src blas32.General) error {
 	stride := dst.stride
-	per, err := s.rowsPerChunk(stride)
-	if err != nil {
-		return err
+	width := stride // what a row in pieces moves: the padding too, unless it is kept
+	if dst.keepGaps {
+		width = src.Cols
 	}
-	for r0 := 0; r0 < src.Rows; r0 += per {
-		r1 := min(r0+per, src.Rows)
-		n := (r1 - r0) * stride
+	ch := s.chunks(src.Rows, stride, width)
+	for i := range ch.count() {
+		r0, r1, c0, n := ch.chunk(i)
 		sl, err := s.slot(&s.up, s.upNext%2, true, 4*n)
 		s.upNext++
 		if err != nil {
@@ -225,12 +259,18 @@ func (s *stager) upload(dst view, src blas32.General) error {
 			}
 		}
 		trace.Stage("upload chunk: staging buffer free")
-		s.copyIn(unsafe.Slice((*float32)(ptr), n), src, r0, r1, stride)
+		if ch.per == 0 {
+			s.copyPieceIn(unsafe.Slice((*float32)(ptr), n), src, r0, c0)
+		} else {
+			s.copyIn(unsafe.Slice((*float32)(ptr), n), src, r0, r1, stride)
+		}
 		trace.Stage("upload chunk: copied in by the host")
 		if sl.ptr == nil && !sl.buf.Unmap() {
 			return fmt.Errorf("%w: a staging buffer's contents were lost while mapped", ErrDriver)
 		}
-		if dst.keepGaps && stride > src.Cols {
+		if ch.per == 0 { // a piece of a row, padding zeroed unless kept
+			sl.buf.CopyTo(dst.buf, 0, 4*(dst.off+r0*stride+c0), 4*n)
+		} else if dst.keepGaps && stride > src.Cols {
 			for i := 0; i < r1-r0; i++ {
 				sl.buf.CopyTo(dst.buf, 4*i*stride, 4*(dst.off+(r0+i)*stride), 4*src.Cols)
 			}
@@ -262,7 +302,7 @@ type pendingDownload struct {
 	s      *stager
 	dst    blas32.General
 	src    view
-	per    int // rows a chunk
+	ch     chunking
 	chunks int
 }
 
@@ -270,12 +310,9 @@ type pendingDownload struct {
 // staging buffers and returns without waiting: a caller can queue more
 // GPU work (the next product) before finish waits for the copies.
 func (s *stager) startDownload(dst blas32.General, src view) (*pendingDownload, error) {
-	per, err := s.rowsPerChunk(src.stride)
-	if err != nil {
-		return nil, err
-	}
 	glw.BarrierBufferRead() // shader writes to src before the copies
-	pd := &pendingDownload{s: s, dst: dst, src: src, per: per, chunks: (dst.Rows + per - 1) / per}
+	ch := s.chunks(dst.Rows, src.stride, dst.Cols)
+	pd := &pendingDownload{s: s, dst: dst, src: src, ch: ch, chunks: ch.count()}
 	for c := 0; c < min(2, pd.chunks); c++ {
 		if err := pd.issue(c); err != nil {
 			return nil, err
@@ -287,12 +324,16 @@ func (s *stager) startDownload(dst blas32.General, src view) (*pendingDownload, 
 // issue queues the GPU copy of chunk c into staging buffer c%2.
 func (pd *pendingDownload) issue(c int) error {
 	stride := pd.src.stride
-	r0, r1 := c*pd.per, min((c+1)*pd.per, pd.dst.Rows)
-	sl, err := pd.s.slot(&pd.s.down, c%2, false, 4*(r1-r0)*stride)
+	r0, r1, c0, n := pd.ch.chunk(c)
+	sl, err := pd.s.slot(&pd.s.down, c%2, false, 4*n)
 	if err != nil {
 		return err
 	}
-	pd.src.buf.CopyTo(sl.buf, 4*(pd.src.off+r0*stride), 0, 4*((r1-r0-1)*stride+pd.dst.Cols))
+	size := (r1-r0-1)*stride + pd.dst.Cols // whole rows: not the last one's padding
+	if pd.ch.per == 0 {
+		size = n
+	}
+	pd.src.buf.CopyTo(sl.buf, 4*(pd.src.off+r0*stride+c0), 0, 4*size)
 	sl.fence = glw.NewFence()
 	glw.Flush()
 	return nil
@@ -306,14 +347,18 @@ func (pd *pendingDownload) finish() error {
 		sl := &s.down[c%2]
 		sl.fence.Signaled(^uint64(0))
 		sl.fence.Release()
-		r0, r1 := c*pd.per, min((c+1)*pd.per, dst.Rows)
+		r0, r1, c0, n := pd.ch.chunk(c)
 		ptr := sl.ptr
 		if ptr == nil {
-			if ptr = sl.buf.Map(0, 4*(r1-r0)*stride, false); ptr == nil {
+			if ptr = sl.buf.Map(0, 4*n, false); ptr == nil {
 				return fmt.Errorf("%w: glMapBufferRange refused a staging buffer", ErrDriver)
 			}
 		}
-		s.copyOut(dst, unsafe.Slice((*float32)(ptr), (r1-r0)*stride), r0, r1, stride)
+		if in := unsafe.Slice((*float32)(ptr), n); pd.ch.per == 0 {
+			s.copyPieceOut(dst.Data[r0*dst.Stride+c0:r0*dst.Stride+c0+n], in)
+		} else {
+			s.copyOut(dst, in, r0, r1, stride)
+		}
 		if sl.ptr == nil && !sl.buf.Unmap() {
 			return fmt.Errorf("%w: a staging buffer's contents were lost while mapped", ErrDriver)
 		}
@@ -361,6 +406,20 @@ func (s *stager) copyOut(dst blas32.General, in []float32, r0, r1, stride int) {
 			copy(dst.Data[(r0+i)*dst.Stride:(r0+i)*dst.Stride+dst.Cols], in[i*stride:i*stride+dst.Cols])
 		}
 	})
+}
+
+// copyPieceIn copies floats [c0, c0+len(out)) of row r of src into out,
+// those past src.Cols (the row's padding) zeroed, on the copy goroutines.
+func (s *stager) copyPieceIn(out []float32, src blas32.General, r, c0 int) {
+	row := src.Data[r*src.Stride : r*src.Stride+src.Cols]
+	have := max(0, min(len(out), src.Cols-c0))
+	s.copying(&s.copiedIn, have, func(i0, i1 int) { copy(out[i0:i1], row[c0+i0:c0+i1]) })
+	clear(out[have:])
+}
+
+// copyPieceOut copies in into out, on the copy goroutines.
+func (s *stager) copyPieceOut(out, in []float32) {
+	s.copying(&s.copiedOut, len(out), func(i0, i1 int) { copy(out[i0:i1], in[i0:i1]) })
 }
 
 // copying runs s.parallel(n, f) and adds its wall time to *busy.
