@@ -18,7 +18,8 @@
 //
 // Device.Mul multiplies host matrices: upload, kernel and readback
 // overlap, and products larger than one storage binding or
-// MulOptions.MaxGPUMemory run in panels. MulStream multiplies a matrix
+// MulOptions.MaxGPUMemory run in panels (K too, where it must, the
+// panels' products summed on the GPU). MulStream multiplies a matrix
 // read by panels of rows (a RowReader) by one read whole, writing C's
 // rows in order, so that memory holds B and three panels (B on the GPU in
 // column panels where it is over one binding). Matrix keeps a

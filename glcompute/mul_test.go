@@ -458,7 +458,7 @@ func TestPanels(t *testing.T) {
 	}
 	if _, err := d.Mul(cpu.New(64, 64), cpu.Random(64, 4000, rand.New(rand.NewPCG(1, 1))), cpu.Random(4000, 64, rand.New(rand.NewPCG(2, 2))),
 		&MulOptions{Kernel: kern, MaxBinding: 16 << 10}); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "smallest panels") {
-		t.Errorf("K too long for any panel: %v", err)
+		t.Errorf("one tile's panels over the binding, K cut or not: %v", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package glcompute
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -67,6 +68,9 @@ func (d *Device) planPanels(m, k, n int, hp *hostPlan) (plan dispatch.PanelPlan,
 	// float64: the products of dimensions up to 2³¹ overflow int64 at 4 bytes.
 	ld := func(cols int) float64 { return float64(roundUp(cols, al)) }
 	a, b, c := 4*float64(m)*ld(k), 4*float64(k)*ld(n), 4*float64(m)*ld(n)
+	if a+b+c >= 1<<62 { // byte counts a panel plan's int64 sums would overflow
+		return plan, false, fmt.Errorf("%w: the %d×%d by %d×%d product's matrices take %s, more than any GPU holds", ErrTooLarge, m, k, k, n, formatBytes(a+b+c))
+	}
 	lim := float64(binding)
 	fits := func(extra float64) bool {
 		return a <= lim && b <= lim && c <= lim && extra <= lim && (o.MaxGPUMemory <= 0 || a+b+c+extra <= float64(o.MaxGPUMemory))
@@ -90,22 +94,24 @@ func (d *Device) planPanels(m, k, n int, hp *hostPlan) (plan dispatch.PanelPlan,
 	if o.SplitK > 1 {
 		return plan, false, fmt.Errorf("%w: the %d×%d by %d×%d product needs panels, and split-K does not run in panels; drop the split", ErrTooLarge, m, k, k, n)
 	}
-	plan, err = dispatch.Panels(m, k, n, al, kern.TileM, kern.TileN, binding, o.MaxGPUMemory)
+	// A K cut into panels is cut within the driver's loop budget too, so
+	// that its panels need no split (planSplit).
+	plan, err = dispatch.Panels(m, k, n, al, kern.TileM, kern.TileN, binding, o.MaxGPUMemory, d.maxKRange(kern))
 	if err != nil {
 		return plan, false, fmt.Errorf("%w: %w", ErrTooLarge, err)
 	}
 	return plan, true, nil
 }
 
-// panelProduct is one Mul run in panels: the buffers of a B column panel,
-// of A's row panels (all of them, or two in turn when A is streamed) and
-// of two C panels. Every method runs on the device thread.
+// panelProduct is one Mul run in panels: the buffers of a B column panel
+// (one a K panel), of A's panels (all of them, or two in turn when A is
+// streamed) and of two C panels. Every method runs on the device thread.
 type panelProduct struct {
 	d    *Device
 	o    *MulOptions
 	plan dispatch.PanelPlan
 	p    *program
-	bufB glw.Buffer
+	bufB []glw.Buffer
 	bufA []glw.Buffer
 	bufC [2]glw.Buffer
 	// dispatches counts the pass's dispatches (Timings.Dispatches).
@@ -114,6 +120,9 @@ type panelProduct struct {
 	// them (loops.go; else 1): each step's kernel writes its partial
 	// results into work, which red sums into the C panel, in steps of at
 	// most rowsPer rows (0: a whole panel) so that work fits a binding.
+	// Where K is cut into panels (within the loop budget: unsplit), red
+	// adds each K panel's product, computed beside the sum so far in C's
+	// buffer, to it (accumulate).
 	splits, ksplit, rowsPer int
 	red                     *program
 	work                    glw.Buffer
@@ -157,44 +166,97 @@ func (d *Device) mulPanels(c, a, b blas32.General, hp *hostPlan, idle time.Durat
 	return t, nil
 }
 
-// steps lists the panels' steps, column panel by column panel.
+// steps lists the panels' steps, column panel by column panel, row
+// panel by row panel: a step a band of rows (rowsPer) or, where K is cut,
+// a step a K panel, C's block poisoned before its first and read back
+// after its last.
 func (pp *panelProduct) steps(c, a, b blas32.General) []pipeStep {
 	pl := pp.plan
 	var steps []pipeStep
 	for j := 0; j < pl.ColPanels(); j++ {
-		c0 := j * pl.ColsPer
-		cols := min(pl.ColsPer, pl.N-c0)
-		ldn, lda := pl.Ld(cols), pl.Ld(pl.K)
 		for i := 0; i < pl.RowPanels(); i++ {
-			r0 := i * pl.RowsPer
-			rows := min(pl.RowsPer, pl.M-r0)
-			bufA, bufC := pp.bufA[i%len(pp.bufA)], pp.bufC[(j*pl.RowPanels()+i)%2]
-			// Panels are not cut into bands that fit the staging buffers: on
-			// the H100 at 32768 that made dispatches of 256 rows, and the
-			// product 22% slower (3.13 s against 2.56 s end to end).
-			per := rows
-			if pp.rowsPer > 0 {
-				per = pp.rowsPer
+			if pl.KPanels() == 1 {
+				steps = append(steps, pp.bands(c, a, b, i, j)...)
+				continue
 			}
-			for rb := 0; rb < rows; rb += per {
-				n := min(per, rows-rb)
-				s := pipeStep{
-					c:      view{buf: bufC, off: rb * ldn, stride: ldn},
-					out:    part{m: c, r0: r0 + rb, c0: c0, rows: n, cols: cols},
-					poison: n * ldn,
-					run:    func() error { return pp.dispatch(bufA, bufC, rb, n, cols, ldn) },
-				}
-				if i == 0 && rb == 0 {
-					s.up = append(s.up, upTransfer{dst: view{buf: pp.bufB, stride: ldn}, src: part{m: b, c0: c0, rows: pl.K, cols: cols}})
-				}
-				if !pl.KeepA || j == 0 {
-					s.up = append(s.up, upTransfer{dst: view{buf: bufA, off: rb * lda, stride: lda}, src: part{m: a, r0: r0 + rb, rows: n, cols: pl.K}})
-				}
-				steps = append(steps, s)
+			for q := 0; q < pl.KPanels(); q++ {
+				steps = append(steps, pp.kStep(c, a, b, i, j, q))
 			}
 		}
 	}
 	return steps
+}
+
+// bands are the steps of row panel i and column panel j, K whole: one, or
+// one a band of rowsPer rows.
+//
+// Panels are not cut into bands that fit the staging buffers: on the
+// H100 at 32768 that made dispatches of 256 rows, and the product 22%
+// slower (3.13 s against 2.56 s end to end).
+func (pp *panelProduct) bands(c, a, b blas32.General, i, j int) []pipeStep {
+	pl := pp.plan
+	r0, c0 := i*pl.RowsPer, j*pl.ColsPer
+	rows, cols := min(pl.RowsPer, pl.M-r0), min(pl.ColsPer, pl.N-c0)
+	ldn, lda := pl.Ld(cols), pl.Ld(pl.K)
+	bufA, bufC := pp.bufA[i%len(pp.bufA)], pp.bufC[(j*pl.RowPanels()+i)%2]
+	per := rows
+	if pp.rowsPer > 0 {
+		per = pp.rowsPer
+	}
+	var steps []pipeStep
+	for rb := 0; rb < rows; rb += per {
+		n := min(per, rows-rb)
+		s := pipeStep{
+			c:      view{buf: bufC, off: rb * ldn, stride: ldn},
+			out:    part{m: c, r0: r0 + rb, c0: c0, rows: n, cols: cols},
+			poison: n * ldn,
+			run:    func() error { return pp.dispatch(bufA, pp.bufB[0], bufC, 0, rb, n, cols, pl.K, ldn) },
+		}
+		if i == 0 && rb == 0 {
+			s.up = append(s.up, upTransfer{dst: view{buf: pp.bufB[0], stride: ldn}, src: part{m: b, c0: c0, rows: pl.K, cols: cols}})
+		}
+		if !pl.KeepA || j == 0 {
+			s.up = append(s.up, upTransfer{dst: view{buf: bufA, off: rb * lda, stride: lda}, src: part{m: a, r0: r0 + rb, rows: n, cols: pl.K}})
+		}
+		steps = append(steps, s)
+	}
+	return steps
+}
+
+// kStep is the step of row panel i, column panel j and K panel q.
+func (pp *panelProduct) kStep(c, a, b blas32.General, i, j, q int) pipeStep {
+	pl := pp.plan
+	r0, c0, k0 := i*pl.RowsPer, j*pl.ColsPer, q*pl.KPer
+	rows, cols, kc := min(pl.RowsPer, pl.M-r0), min(pl.ColsPer, pl.N-c0), min(pl.KPer, pl.K-k0)
+	ldn, lda := pl.Ld(cols), pl.Ld(pl.KPer)
+	bufA, bufC := pp.bufA[pp.aIndex(i, q)], pp.bufC[(j*pl.RowPanels()+i)%2]
+	s := pipeStep{
+		c:   view{buf: bufC, stride: ldn},
+		run: func() error { return pp.dispatch(bufA, pp.bufB[q], bufC, q, 0, rows, cols, kc, ldn) },
+	}
+	if q == 0 {
+		s.poison = rows * ldn
+	}
+	if q == pl.KPanels()-1 {
+		s.out = part{m: c, r0: r0, c0: c0, rows: rows, cols: cols}
+	}
+	if i == 0 {
+		s.up = append(s.up, upTransfer{dst: view{buf: pp.bufB[q], stride: ldn}, src: part{m: b, r0: k0, c0: c0, rows: kc, cols: cols}})
+	}
+	if !pl.KeepA || j == 0 {
+		s.up = append(s.up, upTransfer{dst: view{buf: bufA, stride: lda}, src: part{m: a, r0: r0, c0: k0, rows: rows, cols: kc}})
+	}
+	return s
+}
+
+// aIndex is the buffer of A's panel i, K panel q: its own where A stays
+// on the GPU, else one of two in turn.
+func (pp *panelProduct) aIndex(i, q int) int {
+	n := i*pp.plan.KPanels() + q
+	if pp.plan.KeepA {
+		return n
+	}
+	return n % 2
 }
 
 // planSplit splits K where the driver's loop budget needs it (loops.go),
@@ -204,8 +266,16 @@ func (pp *panelProduct) steps(c, a, b blas32.General) []pipeStep {
 // MaxGPUMemory.
 func (pp *panelProduct) planSplit() error {
 	k, pl := pp.p.kernel, pp.plan
-	pp.splits, pp.ksplit = 1, pl.K
-	need := pp.d.kSlices(k, pl.K)
+	pp.splits, pp.ksplit = 1, pl.KPer
+	need := pp.d.kSlices(k, pl.KPer)
+	if pl.KPanels() > 1 {
+		if need > 1 {
+			panic("glcompute: K panels over the driver's loop budget") // planPanels cuts K within it
+		}
+		var err error
+		pp.red, err = pp.d.programOf(shaders.Reduce()) // accumulate's
+		return err
+	}
 	if need == 1 {
 		return nil
 	}
@@ -232,7 +302,7 @@ func (pp *panelProduct) planSplit() error {
 func (pp *panelProduct) runFirst() error {
 	pl := pp.plan
 	rows, cols := min(pl.RowsPer, pl.M), min(pl.ColsPer, pl.N)
-	if err := pp.dispatch(pp.bufA[0], pp.bufC[0], 0, rows, cols, pl.Ld(cols)); err != nil {
+	if err := pp.dispatch(pp.bufA[0], pp.bufB[0], pp.bufC[0], 0, 0, rows, cols, pl.KPer, pl.Ld(cols)); err != nil {
 		return err
 	}
 	glw.Finish()
@@ -249,14 +319,19 @@ func (pp *panelProduct) alloc() error {
 	storage := pp.d.stage().storage
 	nA := 2
 	if pl.KeepA {
-		nA = pl.RowPanels()
+		nA = pl.RowPanels() * pl.KPanels()
 	}
-	pp.bufA = make([]glw.Buffer, nA)
-	bufs := []*glw.Buffer{&pp.bufB, &pp.bufC[0], &pp.bufC[1]}
-	sizes := []int{4 * pl.K * pl.Ld(pl.ColsPer), 4 * pl.RowsPer * pl.Ld(pl.ColsPer), 4 * pl.RowsPer * pl.Ld(pl.ColsPer)}
+	pp.bufA, pp.bufB = make([]glw.Buffer, nA), make([]glw.Buffer, pl.KPanels())
+	bufs := []*glw.Buffer{&pp.bufC[0], &pp.bufC[1]}
+	c := 4 * pl.CRows(pl.RowsPer) * pl.Ld(pl.ColsPer)
+	sizes := []int{c, c}
+	for i := range pp.bufB {
+		bufs = append(bufs, &pp.bufB[i])
+		sizes = append(sizes, 4*pl.KPer*pl.Ld(pl.ColsPer))
+	}
 	for i := range pp.bufA {
 		bufs = append(bufs, &pp.bufA[i])
-		sizes = append(sizes, 4*pl.RowsPer*pl.Ld(pl.K))
+		sizes = append(sizes, 4*pl.RowsPer*pl.Ld(pl.KPer))
 	}
 	if pp.splits > 1 {
 		rows := pl.RowsPer
@@ -275,22 +350,27 @@ func (pp *panelProduct) alloc() error {
 	return nil
 }
 
-// dispatch queues the product of rows [r0, r0+rows) of a C panel: those
-// rows of A's panel (rows×K) by B's panel (K×cols).
-func (pp *panelProduct) dispatch(bufA, bufC glw.Buffer, r0, rows, cols, ldn int) error {
-	p := pp.p
+// dispatch queues the product of rows [r0, r0+rows) of a C panel for K
+// panel q: those rows of A's panel (rows×kc) by B's (kc×cols), into C's
+// buffer for the first K panel, else beside the sum there and then added
+// to it (accumulate).
+func (pp *panelProduct) dispatch(bufA, bufB, bufC glw.Buffer, q, r0, rows, cols, kc, ldn int) error {
+	p, lda := pp.p, pp.plan.Ld(pp.plan.KPer)
 	p.prog.Use()
 	pp.d.bindStorage(p, 0, bufA, 0, 0)
-	pp.d.bindStorage(p, 1, pp.bufB, 0, 0)
+	pp.d.bindStorage(p, 1, bufB, 0, 0)
 	offC4 := r0 * ldn / 4
+	if q > 0 {
+		offC4 = rows * ldn / 4 // the second half of C's buffer (r0 is 0)
+	}
 	if pp.splits > 1 {
 		pp.work.BindStorage(2)
 		offC4 = 0
 	} else {
 		bufC.BindStorage(2)
 	}
-	p.setUints(uniform{"M", rows}, uniform{"K", pp.plan.K}, uniform{"N", cols}, uniform{"lda", pp.plan.Ld(pp.plan.K)},
-		uniform{"ldb", ldn}, uniform{"ldc", ldn}, uniform{"offA4", r0 * pp.plan.Ld(pp.plan.K) / 4}, uniform{"offB4", 0},
+	p.setUints(uniform{"M", rows}, uniform{"K", kc}, uniform{"N", cols}, uniform{"lda", lda},
+		uniform{"ldb", ldn}, uniform{"ldc", ldn}, uniform{"offA4", r0 * lda / 4}, uniform{"offB4", 0},
 		uniform{"offC4", offC4}, uniform{"ksplit", pp.ksplit})
 	plan, err := p.plan(rows, cols, pp.o.MaxGroups)
 	if err != nil {
@@ -303,7 +383,26 @@ func (pp *panelProduct) dispatch(bufA, bufC glw.Buffer, r0, rows, cols, ldn int)
 	if pp.splits > 1 {
 		pp.reduce(bufC, rows*ldn/4, r0*ldn/4)
 	}
+	if q > 0 {
+		pp.accumulate(bufC, rows*ldn/4)
+	}
 	return nil
+}
+
+// accumulate adds the product beside the sum in C's buffer (count vec4s
+// from vec4 count on) to the sum (its first count vec4s): reduce.comp over
+// both as its partials, writing the first, between storage barriers.
+func (pp *panelProduct) accumulate(bufC glw.Buffer, count int) {
+	glw.BarrierStorage()
+	r := pp.red
+	r.prog.Use()
+	bufC.BindStorageRange(0, 0, 2*16*int64(count)) // reduce.comp counts the partials from its length
+	bufC.BindStorage(2)
+	r.setUints(uniform{"count", count}, uniform{"offC4", 0})
+	chunks := dispatch.Linear(count, r.kernel.Threads)
+	r.dispatchLinear(chunks, 0)
+	pp.dispatches += len(chunks)
+	glw.BarrierStorage() // before the next K panel's product overwrites what it read
 }
 
 // reduce sums the slices' partial results in the workspace, count vec4s
@@ -323,7 +422,7 @@ func (pp *panelProduct) reduce(bufC glw.Buffer, count, offC4 int) {
 
 // release deletes the panel buffers.
 func (pp *panelProduct) release() {
-	for _, b := range append([]*glw.Buffer{&pp.bufB, &pp.bufC[0], &pp.bufC[1], &pp.work}, ptrs(pp.bufA)...) {
+	for _, b := range slices.Concat([]*glw.Buffer{&pp.bufC[0], &pp.bufC[1], &pp.work}, ptrs(pp.bufB), ptrs(pp.bufA)) {
 		b.Release()
 	}
 }

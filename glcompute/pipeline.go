@@ -64,8 +64,9 @@ type upTransfer struct {
 }
 
 // pipeStep is one step: the uploads it needs, the dispatches that compute
-// its block of C (c on the GPU, out in host memory), and how many floats
-// of c, from c.off, to poison with NaN first (0: none).
+// its block of C (c on the GPU, out in host memory: none, of no rows, for
+// a step whose block is not done yet), and how many floats of c, from
+// c.off, to poison with NaN first (0: none).
 type pipeStep struct {
 	up     []upTransfer
 	c      view
@@ -313,6 +314,9 @@ func (pl *pipeline) upload(s *pipeStep) error {
 // startDownload queues the GPU copies of a step's block of C and returns
 // the function that waits for them and copies the block out.
 func (pl *pipeline) startDownload(s *pipeStep) (func() error, error) {
+	if s.out.rows == 0 {
+		return func() error { return nil }, nil
+	}
 	pt := &pl.pt
 	pt.downBytes += 4 * int64(s.out.rows) * int64(s.c.stride)
 	st := pl.d.stage()

@@ -219,7 +219,8 @@ func TestMultiplyCSV(t *testing.T) {
 }
 
 // TestBeyondSSBOLimit: a product over one binding runs in panels with the
-// fast kernel, and is refused early, with the reason, with tiled32.
+// fast kernel (K too, in panels that add up: it was refused), and is
+// refused early, with the reason, with tiled32.
 func TestBeyondSSBOLimit(t *testing.T) {
 	info := needGL(t)
 	n := int(math.Sqrt(float64(info.MaxSSBOBlockSize/4))) + 1
@@ -237,6 +238,10 @@ func TestBeyondSSBOLimit(t *testing.T) {
 	}
 	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || !strings.Contains(r.Timings.Panels, "A streamed") || !r.Validation.OK {
 		t.Fatalf("paneled product: exit %d, %s\n%s", code, stderr, stdout)
+	}
+	code, stdout, stderr = glmul("-shape", "3x20001x5", "-kernel", "fast:64x64x8_8x4", "-max-binding", "64KiB", "-validate", "full", "-format", "json", "-backend", "egl")
+	if r.Validation.OK = false; code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || !strings.Contains(r.Timings.Panels, "K in 10 panels") || !r.Validation.OK {
+		t.Fatalf("K in panels: exit %d, %s\n%s", code, stderr, stdout)
 	}
 	code, stdout, stderr = glmul("-n", "70", "-mapped", "-validate", "full", "-backend", "egl")
 	if code != 0 || !strings.Contains(stdout, "validate   full: ok") {

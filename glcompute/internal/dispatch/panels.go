@@ -5,36 +5,54 @@ import "fmt"
 // PanelPlan splits a product too large for one shader storage binding, or
 // for the GPU memory it may use, into panels: C in blocks of RowsPer rows
 // by ColsPer columns, each computed from a row panel of A (RowsPer×K) and a
-// column panel of B (K×ColsPer). Rows of every panel are padded to Align
-// floats on the GPU.
+// column panel of B (K×ColsPer). Where K is too long for one tile's panels
+// to fit a binding, it is cut into K panels of KPer (KPanels): a block of
+// C is the sum of the products of A's and B's K panels, each after the
+// first computed beside the sum so far and added to it, C's buffer
+// holding both (CRows). Rows of every panel are padded to Align floats on
+// the GPU.
 type PanelPlan struct {
 	M, K, N          int
 	Align            int
 	RowsPer, ColsPer int
+	KPer             int // K where K is not cut
 	// KeepA: all of A's row panels stay on the GPU while the column panels
 	// of B pass, so A is uploaded once; otherwise A is streamed again for
 	// every column panel (out of core).
 	KeepA bool
 }
 
-// RowPanels and ColPanels are the number of panels along each axis.
+// RowPanels, ColPanels and KPanels are the number of panels along each
+// axis.
 func (p PanelPlan) RowPanels() int { return ceilDiv(p.M, p.RowsPer) }
 func (p PanelPlan) ColPanels() int { return ceilDiv(p.N, p.ColsPer) }
+func (p PanelPlan) KPanels() int   { return ceilDiv(p.K, p.KPer) }
+
+// CRows is how many rows of ColsPer columns a buffer of C holds for
+// rows rows of C: twice as many where K is cut, the sum so far and the
+// next K panel's product.
+func (p PanelPlan) CRows(rows int) int {
+	if p.KPer < p.K {
+		return 2 * rows
+	}
+	return rows
+}
 
 // Ld is the padded row length of a panel whose rows hold cols floats.
 func (p PanelPlan) Ld(cols int) int { return ceilDiv(cols, p.Align) * p.Align }
 
-// Bytes of the GPU buffers the plan keeps at once: B's column panel, A
-// (all its row panels when KeepA, else two, one being filled while the
-// other computes) and two C panels. The staging buffers in host memory
-// are not counted.
+// Bytes of the GPU buffers the plan keeps at once: B's column panel (its
+// K panels), A (all its panels when KeepA, else two, one being filled
+// while the other computes) and two C panels. The staging buffers in host
+// memory are not counted.
 func (p PanelPlan) Bytes() int64 {
-	b := 4 * int64(p.K) * int64(p.Ld(p.ColsPer))
-	a := 2 * 4 * int64(p.RowsPer) * int64(p.Ld(p.K))
-	if p.KeepA { // one buffer a row panel, each RowsPer rows
-		a = 4 * int64(p.RowPanels()*p.RowsPer) * int64(p.Ld(p.K))
+	kp := int64(p.KPanels())
+	b := 4 * kp * int64(p.KPer) * int64(p.Ld(p.ColsPer))
+	a := 2 * 4 * int64(p.RowsPer) * int64(p.Ld(p.KPer))
+	if p.KeepA { // one buffer a panel, each RowsPer rows
+		a = 4 * int64(p.RowPanels()*p.RowsPer) * kp * int64(p.Ld(p.KPer))
 	}
-	c := 2 * 4 * int64(p.RowsPer) * int64(p.Ld(p.ColsPer))
+	c := 2 * 4 * int64(p.CRows(p.RowsPer)) * int64(p.Ld(p.ColsPer))
 	return a + b + c
 }
 
@@ -43,35 +61,48 @@ func (p PanelPlan) String() string {
 	if p.KeepA {
 		keep = "A kept on the GPU"
 	}
-	return fmt.Sprintf("%d×%d panels of %d×%d (%s; %.1f MiB on the GPU)",
-		p.RowPanels(), p.ColPanels(), p.RowsPer, p.ColsPer, keep, float64(p.Bytes())/(1<<20))
+	k := ""
+	if p.KPer < p.K {
+		k = fmt.Sprintf(", K in %d panels of %d summed", p.KPanels(), p.KPer)
+	}
+	return fmt.Sprintf("%d×%d panels of %d×%d%s (%s; %.1f MiB on the GPU)",
+		p.RowPanels(), p.ColPanels(), p.RowsPer, p.ColsPer, k, keep, float64(p.Bytes())/(1<<20))
 }
 
 // Panels plans an m×k by k×n product for a kernel of tileM×tileN work-group
 // tiles and rows padded to align floats, with at most maxBinding bytes in
 // one binding and maxMemory bytes of GPU buffers (0: no memory limit). It
-// takes the widest column panels and then the tallest row panels that fit,
-// in multiples of the tiles, and keeps A on the GPU when memory allows. It
-// returns an error when not even one tile's panels fit.
-func Panels(m, k, n, align, tileM, tileN int, maxBinding, maxMemory int64) (PanelPlan, error) {
+// cuts K only where one tile's panels of A and B with all of it do not fit
+// (kPanels; then into panels of at most maxK, where positive: a driver's
+// loop budget), takes the widest column panels and then the tallest row
+// panels that fit, in multiples of the tiles, and keeps A on the GPU when
+// memory allows. It returns an error when not even one tile's panels fit.
+func Panels(m, k, n, align, tileM, tileN int, maxBinding, maxMemory int64, maxK int) (PanelPlan, error) {
 	p := PanelPlan{M: m, K: k, N: n, Align: align}
 	fits := func(rows, cols int) bool { return 4*int64(rows)*int64(p.Ld(cols)) <= maxBinding }
+	tm := min(tileM, m)
+	p.KPer = p.kPanels(tm, min(tileN, n), maxBinding, fits)
+	if maxK > 0 && p.KPer < k && p.KPer > maxK {
+		p.KPer = max(align, maxK/align*align)
+	}
+	kk := p.KPer
 	// Columns: all of N, else the most tiles whose B panel, and a C panel
 	// one tile high, fit a binding.
 	p.ColsPer = n
-	if colsFit := func(c int) bool { return fits(k, c) && fits(min(tileM, m), c) }; !colsFit(n) {
-		p.ColsPer = int(maxBinding/(4*int64(max(k, min(tileM, m))))) / tileN * tileN
+	if colsFit := func(c int) bool { return fits(kk, c) && fits(p.CRows(tm), c) }; !colsFit(n) {
+		p.ColsPer = int(maxBinding/(4*int64(max(kk, p.CRows(tm))))) / tileN * tileN
 		for p.ColsPer > 0 && !colsFit(p.ColsPer) {
 			p.ColsPer -= tileN
 		}
 	}
-	if p.ColsPer <= 0 || !fits(min(tileM, m), k) {
-		return p, fmt.Errorf("dispatch: the smallest panels do not fit the %d-byte binding: a %d-column panel of B (K = %d) or a %d-row panel of A or C is over it", maxBinding, tileN, k, tileM)
+	if kk <= 0 || p.ColsPer <= 0 || !fits(tm, kk) {
+		return p, fmt.Errorf("dispatch: the smallest panels do not fit the %d-byte binding: a %d-column panel of B (K = %d, cut to %d) or a %d-row panel of A or C is over it", maxBinding, tileN, k, kk, tileM)
 	}
 	// Rows: all of M, else the most tiles whose A and C panels fit.
 	p.RowsPer = m
-	for p.RowsPer > tileM && !(fits(p.RowsPer, k) && fits(p.RowsPer, p.ColsPer)) {
-		p.RowsPer = min(p.RowsPer-1, int(maxBinding/(4*int64(p.Ld(max(k, p.ColsPer))))))
+	for p.RowsPer > tileM && !(fits(p.RowsPer, kk) && fits(p.CRows(p.RowsPer), p.ColsPer)) {
+		perRow := max(p.Ld(kk), p.CRows(1)*p.Ld(p.ColsPer)) // floats a row of A's or C's panel takes
+		p.RowsPer = min(p.RowsPer-1, int(maxBinding/(4*int64(perRow))))
 		p.RowsPer = max(tileM, p.RowsPer/tileM*tileM)
 	}
 	if maxMemory <= 0 {
@@ -94,4 +125,24 @@ func Panels(m, k, n, align, tileM, tileN int, maxBinding, maxMemory int64) (Pane
 		}
 	}
 	return p, nil
+}
+
+// kPanels is the columns of A of a K panel: all of K where panels of tm
+// rows of A and tn columns of B with all of it fit (fits, maxBinding),
+// else the most, a multiple of Align and, from 64 on, of 64, with which
+// they do; 0 where none does.
+func (p PanelPlan) kPanels(tm, tn int, maxBinding int64, fits func(rows, cols int) bool) int {
+	if fits(tm, p.K) && fits(p.K, tn) {
+		return p.K
+	}
+	kk := int(min(int64(p.K-1), maxBinding/(4*int64(max(tm, p.Ld(tn))))))
+	unit := p.Align
+	if kk >= 64 && 64%p.Align == 0 {
+		unit = 64
+	}
+	kk = kk / unit * unit
+	for kk > 0 && !(fits(tm, kk) && fits(kk, tn)) {
+		kk -= unit
+	}
+	return kk
 }
