@@ -22,7 +22,8 @@
 // panels' products summed on the GPU). MulStream multiplies a matrix
 // read by panels of rows (a RowReader) by one read whole, writing C's
 // rows in order, so that memory holds B and three panels (B on the GPU in
-// column panels where it is over one binding). Matrix keeps a
+// column panels where it is over one binding, K in panels where a row
+// is). Matrix keeps a
 // matrix on the GPU (NewMatrix) or views a host's buffer (WrapBuffer);
 // Matrix.Gemm (C = α·op(A)·op(B) + β·C) and Device.GemmBatched queue work
 // and return at once; Device.Fence tells when the GPU is done;

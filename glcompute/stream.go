@@ -63,7 +63,8 @@ type StreamOptions struct {
 	// MaxBinding lowers the bytes one matrix may take in one shader
 	// storage binding below the driver's, as MulOptions.MaxBinding does:
 	// a B over it is held on the GPU in column panels (StreamResult.BPanels),
-	// so small products exercise that path. Zero value: the driver's limit.
+	// a K too long for it cut into panels (StreamResult.KPanels), so small
+	// products exercise those paths. Zero value: the driver's limit.
 	MaxBinding int64
 }
 
@@ -86,8 +87,10 @@ type StreamResult struct {
 	Panels    int
 	PanelRows int
 	// BPanels is how many column panels B is held in on the GPU, each
-	// within one shader storage binding (1: B whole).
-	BPanels int
+	// within one shader storage binding (1: B whole), and KPanels how
+	// many panels K is cut into where a row of A is too long for one
+	// (1: K whole), their products summed in C on the GPU.
+	BPanels, KPanels int
 	// ReadB is the time spent reading B, Read reading A's panels, GPU the
 	// GPU stage's (uploads, products, readbacks), Check the panels'
 	// checks and Write writing C.
@@ -109,8 +112,9 @@ func (r StreamResult) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * 
 // goroutine of its own: reading A's panels, the GPU (upload of a panel
 // into one of two resident matrices, its product by B, readback of the
 // panel before it), the check (StreamOptions.Check) and writing C. A B
-// over one storage binding is held in column panels (BPanels). What can
-// be checked and allocated is, before anything is read.
+// over one storage binding is held in column panels (BPanels), a K too
+// long for one cut into panels summed in C (KPanels). What can be checked
+// and allocated is, before anything is read.
 //
 // MulStream needs a Device of its own context (Open): on a borrowed one
 // (NewDeviceFromCurrent) it panics. A's columns must equal B's rows, and
@@ -150,7 +154,7 @@ func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (Strea
 			return StreamResult{}, err
 		}
 		// The kernel, on a panel's shape, before anything is read.
-		if _, err := d.Plan(p.rows, p.kp, p.cols, &MulOptions{Kernel: o.Kernel, MaxBinding: o.MaxBinding}); err != nil {
+		if _, err := d.Plan(p.rows, p.kper, p.cols, &MulOptions{Kernel: o.Kernel, MaxBinding: o.MaxBinding}); err != nil {
 			return StreamResult{}, err
 		}
 	}
@@ -158,7 +162,7 @@ func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (Strea
 		return StreamResult{}, fmt.Errorf("glcompute: the %d×%d by %d×%d product needs %.1f GiB of host memory for B and its panels of A and C, over the limit of %.1f GiB: %w",
 			p.m, p.k, p.k, p.n, float64(need)/(1<<30), float64(o.HostLimit)/(1<<30), ErrHostMemory)
 	}
-	r := StreamResult{M: p.m, K: p.k, N: p.n, Panels: p.panels, PanelRows: p.rows, BPanels: p.bpanels, Kernel: o.Kernel}
+	r := StreamResult{M: p.m, K: p.k, N: p.n, Panels: p.panels, PanelRows: p.rows, BPanels: p.bpanels, KPanels: p.kpanels, Kernel: o.Kernel}
 	ctx := o.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -170,7 +174,7 @@ func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (Strea
 		err = zeroStream(ctx, c, p, o.Progress, &r)
 	} else {
 		if o.Kernel == "" || o.Kernel == "fast" {
-			r.Kernel = d.KernelFor(p.rows, p.kp, p.cols)
+			r.Kernel = d.KernelFor(p.rows, p.kper, p.cols)
 		}
 		err = runStream(ctx, d, p, a, b, c, o, &r)
 	}
@@ -198,12 +202,14 @@ func StreamHostBytes(m, k, n int, panelBytes int64) int64 {
 // layout the fast kernel reads and writes whole vec4s of. On the GPU, B is
 // held in bpanels column panels of cols columns (the last one what is
 // left of np), each panel of A multiplied by each into the same columns
-// of its C, so that every matrix there fits one storage binding
-// (fitBinding).
+// of its C, and K, where a row of A is too long for that, in kpanels
+// panels of kper (the last one what is left of kp), so that every matrix
+// there fits one storage binding (fitBinding).
 type streamPlan struct {
 	m, k, n, kp, np int
 	rows, panels    int
 	cols, bpanels   int
+	kper, kpanels   int
 }
 
 // newStreamPlan sizes the panels of an m×k by k×n product to panelBytes
@@ -211,7 +217,7 @@ type streamPlan struct {
 // DefaultPanelBytes]), rows a multiple of 64 where more than 64.
 func newStreamPlan(m, k, n int, panelBytes int64) streamPlan {
 	p := streamPlan{m: m, k: k, n: n, kp: (k + 3) / 4 * 4, np: (n + 3) / 4 * 4}
-	p.cols, p.bpanels = p.np, 1
+	p.cols, p.bpanels, p.kper, p.kpanels = p.np, 1, p.kp, 1
 	if m == 0 || n == 0 {
 		return p // no panels
 	}
@@ -242,16 +248,26 @@ func (d *Device) streamBinding(max int64) int64 {
 }
 
 // fitBinding makes every matrix of the product on the GPU fit binding
-// bytes: a panel of A (rows×kp: fewer rows where needed) and, where B
-// does not fit whole, B and each panel's C in column panels (a multiple of
-// 64 columns, or of 4 under 64). It fails, in the user's shapes, where
-// not even a row of A and 4 columns of B fit.
+// bytes: where a row of A and 4 columns of B do not, K in panels with
+// which 64 columns of B (or all, fewer) do; a panel of A (rows×kper:
+// fewer rows where needed) and, where B does not fit whole, B and each
+// panel's C in column panels (a multiple of 64 columns, or of 4 under
+// 64). It fails, in the user's shapes, where not even 4 rows of B fit.
 func (p *streamPlan) fitBinding(binding int64) error {
-	row := 4 * int64(p.kp) // bytes of a row of A, and of a column of B
-	if 4*row > binding {
-		return fmt.Errorf("%w: the %d×%d by %d×%d product cannot run: a row of A and 4 columns of B (K = %d) take %s and %s, over one shader storage binding (%s)",
-			ErrTooLarge, p.m, p.k, p.k, p.n, p.k, formatBytes(float64(row)), formatBytes(float64(4*row)), formatBytes(float64(binding)))
+	if 16*int64(p.kp) > binding {
+		p.kper = int(binding / (4 * int64(min(p.np, 64))))
+		if p.kper >= 64 {
+			p.kper = p.kper / 64 * 64
+		} else {
+			p.kper = p.kper / 4 * 4
+		}
+		if p.kper < 4 {
+			return fmt.Errorf("%w: the %d×%d by %d×%d product cannot run: 4 rows of B take more than one shader storage binding (%s)",
+				ErrTooLarge, p.m, p.k, p.k, p.n, formatBytes(float64(binding)))
+		}
+		p.kpanels = (p.kp + p.kper - 1) / p.kper
 	}
+	row := 4 * int64(p.kper) // bytes of a row of A's K panel, and of a column of B's
 	if fit := int(binding / row); p.rows > fit {
 		p.rows = fit
 		if p.rows > 64 {
@@ -259,7 +275,7 @@ func (p *streamPlan) fitBinding(binding int64) error {
 		}
 		p.panels = (p.m + p.rows - 1) / p.rows
 	}
-	tall := 4 * int64(max(p.kp, p.rows)) // bytes of a column of B or of a panel's C
+	tall := 4 * int64(max(p.kper, p.rows)) // bytes of a column of B's K panel or of a panel's C
 	if tall*int64(p.np) <= binding {
 		return nil
 	}
@@ -271,6 +287,12 @@ func (p *streamPlan) fitBinding(binding int64) error {
 	}
 	p.bpanels = (p.np + p.cols - 1) / p.cols
 	return nil
+}
+
+// kOf returns the first column of A and the columns of K panel q.
+func (p streamPlan) kOf(q int) (k0, cols int) {
+	k0 = q * p.kper
+	return k0, min(p.kper, p.kp-k0)
 }
 
 // colsOf returns the first column and the columns of B's column panel j.
@@ -330,9 +352,10 @@ func rowsView(m blas32.General, rows, cols int) blas32.General {
 	return blas32.General{Rows: rows, Cols: cols, Stride: m.Stride, Data: m.Data[:(rows-1)*m.Stride+cols]}
 }
 
-// blockView returns the first rows rows of m's columns [c0, c0+cols).
-func blockView(m blas32.General, rows, c0, cols int) blas32.General {
-	return blas32.General{Rows: rows, Cols: cols, Stride: m.Stride, Data: m.Data[c0 : c0+(rows-1)*m.Stride+cols]}
+// blockView returns rows [r0, r0+rows) of m's columns [c0, c0+cols).
+func blockView(m blas32.General, r0, rows, c0, cols int) blas32.General {
+	first := r0*m.Stride + c0
+	return blas32.General{Rows: rows, Cols: cols, Stride: m.Stride, Data: m.Data[first : first+(rows-1)*m.Stride+cols]}
 }
 
 // errPanel wraps a GPU error with the panel it was at.

@@ -205,9 +205,7 @@ func streamChecked(t *testing.T, d *Device, a, b blas32.General, o *StreamOption
 
 // TestMulStreamBPanels: a B over one storage binding (lowered by
 // StreamOptions.MaxBinding) is held in column panels, each panel of A
-// multiplied by each; a panel of A over it gets fewer rows; and a K whose
-// row of A and 4 columns of B do not fit is refused before anything is
-// read, in the user's shapes.
+// multiplied by each; a panel of A over it gets fewer rows.
 func TestMulStreamBPanels(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -227,10 +225,34 @@ func TestMulStreamBPanels(t *testing.T) {
 				c.m, c.k, c.n, c.binding, r.BPanels, r.PanelRows, c.bpanels, c.panelRows)
 		}
 	}
+}
+
+// TestMulStreamKPanels: a K whose row of A and 4 columns of B do not fit
+// a binding (lowered by StreamOptions.MaxBinding) is cut into K panels
+// whose products add up in C, B in column panels too where needed (it was
+// refused); a binding that not even 4 rows of B fit is refused before
+// anything is read, in the user's shapes.
+func TestMulStreamKPanels(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, c := range []struct {
+		m, k, n                     int
+		kpanels, bpanels, panelRows int
+	}{
+		{20, 3000, 10, 10, 1, 12},  // K in 320s, A's panels cut to 12 rows
+		{70, 1100, 300, 18, 5, 64}, // K in 64s, B in 64-column panels
+	} {
+		a, b := cpu.Random(c.m, c.k, rng), cpu.Random(c.k, c.n, rng)
+		r := streamChecked(t, d, a, b, &StreamOptions{MaxBinding: 16 << 10, Kernel: []string{"", "tiled32", "fast:64x64x8_4x4"}[c.m%3]})
+		if r.KPanels != c.kpanels || r.BPanels != c.bpanels || r.PanelRows != c.panelRows {
+			t.Errorf("%d×%d×%d under 16 KiB a binding: K in %d panels, B in %d, A in panels of %d rows; want %d, %d and %d",
+				c.m, c.k, c.n, r.KPanels, r.BPanels, r.PanelRows, c.kpanels, c.bpanels, c.panelRows)
+		}
+	}
 	a, b := &memReader{m: cpu.Random(3, 1100, rng), failAt: -1}, &memReader{m: cpu.Random(1100, 5, rng), failAt: -1}
-	_, err := d.MulStream(&memWriter{failAfter: -1}, a, b, &StreamOptions{MaxBinding: 16 << 10})
+	_, err := d.MulStream(&memWriter{failAfter: -1}, a, b, &StreamOptions{MaxBinding: 40})
 	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "the 3×1100 by 1100×5 product") || a.calls+b.calls > 0 {
-		t.Errorf("K = 1100 under 16 KiB a binding: %v after %d reads", err, a.calls+b.calls)
+		t.Errorf("K = 1100 under 40 bytes a binding: %v after %d reads", err, a.calls+b.calls)
 	}
 }
 
@@ -292,7 +314,7 @@ func TestMulStreamBOverBlock(t *testing.T) {
 	}
 	c := w.written(b.cols)
 	for _, c0 := range []int{0, 32768 - 100, b.cols - 100} {
-		if res := validate.CheckFull(a, b.block(c0, 100), blockView(c, c.Rows, c0, 100)); res.Err() != nil {
+		if res := validate.CheckFull(a, b.block(c0, 100), blockView(c, 0, c.Rows, c0, 100)); res.Err() != nil {
 			t.Errorf("columns %d to %d of C: %v", c0, c0+99, res.Err())
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 )
 
@@ -15,23 +16,23 @@ import (
 // further apart, at a panel of memory each.
 const hostPanels = 3
 
-// streamGPU is the GPU side of a streamed product: B, in its column
-// panels, and two panels of A and C that panels take in turn (panel i in
-// slot i%2), so that one panel's C is read back while the next one's
-// product runs. A slot's C is a matrix for each column panel of B.
+// streamGPU is the GPU side of a streamed product: B, in its K and
+// column panels (b[q][j]), and two panels of A and C that panels take in
+// turn (panel i in slot i%2), so that one panel's C is read back while
+// the next one's product runs. A slot's A is a matrix for each K panel
+// (a[s][q]), its C one for each column panel of B (c[s][j]).
 type streamGPU struct {
 	dev    *Device
 	p      streamPlan
 	kernel string // StreamOptions.Kernel
-	b      []*Matrix
-	a      [2]*Matrix
-	c      [2][]*Matrix
+	b      [][]*Matrix
+	a, c   [2][]*Matrix
 }
 
 // newStreamGPU allocates the product's matrices, before anything is
 // read: a product the driver has not the memory for fails at once.
 func newStreamGPU(dev *Device, p streamPlan, kernel string) (_ *streamGPU, err error) {
-	g := &streamGPU{dev: dev, p: p, kernel: kernel}
+	g := &streamGPU{dev: dev, p: p, kernel: kernel, b: make([][]*Matrix, p.kpanels)}
 	defer func() {
 		if err != nil {
 			g.release() // what was made before the failure
@@ -39,25 +40,29 @@ func newStreamGPU(dev *Device, p streamPlan, kernel string) (_ *streamGPU, err e
 				p.m, p.k, p.k, p.n, formatBytes(float64(p.gpuBytes())), err)
 		}
 	}()
-	for j := range p.bpanels {
-		_, cols := p.colsOf(j)
-		m, err := dev.NewMatrix(p.kp, cols)
-		if err != nil {
+	matrices := func(ms *[]*Matrix, n int, shape func(i int) (rows, cols int)) error {
+		for i := range n {
+			m, err := dev.NewMatrix(shape(i))
+			if err != nil {
+				return err
+			}
+			*ms = append(*ms, m)
+		}
+		return nil
+	}
+	bcols := func(j int) (int, int) { _, cols := p.colsOf(j); return p.rows, cols }
+	for q := range p.kpanels {
+		_, kc := p.kOf(q)
+		if err := matrices(&g.b[q], p.bpanels, func(j int) (int, int) { _, cols := bcols(j); return kc, cols }); err != nil {
 			return nil, err
 		}
-		g.b = append(g.b, m)
 	}
 	for s := 0; s < min(2, p.panels); s++ {
-		if g.a[s], err = dev.NewMatrix(p.rows, p.kp); err != nil {
+		if err := matrices(&g.a[s], p.kpanels, func(q int) (int, int) { _, kc := p.kOf(q); return p.rows, kc }); err != nil {
 			return nil, err
 		}
-		for j := range p.bpanels {
-			_, cols := p.colsOf(j)
-			m, err := dev.NewMatrix(p.rows, cols)
-			if err != nil {
-				return nil, err
-			}
-			g.c[s] = append(g.c[s], m)
+		if err := matrices(&g.c[s], p.bpanels, bcols); err != nil {
+			return nil, err
 		}
 	}
 	return g, nil
@@ -69,12 +74,15 @@ func (p streamPlan) gpuBytes() int64 {
 	return 4 * (int64(p.kp)*int64(p.np) + int64(min(2, p.panels))*int64(p.rows)*int64(p.kp+p.np))
 }
 
-// uploadB uploads B (hb, padded) into its column panels.
+// uploadB uploads B (hb, padded) into its panels.
 func (g *streamGPU) uploadB(hb blas32.General) error {
-	for j, b := range g.b {
-		c0, cols := g.p.colsOf(j)
-		if err := b.Upload(blockView(hb, g.p.kp, c0, cols)); err != nil {
-			return err
+	for q, row := range g.b {
+		k0, kc := g.p.kOf(q)
+		for j, b := range row {
+			c0, cols := g.p.colsOf(j)
+			if err := b.Upload(blockView(hb, k0, kc, c0, cols)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -82,7 +90,7 @@ func (g *streamGPU) uploadB(hb blas32.General) error {
 
 // release frees the GPU matrices.
 func (g *streamGPU) release() {
-	for _, m := range slices.Concat(g.b, g.a[:], g.c[0], g.c[1]) {
+	for _, m := range slices.Concat(slices.Concat(g.b...), g.a[0], g.a[1], g.c[0], g.c[1]) {
 		if m != nil {
 			m.Release()
 		}
@@ -92,7 +100,7 @@ func (g *streamGPU) release() {
 // slot returns panel i's matrices of A and C: the slot's own, or views of
 // their first rows for a last panel that is shorter; release frees the
 // views.
-func (g *streamGPU) slot(i int) (a *Matrix, c []*Matrix, release func(), err error) {
+func (g *streamGPU) slot(i int) (a, c []*Matrix, release func(), err error) {
 	s, rows := i%2, g.p.rowsOf(i)
 	if rows == g.p.rows {
 		return g.a[s], g.c[s], func() {}, nil
@@ -103,7 +111,7 @@ func (g *streamGPU) slot(i int) (a *Matrix, c []*Matrix, release func(), err err
 			v.Release()
 		}
 	}
-	for _, m := range append([]*Matrix{g.a[s]}, g.c[s]...) {
+	for _, m := range slices.Concat(g.a[s], g.c[s]) {
 		v, err := g.dev.WrapBuffer(m.Buffer(), 0, rows, m.Cols, m.Cols)
 		if err != nil {
 			release()
@@ -111,19 +119,31 @@ func (g *streamGPU) slot(i int) (a *Matrix, c []*Matrix, release func(), err err
 		}
 		views = append(views, v)
 	}
-	return views[0], views[1:], release, nil
+	return views[:len(g.a[s])], views[len(g.a[s]):], release, nil
 }
 
-// multiply uploads panel pn's rows of A and queues their products by B's
-// column panels.
+// multiply uploads panel pn's rows of A, a K panel at a time, and queues
+// their products by B's column panels: the first K panel's with the
+// kernel, the later ones added to it (Gemm's β = 1).
 func (g *streamGPU) multiply(pn *panel) error {
-	return g.on(pn, func(a *Matrix, c []*Matrix) error {
-		if err := a.Upload(rowsView(pn.a, a.Rows, g.p.kp)); err != nil {
-			return errPanel("uploading A for", g.p, pn.i, err)
+	return g.on(pn, func(a, c []*Matrix) error {
+		for q, aq := range a {
+			k0, kc := g.p.kOf(q)
+			if err := aq.Upload(blockView(pn.a, 0, aq.Rows, k0, kc)); err != nil {
+				return errPanel("uploading A for", g.p, pn.i, err)
+			}
 		}
 		for j, cj := range c {
-			if err := cj.MulKernel(g.kernel, a, g.b[j]); err != nil {
-				return errPanel("computing", g.p, pn.i, err)
+			for q, aq := range a {
+				var err error
+				if q == 0 {
+					err = cj.MulKernel(g.kernel, aq, g.b[q][j])
+				} else {
+					err = cj.Gemm(blas.NoTrans, blas.NoTrans, 1, aq, g.b[q][j], 1)
+				}
+				if err != nil {
+					return errPanel("computing", g.p, pn.i, err)
+				}
 			}
 		}
 		return nil
@@ -133,10 +153,10 @@ func (g *streamGPU) multiply(pn *panel) error {
 // readBack copies panel pn's C into its host memory, a column panel at a
 // time.
 func (g *streamGPU) readBack(pn *panel) error {
-	return g.on(pn, func(_ *Matrix, c []*Matrix) error {
+	return g.on(pn, func(_, c []*Matrix) error {
 		for j, cj := range c {
 			c0, cols := g.p.colsOf(j)
-			if err := cj.Download(blockView(pn.c, cj.Rows, c0, cols)); err != nil {
+			if err := cj.Download(blockView(pn.c, 0, cj.Rows, c0, cols)); err != nil {
 				return errPanel("reading back", g.p, pn.i, err)
 			}
 		}
@@ -145,7 +165,7 @@ func (g *streamGPU) readBack(pn *panel) error {
 }
 
 // on calls f with panel pn's matrices of A and C (slot).
-func (g *streamGPU) on(pn *panel, f func(a *Matrix, c []*Matrix) error) error {
+func (g *streamGPU) on(pn *panel, f func(a, c []*Matrix) error) error {
 	a, c, release, err := g.slot(pn.i)
 	if err != nil {
 		return err
