@@ -284,9 +284,10 @@ func SgemmThreshold(d Driver) int {
 // math.MaxInt (never). Never on OpenGL on a CPU: llvmpipe's dfast, on the
 // same 2 cores as gonum's Dgemm, lost at every size from 64³ to 1024³,
 // transfers included (0.27 to 4.6 GFLOPS against 8.7 to 12.9;
-// docs/PERFORMANCE.md, "float64 on llvmpipe", 2026-11-28). On a GPU
-// float64's crossover is not measured yet: float32's (SgemmThreshold)
-// stands in for it, so NVIDIA from 256³ and other vendors never.
+// docs/PERFORMANCE.md, "float64 on llvmpipe", 2026-11-28). On NVIDIA
+// from 256³, as float32's (SgemmThreshold): measured on an H200 against
+// gonum on its 16 cores, 128³ lost and 256³ won (docs/PERFORMANCE.md,
+// "The fifteenth session on an H200"); other vendors never, unmeasured.
 func DgemmThreshold(d Driver) int {
 	if OnCPU(d) {
 		return math.MaxInt
