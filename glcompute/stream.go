@@ -105,29 +105,17 @@ type StreamResult struct {
 // Flop is the product's floating-point operations, 2·M·N·K.
 func (r StreamResult) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * float64(r.K) }
 
-// MulStream computes C = A·B for matrices that need not fit in memory:
-// A is read by panels of rows from a, B whole from b, and C's rows are
-// written in order to c, so that host memory holds B and a few panels
-// (StreamHostBytes) rather than A and C. Four stages overlap, each on a
-// goroutine of its own: reading A's panels, the GPU (upload of a panel
-// into one of two resident matrices, its product by B, readback of the
-// panel before it), the check (StreamOptions.Check) and writing C. A B
-// over one storage binding is held in column panels (BPanels), a K too
-// long for one cut into panels summed in C (KPanels). What can be checked
-// and allocated is, before anything is read.
+// MulStream computes C = A·B for matrices that need not fit in memory: A
+// is read by panels of rows from a, B whole from b, and C's rows are
+// written in order to c, so that memory holds B and a few panels
+// (StreamHostBytes). Reading, the GPU, the check (StreamOptions.Check)
+// and writing overlap, each on a goroutine of its own. An error from any
+// stage stops the others (c's rows are then incomplete); Release during
+// MulStream stops it with ErrReleased. Panels of B and of K, and empty
+// products: docs/LIBRARY.md.
 //
-// MulStream needs a Device of its own context (Open): on a borrowed one
-// (NewDeviceFromCurrent) it panics. A's columns must equal B's rows, and
-// no dimension may be negative: MulStream panics otherwise, as Mul does
-// (a programmer's error, as in gonum). An empty product reads nothing,
-// runs nothing on the GPU and calls no Check: with K = 0 it writes C's
-// zeros by panels (Progress called), with no rows or columns in C
-// nothing.
-//
-// An error from any stage stops the others; what c received by then is
-// incomplete. MulStream returns once every stage has stopped. The
-// Device's Release during MulStream stops it between panels with an error
-// matching ErrReleased.
+// It panics on a borrowed Device (it needs Open's), if A's columns differ
+// from B's rows, or if a dimension is negative.
 func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (StreamResult, error) {
 	d.mustBeOpen()
 	if d.isReleased() {
