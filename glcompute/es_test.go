@@ -8,20 +8,24 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/glw"
 )
 
-// TestESBufferStorage: on OpenGL ES with GL_EXT_buffer_storage (Mesa's
-// ES 3.2) the staging buffers are mapped persistently and host matrices
-// work, through glBufferStorageEXT: glmul looked only for
-// GL_ARB_buffer_storage, so -backend gles -mapped was refused (a new
-// user's audit). Without the extension NewHostMatrix fails naming it.
+// TestESBufferStorage: OpenGL ES makes no persistent mappings, so
+// NewHostMatrix refuses with ErrUnsupported and staging maps per chunk.
+// The GL_EXT_buffer_storage path (useStorageEXT) is built but off: on
+// zink over lavapipe the pipelined pass left a persistently mapped C
+// unwritten for the host on ES (hostMatrices failed 3 of 3), where
+// desktop contexts pass. Turning it on runs hostMatrices here again.
 func TestESBufferStorage(t *testing.T) {
 	d := openDevice(t, BackendGLES)
 	var ext bool
 	d.call(func() { ext = glw.HasExtension("GL_EXT_buffer_storage") })
-	if !ext {
-		if _, err := d.NewHostMatrix(2, 2); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "GL_EXT_buffer_storage") {
-			t.Errorf("NewHostMatrix on OpenGL ES without GL_EXT_buffer_storage: %v", err)
+	if !useStorageEXT || !ext {
+		if _, err := d.NewHostMatrix(2, 2); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("NewHostMatrix on OpenGL ES: %v, want ErrUnsupported", err)
 		}
-		t.Skipf("%s lists no GL_EXT_buffer_storage", d.Info().Renderer)
+		if got := d.Staging(); strings.Contains(got, "persistent") {
+			t.Errorf("Staging() = %q on OpenGL ES, want no persistent mapping", got)
+		}
+		return
 	}
 	if got := d.Staging(); !strings.Contains(got, "persistent") {
 		t.Errorf("Staging() = %q on OpenGL ES with GL_EXT_buffer_storage, want persistent mapping", got)

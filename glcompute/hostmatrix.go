@@ -14,9 +14,9 @@ import (
 // writes directly, as CUDA's pinned memory: its Data is a persistent,
 // coherent mapping of a GL buffer, which Mul uses without a host copy.
 // Rows are padded to a multiple of 4 floats, the padding glmul's to
-// write. Data is valid until Release. Needs glBufferStorage (GL 4.4,
-// ARB_buffer_storage or, on ES, EXT_buffer_storage) and persistent
-// mapping (not Options.NoPersistentMapping).
+// write. Data is valid until Release. Needs glBufferStorage (GL 4.4 or
+// ARB_buffer_storage; not on OpenGL ES) and persistent mapping (not
+// Options.NoPersistentMapping).
 //
 // Thread rule: Data may be read and written from any goroutine while no
 // Mul that uses the matrix runs; NewHostMatrix and Release as the
@@ -43,7 +43,7 @@ func (d *Device) NewHostMatrix(rows, cols int) (*HostMatrix, error) {
 	var err error
 	d.call(func() {
 		if !d.stage().persistent {
-			err = fmt.Errorf("%w: a HostMatrix needs persistent buffer mappings (glBufferStorage: OpenGL 4.4, or OpenGL ES with GL_EXT_buffer_storage), which this driver or Options.NoPersistentMapping rules out", ErrUnsupported)
+			err = fmt.Errorf("%w: a HostMatrix needs persistent buffer mappings (glBufferStorage: OpenGL 4.4 or ARB_buffer_storage; not OpenGL ES), which this driver or Options.NoPersistentMapping rules out", ErrUnsupported)
 			return
 		}
 		bytes := int(bytes64)

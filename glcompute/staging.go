@@ -81,12 +81,14 @@ func (d *Device) stage() *stager {
 }
 
 // bufferStorage is how the current context offers glBufferStorage:
-// desktop OpenGL 4.4 or GL_ARB_buffer_storage through go-gl; OpenGL ES
-// with GL_EXT_buffer_storage (Mesa's ES 3.2) as glBufferStorageEXT, which
-// openGLES looked up.
+// desktop OpenGL 4.4 or GL_ARB_buffer_storage through go-gl. OpenGL ES's
+// GL_EXT_buffer_storage (glBufferStorageEXT, which openGLES looks up) is
+// not used: on Mesa 22.3.6's zink over lavapipe, a product's pass that
+// wrote a persistently mapped C on an ES context left it unwritten for
+// the host (TestESBufferStorage; docs/DRIVERS.md), cause not yet found.
 func (d *Device) bufferStorage() glw.Storage {
 	switch {
-	case d.info.ES && glw.HaveStorageEXT() && glw.HasExtension("GL_EXT_buffer_storage"):
+	case d.info.ES && useStorageEXT && glw.HaveStorageEXT() && glw.HasExtension("GL_EXT_buffer_storage"):
 		return glw.StorageEXT
 	case d.info.ES:
 		return glw.StorageNone
@@ -479,3 +481,7 @@ func (s *stager) release() {
 		}
 	}
 }
+
+// useStorageEXT turns OpenGL ES's EXT_buffer_storage on (see
+// bufferStorage): off until the zink failure is understood.
+const useStorageEXT = false
