@@ -25,10 +25,11 @@ for drv in "${drivers[@]}"; do
 	softpipe)
 		# softpipe is about 100× slower than llvmpipe: the library's tests only,
 		# less the long arithmetic (float64 and gonum's BLAS and LAPACK suites,
-		# K beyond 2^16, 128 MiB operands) that llvmpipe and zink run: softpipe
-		# is here for OpenGL 4.3's minimum limits and a third implementation.
+		# K beyond 2^16, 128 MiB operands) and the conformance of all 246 tune
+		# candidates, which llvmpipe and zink run: softpipe is here for OpenGL
+		# 4.3's minimum limits and a third implementation.
 		env=(GALLIUM_DRIVER=softpipe MESA_GL_VERSION_OVERRIDE=4.3 MESA_GLSL_VERSION_OVERRIDE=430 GLMUL_EXPECT_RENDERER=softpipe)
-		pkgs=(./glcompute -skip '^(TestBLAS64Conformance|TestBLAS64Lapack|TestBLAS64DgemmOnGPU|TestDFastTileEdges|TestDFastCandidates|TestLongK|TestMul64TileEdges|TestMul64LongK|TestKPanels|TestMulStreamBOverBlock|TestMulStreamKPanels)$')
+		pkgs=(./glcompute -skip '^(TestBLAS64Conformance|TestBLAS64Lapack|TestBLAS64DgemmOnGPU|TestDFastTileEdges|TestDFastCandidates|TestLongK|TestMul64TileEdges|TestMul64LongK|TestKPanels|TestMulStreamBOverBlock|TestMulStreamKPanels|TestConformanceEveryCandidate)$')
 		;;
 	*)
 		echo "test-drivers: unknown driver $drv (want zink or softpipe)" >&2
