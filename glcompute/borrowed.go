@@ -99,15 +99,12 @@ func NewDeviceFromCurrent(opts *Options) (*Device, error) {
 	if d.opts.GetProcAddress != nil {
 		getProc = d.opts.GetProcAddress
 	}
-	if d.opts.GetProcAddress == nil && glw.HostLoadedGoGL() {
-		d.opts.GLLoaded = true // keep the host's own loader's pointers
-	}
 	if d.opts.GLLoaded {
 		if !glw.GoGLLoaded() { // calling into GL now would crash the process (SIGSEGV in cgo)
 			return nil, fmt.Errorf("%w: Options.GLLoaded is set, but go-gl/gl v4.3-core's functions are not loaded: call gl.Init (or gl.InitWithProcAddrFunc) of github.com/go-gl/gl/v4.3-core/gl with the context current first, or leave GLLoaded false for glmul to load them", ErrNoContext)
 		}
 		glw.LoadNamed(getProc) // go-gl's are the host's; glmul's own extra entry points still need loading
-	} else if err := initGoGL(getProc); err != nil {
+	} else if err := glw.Init(getProc); err != nil {
 		return nil, fmt.Errorf("%w: loading OpenGL functions from the current context: %w", ErrNoContext, err)
 	}
 	d.info.Backend = BackendBorrowed
@@ -116,7 +113,3 @@ func NewDeviceFromCurrent(opts *Options) (*Device, error) {
 	}
 	return d, nil
 }
-
-// initGoGL loads go-gl's functions for a borrowed context (a variable:
-// tests count the reloads a host's own loading must not cause).
-var initGoGL = glw.Init

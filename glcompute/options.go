@@ -106,10 +106,8 @@ type Options struct {
 	// the host's stay as they are; glmul still looks up the one entry point
 	// of its own that go-gl's 4.3 package lacks
 	// (glGetNamedBufferParameteri64v, through GetProcAddress when given).
-	// Zero value false: glmul keeps the pointers where the host has loaded
-	// them itself, else loads them (see GetProcAddress). A host on another
-	// go-gl package (v4.6-core, ...) has pointers of its own that glmul
-	// never touches.
+	// Zero value false: glmul loads them (see GetProcAddress). A host on another go-gl package (v4.6-core, ...)
+	// has pointers of its own that glmul never touches.
 	GLLoaded bool
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/go-gl/gl/v4.3-core/gl"
@@ -36,19 +35,9 @@ func Init(getProc func(string) unsafe.Pointer) error {
 	if err := gl.InitWithProcAddrFunc(getProc); err != nil {
 		return err
 	}
-	loadedByGLMul.Store(true)
 	LoadNamed(getProc)
 	return nil
 }
-
-// loadedByGLMul records that Init has loaded go-gl's pointers in this
-// process: pointers loaded and not by Init are a host's.
-var loadedByGLMul atomic.Bool
-
-// HostLoadedGoGL reports whether go-gl/gl v4.3-core's functions are loaded
-// and Init did not load them: a host did (gl.Init or its own loader),
-// and reloading them would replace its loader for all its later calls.
-func HostLoadedGoGL() bool { return GoGLLoaded() && !loadedByGLMul.Load() }
 
 // String returns glGetString(name).
 func String(name uint32) string {
