@@ -40,14 +40,9 @@ const (
 // enter runs f as call does, saving and restoring what save says on a
 // borrowed context outside a Scope.
 func (d *Device) enter(save saving, f func()) {
-	d.mustBeOpen()
-	d.mu.Lock()
+	d.lockOpen()
 	defer d.mu.Unlock()
-	if d.released {
-		panic("glcompute: use of a released Device")
-	}
 	if d.borrowed {
-		d.checkHostContext()
 		if !d.scoped && save != saveNothing {
 			var s glw.State
 			if save == saveAll {
@@ -69,14 +64,29 @@ func (d *Device) enter(save saving, f func()) {
 // context is not current), for a call that has nothing to do and makes
 // no GL call.
 func (d *Device) checkOpen() {
+	d.lockOpen()
+	d.mu.Unlock()
+}
+
+// lockOpen locks d.mu and panics, unlocking it, where d is not open, is
+// released, or is borrowed and its context is not current here.
+func (d *Device) lockOpen() {
 	d.mustBeOpen()
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.released {
+		d.mu.Unlock()
 		panic("glcompute: use of a released Device")
 	}
 	if d.borrowed {
-		d.checkHostContext()
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					d.mu.Unlock()
+					panic(r)
+				}
+			}()
+			d.checkHostContext()
+		}()
 	}
 }
 
