@@ -267,12 +267,21 @@ type hostPlan struct {
 	kernels hostKernels
 	panels  dispatch.PanelPlan
 	paneled bool
+	// forcePanels: panels even where the product fits (a Group's device
+	// runs its column panels as a panel product).
+	forcePanels bool
 }
 
 // planHost plans an m×k by k×n product of host matrices with opts: the
 // one place where Mul and Plan choose the kernel (chooseHost), check what
 // the driver allows, and decide on panels (planPanels).
 func (d *Device) planHost(m, k, n int, opts *MulOptions) (hp hostPlan, err error) {
+	return d.planHostPanels(m, k, n, opts, false)
+}
+
+// planHostPanels is planHost, in panels where forcePanels is set.
+func (d *Device) planHostPanels(m, k, n int, opts *MulOptions, forcePanels bool) (hp hostPlan, err error) {
+	hp.forcePanels = forcePanels
 	d.mustBeOpen()
 	if opts != nil {
 		hp.o = *opts

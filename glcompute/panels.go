@@ -76,7 +76,7 @@ func (d *Device) planPanels(m, k, n int, hp *hostPlan) (plan dispatch.PanelPlan,
 		return a <= lim && b <= lim && c <= lim && extra <= lim && (o.MaxGPUMemory <= 0 || a+b+c+extra <= float64(o.MaxGPUMemory))
 	}
 	if kern.TransposeA { // A's transpose beside A, B and C; without room for it, A as it is
-		if d.fits(shaders.Transpose()) == nil && fits(4*float64(k)*ld(m)) {
+		if !hp.forcePanels && d.fits(shaders.Transpose()) == nil && fits(4*float64(k)*ld(m)) {
 			return plan, false, nil
 		}
 		kern = hp.kernels.natural
@@ -84,7 +84,7 @@ func (d *Device) planPanels(m, k, n int, hp *hostPlan) (plan dispatch.PanelPlan,
 		binding = viewed(kern) // the stand-in may read through textures where the default does not
 		lim = float64(binding)
 	}
-	if fits(0) {
+	if fits(0) && !hp.forcePanels {
 		return plan, false, nil
 	}
 	if !kern.Strided {
@@ -126,6 +126,11 @@ type panelProduct struct {
 	splits, ksplit, rowsPer int
 	red                     *program
 	work                    glw.Buffer
+	// blocks counts the blocks of C listed (their C buffers alternate),
+	// and aUp says which of A's panel buffers the steps listed so far
+	// upload (KeepA: each once).
+	blocks int
+	aUp    []bool
 }
 
 // mulPanels runs c = a·b panel by panel, pipelined: for each column panel
@@ -166,39 +171,49 @@ func (d *Device) mulPanels(c, a, b blas32.General, hp *hostPlan, idle time.Durat
 	return t, nil
 }
 
-// steps lists the panels' steps, column panel by column panel, row
-// panel by row panel: a step a band of rows (rowsPer) or, where K is cut,
-// a step a K panel, C's block poisoned before its first and read back
-// after its last.
+// steps lists the panels' steps of c = a·b, column panel by column
+// panel, row panel by row panel: a step a band of rows (rowsPer) or, where
+// K is cut, a step a K panel, C's block poisoned before its first and read
+// back after its last. c and b may be a column range of the planned
+// product's (a Group's column panel): their columns are cut by the plan's
+// ColsPer. A's panels are uploaded where the device does not hold them
+// yet (KeepA: once, for the first column panel), and C's blocks take the
+// two C buffers in turn.
 func (pp *panelProduct) steps(c, a, b blas32.General) []pipeStep {
 	pl := pp.plan
+	if pp.aUp == nil {
+		pp.aUp = make([]bool, len(pp.bufA))
+	}
 	var steps []pipeStep
-	for j := 0; j < pl.ColPanels(); j++ {
+	for c0 := 0; c0 < b.Cols; c0 += pl.ColsPer {
 		for i := 0; i < pl.RowPanels(); i++ {
+			bufC := pp.bufC[pp.blocks%2]
+			pp.blocks++
 			if pl.KPanels() == 1 {
-				steps = append(steps, pp.bands(c, a, b, i, j)...)
+				steps = append(steps, pp.bands(c, a, b, i, c0, bufC)...)
 				continue
 			}
 			for q := 0; q < pl.KPanels(); q++ {
-				steps = append(steps, pp.kStep(c, a, b, i, j, q))
+				steps = append(steps, pp.kStep(c, a, b, i, c0, q, bufC))
 			}
 		}
 	}
 	return steps
 }
 
-// bands are the steps of row panel i and column panel j, K whole: one, or
-// one a band of rowsPer rows.
+// bands are the steps of row panel i and the column panel from c0, K
+// whole: one, or one a band of rowsPer rows.
 //
 // Panels are not cut into bands that fit the staging buffers: on the
 // H100 at 32768 that made dispatches of 256 rows, and the product 22%
 // slower (3.13 s against 2.56 s end to end).
-func (pp *panelProduct) bands(c, a, b blas32.General, i, j int) []pipeStep {
+func (pp *panelProduct) bands(c, a, b blas32.General, i, c0 int, bufC glw.Buffer) []pipeStep {
 	pl := pp.plan
-	r0, c0 := i*pl.RowsPer, j*pl.ColsPer
-	rows, cols := min(pl.RowsPer, pl.M-r0), min(pl.ColsPer, pl.N-c0)
+	r0 := i * pl.RowsPer
+	rows, cols := min(pl.RowsPer, pl.M-r0), min(pl.ColsPer, b.Cols-c0)
 	ldn, lda := pl.Ld(cols), pl.Ld(pl.K)
-	bufA, bufC := pp.bufA[i%len(pp.bufA)], pp.bufC[(j*pl.RowPanels()+i)%2]
+	ai := pp.aIndex(i, 0)
+	bufA, upA := pp.bufA[ai], pp.needA(ai)
 	per := rows
 	if pp.rowsPer > 0 {
 		per = pp.rowsPer
@@ -215,7 +230,7 @@ func (pp *panelProduct) bands(c, a, b blas32.General, i, j int) []pipeStep {
 		if i == 0 && rb == 0 {
 			s.up = append(s.up, upTransfer{dst: view{buf: pp.bufB[0], stride: ldn}, src: part{m: b, c0: c0, rows: pl.K, cols: cols}})
 		}
-		if !pl.KeepA || j == 0 {
+		if upA {
 			s.up = append(s.up, upTransfer{dst: view{buf: bufA, off: rb * lda, stride: lda}, src: part{m: a, r0: r0 + rb, rows: n, cols: pl.K}})
 		}
 		steps = append(steps, s)
@@ -223,13 +238,15 @@ func (pp *panelProduct) bands(c, a, b blas32.General, i, j int) []pipeStep {
 	return steps
 }
 
-// kStep is the step of row panel i, column panel j and K panel q.
-func (pp *panelProduct) kStep(c, a, b blas32.General, i, j, q int) pipeStep {
+// kStep is the step of row panel i, the column panel from c0 and K panel
+// q.
+func (pp *panelProduct) kStep(c, a, b blas32.General, i, c0, q int, bufC glw.Buffer) pipeStep {
 	pl := pp.plan
-	r0, c0, k0 := i*pl.RowsPer, j*pl.ColsPer, q*pl.KPer
-	rows, cols, kc := min(pl.RowsPer, pl.M-r0), min(pl.ColsPer, pl.N-c0), min(pl.KPer, pl.K-k0)
+	r0, k0 := i*pl.RowsPer, q*pl.KPer
+	rows, cols, kc := min(pl.RowsPer, pl.M-r0), min(pl.ColsPer, b.Cols-c0), min(pl.KPer, pl.K-k0)
 	ldn, lda := pl.Ld(cols), pl.Ld(pl.KPer)
-	bufA, bufC := pp.bufA[pp.aIndex(i, q)], pp.bufC[(j*pl.RowPanels()+i)%2]
+	ai := pp.aIndex(i, q)
+	bufA := pp.bufA[ai]
 	s := pipeStep{
 		c:   view{buf: bufC, stride: ldn},
 		run: func() error { return pp.dispatch(bufA, pp.bufB[q], bufC, q, 0, rows, cols, kc, ldn) },
@@ -243,10 +260,21 @@ func (pp *panelProduct) kStep(c, a, b blas32.General, i, j, q int) pipeStep {
 	if i == 0 {
 		s.up = append(s.up, upTransfer{dst: view{buf: pp.bufB[q], stride: ldn}, src: part{m: b, r0: k0, c0: c0, rows: kc, cols: cols}})
 	}
-	if !pl.KeepA || j == 0 {
+	if pp.needA(ai) {
 		s.up = append(s.up, upTransfer{dst: view{buf: bufA, stride: lda}, src: part{m: a, r0: r0, c0: k0, rows: rows, cols: kc}})
 	}
 	return s
+}
+
+// needA reports whether A's panel buffer ai must be uploaded for the step
+// being listed: always where A is streamed, once where it stays (KeepA).
+func (pp *panelProduct) needA(ai int) bool {
+	if !pp.plan.KeepA {
+		return true
+	}
+	up := pp.aUp[ai]
+	pp.aUp[ai] = true
+	return !up
 }
 
 // aIndex is the buffer of A's panel i, K panel q: its own where A stays

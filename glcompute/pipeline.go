@@ -73,14 +73,21 @@ type pipeStep struct {
 	out    part
 	poison int
 	run    func() error
+	// landed, if set, is called once the step's block of C is in host
+	// memory: a group's device marks its column panel done so.
+	landed func()
 }
 
 // pipeline runs steps in order; report, if set, is called as each step's
-// block of C arrives.
+// block of C arrives. more, if set, is called when the last step listed
+// is about to run, for the steps after it (none: the pass ends there): a
+// device of a Group takes its next column panel of C so, just in time to
+// upload its operands during the step before.
 type pipeline struct {
 	d      *Device
 	o      *MulOptions
 	steps  []pipeStep
+	more   func() []pipeStep
 	report func(done, total int)
 	// The pass in progress: its figures, whether the GL timer times the
 	// steps, their queries (a GL_TIMESTAMP before and after each step's
@@ -133,7 +140,7 @@ func (pl *pipeline) run() (passTimes, error) {
 	if err := pl.upload(&pl.steps[0]); err != nil {
 		return pl.pt, err
 	}
-	for i := range pl.steps {
+	for i := 0; i < len(pl.steps); i++ { // more may add steps
 		if err := pl.step(i); err != nil {
 			return pl.pt, err
 		}
@@ -142,7 +149,7 @@ func (pl *pipeline) run() (passTimes, error) {
 	if err != nil {
 		return pl.pt, err
 	}
-	if err := pl.arrived(finish, len(pl.steps)); err != nil {
+	if err := pl.arrived(finish, len(pl.steps)-1); err != nil {
 		return pl.pt, err
 	}
 	pt := &pl.pt
@@ -157,6 +164,9 @@ func (pl *pipeline) run() (passTimes, error) {
 func (pl *pipeline) step(i int) error {
 	if err := pl.o.stopped(); err != nil {
 		return err
+	}
+	if i+1 == len(pl.steps) && pl.more != nil {
+		pl.steps = append(pl.steps, pl.more()...)
 	}
 	// The GPU runs one context's commands in order: the last step's
 	// copies are queued first, else they would wait for this step's
@@ -179,7 +189,7 @@ func (pl *pipeline) step(i int) error {
 	if finish == nil {
 		return nil
 	}
-	return pl.arrived(finish, i)
+	return pl.arrived(finish, i-1)
 }
 
 // compute poisons a step's block of C and queues its dispatches, timed.
@@ -214,13 +224,16 @@ func (pl *pipeline) dispatch(s *pipeStep, q *[2]glw.Query) (time.Duration, error
 	return time.Since(start), err
 }
 
-// arrived finishes a download and reports the steps done.
-func (pl *pipeline) arrived(finish func() error, done int) error {
+// arrived finishes step i's download and reports the steps done.
+func (pl *pipeline) arrived(finish func() error, i int) error {
 	if err := finish(); err != nil {
 		return err
 	}
+	if f := pl.steps[i].landed; f != nil {
+		f()
+	}
 	if pl.report != nil {
-		pl.report(done, len(pl.steps))
+		pl.report(i+1, len(pl.steps))
 	}
 	return nil
 }
