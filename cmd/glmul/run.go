@@ -186,8 +186,9 @@ type options struct {
 	maxBinding  string
 	maxGPUMem   string
 	mapped      bool
-	binding     int64 // parsed -max-binding
-	gpuMem      int64 // parsed -max-gpu-mem
+	devices     string // -devices: "" for one device
+	binding     int64  // parsed -max-binding
+	gpuMem      int64  // parsed -max-gpu-mem
 
 	nSet        bool // -n was on the command line
 	m, k, nCols int  // the parsed shape
@@ -210,6 +211,7 @@ func newFlagSet(o *options, help io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.maxBinding, "max-binding", "", "run in panels whose matrices take at most `SIZE` bytes a binding (e.g. 1MiB; default: the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE)")
 	fs.StringVar(&o.maxGPUMem, "max-gpu-mem", "", "use at most `SIZE` bytes of GPU buffers (e.g. 8MiB, 2GiB), streaming panels when the product needs more (default: no cap)")
 	fs.BoolVar(&o.mapped, "mapped", false, "make A, B and C in mapped host memory that the GPU copies directly (glcompute.HostMatrix, like pinned memory) instead of ordinary Go slices")
+	fs.StringVar(&o.devices, "devices", "", "multiply over several GPUs: `all` (every GPU EGL lists) or EGL device indices such as 1,2; C's column panels go to each GPU as it becomes free (default: one device, -device)")
 	fs.StringVar(&o.dumpProgram, "dump-program", "", "write the driver's program binary of the kernel to `FILE` (- for stdout; NVIDIA's holds the assembly) and exit")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs (uniform on [-1, 1))")
 	fs.StringVar(&o.format, "format", "text", "output: text|json|csv (-version, -list-devices, -dump-program: text|json)")
@@ -348,6 +350,12 @@ func (o *options) check() error {
 	if o.gpuMem, err = parseBytes("-max-gpu-mem", o.maxGPUMem); err != nil {
 		return err
 	}
+	if o.devices != "" {
+		if _, err := parseDevices(o.devices); err != nil {
+			return err
+		}
+		return o.checkGroupFlags()
+	}
 	return nil
 }
 
@@ -403,6 +411,9 @@ func parseShapeOf(flag, s string) (m, k, n int, err error) {
 
 // multiply runs the main command.
 func multiply(o *options, stdout, stderr io.Writer) error {
+	if o.devices != "" {
+		return multiplyGroup(o, stdout, stderr)
+	}
 	if err := checkHostMemory(o.m, o.k, o.nCols); err != nil {
 		return err
 	}

@@ -267,6 +267,15 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	return r, nil
 }
 
+// Check validates in.C as check does, Auto resolved by the shape: for a
+// product computed outside Product (a group of devices).
+func Check(mode validate.Mode, in *Inputs, progress func(done, total int)) validate.Result {
+	if mode == validate.Auto {
+		mode = validate.Choose(in.A.Rows, in.A.Cols, in.B.Cols)
+	}
+	return check(mode, in, progress)
+}
+
 // check validates in.C as validate.Check(mode, …) does, mode resolved
 // (not Auto). A check long enough to want a progress bar runs in about a
 // hundred bands of rows through validate.Panels, which checks each row

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/glmul/glmul/cmd/glmul/internal/measure"
+	"github.com/glmul/glmul/cmd/glmul/internal/report"
+	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/validate"
+)
+
+// parseDevices reads -devices: "all" (nil: every GPU EGL lists) or a
+// comma-separated list of EGL device indices, each once.
+func parseDevices(s string) ([]int, error) {
+	if s == "all" {
+		return nil, nil
+	}
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		i, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || i < 1 {
+			return nil, usagef("-devices %q: want all, or EGL device indices from 1 (glmul -list-devices) separated by commas, e.g. 1,2", s)
+		}
+		if slices.Contains(out, i) {
+			return nil, usagef("-devices %q: device %d listed twice", s, i)
+		}
+		out = append(out, i)
+	}
+	return out, nil
+}
+
+// checkGroupFlags refuses the flags a group product does not take.
+func (o *options) checkGroupFlags() error {
+	switch {
+	case o.mapped:
+		return usagef("-devices and -mapped: mapped host matrices belong to one device's context")
+	case o.dev.device != 0:
+		return usagef("-devices and -device: name the devices in -devices")
+	case o.splitK > 1:
+		return usagef("-devices and -split-k: a group's product runs in panels, which do not split K")
+	case o.kernel == "tiled32":
+		return usagef("-devices needs a fast kernel: tiled32 cannot run in panels")
+	case o.dev.backend == "glfw" || o.dev.backend == "gles":
+		return usagef("-devices opens one headless EGL context a GPU: leave -backend auto or egl")
+	}
+	return nil
+}
+
+// groupRun is one glmul -devices product: the group's figures over the
+// timed runs, and the validation of the last one.
+type groupRun struct {
+	M          int                    `json:"m"`
+	K          int                    `json:"k"`
+	N          int                    `json:"n"`
+	Seed       uint64                 `json:"seed"`
+	Panels     int                    `json:"panels"`
+	PanelCols  int                    `json:"panel_cols"`
+	Warmup     int                    `json:"warmup"`
+	Runs       []time.Duration        `json:"runs_ns"`
+	EndToEnd   time.Duration          `json:"end_to_end_ns"` // the median run
+	GFLOPS     float64                `json:"gflops_end_to_end"`
+	Devices    []groupDeviceRow       `json:"devices"`
+	Validation validate.Result        `json:"validation"`
+	Timings    glcompute.GroupTimings `json:"-"`
+}
+
+// groupDeviceRow is one device's share of the last timed run.
+type groupDeviceRow struct {
+	Index    int           `json:"index"`
+	Renderer string        `json:"renderer"`
+	Kernel   string        `json:"kernel"`
+	Plan     string        `json:"plan"`
+	Panels   int           `json:"panels"`
+	Reruns   int           `json:"reruns"`
+	Share    float64       `json:"share"` // of the product's flops
+	Busy     time.Duration `json:"end_to_end_ns"`
+	GFLOPS   float64       `json:"gflops"` // its flops over its busy time
+	Error    string        `json:"error,omitempty"`
+}
+
+// multiplyGroup runs glmul -n N -devices LIST: the inputs, o.warmup
+// untimed products and o.reps timed ones over the group, each host memory
+// to host memory, then one validation of C.
+func multiplyGroup(o *options, stdout, stderr io.Writer) error {
+	if err := checkHostMemory(o.m, o.k, o.nCols); err != nil {
+		return err
+	}
+	list, err := parseDevices(o.devices)
+	if err != nil {
+		return err
+	}
+	g, err := glcompute.OpenGroup(list, &glcompute.Options{Backend: glcompute.BackendEGL, Verbose: o.dev.verbose,
+		IgnoreTuned: o.dev.ignoreTuned, Unseen: o.dev.unseen, NoPersistentMapping: o.dev.mapPerChunk, ProgramCache: o.dev.programs})
+	if err != nil {
+		return err
+	}
+	defer g.Release()
+	ctx, stop := notifyInterrupt()
+	defer stop()
+	in := measure.NewInputsProgress(o.m, o.k, o.nCols, o.seed, stageBar(o.progress, stderr, "making A and B"))
+	mo := &glcompute.MulOptions{Kernel: o.kernel, MaxGroups: o.maxGroups, MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, Context: ctx}
+	r := groupRun{M: o.m, K: o.k, N: o.nCols, Seed: o.seed, Warmup: o.warmup}
+	bar := newBar(o.progress, stderr, "GPU runs")
+	for i := range o.warmup + o.reps {
+		t, err := g.Mul(in.C, in.A, in.B, mo)
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return interruptedError{fmt.Sprintf("nothing to report: the %d×%d×%d product stopped before it was validated", o.m, o.k, o.nCols)}
+		}
+		if err != nil {
+			return err
+		}
+		r.Timings = t
+		if i >= o.warmup {
+			r.Runs = append(r.Runs, t.EndToEnd)
+		}
+		if bar != nil {
+			bar.ChangeMax(o.warmup + o.reps)
+			bar.Set(i + 1)
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(stderr, "validating (float64 on the CPU)...")
+	}
+	mode, _ := validate.ParseMode(o.validate)
+	r.Validation = measure.Check(mode, in, stageBar(o.progress, stderr, "validating"))
+	r.fill(g)
+	if err := r.write(stdout, report.Format(o.format)); err != nil {
+		return err
+	}
+	if err := r.Validation.Err(); err != nil {
+		fmt.Fprintf(stderr, "glmul: %v\n", err)
+		return errReported
+	}
+	return nil
+}
+
+// fill derives the figures of r from its runs and last timings.
+func (r *groupRun) fill(g *glcompute.Group) {
+	t := r.Timings
+	r.Panels, r.PanelCols = t.Panels, t.PanelCols
+	r.EndToEnd = measure.Median(r.Runs)
+	flop := 2 * float64(r.M) * float64(r.K) * float64(r.N)
+	r.GFLOPS = measure.GFLOPS(flop, r.EndToEnd)
+	for i, d := range g.Devices() {
+		sh := t.Devices[i]
+		row := groupDeviceRow{Index: i + 1, Renderer: d.Info().Renderer, Kernel: sh.Timings.Kernel, Plan: sh.Timings.Panels,
+			Panels: sh.Panels, Reruns: sh.Reruns, Busy: sh.Timings.EndToEnd, GFLOPS: measure.GFLOPS(sh.Flop, sh.Timings.EndToEnd)}
+		if flop > 0 {
+			row.Share = sh.Flop / flop
+		}
+		if sh.Err != nil {
+			row.Error = sh.Err.Error()
+		}
+		r.Devices = append(r.Devices, row)
+	}
+}
+
+// write writes r as text, JSON or CSV (a row a device).
+func (r *groupRun) write(w io.Writer, f report.Format) error {
+	switch f {
+	case report.JSON:
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(r)
+	case report.CSV:
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"m", "k", "n", "device", "renderer", "kernel", "panels", "reruns", "share", "device_ms", "device_gflops", "group_ms", "group_gflops", "validation"})
+		for _, d := range r.Devices {
+			cw.Write([]string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), strconv.Itoa(d.Index), d.Renderer, d.Kernel,
+				strconv.Itoa(d.Panels), strconv.Itoa(d.Reruns), fmt.Sprintf("%.4f", d.Share), ms(d.Busy), fmt.Sprintf("%.1f", d.GFLOPS),
+				ms(r.EndToEnd), fmt.Sprintf("%.1f", r.GFLOPS), strconv.FormatBool(r.Validation.OK)})
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	ew := &errWriter{w: w}
+	ew.printf("product    C = A·B in float32, A %d×%d, B %d×%d, seed %d\n", r.M, r.K, r.K, r.N, r.Seed)
+	ew.printf("group      %s, C shared out in %s of %d columns\n", report.Plural(len(r.Devices), "device"), report.Plural(r.Panels, "column panel"), r.PanelCols)
+	for _, d := range r.Devices {
+		ew.printf("device %d   %s: %s (%.0f%%), %s, %.1f GFLOPS over its %s ms; kernel %s; %s\n", d.Index, d.Renderer,
+			report.Plural(d.Panels, "panel"), 100*d.Share, report.Plural(d.Reruns, "rerun"), d.GFLOPS, ms(d.Busy), d.Kernel, d.Plan)
+		if d.Error != "" {
+			ew.printf("           failed: %s (its unfinished panels ran on the others)\n", d.Error)
+		}
+	}
+	ew.printf("runs       %s after %s, end to end (host memory to host memory): %s ms median\n",
+		report.Plural(len(r.Runs), "timed run"), report.Plural(r.Warmup, "warm-up run"), ms(r.EndToEnd))
+	ew.printf("GFLOPS     %.1f end to end (median run)\n", r.GFLOPS)
+	ew.printf("validate   %s\n", r.Validation)
+	return ew.err
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/1e6) }
+
+// errWriter keeps the first error of a series of writes.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestDevicesFlag runs a product over a group of one device (the only
+// one llvmpipe's EGL lists) in JSON, and checks the report: every panel
+// computed once, the whole product's flops shared out, C validated.
+func TestDevicesFlag(t *testing.T) {
+	code, out, errs := glmul("-shape", "300x130x700", "-devices", "all", "-reps", "2", "-format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r groupRun
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	panels, share := 0, 0.0
+	for _, d := range r.Devices {
+		panels += d.Panels
+		share += d.Share
+	}
+	if len(r.Runs) != 2 || r.Panels < 1 || panels != r.Panels || share < 0.999 || share > 1.001 || !r.Validation.OK || r.GFLOPS <= 0 {
+		t.Errorf("report: %+v", r)
+	}
+	code, out, _ = glmul("-n", "200", "-devices", "1", "-reps", "1")
+	if code != 0 || !strings.Contains(out, "device 1") || !strings.Contains(out, "validate   full: ok") {
+		t.Errorf("text report (exit %d):\n%s", code, out)
+	}
+}
+
+// TestDevicesUsage: what a group cannot take is a usage error naming the
+// flags.
+func TestDevicesUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "64", "-devices", "0"}, "want all, or EGL device indices from 1"},
+		{[]string{"-n", "64", "-devices", "1,x"}, "want all"},
+		{[]string{"-n", "64", "-devices", "2,2"}, "device 2 listed twice"},
+		{[]string{"-n", "64", "-devices", "all", "-mapped"}, "-devices and -mapped"},
+		{[]string{"-n", "64", "-devices", "all", "-device", "1"}, "-devices and -device"},
+		{[]string{"-n", "64", "-devices", "all", "-split-k", "4"}, "-devices and -split-k"},
+		{[]string{"-n", "64", "-devices", "all", "-kernel", "tiled32"}, "tiled32 cannot run in panels"},
+		{[]string{"-n", "64", "-devices", "all", "-backend", "gles"}, "headless EGL"},
+	} {
+		code, _, errs := glmul(c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("glmul %s: exit %d, %q; want 2 and %q", strings.Join(c.args, " "), code, errs, c.want)
+		}
+	}
+}
