@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -116,4 +117,64 @@ func benchDgemm(b *testing.B, spec string, flop float64, c, a, bm blas64.General
 		}
 	})
 	b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds(), "flop/s")
+}
+
+// BenchmarkMul64 times Mul64 whole (packing, upload, kernel, readback:
+// the call a BLAS64 Dgemm makes) on square inputs, with its Timings'
+// end-to-end pass, compute (on llvmpipe the dispatch calls' wall time),
+// host copies and steps as metrics. GLMUL_FLOAT64_SIZES
+// (a comma list) replaces the sizes.
+//
+//	go test ./glcompute -run '^$' -bench Mul64 -benchtime 3x
+func BenchmarkMul64(b *testing.B) {
+	sizes := []int{1024, 2048}
+	if env := os.Getenv("GLMUL_FLOAT64_SIZES"); env != "" {
+		sizes = nil
+		for _, f := range strings.Split(env, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				b.Fatalf("GLMUL_FLOAT64_SIZES: %v", err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, n := range sizes {
+		rng := rand.New(rand.NewPCG(uint64(n), 66))
+		a, bm, c := randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng)
+		flop := 2 * float64(n) * float64(n) * float64(n)
+		b.Run(fmt.Sprintf("impl=Mul64/n=%d", n), func(b *testing.B) {
+			d := openDevice(b, BackendEGL)
+			needFloat64(b, d)
+			if _, err := d.Mul64(c, a, bm, nil); err != nil { // compiles the kernel, makes the buffers
+				b.Fatal(err)
+			}
+			var sum Timings
+			for b.Loop() {
+				t, err := d.Mul64(c, a, bm, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum.EndToEnd += t.EndToEnd
+				sum.Compute = []time.Duration{sumDurations(sum.Compute) + sumDurations(t.Compute)}
+				sum.Upload += t.Upload
+				sum.Readback += t.Readback
+				sum.Steps = t.Steps
+			}
+			runs := float64(b.N)
+			b.ReportMetric(flop*runs/b.Elapsed().Seconds(), "flop/s")
+			b.ReportMetric(float64(sum.EndToEnd.Nanoseconds())/runs, "pass-ns/op")
+			b.ReportMetric(float64(sumDurations(sum.Compute).Nanoseconds())/runs, "compute-ns/op")
+			b.ReportMetric(float64(sum.Upload.Nanoseconds())/runs, "upload-ns/op")
+			b.ReportMetric(float64(sum.Readback.Nanoseconds())/runs, "readback-ns/op")
+			b.ReportMetric(float64(sum.Steps), "steps")
+		})
+	}
+}
+
+func sumDurations(ds []time.Duration) time.Duration {
+	var s time.Duration
+	for _, d := range ds {
+		s += d
+	}
+	return s
 }
