@@ -9,11 +9,12 @@ import "fmt"
 // to fit a binding, it is cut into K panels of KPer (KPanels): a block of
 // C is the sum of the products of A's and B's K panels, each after the
 // first computed beside the sum so far and added to it, C's buffer
-// holding both (CRows). Rows of every panel are padded to Align floats on
-// the GPU.
+// holding both (CRows). Rows of every panel are padded to Align elements
+// on the GPU, of Size bytes each.
 type PanelPlan struct {
 	M, K, N          int
 	Align            int
+	Size             int // bytes an element: 4 (float32) or 8 (float64)
 	RowsPer, ColsPer int
 	KPer             int // K where K is not cut
 	// KeepA: all of A's row panels stay on the GPU while the column panels
@@ -38,7 +39,7 @@ func (p PanelPlan) CRows(rows int) int {
 	return rows
 }
 
-// Ld is the padded row length of a panel whose rows hold cols floats.
+// Ld is the padded row length of a panel whose rows hold cols elements.
 func (p PanelPlan) Ld(cols int) int { return ceilDiv(cols, p.Align) * p.Align }
 
 // Bytes of the GPU buffers the plan keeps at once: B's column panel (its
@@ -46,13 +47,13 @@ func (p PanelPlan) Ld(cols int) int { return ceilDiv(cols, p.Align) * p.Align }
 // while the other computes) and two C panels. The staging buffers in host
 // memory are not counted.
 func (p PanelPlan) Bytes() int64 {
-	kp := int64(p.KPanels())
-	b := 4 * kp * int64(p.KPer) * int64(p.Ld(p.ColsPer))
-	a := 2 * 4 * int64(p.RowsPer) * int64(p.Ld(p.KPer))
+	kp, size := int64(p.KPanels()), int64(p.Size)
+	b := size * kp * int64(p.KPer) * int64(p.Ld(p.ColsPer))
+	a := 2 * size * int64(p.RowsPer) * int64(p.Ld(p.KPer))
 	if p.KeepA { // one buffer a panel, each RowsPer rows
-		a = 4 * int64(p.RowPanels()*p.RowsPer) * kp * int64(p.Ld(p.KPer))
+		a = size * int64(p.RowPanels()*p.RowsPer) * kp * int64(p.Ld(p.KPer))
 	}
-	c := 2 * 4 * int64(p.CRows(p.RowsPer)) * int64(p.Ld(p.ColsPer))
+	c := 2 * size * int64(p.CRows(p.RowsPer)) * int64(p.Ld(p.ColsPer))
 	return a + b + c
 }
 
@@ -69,28 +70,56 @@ func (p PanelPlan) String() string {
 		p.RowPanels(), p.ColPanels(), p.RowsPer, p.ColsPer, k, keep, float64(p.Bytes())/(1<<20))
 }
 
-// Panels plans an m×k by k×n product for a kernel of tileM×tileN work-group
-// tiles and rows padded to align floats, with at most maxBinding bytes in
-// one binding and maxMemory bytes of GPU buffers (0: no memory limit). It
-// cuts K only where one tile's panels of A and B with all of it do not fit
-// (kPanels; then into panels of at most maxK, where positive: a driver's
-// loop budget), takes the widest column panels and then the tallest row
-// panels that fit, in multiples of the tiles, and keeps A on the GPU when
-// memory allows. It returns an error when not even one tile's panels fit.
+// Panels plans an m×k by k×n float32 product for a kernel of tileM×tileN
+// work-group tiles and rows padded to align floats, with at most
+// maxBinding bytes in one binding and maxMemory bytes of GPU buffers (0:
+// no memory limit), K cut within maxK only where it is cut at all (the
+// kernel splits a long K itself): Limits.Panels with those limits.
 func Panels(m, k, n, align, tileM, tileN int, maxBinding, maxMemory int64, maxK int) (PanelPlan, error) {
-	p := PanelPlan{M: m, K: k, N: n, Align: align}
-	fits := func(rows, cols int) bool { return 4*int64(rows)*int64(p.Ld(cols)) <= maxBinding }
+	return Limits{Size: 4, Binding: maxBinding, Memory: maxMemory, MaxK: maxK}.Panels(m, k, n, align, tileM, tileN)
+}
+
+// Limits bound a panel plan: the size of an element, the bytes of one
+// binding and of all the plan's buffers, and the K a dispatch may loop
+// over.
+type Limits struct {
+	// Size is the bytes of an element: 4 (float32) or 8 (float64).
+	Size int
+	// Binding is the most bytes one panel's buffer may hold (a shader
+	// storage binding); Memory the most the plan's buffers may take
+	// together (0: no limit).
+	Binding, Memory int64
+	// MaxK, where positive, is the most of K one dispatch may loop over (a
+	// driver's loop budget): K panels are cut within it. CutK says the
+	// kernel cannot split K itself (dfast), so that a K over MaxK is cut
+	// into panels even where all of it fits; otherwise (fast, cpu) only a
+	// K cut for the binding is cut within MaxK.
+	MaxK int
+	CutK bool
+}
+
+// Panels plans an m×k by k×n product for a kernel of tileM×tileN
+// work-group tiles and rows padded to align elements, within l. It cuts K
+// only where one tile's panels of A and B with all of it do not fit
+// (kPanels) or MaxK says (then into panels of at most MaxK), takes the
+// widest column panels and then the tallest row panels that fit, in
+// multiples of the tiles, and keeps A on the GPU when memory allows. It
+// returns an error when not even one tile's panels fit.
+func (l Limits) Panels(m, k, n, align, tileM, tileN int) (PanelPlan, error) {
+	maxBinding, maxMemory, size := l.Binding, l.Memory, int64(l.Size)
+	p := PanelPlan{M: m, K: k, N: n, Align: align, Size: l.Size}
+	fits := func(rows, cols int) bool { return size*int64(rows)*int64(p.Ld(cols)) <= maxBinding }
 	tm := min(tileM, m)
 	p.KPer = p.kPanels(tm, min(tileN, n), maxBinding, fits)
-	if maxK > 0 && p.KPer < k && p.KPer > maxK {
-		p.KPer = max(align, maxK/align*align)
+	if l.MaxK > 0 && p.KPer > l.MaxK && (p.KPer < k || l.CutK) {
+		p.KPer = max(align, l.MaxK/align*align)
 	}
 	kk := p.KPer
 	// Columns: all of N, else the most tiles whose B panel, and a C panel
 	// one tile high, fit a binding.
 	p.ColsPer = n
 	if colsFit := func(c int) bool { return fits(kk, c) && fits(p.CRows(tm), c) }; !colsFit(n) {
-		p.ColsPer = int(maxBinding/(4*int64(max(kk, p.CRows(tm))))) / tileN * tileN
+		p.ColsPer = int(maxBinding/(size*int64(max(kk, p.CRows(tm))))) / tileN * tileN
 		for p.ColsPer > 0 && !colsFit(p.ColsPer) {
 			p.ColsPer -= tileN
 		}
@@ -101,8 +130,8 @@ func Panels(m, k, n, align, tileM, tileN int, maxBinding, maxMemory int64, maxK 
 	// Rows: all of M, else the most tiles whose A and C panels fit.
 	p.RowsPer = m
 	for p.RowsPer > tileM && !(fits(p.RowsPer, kk) && fits(p.CRows(p.RowsPer), p.ColsPer)) {
-		perRow := max(p.Ld(kk), p.CRows(1)*p.Ld(p.ColsPer)) // floats a row of A's or C's panel takes
-		p.RowsPer = min(p.RowsPer-1, int(maxBinding/(4*int64(perRow))))
+		perRow := max(p.Ld(kk), p.CRows(1)*p.Ld(p.ColsPer)) // elements a row of A's or C's panel takes
+		p.RowsPer = min(p.RowsPer-1, int(maxBinding/(size*int64(perRow))))
 		p.RowsPer = max(tileM, p.RowsPer/tileM*tileM)
 	}
 	if maxMemory <= 0 {
@@ -135,7 +164,7 @@ func (p PanelPlan) kPanels(tm, tn int, maxBinding int64, fits func(rows, cols in
 	if fits(tm, p.K) && fits(p.K, tn) {
 		return p.K
 	}
-	kk := int(min(int64(p.K-1), maxBinding/(4*int64(max(tm, p.Ld(tn))))))
+	kk := int(min(int64(p.K-1), maxBinding/(int64(p.Size)*int64(max(tm, p.Ld(tn))))))
 	unit := p.Align
 	if kk >= 64 && 64%p.Align == 0 {
 		unit = 64

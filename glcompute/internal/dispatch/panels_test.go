@@ -66,3 +66,34 @@ func TestPanelsFitAndCover(t *testing.T) {
 		t.Error("a binding of 100 bytes was planned")
 	}
 }
+
+// TestPanelsFloat64: a plan of 8-byte elements is the float32 plan of a
+// binding and memory half as large (the same panels, bytes doubled), and
+// a kernel that cannot split K (CutK) has any K over MaxK cut, where a
+// float32 kernel's is cut only where the binding needs it.
+func TestPanelsFloat64(t *testing.T) {
+	for _, s := range [][3]int{{100, 77, 130}, {4096, 4096, 4096}, {1, 5000, 1}, {513, 3, 1025}, {3, 8388608, 5}, {70, 100000, 300}} {
+		for _, lim := range [][2]int64{{1 << 31, 0}, {64 << 10, 0}, {64 << 10, 512 << 10}, {1 << 20, 8 << 20}} {
+			m, k, n := s[0], s[1], s[2]
+			p64, err64 := Limits{Size: 8, Binding: lim[0], Memory: lim[1]}.Panels(m, k, n, 2, 64, 64)
+			p32, err32 := Limits{Size: 4, Binding: lim[0] / 2, Memory: lim[1] / 2}.Panels(m, k, n, 2, 64, 64)
+			if (err64 == nil) != (err32 == nil) {
+				t.Errorf("%v %v: float64 %v, float32 at half the limits %v", s, lim, err64, err32)
+				continue
+			}
+			if p32.Size = 8; err64 == nil && p64 != p32 {
+				t.Errorf("%v %v: float64 plan %+v, want the float32 plan at half the limits %+v", s, lim, p64, p32)
+			}
+			if p32.Size = 4; err64 == nil && (p64.Bytes() != 2*p32.Bytes() || lim[1] > 0 && p64.Bytes() > lim[1]) {
+				t.Errorf("%v %v: %d bytes for %+v", s, lim, p64.Bytes(), p64)
+			}
+		}
+	}
+	cut := Limits{Size: 8, Binding: 1 << 30, MaxK: 1000, CutK: true}
+	if p, err := cut.Panels(10, 5000, 1000, 2, 64, 64); err != nil || p.KPer != 1000 || p.KPanels() != 5 || p.CRows(10) != 20 {
+		t.Errorf("10×5000×1000, CutK at 1000: %v, %v", p, err)
+	}
+	if p, err := cut.Panels(10, 1000, 1000, 2, 64, 64); err != nil || p.KPer != 1000 {
+		t.Errorf("10×1000×1000, CutK at 1000: %v, %v", p, err)
+	}
+}
