@@ -162,7 +162,7 @@ func DFast(c DFastConfig) (Kernel, error) {
 	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define DB %d\n#define VEC %d\n#define THREADS %d\n#line 1\n%s",
 		c.BM, c.BN, c.BK, c.TM, c.TN, db, vec, c.Threads(), source("dfast.comp"))
 	return Kernel{Name: "dfast", Config: c.String(), File: "dfast.comp", TileM: c.BM, TileN: c.BN, Align: align,
-		Threads: c.Threads(), StepK: c.BK, SharedBytes: c.SharedBytes(), Source: src}, nil
+		Threads: c.Threads(), StepK: c.BK, SharedBytes: c.SharedBytes(), Float64: true, Source: src}, nil
 }
 
 // DFastCandidates returns a few float64 configurations to tune among on

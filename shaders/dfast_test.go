@@ -85,3 +85,27 @@ func FuzzLookupFloat64(f *testing.F) {
 		}
 	})
 }
+
+// TestFloat64Kernels: dfast and Reduce64 say they compute in float64 and
+// have no GLSL ES text; Reduce64 is reduce.comp over dvec2s, and Reduce,
+// and every float32 kernel, stays float32.
+func TestFloat64Kernels(t *testing.T) {
+	d, err := LookupFloat64("dfast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Reduce64()
+	for _, k := range []Kernel{d, r} {
+		if !k.Float64 || k.SourceES != "" {
+			t.Errorf("%s: Float64 %v, SourceES %d bytes", k.Spec(), k.Float64, len(k.SourceES))
+		}
+	}
+	if r.File != "reduce.comp" || r.Spec() == Reduce().Spec() || !strings.Contains(r.Source, "#version 430 core\n#define PARTIAL dvec2\n") {
+		t.Errorf("Reduce64 is not reduce.comp over dvec2s: %s, %s", r.Spec(), r.File)
+	}
+	for _, k := range []Kernel{Reduce(), GEMM(), Fill(), Transpose()} {
+		if k.Float64 {
+			t.Errorf("%s says it is float64", k.Spec())
+		}
+	}
+}

@@ -49,6 +49,9 @@ type Kernel struct {
 	// and offA4 the first column's offset. Products that cannot give them
 	// that run the configuration without it (Natural).
 	TransposeA bool
+	// Float64 kernels compute in doubles (dfast, Reduce64): their
+	// matrices hold float64, and Align, strides and offsets count doubles.
+	Float64 bool
 	// Source is the GLSL source text, and SourceES the same as GLSL ES
 	// 3.10, for an OpenGL ES 3.1 context (ES).
 	Source, SourceES string
@@ -113,6 +116,19 @@ var gEMMKernel = fixed(Kernel{Name: "gemm", File: "gemm.comp", TileM: 64, TileN:
 func Reduce() Kernel { return reduceKernel() }
 
 var reduceKernel = fixed(Kernel{Name: "reduce", File: "reduce.comp", TileM: 1, TileN: 256, Align: 4, Threads: 256})
+
+// Reduce64 is Reduce over float64 partial results (reduce.comp with
+// dvec2s where Reduce has vec4s: 16 bytes either way, so its uniforms
+// mean the same), which adds a float64 product's K panels. It has no GLSL
+// ES text: GLSL ES has no double.
+func Reduce64() Kernel { return reduce64Kernel() }
+
+var reduce64Kernel = sync.OnceValue(func() Kernel {
+	k := Reduce()
+	k.Name, k.Align, k.Float64, k.SourceES = "reduce64", 2, true, ""
+	k.Source = strings.Replace(k.Source, "#version 430 core\n", "#version 430 core\n#define PARTIAL dvec2\n", 1)
+	return k
+})
 
 // Fill sets the words of a buffer to one value (fill.comp): glmul's NaN
 // poison of results.
