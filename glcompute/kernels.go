@@ -538,13 +538,20 @@ func (d *Device) querySMCount() int {
 	return int(out[0])
 }
 
-// poison sets the first bytes/4 floats of buf to NaN with fill.comp,
-// leaving the program and binding 2 changed; on the device thread.
+// poison sets the first bytes/4 words of buf to NaN (poisonWord) with
+// fill.comp, leaving the program and binding 2 changed; on the device
+// thread.
 func (d *Device) poison(buf glw.Buffer, bytes int) error {
 	return d.poisonRange(buf, 0, bytes/4)
 }
 
-// poisonRange sets floats [off, off+n) of buf to NaN, as poison does.
+// poisonWord is the word poison writes: a quiet NaN as a float32, and two
+// of them a quiet NaN as a float64 (0x7ff800007ff80000), so that one fill
+// poisons the results of either type (a float64 product's C is filled as
+// words, twice as many).
+const poisonWord = 0x7ff80000
+
+// poisonRange sets words [off, off+n) of buf to NaN, as poison does.
 func (d *Device) poisonRange(buf glw.Buffer, off, n int) error {
 	p, err := d.programOf(shaders.Fill())
 	if err != nil {
@@ -552,7 +559,7 @@ func (d *Device) poisonRange(buf glw.Buffer, off, n int) error {
 	}
 	p.prog.Use()
 	p.setUint("count", uint32(off+n))
-	p.setUint("value", math.Float32bits(float32(math.NaN())))
+	p.setUint("value", poisonWord)
 	buf.BindStorage(2)
 	p.dispatchLinear(dispatch.Linear(n, p.kernel.Threads), off)
 	glw.BarrierStorage()

@@ -60,7 +60,8 @@ func TestKernelChoiceAPI(t *testing.T) {
 }
 
 // TestPoison checks fill.comp's NaN poison: every word of the range, and
-// nothing after it.
+// nothing after it; and that its words, two by two, are float64 NaNs
+// (Mul64's C is poisoned by the same fill).
 func TestPoison(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	m := newMatrix(t, d, 1, 1000)
@@ -75,6 +76,12 @@ func TestPoison(t *testing.T) {
 	for i, v := range got.Data {
 		if (i < 999) != math.IsNaN(float64(v)) {
 			t.Fatalf("word %d = %v after poisoning 999 words", i, v)
+		}
+	}
+	for i := 0; i+1 < 999; i += 2 {
+		lo, hi := math.Float32bits(got.Data[i]), math.Float32bits(got.Data[i+1])
+		if v := math.Float64frombits(uint64(hi)<<32 | uint64(lo)); !math.IsNaN(v) {
+			t.Fatalf("words %d and %d as a float64: %v, not NaN", i, i+1, v)
 		}
 	}
 }
