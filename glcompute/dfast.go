@@ -115,8 +115,7 @@ func (g *dgemm) run(k0, kk, maxGroups int) (int, error) {
 	g.bufA.BindStorage(0)
 	g.bufB.BindStorage(1)
 	g.bufC.BindStorage(2)
-	g.p.setUints(uniform{"M", g.m}, uniform{"K", kk}, uniform{"N", g.n}, uniform{"lda", g.lda}, uniform{"ldb", g.ldb},
-		uniform{"ldc", g.ldc}, uniform{"offA", g.offA + k0}, uniform{"offB", g.offB + k0*g.ldb}, uniform{"offC", g.offC})
+	g.p.setLayout(g.m, kk, g.n, g.lda, g.ldb, g.ldc, g.offA+k0, g.offB+k0*g.ldb, g.offC)
 	n, err := g.p.dispatchTiles(g.m, g.n, maxGroups)
 	if err != nil {
 		return n, err

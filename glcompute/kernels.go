@@ -121,6 +121,21 @@ func (p *program) setUints(us ...uniform) {
 	}
 }
 
+// setLayout sets the shape of a product for p, the current program (M,
+// K, N), and the row strides and offsets of A, B and C in elements, in
+// the units of the kernel's uniforms: a strided float32 kernel's offsets
+// in vec4s (offA4, offB4, offC4; each a multiple of 4 floats), a float64
+// kernel's in doubles (offA, offB, offC).
+func (p *program) setLayout(m, k, n, lda, ldb, ldc, offA, offB, offC int) {
+	if p.kernel.Float64 {
+		p.setUints(uniform{"M", m}, uniform{"K", k}, uniform{"N", n}, uniform{"lda", lda}, uniform{"ldb", ldb},
+			uniform{"ldc", ldc}, uniform{"offA", offA}, uniform{"offB", offB}, uniform{"offC", offC})
+		return
+	}
+	p.setUints(uniform{"M", m}, uniform{"K", k}, uniform{"N", n}, uniform{"lda", lda}, uniform{"ldb", ldb},
+		uniform{"ldc", ldc}, uniform{"offA4", offA / 4}, uniform{"offB4", offB / 4}, uniform{"offC4", offC / 4})
+}
+
 // changed returns the location of uniform name and whether its cached
 // value differs from bits, recording bits as its value.
 func (p *program) changed(name string, bits uint32) (int32, bool) {

@@ -185,7 +185,7 @@ func (pp *panelProduct) steps(c, a, b blas32.General) []pipeStep {
 		pp.aUp = make([]bool, len(pp.bufA))
 	}
 	var steps []pipeStep
-	for c0 := 0; c0 < b.Cols; c0 += pl.ColsPer {
+	for c0 := 0; c0 < pp.cols(b); c0 += pl.ColsPer {
 		for i := 0; i < pl.RowPanels(); i++ {
 			bufC := pp.bufC[pp.blocks%2]
 			pp.blocks++
@@ -210,8 +210,8 @@ func (pp *panelProduct) steps(c, a, b blas32.General) []pipeStep {
 func (pp *panelProduct) bands(c, a, b blas32.General, i, c0 int, bufC glw.Buffer) []pipeStep {
 	pl := pp.plan
 	r0 := i * pl.RowsPer
-	rows, cols := min(pl.RowsPer, pl.M-r0), min(pl.ColsPer, b.Cols-c0)
-	ldn, lda := pl.Ld(cols), pl.Ld(pl.K)
+	rows, cols := min(pl.RowsPer, pl.M-r0), min(pl.ColsPer, pp.cols(b)-c0)
+	ldn, lda, w := pl.Ld(cols), pl.Ld(pl.K), pp.words()
 	ai := pp.aIndex(i, 0)
 	bufA, upA := pp.bufA[ai], pp.needA(ai)
 	per := rows
@@ -222,16 +222,16 @@ func (pp *panelProduct) bands(c, a, b blas32.General, i, c0 int, bufC glw.Buffer
 	for rb := 0; rb < rows; rb += per {
 		n := min(per, rows-rb)
 		s := pipeStep{
-			c:      view{buf: bufC, off: rb * ldn, stride: ldn},
-			out:    part{m: c, r0: r0 + rb, c0: c0, rows: n, cols: cols},
-			poison: n * ldn,
+			c:      w.view(bufC, rb*ldn, ldn),
+			out:    w.part(c, r0+rb, c0, n, cols),
+			poison: int(w) * n * ldn,
 			run:    func() error { return pp.dispatch(bufA, pp.bufB[0], bufC, 0, rb, n, cols, pl.K, ldn) },
 		}
 		if i == 0 && rb == 0 {
-			s.up = append(s.up, upTransfer{dst: view{buf: pp.bufB[0], stride: ldn}, src: part{m: b, c0: c0, rows: pl.K, cols: cols}})
+			s.up = append(s.up, upTransfer{dst: w.view(pp.bufB[0], 0, ldn), src: w.part(b, 0, c0, pl.K, cols)})
 		}
 		if upA {
-			s.up = append(s.up, upTransfer{dst: view{buf: bufA, off: rb * lda, stride: lda}, src: part{m: a, r0: r0 + rb, rows: n, cols: pl.K}})
+			s.up = append(s.up, upTransfer{dst: w.view(bufA, rb*lda, lda), src: w.part(a, r0+rb, 0, n, pl.K)})
 		}
 		steps = append(steps, s)
 	}
@@ -243,25 +243,25 @@ func (pp *panelProduct) bands(c, a, b blas32.General, i, c0 int, bufC glw.Buffer
 func (pp *panelProduct) kStep(c, a, b blas32.General, i, c0, q int, bufC glw.Buffer) pipeStep {
 	pl := pp.plan
 	r0, k0 := i*pl.RowsPer, q*pl.KPer
-	rows, cols, kc := min(pl.RowsPer, pl.M-r0), min(pl.ColsPer, b.Cols-c0), min(pl.KPer, pl.K-k0)
-	ldn, lda := pl.Ld(cols), pl.Ld(pl.KPer)
+	rows, cols, kc := min(pl.RowsPer, pl.M-r0), min(pl.ColsPer, pp.cols(b)-c0), min(pl.KPer, pl.K-k0)
+	ldn, lda, w := pl.Ld(cols), pl.Ld(pl.KPer), pp.words()
 	ai := pp.aIndex(i, q)
 	bufA := pp.bufA[ai]
 	s := pipeStep{
-		c:   view{buf: bufC, stride: ldn},
+		c:   w.view(bufC, 0, ldn),
 		run: func() error { return pp.dispatch(bufA, pp.bufB[q], bufC, q, 0, rows, cols, kc, ldn) },
 	}
 	if q == 0 {
-		s.poison = rows * ldn
+		s.poison = int(w) * rows * ldn
 	}
 	if q == pl.KPanels()-1 {
-		s.out = part{m: c, r0: r0, c0: c0, rows: rows, cols: cols}
+		s.out = w.part(c, r0, c0, rows, cols)
 	}
 	if i == 0 {
-		s.up = append(s.up, upTransfer{dst: view{buf: pp.bufB[q], stride: ldn}, src: part{m: b, r0: k0, c0: c0, rows: kc, cols: cols}})
+		s.up = append(s.up, upTransfer{dst: w.view(pp.bufB[q], 0, ldn), src: w.part(b, k0, c0, kc, cols)})
 	}
 	if pp.needA(ai) {
-		s.up = append(s.up, upTransfer{dst: view{buf: bufA, stride: lda}, src: part{m: a, r0: r0, c0: k0, rows: rows, cols: kc}})
+		s.up = append(s.up, upTransfer{dst: w.view(bufA, 0, lda), src: w.part(a, r0, k0, rows, kc)})
 	}
 	return s
 }
@@ -301,7 +301,7 @@ func (pp *panelProduct) planSplit() error {
 			panic("glcompute: K panels over the driver's loop budget") // planPanels cuts K within it
 		}
 		var err error
-		pp.red, err = pp.d.programOf(shaders.Reduce()) // accumulate's
+		pp.red, err = pp.d.programOf(reduceFor(pp.p.kernel)) // accumulate's
 		return err
 	}
 	if need == 1 {
@@ -313,7 +313,7 @@ func (pp *panelProduct) planSplit() error {
 	if pp.o.MaxBinding > 0 {
 		binding = min(binding, pp.o.MaxBinding)
 	}
-	row := 4 * int64(pp.splits) * int64(pl.Ld(pl.ColsPer)) // workspace bytes a row of C
+	row := int64(pl.Size) * int64(pp.splits) * int64(pl.Ld(pl.ColsPer)) // workspace bytes a row of C
 	if rows := int(binding / row); rows < pl.RowsPer {
 		if pp.rowsPer = rows / k.TileM * k.TileM; pp.rowsPer == 0 {
 			return fmt.Errorf("%w: K = %d runs in %d slices on this driver (%s), whose partial results for %d rows of %d columns (%s) are over one binding (%s)",
@@ -321,7 +321,7 @@ func (pp *panelProduct) planSplit() error {
 		}
 	}
 	var err error
-	pp.red, err = pp.d.programOf(shaders.Reduce())
+	pp.red, err = pp.d.programOf(reduceFor(pp.p.kernel))
 	return err
 }
 
@@ -351,15 +351,15 @@ func (pp *panelProduct) alloc() error {
 	}
 	pp.bufA, pp.bufB = make([]glw.Buffer, nA), make([]glw.Buffer, pl.KPanels())
 	bufs := []*glw.Buffer{&pp.bufC[0], &pp.bufC[1]}
-	c := 4 * pl.CRows(pl.RowsPer) * pl.Ld(pl.ColsPer)
+	c := pl.Size * pl.CRows(pl.RowsPer) * pl.Ld(pl.ColsPer)
 	sizes := []int{c, c}
 	for i := range pp.bufB {
 		bufs = append(bufs, &pp.bufB[i])
-		sizes = append(sizes, 4*pl.KPer*pl.Ld(pl.ColsPer))
+		sizes = append(sizes, pl.Size*pl.KPer*pl.Ld(pl.ColsPer))
 	}
 	for i := range pp.bufA {
 		bufs = append(bufs, &pp.bufA[i])
-		sizes = append(sizes, 4*pl.RowsPer*pl.Ld(pl.KPer))
+		sizes = append(sizes, pl.Size*pl.RowsPer*pl.Ld(pl.KPer))
 	}
 	if pp.splits > 1 {
 		rows := pl.RowsPer
@@ -367,7 +367,7 @@ func (pp *panelProduct) alloc() error {
 			rows = pp.rowsPer
 		}
 		bufs = append(bufs, &pp.work)
-		sizes = append(sizes, 4*pp.splits*rows*pl.Ld(pl.ColsPer))
+		sizes = append(sizes, pl.Size*pp.splits*rows*pl.Ld(pl.ColsPer))
 	}
 	for i, b := range bufs {
 		var ok bool
@@ -387,19 +387,18 @@ func (pp *panelProduct) dispatch(bufA, bufB, bufC glw.Buffer, q, r0, rows, cols,
 	p.prog.Use()
 	pp.d.bindStorage(p, 0, bufA, 0, 0)
 	pp.d.bindStorage(p, 1, bufB, 0, 0)
-	offC4 := r0 * ldn / 4
+	offC := r0 * ldn
 	if q > 0 {
-		offC4 = rows * ldn / 4 // the second half of C's buffer (r0 is 0)
+		offC = rows * ldn // the second half of C's buffer (r0 is 0)
 	}
 	if pp.splits > 1 {
 		pp.work.BindStorage(2)
-		offC4 = 0
+		offC = 0
 	} else {
 		bufC.BindStorage(2)
 	}
-	p.setUints(uniform{"M", rows}, uniform{"K", kc}, uniform{"N", cols}, uniform{"lda", lda},
-		uniform{"ldb", ldn}, uniform{"ldc", ldn}, uniform{"offA4", r0 * lda / 4}, uniform{"offB4", 0},
-		uniform{"offC4", offC4}, uniform{"ksplit", pp.ksplit})
+	p.setLayout(rows, kc, cols, lda, ldn, ldn, r0*lda, 0, offC)
+	p.setUints(uniform{"ksplit", pp.ksplit})
 	plan, err := p.plan(rows, cols, pp.o.MaxGroups)
 	if err != nil {
 		return err
@@ -409,10 +408,10 @@ func (pp *panelProduct) dispatch(bufA, bufB, bufC glw.Buffer, q, r0, rows, cols,
 	}
 	pp.dispatches += len(plan.Chunks)
 	if pp.splits > 1 {
-		pp.reduce(bufC, rows*ldn/4, r0*ldn/4)
+		pp.reduce(bufC, pp.vec4s(rows*ldn), pp.vec4s(r0*ldn))
 	}
 	if q > 0 {
-		pp.accumulate(bufC, rows*ldn/4)
+		pp.accumulate(bufC, pp.vec4s(rows*ldn))
 	}
 	return nil
 }
