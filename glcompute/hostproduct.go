@@ -341,32 +341,14 @@ func (h *hostProduct) planEdges() error {
 	return nil
 }
 
-// alloc takes the GPU buffers of A, B and C from the device's pool or
-// creates them (device memory, never mapped, where the driver has
-// glBufferStorage).
+// alloc takes the GPU buffers of A, B and C (and A's transpose) from the
+// device's pool or creates them (takeBuffers).
 func (h *hostProduct) alloc() error {
-	if h.o.MaxGPUMemory > 0 { // a cap counts this product's buffers only
-		h.d.drainPool()
-	}
-	storage := h.d.stage().storage
-	type wanted struct {
-		buf   *glw.Buffer
-		bytes int
-		name  string
-	}
 	bufs := []wanted{{&h.bufA, 4 * h.m * h.lda, "A"}, {&h.bufB, 4 * h.k * h.ldb, "B"}, {&h.bufC, 4 * h.m * h.ldc, "C"}}
 	if h.tr != nil {
 		bufs = append(bufs, wanted{&h.bufT, 4 * h.k * h.ldt, "A's transpose"})
 	}
-	for _, x := range bufs {
-		b, ok := h.d.takeBuffer(x.bytes, storage)
-		if !ok {
-			return fmt.Errorf("%w: %s: the driver could not allocate %s", ErrOutOfMemory, x.name, formatBytes(float64(x.bytes)))
-		}
-		*x.buf = b.buf
-		h.held = append(h.held, b)
-	}
-	return nil
+	return h.d.takeBuffers(h.o, &h.held, bufs...)
 }
 
 // upload copies A and B into their buffers through the staging buffers

@@ -1,6 +1,7 @@
 package glcompute
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
@@ -54,6 +55,36 @@ func (d *Device) takeBuffer(bytes int, storage glw.Storage) (b pooled, ok bool) 
 		d.poolTex[b.buf] = 0
 	}
 	return b, ok
+}
+
+// wanted is a device buffer a host product takes (takeBuffers): where
+// it goes, its bytes, and its name for errors.
+type wanted struct {
+	buf   *glw.Buffer
+	bytes int
+	name  string
+}
+
+// takeBuffers takes the buffers a host product (Mul's or Mul64's in one
+// piece) wants from the device's pool, or creates them (device memory,
+// never mapped, where the driver has glBufferStorage), appending each to
+// held for keepBuffers. Where MulOptions.MaxGPUMemory caps the product it
+// empties the pool first: a cap counts that product's buffers only. On
+// the device thread.
+func (d *Device) takeBuffers(o *MulOptions, held *[]pooled, bufs ...wanted) error {
+	if o.MaxGPUMemory > 0 {
+		d.drainPool()
+	}
+	storage := d.stage().storage
+	for _, x := range bufs {
+		b, ok := d.takeBuffer(x.bytes, storage)
+		if !ok {
+			return fmt.Errorf("%w: %s: the driver could not allocate %s", ErrOutOfMemory, x.name, formatBytes(float64(x.bytes)))
+		}
+		*x.buf = b.buf
+		*held = append(*held, b)
+	}
+	return nil
 }
 
 // releasePooled deletes a buffer of the pool and the buffer texture that
