@@ -17,8 +17,9 @@ import (
 //
 //	blas64.Use(glcompute.BLAS64{Device: dev})
 //
-// A Dgemm the device cannot run (no float64 in its shaders, a matrix over
-// one storage binding) or that fails runs on gonum; Fallback says why.
+// A Dgemm the device cannot run (no float64 in its shaders, panels of one
+// tile over a storage binding) or that fails runs on gonum; Fallback says
+// why.
 //
 // Thread rule: as the Device (an owned Device: any goroutine).
 type BLAS64 struct {

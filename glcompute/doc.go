@@ -31,6 +31,7 @@
 // gonum's blas32 Sgemm on the GPU. Mul's Timings describe the layout that
 // ran and its pipelined pass; MulOptions.Measure lets a caller time the
 // stages alone. Device.Mul64 multiplies float64 matrices (blas64.General)
+// the same way, through the same staging, pipelined pass and panels,
 // where the shaders have double (desktop OpenGL, not OpenGL ES), and
 // BLAS64 puts gonum's blas64 Dgemm on the GPU through it.
 //

@@ -3,24 +3,29 @@ package glcompute
 import (
 	"cmp"
 	"fmt"
-	"time"
-	"unsafe"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 
+	"github.com/glmul/glmul/glcompute/internal/dispatch"
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/shaders"
 )
 
-// Mul64 computes C = A·B in float64 on the GPU with the dfast kernel
-// (MulOptions.Kernel: a shaders.LookupFloat64 spec; "" is "dfast"),
-// overwriting C; A and B are not modified. It runs in one piece, not
-// pipelined. Without float64 in shaders (OpenGL ES) it returns an error
-// matching ErrUnsupported; a matrix over one storage binding or
-// MaxGPUMemory, one matching ErrTooLarge (float64 panels are later work).
-// SplitK and Measure are refused (docs/LIBRARY.md, "float64"). Empty
-// products, the thread rule and panics are Mul's.
+// Mul64 computes C = A·B in float64 with the dfast kernel (MulOptions.Kernel:
+// a shaders.LookupFloat64 spec; "": "dfast"), as Mul does for float32: one
+// pipelined pass through the staging buffers, in row bands of C, or in
+// panels (K too, summed on the GPU) where a matrix is over one storage
+// binding or the three over MaxGPUMemory, or K over the driver's loop
+// budget. C is overwritten; A and B are not modified; Timings are Mul's.
+// Without float64 in shaders (OpenGL ES) it returns an error matching
+// ErrUnsupported, as it does for SplitK above 1 and Measure. Empty
+// products, the buffers kept between calls, the thread rule and panics are
+// Mul's (docs/LIBRARY.md, "float64").
 func (d *Device) Mul64(c, a, b blas64.General, opts *MulOptions) (Timings, error) {
 	if checkProduct(dims64(c), dims64(a), dims64(b)) {
 		d.emptyProduct(opts)
@@ -34,218 +39,233 @@ func (d *Device) Mul64(c, a, b blas64.General, opts *MulOptions) (Timings, error
 	return d.product64(c, blas.NoTrans, a, blas.NoTrans, b, opts)
 }
 
-// plan64 is how one float64 product runs: its options with the defaults
-// filled in, its kernel, the row strides A and B are uploaded with, and
-// the slices its K runs in (a driver's loop limit; kSlices).
-type plan64 struct {
-	o              MulOptions
-	kern           shaders.Kernel
-	m, k, n        int
-	lda, ldb       int
-	slices, kRange int
-}
-
-// plan64 plans an m×k by k×n float64 product with opts; it makes no GL
-// call.
-func (d *Device) plan64(m, k, n int, opts *MulOptions) (pl plan64, err error) {
+// planHost64 plans an m×k by k×n float64 product with opts as planHost
+// plans a float32 one: the options with defaults filled in, the kernel,
+// the checks of what the driver allows, and one piece or panels
+// (panels64). It makes no GL call.
+func (d *Device) planHost64(m, k, n int, opts *MulOptions) (hp hostPlan, err error) {
 	d.mustBeOpen()
 	if opts != nil {
-		pl.o = *opts
+		hp.o = *opts
 	}
-	pl.o.check()
-	pl.m, pl.k, pl.n = m, k, n
-	pl.o.MaxGroups = cmp.Or(pl.o.MaxGroups, DefaultMaxGroups)
+	hp.o.check()
+	hp.o.MaxGroups = cmp.Or(hp.o.MaxGroups, DefaultMaxGroups)
 	if err := d.float64Support(); err != nil {
-		return pl, err
+		return hp, err
 	}
-	if pl.o.SplitK > 1 || pl.o.Measure != nil {
-		return pl, fmt.Errorf("%w: float64 products run in one piece and take no MulOptions.SplitK or Measure yet; leave them zero", ErrUnsupported)
+	if hp.o.SplitK > 1 || hp.o.Measure != nil {
+		return hp, fmt.Errorf("%w: float64 products take no MulOptions.SplitK (dfast cannot split K; a long K runs in K panels) or Measure yet; leave them zero", ErrUnsupported)
 	}
-	if err := d.checkMaxGroups(pl.o.MaxGroups); err != nil {
-		return pl, err
+	if err := d.checkMaxGroups(hp.o.MaxGroups); err != nil {
+		return hp, err
 	}
-	if pl.kern, err = shaders.LookupFloat64(cmp.Or(pl.o.Kernel, "dfast")); err != nil {
-		return pl, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	kern, err := shaders.LookupFloat64(cmp.Or(hp.o.Kernel, "dfast"))
+	if err != nil {
+		return hp, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
-	if err := d.fits(pl.kern); err != nil {
-		return pl, err
+	if err := d.fits(kern); err != nil {
+		return hp, err
 	}
-	// A and B go up with row strides the kernel can read (even, for its
-	// dvec2s), C comes back compact.
-	pl.lda, pl.ldb = roundUp(k, pl.kern.Align), roundUp(n, pl.kern.Align)
-	if err := d.fits64(&pl); err != nil {
-		return pl, err
-	}
-	pl.slices = d.kSlices(pl.kern, k)
-	pl.kRange = k
-	if pl.slices > 1 {
-		pl.kRange = d.maxKRange(pl.kern) / pl.kern.StepK * pl.kern.StepK
-	}
-	return pl, nil
+	hp.kernels.kern = kern
+	hp.panels, hp.paneled, err = d.panels64(m, k, n, &hp.o, kern)
+	return hp, err
 }
 
-// fits64 returns ErrTooLarge where A, B or C is over one storage binding
-// (MaxBinding, the driver's limit, 2³² doubles) or the three over
-// MaxGPUMemory: float64 products do not run in panels yet.
-func (d *Device) fits64(pl *plan64) error {
+// align64 is the row length, in doubles, to which a float64 product pads
+// A, B and C on the GPU: whole 16-byte units, as float32's are (fast's
+// vec4s), which dfast's dvec2 loads and Reduce64's sums of K panels read.
+const align64 = 2
+
+// panels64 decides whether a float64 product runs in one piece or in
+// panels, and plans the panels: panels where A, B or C is over one
+// storage binding (MaxBinding, the driver's limit, 2³² doubles), the three
+// over MaxGPUMemory, or K over what dfast may loop over on this driver
+// (maxKRange): dfast cannot split K, so such a K runs in K panels within
+// it (dispatch.Limits.CutK).
+func (d *Device) panels64(m, k, n int, o *MulOptions, kern shaders.Kernel) (plan dispatch.PanelPlan, paneled bool, err error) {
 	binding := d.info.MaxSSBOBlockSize
-	if pl.o.MaxBinding > 0 {
-		binding = min(binding, pl.o.MaxBinding)
+	if o.MaxBinding > 0 {
+		binding = min(binding, o.MaxBinding)
 	}
 	binding = min(binding, 8*maxIndex)
-	// float64: products of dimensions near 2³¹ overflow int64 in bytes.
-	sizes := [3]float64{8 * float64(pl.m) * float64(pl.lda), 8 * float64(pl.k) * float64(pl.ldb), 8 * float64(pl.m) * float64(pl.n)}
-	for i, what := range [3]string{"A", "B", "C"} {
-		if sizes[i] > float64(binding) {
-			rows, cols := [3]int{pl.m, pl.k, pl.m}[i], [3]int{pl.k, pl.n, pl.n}[i]
-			return fmt.Errorf("%w: float64 %s is %d×%d, %s, over one shader storage binding (%s; MulOptions.MaxBinding or GL_MAX_SHADER_STORAGE_BLOCK_SIZE); float64 products do not run in panels yet: multiply in blocks of rows of A or columns of B",
-				ErrTooLarge, what, rows, cols, formatBytes(sizes[i]), formatBytes(float64(binding)))
-		}
+	if max(m, k, n) > 1<<31 {
+		return plan, false, fmt.Errorf("%w: a dimension of the float64 %d×%d by %d×%d product is over 2³¹", ErrTooLarge, m, k, k, n)
 	}
-	if total := sizes[0] + sizes[1] + sizes[2]; pl.o.MaxGPUMemory > 0 && total > float64(pl.o.MaxGPUMemory) {
-		return fmt.Errorf("%w: the float64 %d×%d by %d×%d product needs %s of GPU buffers, over MulOptions.MaxGPUMemory (%s); float64 products do not run in panels yet: multiply in blocks",
-			ErrTooLarge, pl.m, pl.k, pl.k, pl.n, formatBytes(total), formatBytes(float64(pl.o.MaxGPUMemory)))
+	// float64: the products of dimensions up to 2³¹ overflow int64 in bytes.
+	ld := func(cols int) float64 { return float64(roundUp(cols, align64)) }
+	a, b, c := 8*float64(m)*ld(k), 8*float64(k)*ld(n), 8*float64(m)*float64(n)
+	if a+b+c >= 1<<62 {
+		return plan, false, fmt.Errorf("%w: the float64 %d×%d by %d×%d product's matrices take %s, more than any GPU holds", ErrTooLarge, m, k, k, n, formatBytes(a+b+c))
 	}
-	return nil
+	lim := float64(binding)
+	if a <= lim && b <= lim && c <= lim && (o.MaxGPUMemory <= 0 || a+b+c <= float64(o.MaxGPUMemory)) && d.kSlices(kern, k) == 1 {
+		return plan, false, nil
+	}
+	limits := dispatch.Limits{Size: 8, Binding: binding, Memory: o.MaxGPUMemory, MaxK: d.maxKRange(kern), CutK: true}
+	if plan, err = limits.Panels(m, k, n, align64, kern.TileM, kern.TileN); err != nil {
+		return plan, false, fmt.Errorf("%w: float64: %w", ErrTooLarge, err)
+	}
+	return plan, true, nil
 }
 
 // product64 sets dst (m×n) to op(A)·op(B), A and B as stored, tA and tB
-// saying whether each is transposed: A and B packed on the caller's
-// goroutine, then uploaded, multiplied and read back on the device's.
+// saying whether each is transposed (BLAS64's Dgemm): a transposed operand
+// transposed on the caller's goroutines, then the product run on the
+// device's as Mul runs one, its matrices handed to the transfer layer as
+// words (words64).
 func (d *Device) product64(dst blas64.General, tA blas.Transpose, a blas64.General, tB blas.Transpose, b blas64.General, opts *MulOptions) (Timings, error) {
 	k := a.Cols
 	if tA != blas.NoTrans {
 		k = a.Rows
 	}
-	pl, err := d.plan64(dst.Rows, k, dst.Cols, opts)
+	hp, err := d.planHost64(dst.Rows, k, dst.Cols, opts)
 	if err == nil {
-		err = pl.o.stopped()
+		err = hp.o.stopped()
 	}
 	if err != nil {
 		return Timings{}, err
 	}
-	start := time.Now()
-	hostA, hostB := pack64(a, tA, pl.lda), pack64(b, tB, pl.ldb)
+	a, b = transpose64(a, tA), transpose64(b, tB)
 	var t Timings
-	d.call(func() { t, err = d.run64(&pl, dst, hostA, hostB, start) })
+	d.call(func() {
+		c, a, b := words64(dst), words64(a), words64(b)
+		if hp.paneled {
+			t, err = d.mulPanels(c, a, b, &hp, 0) // idle is for Measure's Stages, refused
+		} else {
+			t, err = d.mul64(c, a, b, &hp)
+		}
+	})
 	d.worked()
+	if err == nil {
+		d.runs64.Add(1)
+	}
 	return t, err
 }
 
-// pack64 returns op(x) as rows of ld doubles (ld at least its columns; a
-// padding double is zero): x's own data where it is laid out so already.
-func pack64(x blas64.General, t blas.Transpose, ld int) []float64 {
-	if t == blas.NoTrans && x.Stride == ld && len(x.Data) >= x.Rows*ld {
-		return x.Data[:x.Rows*ld]
-	}
+// transpose64 returns op(x): x itself, or its transpose, compact, made in
+// blocks that stay in cache both ways, on GOMAXPROCS goroutines that take
+// bands of its rows in turn.
+func transpose64(x blas64.General, t blas.Transpose) blas64.General {
 	if t == blas.NoTrans {
-		out := make([]float64, x.Rows*ld)
-		for i := range x.Rows {
-			copy(out[i*ld:i*ld+x.Cols], x.Data[i*x.Stride:])
-		}
-		return out
+		return x
 	}
-	out := make([]float64, x.Cols*ld) // op(x) is x.Cols × x.Rows
-	const tile = 32                   // blocks that stay in cache both ways
-	for i0 := 0; i0 < x.Rows; i0 += tile {
-		for j0 := 0; j0 < x.Cols; j0 += tile {
-			for i := i0; i < min(i0+tile, x.Rows); i++ {
-				row := x.Data[i*x.Stride:]
-				for j := j0; j < min(j0+tile, x.Cols); j++ {
-					out[j*ld+i] = row[j]
+	out := blas64.General{Rows: x.Cols, Cols: x.Rows, Stride: x.Rows, Data: make([]float64, x.Cols*x.Rows)}
+	const tile = 32
+	bands := (out.Rows + tile - 1) / tile
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), bands) {
+		wg.Go(func() {
+			for j0 := int(next.Add(1)-1) * tile; j0 < out.Rows; j0 = int(next.Add(1)-1) * tile {
+				for i0 := 0; i0 < x.Rows; i0 += tile {
+					for i := i0; i < min(i0+tile, x.Rows); i++ {
+						row := x.Data[i*x.Stride:]
+						for j := j0; j < min(j0+tile, x.Cols); j++ {
+							out.Data[j*out.Stride+i] = row[j]
+						}
+					}
 				}
 			}
-		}
+		})
 	}
+	wg.Wait()
 	return out
 }
 
-// run64 uploads the packed A and B, runs the product over each slice of
-// K and reads C back into dst, adding the slices up on the host. On the
+// hostProduct64 is one float64 product of host matrices run in one piece
+// (Mul64's counterpart of hostProduct, with none of fast's transposes,
+// splits or edge strips): its kernel, its GPU buffers, taken from the
+// device's pool and kept there for the next product, and the row bands
+// of its pipelined pass. Strides count doubles. Every method runs on the
 // device thread.
-func (d *Device) run64(pl *plan64, dst blas64.General, hostA, hostB []float64, start time.Time) (t Timings, err error) {
+type hostProduct64 struct {
+	d                *Device
+	o                *MulOptions
+	p                *program
+	m, k, n          int
+	lda, ldb, ldc    int
+	bufA, bufB, bufC glw.Buffer
+	held             []pooled
+	dispatches       int // the pass's (Timings.Dispatches)
+}
+
+// mul64 runs the product c = a·b of a plan in one piece (hp), a, b and c
+// as words (words64: c.Cols counts two a double), in one pipelined pass.
+// On the device thread.
+func (d *Device) mul64(c, a, b blas32.General, hp *hostPlan) (t Timings, err error) {
 	d.clearErrors()
-	p, err := d.programOf(pl.kern)
+	h := &hostProduct64{d: d, o: &hp.o, m: a.Rows, k: b.Rows, n: c.Cols / int(float64Words)}
+	defer h.release()
+	if h.p, err = d.programOf(hp.kernels.kern); err != nil {
+		return t, err
+	}
+	// A and B go up with rows of whole 16-byte units; C comes back
+	// compact (dfast writes it double by double).
+	h.lda, h.ldb, h.ldc = roundUp(h.k, align64), roundUp(h.n, align64), h.n
+	plan, err := h.p.plan(h.m, h.n, h.o.MaxGroups)
 	if err != nil {
 		return t, err
 	}
-	m, n := pl.m, pl.n
-	g := &dgemm{d: d, p: p, m: m, k: pl.k, n: n, lda: pl.lda, ldb: pl.ldb, ldc: n, lenC: m * n}
+	t.Kernel, t.Splits, t.Groups = h.p.kernel.Spec(), 1, [2]int{plan.GroupsX, plan.GroupsY}
+	err = d.takeBuffers(h.o, &h.held, wanted{&h.bufA, 8 * h.m * h.lda, "A"}, wanted{&h.bufB, 8 * h.k * h.ldb, "B"}, wanted{&h.bufC, 8 * h.m * h.ldc, "C"})
+	if err != nil {
+		return t, err
+	}
 	defer d.unbindAll()
-	defer g.release()
-	for _, u := range []struct {
-		buf  *glw.Buffer
-		data []float64
-	}{{&g.bufA, hostA}, {&g.bufB, hostB}, {&g.bufC, nil}} {
-		var ptr unsafe.Pointer
-		size, usage := 8*len(u.data), uint32(glw.StaticDraw)
-		if u.data != nil {
-			ptr = unsafe.Pointer(&u.data[0])
-		} else {
-			size, usage = 8*g.lenC, glw.StaticRead
-		}
-		var ok bool
-		if *u.buf, ok = glw.NewStorageBuffer(size, ptr, usage); !ok {
-			return t, fmt.Errorf("%w: a float64 matrix of %s", ErrOutOfMemory, formatBytes(float64(size)))
-		}
-	}
-	t.Upload = time.Since(start)
-	t.UploadBytes = 8 * int64(len(hostA)+len(hostB))
-	t.Kernel, t.Splits, t.Steps = pl.kern.Spec(), pl.slices, 1
-	if plan, err := p.plan(m, n, pl.o.MaxGroups); err == nil {
-		t.Groups = [2]int{plan.GroupsX, plan.GroupsY}
-	}
-	var compute time.Duration
-	var sum []float64 // C so far, where K runs in slices
-	for s := range pl.slices {
-		if err := pl.o.stopped(); err != nil {
-			return t, err
-		}
-		k0 := s * pl.kRange
-		t0 := time.Now()
-		nd, err := g.run(k0, min(pl.k-k0, pl.kRange), pl.o.MaxGroups)
-		t.Dispatches += nd
-		if err != nil {
-			return t, err
-		}
-		glw.Finish()
-		t1 := time.Now()
-		compute += t1.Sub(t0)
-		sum = g.readInto(dst, sum, s == 0, s == pl.slices-1)
-		t.Readback += time.Since(t1)
-		t.ReadbackBytes += 8 * int64(g.lenC)
-	}
-	d.runs64.Add(1)
-	t.Compute = []time.Duration{compute}
-	t.EndToEnd = time.Since(start)
-	if pl.o.Progress != nil {
-		pl.o.Progress(1, 1)
-	}
-	return t, nil
+	pl := &pipeline{d: d, o: h.o, steps: h.steps(c, a, b, plan.GroupsX), report: h.o.Progress}
+	pt, err := pl.run()
+	pt.fill(&t)
+	t.Dispatches = h.dispatches
+	return t, err
 }
 
-// readInto reads C back (compact, m×n) into dst: directly where dst is
-// compact and the product ran in one slice, else through sum, the slices
-// so far added up (first: none yet), copied into dst after the last.
-func (g *dgemm) readInto(dst blas64.General, sum []float64, first, last bool) []float64 {
-	m, n := g.m, g.n
-	if first && last && dst.Stride == n {
-		g.bufC.Read(0, 8*m*n, unsafe.Pointer(&dst.Data[0]))
-		return nil
+// steps are the pipelined pass's steps, a row band of C each (bandRows,
+// as Mul's bands, in words a row): the first uploads B and A's first
+// band, each later one its band of A while the GPU computes the band
+// before, and each band of C is poisoned, computed and read back while
+// the next computes. groupsX is the kernel's work groups across C.
+func (h *hostProduct64) steps(c, a, b blas32.General, groupsX int) []pipeStep {
+	const w = float64Words
+	waveRows := 0
+	if slots := h.d.slots(h.p.kernel); slots > 0 {
+		waveRows = slots / groupsX
 	}
-	part := make([]float64, m*n)
-	g.bufC.Read(0, 8*m*n, unsafe.Pointer(&part[0]))
-	if first {
-		sum = part
-	} else {
-		for i, v := range part {
-			sum[i] += v
+	per := bandRows(h.m, h.p.kernel.TileM, pipelineBands, int(w)*max(h.lda, h.ldc), h.d.stage().bytes, waveRows)
+	var steps []pipeStep
+	for r0 := 0; r0 < h.m; r0 += per {
+		rows := min(per, h.m-r0)
+		s := pipeStep{
+			up:     []upTransfer{{dst: w.view(h.bufA, r0*h.lda, h.lda), src: w.part(a, r0, 0, rows, h.k)}},
+			c:      w.view(h.bufC, r0*h.ldc, h.ldc),
+			out:    w.part(c, r0, 0, rows, h.n),
+			poison: int(w) * rows * h.ldc,
+			run:    func() error { return h.band(r0, rows) },
 		}
-	}
-	if last {
-		for i := range m {
-			copy(dst.Data[i*dst.Stride:i*dst.Stride+n], sum[i*n:])
+		if r0 == 0 {
+			s.up = append([]upTransfer{{dst: w.view(h.bufB, 0, h.ldb), src: w.part(b, 0, 0, h.k, h.n)}}, s.up...)
 		}
+		steps = append(steps, s)
 	}
-	return sum
+	return steps
+}
+
+// band queues the kernel over rows [r0, r0+rows) of C: its offsets moved
+// to the band's first row of A and of C.
+func (h *hostProduct64) band(r0, rows int) error {
+	h.p.prog.Use()
+	h.bufA.BindStorage(0)
+	h.bufB.BindStorage(1)
+	h.bufC.BindStorage(2)
+	h.p.setLayout(rows, h.k, h.n, h.lda, h.ldb, h.ldc, r0*h.lda, 0, r0*h.ldc)
+	n, err := h.p.dispatchTiles(rows, h.n, h.o.MaxGroups)
+	h.dispatches += n
+	return err
+}
+
+// release returns A, B and C's buffers to the device's pool.
+func (h *hostProduct64) release() {
+	if len(h.held) > 0 { // a product that failed before allocating keeps the pool as it was
+		h.d.keepBuffers(h.held)
+	}
+	h.held, h.bufA, h.bufB, h.bufC = nil, 0, 0, 0
 }

@@ -1,9 +1,12 @@
 package glcompute
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,7 +18,7 @@ import (
 // checkMul64 runs Mul64 on an m×k by k×n product, A and B at row strides
 // of their lengths plus pad (NaN in the padding), C at its length plus 3
 // poisoned with NaN, and compares C with gonum's Dgemm within refFloat64's
-// bound, its padding still NaN.
+// bound, its padding still NaN, A and B bit for bit as they were.
 func checkMul64(t *testing.T, d *Device, opts *MulOptions, pad int, s [3]int, rng *rand.Rand) Timings {
 	t.Helper()
 	m, k, n := s[0], s[1], s[2]
@@ -24,9 +27,13 @@ func checkMul64(t *testing.T, d *Device, opts *MulOptions, pad int, s [3]int, rn
 	for i := range c.Data {
 		c.Data[i] = math.NaN()
 	}
+	a0, b0 := slices.Clone(a.Data), slices.Clone(b.Data)
 	tm, err := d.Mul64(c, a, b, opts)
 	if err != nil {
 		t.Fatalf("%v: %v", s, err)
+	}
+	if !sameBits(a.Data, a0) || !sameBits(b.Data, b0) {
+		t.Errorf("%v: A or B changed", s)
 	}
 	want, tol := refFloat64(a, b)
 	bad := 0
@@ -67,18 +74,18 @@ func TestMul64TileEdges(t *testing.T) {
 }
 
 // TestMul64LongK: on a driver whose shaders stop their loops after a
-// budget (llvmpipe), a K over what one invocation may loop over runs in
-// slices added up on the host; 32x32x4_4x2's loop stopped at K = 262140
-// unsliced.
+// budget (llvmpipe), a K over what one invocation may loop over runs in K
+// panels within it, summed on the GPU (dfast cannot split K);
+// 32x32x4_4x2's loop stopped at K = 262140 unsliced.
 func TestMul64LongK(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	needFloat64(t, d)
 	rng := rand.New(rand.NewPCG(45, 165))
 	tm := checkMul64(t, d, &MulOptions{Kernel: "dfast:32x32x4_4x2"}, 1, [3]int{3, 270000, 5}, rng)
-	if d.loopBudget > 0 && tm.Splits < 2 {
-		t.Errorf("K = 270000 ran in %d slice on %s, whose loop budget is %d", tm.Splits, d.info.Renderer, d.loopBudget)
+	if d.loopBudget > 0 && (!strings.Contains(tm.Panels, "K in") || tm.Steps < 2) {
+		t.Errorf("K = 270000 ran as %q in %d steps on %s, whose loop budget is %d", tm.Panels, tm.Steps, d.info.Renderer, d.loopBudget)
 	}
-	if tm.Kernel != "dfast:32x32x4_4x2" || tm.Dispatches < tm.Splits || tm.EndToEnd <= 0 {
+	if tm.Kernel != "dfast:32x32x4_4x2" || tm.Dispatches < tm.Steps || tm.EndToEnd <= 0 || tm.Splits != 1 {
 		t.Errorf("Timings %+v", tm)
 	}
 }
@@ -99,6 +106,11 @@ func TestMul64Empty(t *testing.T) {
 	}
 }
 
+// sameBits reports whether a and b hold the same bits (NaNs included).
+func sameBits(a, b []float64) bool {
+	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
+}
+
 func equalFloat64s(a, b []float64) bool {
 	if len(a) != len(b) {
 		return false
@@ -111,10 +123,9 @@ func equalFloat64s(a, b []float64) bool {
 	return true
 }
 
-// TestMul64Refusals: a matrix over one binding (MaxBinding) or the three
-// over MaxGPUMemory is ErrTooLarge saying that float64 has no panels yet,
-// SplitK is ErrUnsupported, and C is left as it was; mismatched shapes
-// panic as Mul's do.
+// TestMul64Refusals: SplitK and Measure are ErrUnsupported, panels
+// smaller than one tile's over MaxBinding ErrTooLarge, and C is left as
+// it was; mismatched shapes panic as Mul's do.
 func TestMul64Refusals(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	needFloat64(t, d)
@@ -122,13 +133,13 @@ func TestMul64Refusals(t *testing.T) {
 	a, b := randomFloat64(40, 30, 30, rng), randomFloat64(30, 20, 20, rng)
 	c := randomFloat64(40, 20, 20, rng)
 	c0 := append([]float64(nil), c.Data...)
-	for _, o := range []MulOptions{{MaxBinding: 8 * 40 * 30 / 2}, {MaxGPUMemory: 8 * (40*30 + 30*20)}} {
-		if _, err := d.Mul64(c, a, b, &o); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "panels") {
-			t.Errorf("%+v: %v, want ErrTooLarge saying float64 has no panels", o, err)
+	for _, o := range []MulOptions{{SplitK: 2}, {Measure: func(*Stages) error { return nil }}} {
+		if _, err := d.Mul64(c, a, b, &o); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("SplitK %d, Measure %v: %v, want ErrUnsupported", o.SplitK, o.Measure != nil, err)
 		}
 	}
-	if _, err := d.Mul64(c, a, b, &MulOptions{SplitK: 2}); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("SplitK 2: %v, want ErrUnsupported", err)
+	if _, err := d.Mul64(c, a, b, &MulOptions{MaxBinding: 1 << 10}); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "smallest panels") {
+		t.Errorf("one tile's panels over a 1 KiB binding: %v, want ErrTooLarge", err)
 	}
 	if !equalFloat64s(c.Data, c0) {
 		t.Error("a refused product changed C")
@@ -139,6 +150,114 @@ func TestMul64Refusals(t *testing.T) {
 		}
 	}()
 	d.Mul64(c, a, a, nil)
+}
+
+// TestMul64Pipelined: Mul64's pipelined pass in row bands of C, checked
+// against gonum: several bands (M four tiles or more), bands shrunk to
+// fit 8 KiB staging buffers, rows of A longer than a 4 KiB staging buffer
+// (moved in pieces), a product under four tiles high in one step;
+// persistent mapping and glMapBufferRange. The Timings are filled as
+// Mul's (steps, bytes each way, progress once a step) and the buffers
+// are kept for the next product.
+func TestMul64Pipelined(t *testing.T) {
+	const kern = "dfast:32x32x4_4x2" // 32-row tiles: M ≥ 128 runs in bands
+	for _, c := range []struct {
+		staging    int
+		persistent bool
+		shapes     [][3]int
+		steps      []int
+	}{
+		// Four bands of ⌈M/4⌉ rows rounded up to 32.
+		{0, true, [][3]int{{300, 77, 130}, {256, 40, 64}, {517, 9, 33}, {97, 50, 40}, {1, 1, 1}}, []int{4, 4, 4, 1, 1}},
+		// 1000×16×16's 128-byte rows fill 8 KiB in 64: 16 bands.
+		{8 << 10, true, [][3]int{{1000, 16, 16}, {300, 77, 130}}, []int{16, 4}},
+		{8 << 10, false, [][3]int{{1000, 16, 16}}, []int{16}},
+		// A's 5600-byte rows go through 4 KiB in pieces, and C's back: 5
+		// tile rows in bands of 2.
+		{4 << 10, true, [][3]int{{130, 700, 5}, {40, 3, 700}}, []int{3, 1}},
+		{4 << 10, false, [][3]int{{130, 700, 5}}, []int{3}},
+	} {
+		t.Run(fmt.Sprintf("staging=%d/persistent=%v", c.staging, c.persistent), func(t *testing.T) {
+			d := openDeviceWith(t, &Options{Backend: BackendEGL, StagingBytes: c.staging, NoPersistentMapping: !c.persistent})
+			needFloat64(t, d)
+			rng := rand.New(rand.NewPCG(45, 168))
+			for i, s := range c.shapes {
+				var calls, last [2]int
+				o := &MulOptions{Kernel: kern, Progress: func(done, total int) { calls[0]++; last = [2]int{done, total} }}
+				tm := checkMul64(t, d, o, i%3, s, rng)
+				m, k, n := s[0], s[1], s[2]
+				up, down := int64(8*(m*roundUp(k, 2)+k*roundUp(n, 2))), int64(8*m*n)
+				if tm.Steps != c.steps[i] || tm.Panels != "" || tm.Splits != 1 || tm.Kernel != kern || tm.Dispatches < tm.Steps ||
+					tm.Groups != [2]int{(n + 31) / 32, (m + 31) / 32} || tm.UploadBytes != up || tm.ReadbackBytes != down {
+					t.Errorf("%v: steps %d (want %d), timings %+v; want %d bytes up, %d down", s, tm.Steps, c.steps[i], tm, up, down)
+				}
+				if tm.EndToEnd <= 0 || len(tm.Compute) != 1 || tm.Compute[0] < 0 || tm.Compute[0] > tm.EndToEnd {
+					t.Errorf("%v: times %+v", s, tm)
+				}
+				if want := tm.Steps; calls[0] != want || last != [2]int{want, want} {
+					t.Errorf("%v: %d progress calls ending %v, want %d ending at %d of %d", s, calls[0], last, want, want, want)
+				}
+			}
+			var kept int
+			d.call(func() { kept = len(d.pool) })
+			if kept != 3 {
+				t.Errorf("%d buffers kept for the next product, want A's, B's and C's", kept)
+			}
+		})
+	}
+}
+
+// TestMul64Panels: products over a lowered binding or MaxGPUMemory run
+// in panels, and K too long for one tile's panels in K panels summed on
+// the GPU by Reduce64: A kept on the GPU and streamed per column panel,
+// through the pipelined pass, each C against gonum's.
+func TestMul64Panels(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	needFloat64(t, d)
+	rng := rand.New(rand.NewPCG(45, 169))
+	const kern = "dfast:32x32x4_4x2"
+	for _, c := range []struct {
+		s    [3]int
+		o    MulOptions
+		want string
+	}{
+		{[3]int{300, 77, 310}, MulOptions{MaxBinding: 64 << 10}, "5×4 panels of 64×96 (A kept"},
+		{[3]int{300, 77, 310}, MulOptions{MaxBinding: 64 << 10, MaxGPUMemory: 300 << 10}, "A streamed"},
+		{[3]int{300, 77, 310}, MulOptions{MaxGPUMemory: 600 << 10}, "A streamed"},
+		{[3]int{257, 33, 700}, MulOptions{MaxBinding: 64 << 10}, "A kept"},
+		{[3]int{129, 130, 65}, MulOptions{MaxBinding: 32 << 10}, "panels of"},
+		{[3]int{3, 20001, 5}, MulOptions{MaxBinding: 64 << 10}, "1×1 panels of 3×5, K in 15 panels of 1344"},
+		{[3]int{130, 3000, 150}, MulOptions{MaxBinding: 64 << 10}, "5×5 panels of 32×32, K in 12 panels of 256"},
+		{[3]int{130, 3000, 150}, MulOptions{MaxBinding: 64 << 10, MaxGPUMemory: 1200 << 10}, "A streamed"},
+	} {
+		o := c.o
+		o.Kernel = kern
+		tm := checkMul64(t, d, &o, 1, c.s, rng)
+		if !strings.Contains(tm.Panels, c.want) || tm.Steps < 2 || tm.Splits != 1 || tm.EndToEnd <= 0 || tm.ReadbackBytes < int64(8*c.s[0]*c.s[2]) {
+			t.Errorf("%v %+v: panels %q in %d steps, want %q; timings %+v", c.s, c.o, tm.Panels, tm.Steps, c.want, tm)
+		}
+	}
+}
+
+// TestMul64Context: a done Context stops Mul64 before it starts, and one
+// cancelled during the pass after the step in progress, with its error.
+func TestMul64Context(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	needFloat64(t, d)
+	rng := rand.New(rand.NewPCG(45, 170))
+	a, b, c := randomFloat64(300, 20, 20, rng), randomFloat64(20, 30, 30, rng), randomFloat64(300, 30, 30, rng)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := d.Mul64(c, a, b, &MulOptions{Context: ctx}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a done Context: %v", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	steps := 0
+	o := &MulOptions{Kernel: "dfast:32x32x4_4x2", Context: ctx, Progress: func(int, int) { steps++; cancel() }}
+	if _, err := d.Mul64(c, a, b, o); !errors.Is(err, context.Canceled) || steps != 1 {
+		t.Errorf("cancelled after the first of 4 steps: %v after %d", err, steps)
+	}
 }
 
 // TestMul64NotOnES: OpenGL ES, which has no double, is refused with

@@ -398,7 +398,9 @@ func (pp *panelProduct) dispatch(bufA, bufB, bufC glw.Buffer, q, r0, rows, cols,
 		bufC.BindStorage(2)
 	}
 	p.setLayout(rows, kc, cols, lda, ldn, ldn, r0*lda, 0, offC)
-	p.setUints(uniform{"ksplit", pp.ksplit})
+	if !p.kernel.Float64 { // dfast splits no K (panels64)
+		p.setUints(uniform{"ksplit", pp.ksplit})
+	}
 	plan, err := p.plan(rows, cols, pp.o.MaxGroups)
 	if err != nil {
 		return err

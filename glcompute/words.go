@@ -24,6 +24,8 @@ import (
 // takes: 1 for float32, 2 for float64.
 type words int
 
+const float64Words words = 2
+
 // wordsOf returns the words of an element of size bytes (4 or 8).
 func wordsOf(size int) words { return words(size / 4) }
 
