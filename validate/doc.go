@@ -56,5 +56,15 @@
 // non-finite element fails. Freivalds checks a row of C holding one in
 // full, so its other elements are still checked.
 //
+// # float64 products
+//
+// Check64 checks a float64 product (glcompute.Device.Mul64) on the same
+// model with u = 2⁻⁵³, against a reference summed in double-double
+// (Dot2: exact products by fused multiply-add, exact additions by TwoSum),
+// whose error γ_K(u)²·Σ|a||b| is far below the product's: a float64
+// reference's own error, of the product's order, would leave a check of
+// float32 strength. Freivalds' sums are double-double too. A float64
+// product wrong by 10⁻¹⁰ fails from K = 1 to 2²⁴.
+//
 // This package never imports GL.
 package validate

@@ -56,7 +56,7 @@ func (f *FullRows) Check(a, c blas32.General, r0 int) {
 				// element.
 				continue
 			}
-			if overflowMayGive(got, (m+want)/2, (m-want)/2, g) {
+			if overflowMayGive(got, (m+want)/2, (m-want)/2, g, math.MaxFloat32) {
 				continue // float32's own overflow (see overflowMayGive)
 			}
 			d, bound := math.Abs(got-want), elementBound(k, peak[i*n+j], m)
@@ -107,11 +107,12 @@ func (f *FullRows) Result() Result {
 	return r
 }
 
-// mayOverflow reports whether a float32 sum of terms whose magnitudes add
-// up to mag (in float64), taken in any order, may pass float32's largest
-// value; g is the slack for rounding (γ_K: a float32 sum of terms that
-// add up to just under that value can round past it).
-func mayOverflow(mag, g float64) bool { return mag*(1+g) > math.MaxFloat32 }
+// mayOverflow reports whether a sum of terms whose magnitudes add up to
+// mag (in float64), taken in any order, may pass limit, the largest value
+// of the sum's type: math.MaxFloat32, or math.MaxFloat64 (mag is then +Inf
+// where it overflowed itself); g is the slack for rounding (γ_K: a sum of
+// terms that add up to just under that value can round past it).
+func mayOverflow(mag, g, limit float64) bool { return mag*(1+g) > limit }
 
 // overflowMayGive reports whether float32 arithmetic can make got, a
 // non-finite element, of finite terms whose positive ones add up to pos
@@ -121,9 +122,10 @@ func mayOverflow(mag, g float64) bool { return mag*(1+g) > math.MaxFloat32 }
 // +Inf needs pos to overflow, −Inf neg, and NaN (+Inf meeting −Inf)
 // both. NumPy's float32 product gives such elements too; anything else
 // non-finite is an error. A product whose terms cancel (2e38 − 2e38) may
-// not be Inf or NaN at all.
-func overflowMayGive(got, pos, neg, g float64) bool {
-	up, down := mayOverflow(pos, g), mayOverflow(neg, g)
+// not be Inf or NaN at all. limit is the type's largest value
+// (mayOverflow).
+func overflowMayGive(got, pos, neg, g, limit float64) bool {
+	up, down := mayOverflow(pos, g, limit), mayOverflow(neg, g, limit)
 	switch {
 	case math.IsNaN(got):
 		return up && down

@@ -221,7 +221,7 @@ func (f *Rows) rows(a, c blas32.General, lo, hi, r0 int) Result {
 		}
 		cn := f.dotC(got, crow)
 		an, cn = math.Sqrt(an), math.Sqrt(cn)
-		if (math.IsNaN(cn) || math.IsInf(cn, 0)) && mayOverflow(an*f.maxCol, f.g) {
+		if (math.IsNaN(cn) || math.IsInf(cn, 0)) && mayOverflow(an*f.maxCol, f.g, math.MaxFloat32) {
 			f.full.get().Check(blas32.General{Rows: 1, Cols: f.k, Stride: f.k, Data: arow},
 				blas32.General{Rows: 1, Cols: f.n, Stride: f.n, Data: crow}, r0+i)
 			continue
@@ -244,13 +244,13 @@ func worse(w, r Result) Result {
 
 // missedNonFinite is the failure of C[i][j] = got, finite, where a NaN or
 // an Inf of A's row i or B's column j must make it NaN or ±Inf.
-func missedNonFinite(i, j int, got float32) Result {
+func missedNonFinite[E float](i, j int, got E) Result {
 	return Result{WorstRatio: math.Inf(1), Row: i, Col: j, Got: float64(got), Want: math.NaN()}
 }
 
 // firstFinite returns the first j where crow[j] is finite and mask is nil
 // or true, or −1.
-func firstFinite(crow []float32, mask []bool) int {
+func firstFinite[E float](crow []E, mask []bool) int {
 	for j, v := range crow {
 		if (mask == nil || mask[j]) && v-v == 0 {
 			return j

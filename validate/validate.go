@@ -70,6 +70,9 @@ type Result struct {
 	Bound float64 `json:"bound"`
 	// RelFrobenius is ‖Ĉ − C‖_F / ‖C‖_F against the float64 product (Full only).
 	RelFrobenius float64 `json:"rel_frobenius,omitempty"`
+	// f64: the check of a float64 product (Check64), against a
+	// double-double reference: Err names it, with a float64's digits.
+	f64 bool
 }
 
 // MarshalJSON writes r with its non-finite numbers (a NaN or Inf in C
@@ -110,17 +113,21 @@ func (r Result) Err() error {
 	if r.Col < 0 {
 		where = fmt.Sprintf("row %d of C·x", r.Row)
 	}
+	ref, digits, elem := "float64 reference", 9, "float32"
+	if r.f64 {
+		ref, digits, elem = "double-double reference", 17, "float64"
+	}
 	gotOK, wantOK := !math.IsNaN(r.Got) && !math.IsInf(r.Got, 0), !math.IsNaN(r.Want) && !math.IsInf(r.Want, 0)
 	switch {
 	case gotOK && !wantOK && r.Col >= 0:
-		return fmt.Errorf("validation (%s) failed: %s = %.9g is finite, but a NaN or an Inf in row %d of A or column %d of B must make it NaN or ±Inf",
-			r.Mode, where, r.Got, r.Row, r.Col)
+		return fmt.Errorf("validation (%s) failed: %s = %.*g is finite, but a NaN or an Inf in row %d of A or column %d of B must make it NaN or ±Inf",
+			r.Mode, where, digits, r.Got, r.Row, r.Col)
 	case !gotOK && wantOK:
-		return fmt.Errorf("validation (%s) failed: %s = %v where the float64 reference is %.9g (no NaN or Inf in A or B reaches it, and no partial sum can overflow float32)",
-			r.Mode, where, r.Got, r.Want)
+		return fmt.Errorf("validation (%s) failed: %s = %v where the %s is %.*g (no NaN or Inf in A or B reaches it, and no partial sum can overflow %s)",
+			r.Mode, where, r.Got, ref, digits, r.Want, elem)
 	}
-	return fmt.Errorf("validation (%s) failed: %s = %.9g, float64 reference %.9g, error %.3g exceeds the tolerance %.3g (%.3g×)",
-		r.Mode, where, r.Got, r.Want, math.Abs(r.Got-r.Want), r.Bound, r.WorstRatio)
+	return fmt.Errorf("validation (%s) failed: %s = %.*g, %s %.*g, error %.3g exceeds the tolerance %.3g (%.3g×)",
+		r.Mode, where, digits, r.Got, ref, digits, r.Want, math.Abs(r.Got-r.Want), r.Bound, r.WorstRatio)
 }
 
 // String summarises the result on one line.
@@ -178,19 +185,34 @@ func CheckFull(a, b, c blas32.General) Result {
 // nonFinite reports which rows of a and which columns of b hold a NaN or
 // an Inf.
 func nonFinite(a, b blas32.General) (rows, cols []bool) {
-	bad := func(v float32) bool { return math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) }
-	rows, cols = make([]bool, a.Rows), make([]bool, b.Cols)
-	for i := 0; i < a.Rows; i++ {
-		for _, v := range a.Data[i*a.Stride : i*a.Stride+a.Cols] {
-			rows[i] = rows[i] || bad(v)
+	return nonFiniteRows(a.Data, a.Rows, a.Cols, a.Stride), nonFiniteCols(b.Data, b.Rows, b.Cols, b.Stride)
+}
+
+// float is the element types checked: float32 and float64 products.
+type float interface{ ~float32 | ~float64 }
+
+// nonFiniteRows reports which rows of the rows×cols matrix in data (rows
+// stride apart) hold a NaN or an Inf.
+func nonFiniteRows[E float](data []E, rows, cols, stride int) []bool {
+	nf := make([]bool, rows)
+	for i := range rows {
+		for _, v := range data[i*stride : i*stride+cols] {
+			nf[i] = nf[i] || v-v != 0
 		}
 	}
-	for k := 0; k < b.Rows; k++ {
-		for j, v := range b.Data[k*b.Stride : k*b.Stride+b.Cols] {
-			cols[j] = cols[j] || bad(v)
+	return nf
+}
+
+// nonFiniteCols reports which columns of the rows×cols matrix in data
+// (rows stride apart) hold a NaN or an Inf.
+func nonFiniteCols[E float](data []E, rows, cols, stride int) []bool {
+	nf := make([]bool, cols)
+	for k := range rows {
+		for j, v := range data[k*stride : k*stride+cols] {
+			nf[j] = nf[j] || v-v != 0
 		}
 	}
-	return rows, cols
+	return nf
 }
 
 // ratio is d/bound, with 0/0 = 0 (an exact zero) and NaN mapped to +Inf so
