@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
 )
 
 // UniformBlock is how many elements of a matrix FillUniform draws from
@@ -47,15 +48,34 @@ func Uniform(rows, cols int, seed, stream uint64) blas32.General {
 // FillUniform is the parallel, thread-count-independent counterpart of
 // Fill; the two give different values for the same seed.
 func FillUniform(m blas32.General, seed, stream uint64, progress func(done, total int)) {
-	total := m.Rows * m.Cols
+	if m.Rows*m.Cols > 0 && (m.Stride < m.Cols || len(m.Data) < (m.Rows-1)*m.Stride+m.Cols) {
+		panic("cpu: bad stride")
+	}
+	fillBlocks(m.Rows*m.Cols, seed, stream, progress, func(lo, hi int, base, block uint64) { fillBlock(m, lo, hi, base, block) })
+}
+
+// FillUniform64 is FillUniform for a float64 matrix: each value an odd
+// multiple of 2⁻⁵³, (2u+1)·2⁻⁵³ − 1 for u uniform on the 2⁵³ integers
+// below 2⁵³, exact in float64 (53 bits where its magnitude is over a
+// half), spread evenly over [-1, 1), never 0, ±1 or beyond; one 64-bit
+// draw a value. Its blocks, streams and threads are FillUniform's: the
+// same values whatever their number.
+func FillUniform64(m blas64.General, seed, stream uint64, progress func(done, total int)) {
+	if m.Rows*m.Cols > 0 && (m.Stride < m.Cols || len(m.Data) < (m.Rows-1)*m.Stride+m.Cols) {
+		panic("cpu: bad stride")
+	}
+	fillBlocks(m.Rows*m.Cols, seed, stream, progress, func(lo, hi int, base, block uint64) { fillBlock64(m, lo, hi, base, block) })
+}
+
+// fillBlocks fills total elements in blocks of UniformBlock with fill, on
+// up to runtime.GOMAXPROCS goroutines, calling progress as FillUniform
+// says.
+func fillBlocks(total int, seed, stream uint64, progress func(done, total int), fill func(lo, hi int, base, block uint64)) {
 	if total == 0 {
 		if progress != nil {
 			progress(0, 0)
 		}
 		return
-	}
-	if m.Stride < m.Cols || len(m.Data) < (m.Rows-1)*m.Stride+m.Cols {
-		panic("cpu: bad stride")
 	}
 	blocks := (total + UniformBlock - 1) / UniformBlock
 	base := splitMix(splitMix(seed) ^ stream)
@@ -69,7 +89,7 @@ func FillUniform(m blas32.General, seed, stream uint64, progress func(done, tota
 			if b >= blocks {
 				return
 			}
-			fillBlock(m, b*UniformBlock, min(total, (b+1)*UniformBlock), base, uint64(b))
+			fill(b*UniformBlock, min(total, (b+1)*UniformBlock), base, uint64(b))
 			if f := filled.Add(1); progress != nil && (f%int64(every) == 0 || f == int64(blocks)) {
 				mu.Lock()
 				if f > reported {
@@ -114,6 +134,26 @@ func fillBlock(m blas32.General, lo, hi int, base, block uint64) {
 		}
 		e += len(row)
 	}
+}
+
+// fillBlock64 is fillBlock for a float64 matrix: a draw a value.
+func fillBlock64(m blas64.General, lo, hi int, base, block uint64) {
+	s1 := splitMix(base ^ block)
+	pcg := rand.NewPCG(s1, splitMix(s1))
+	for e := lo; e < hi; {
+		i, j := e/m.Cols, e%m.Cols
+		row := m.Data[i*m.Stride+j : i*m.Stride+min(m.Cols, j+hi-e)]
+		for k := range row {
+			row[k] = value64(pcg.Uint64() >> 11)
+		}
+		e += len(row)
+	}
+}
+
+// value64 maps u, 53 random bits, to (2u+1)·2⁻⁵³ − 1: an odd integer
+// below 2⁵³ in magnitude, 2u+1−2⁵³, times a power of two, so exact.
+func value64(u uint64) float64 {
+	return float64(int64(2*u)-(1<<53-1)) * (1.0 / (1 << 53))
 }
 
 // value maps u, 24 random bits, to (2u+1)·2⁻²⁴ − 1.

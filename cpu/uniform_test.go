@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
 )
 
 // withProcs runs f with GOMAXPROCS set to procs.
@@ -152,5 +153,55 @@ func BenchmarkFillUniform(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// TestFillUniform64: float64 values are odd multiples of 2⁻⁵³ in (-1, 1),
+// the same whatever the threads, with the uniform distribution's mean
+// and variance within 5 standard errors, and most of them need more than
+// float32's 24 bits (a test of float64 arithmetic on float32 values
+// would be a kinder one).
+func TestFillUniform64(t *testing.T) {
+	var one, four blas64.General
+	for _, p := range []struct {
+		procs int
+		m     *blas64.General
+	}{{1, &one}, {4, &four}} {
+		withProcs(p.procs, func() {
+			*p.m = blas64.General{Rows: 700, Cols: 300, Stride: 301, Data: make([]float64, 700*301)}
+			FillUniform64(*p.m, 5, 1, nil)
+		})
+	}
+	var sum, sum2 float64
+	wide := 0
+	for i := range 700 {
+		for j := range 300 {
+			f := one.Data[i*301+j]
+			if f != four.Data[i*301+j] {
+				t.Fatalf("[%d][%d]: %v with 1 thread, %v with 4", i, j, f, four.Data[i*301+j])
+			}
+			if !(f > -1 && f < 1) || math.Mod(math.Ldexp(f, 53), 2) != 1 && math.Mod(math.Ldexp(f, 53), 2) != -1 {
+				t.Fatalf("value %v is not an odd multiple of 2⁻⁵³ in (-1, 1)", f)
+			}
+			if float64(float32(f)) != f {
+				wide++
+			}
+			sum += f
+			sum2 += f * f
+		}
+		if one.Data[i*301+300] != 0 {
+			t.Fatalf("row %d's stride gap written", i)
+		}
+	}
+	n := float64(700 * 300)
+	mean, variance := sum/n, sum2/n-(sum/n)*(sum/n)
+	if se := math.Sqrt(1.0 / 3 / n); math.Abs(mean) > 5*se {
+		t.Errorf("mean %.3g, want 0 within %.3g", mean, 5*se)
+	}
+	if se := math.Sqrt((1.0/5 - 1.0/9) / n); math.Abs(variance-1.0/3) > 5*se {
+		t.Errorf("variance %.6f, want 1/3 within %.3g", variance, 5*se)
+	}
+	if wide < int(0.99*n) {
+		t.Errorf("%d of %.0f values are not float32 values, want nearly all", wide, n)
 	}
 }
