@@ -128,6 +128,8 @@ func hintOn(err error, goos string) string {
 		return hint
 	case needed:
 		return "glmul needs OpenGL 4.3 compute shaders: a GPU driver from 2012 or later, or Mesa 20+ (llvmpipe) on the CPU"
+	case errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "have no float64"):
+		return "-type f64 needs desktop OpenGL (4.0 or later): use -backend egl or glfw (or leave -backend out), or multiply in float32 (-type f32)"
 	case errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "persistent buffer mappings"):
 		return "-mapped needs glBufferStorage (OpenGL 4.4; OpenGL ES has it only through EXT_buffer_storage): leave -mapped out, or use -backend egl or glfw for desktop OpenGL"
 	case errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "the driver offers"):
@@ -187,6 +189,7 @@ type options struct {
 	maxGPUMem   string
 	mapped      bool
 	devices     string // -devices: "" for one device
+	typ         string // -type: f32 or f64
 	binding     int64  // parsed -max-binding
 	gpuMem      int64  // parsed -max-gpu-mem
 
@@ -210,6 +213,7 @@ func newFlagSet(o *options, help io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.kernel, "kernel", "fast", "compute shader: fast (tuned for the device), tiled32 (the paper's), fast:BMxBNxBK_TMxTN, or cpu:LXxLY_TMxTN (for OpenGL on a CPU)")
 	fs.StringVar(&o.maxBinding, "max-binding", "", "run in panels whose matrices take at most `SIZE` bytes a binding (e.g. 1MiB; default: the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE)")
 	fs.StringVar(&o.maxGPUMem, "max-gpu-mem", "", "use at most `SIZE` bytes of GPU buffers (e.g. 8MiB, 2GiB), streaming panels when the product needs more (default: no cap)")
+	fs.StringVar(&o.typ, "type", typeF32, typeUsage)
 	fs.BoolVar(&o.mapped, "mapped", false, "make A, B and C in mapped host memory that the GPU copies directly (glcompute.HostMatrix, like pinned memory) instead of ordinary Go slices")
 	fs.StringVar(&o.devices, "devices", "", "multiply over several GPUs: `all` (every GPU EGL lists) or EGL device indices such as 1,2; C's column panels go to each GPU as it becomes free (default: one device, -device)")
 	fs.StringVar(&o.dumpProgram, "dump-program", "", "write the driver's program binary of the kernel to `FILE` (- for stdout; NVIDIA's holds the assembly) and exit")
@@ -219,8 +223,8 @@ func newFlagSet(o *options, help io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.listDevices, "list-devices", false, "list the EGL devices -device can select, and exit")
 	fs.Usage = func() {
-		fmt.Fprint(help, `glmul multiplies float32 matrices on the GPU with OpenGL 4.3 compute shaders,
-validates the product on the CPU and reports GFLOPS.
+		fmt.Fprint(help, `glmul multiplies float32 matrices (float64 with -type f64) on the GPU with OpenGL
+4.3 compute shaders, validates the product on the CPU and reports GFLOPS.
 
 Usage:
   glmul -n N [flags]            C = A·B with A and B N×N
@@ -337,8 +341,8 @@ func (o *options) check() error {
 	if _, err := report.CheckFormat(o.format, report.Text, report.JSON, report.CSV); err != nil {
 		return usagef("-format: %v", err)
 	}
-	if err := glcompute.CheckKernel(o.kernel); err != nil {
-		return usagef("-kernel: %v", err)
+	if err := o.checkTypeAndKernel(); err != nil {
+		return err
 	}
 	if err := checkProgress("", o.progress); err != nil {
 		return err
@@ -413,6 +417,9 @@ func parseShapeOf(flag, s string) (m, k, n int, err error) {
 func multiply(o *options, stdout, stderr io.Writer) error {
 	if o.devices != "" {
 		return multiplyGroup(o, stdout, stderr)
+	}
+	if o.typ == typeF64 {
+		return multiply64(o, stdout, stderr)
 	}
 	if err := checkHostMemory(o.m, o.k, o.nCols); err != nil {
 		return err
@@ -525,8 +532,11 @@ func runProduct(ctx context.Context, o *options, dev *glcompute.Device, mo measu
 // stderr, as an error already reported.
 func writeProduct(o *options, dev *glcompute.Device, r measure.Result, stdout, stderr io.Writer) error {
 	staging := dev.Staging()
-	if o.mapped {
+	switch {
+	case o.mapped:
 		staging = "A, B and C in mapped host memory (glcompute.HostMatrix), copied by the GPU"
+	case o.typ == typeF64:
+		staging = "float64: A and B uploaded whole and C read back whole by every run (glcompute.Device.Mul64)"
 	}
 	rep := r.Report(dev.Info(), staging, o.seed, o.warmup, o.maxGroups)
 	rep.SplitKAsked = o.splitK

@@ -146,6 +146,17 @@ type Result struct {
 	Times      []time.Duration
 	Source     string
 	Validation validate.Result
+	// Float64: a float64 product (Product64).
+	Float64 bool
+}
+
+// Type names the product's element type for a report: "float32" or
+// "float64".
+func (r Result) Type() string {
+	if r.Float64 {
+		return "float64"
+	}
+	return "float32"
 }
 
 // passContext is the Context of the pipelined pass of a product whose
@@ -416,7 +427,7 @@ func Device(info glcompute.Info) report.Device {
 // how host matrices travelled (Device.Staging, or "mapped host matrices").
 func (r Result) Report(info glcompute.Info, staging string, seed uint64, warmup, maxGroups int) report.Run {
 	t := r.Timings
-	return report.Run{Device: Device(info), Kernel: r.Kernel, M: r.M, K: r.K, N: r.N, Seed: seed, Warmup: warmup,
+	return report.Run{Device: Device(info), Type: r.Type(), Kernel: r.Kernel, M: r.M, K: r.K, N: r.N, Seed: seed, Warmup: warmup,
 		MaxGroups: maxGroups, Validation: r.Validation, Summary: r.Summary(), Staging: staging,
 		Timings: report.Timings{Dispatches: t.Dispatches, Groups: t.Groups, Runs: len(t.Compute), Upload: t.Upload,
 			Readback: t.Readback, UploadBytes: t.UploadBytes, ReadbackBytes: t.ReadbackBytes, Panels: t.Panels, Steps: t.Steps, Streamed: t.Streamed, WarmupTime: t.WarmupTime, WarmupCount: t.WarmupCount, WarmupRule: t.WarmupRule, Splits: t.Splits,

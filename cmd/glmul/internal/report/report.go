@@ -77,6 +77,9 @@ func (t Timings) MarshalJSON() ([]byte, error) { return json.Marshal(t.Full) }
 // Run is the result of one glmul product.
 type Run struct {
 	Device Device `json:"device"`
+	// Type is the element type: "float32", or "float64" (glmul -type
+	// f64: one piece, not pipelined, timed by the wall clock).
+	Type   string `json:"type"`
 	Kernel string `json:"kernel"`
 	M      int    `json:"m"`
 	K      int    `json:"k"`
@@ -175,9 +178,9 @@ func (r *Run) writeText(out io.Writer) error {
 func (r *Run) writeSetup(p lineFunc) {
 	i, t := r.Device, r.Timings
 	if len(r.Inputs) == 2 {
-		p("product", "C = A·B in float32, A %d×%d from %s, B %d×%d from %s", r.M, r.K, r.Inputs[0], r.K, r.N, r.Inputs[1])
+		p("product", "C = A·B in %s, A %d×%d from %s, B %d×%d from %s", r.typeName(), r.M, r.K, r.Inputs[0], r.K, r.N, r.Inputs[1])
 	} else {
-		p("product", "C = A·B in float32, A %d×%d, B %d×%d, seed %d", r.M, r.K, r.K, r.N, r.Seed)
+		p("product", "C = A·B in %s, A %d×%d, B %d×%d, seed %d", r.typeName(), r.M, r.K, r.K, r.N, r.Seed)
 	}
 	p("device", "%s | %s | %s | %s", i.Vendor, i.Renderer, i.Version, i.GLSLVersion)
 	if i.BackendNote != "" {
@@ -210,6 +213,14 @@ func (r *Run) writeSetup(p lineFunc) {
 	}
 }
 
+// typeName is Type, "float32" where unset.
+func (r *Run) typeName() string {
+	if r.Type == "" {
+		return "float32"
+	}
+	return r.Type
+}
+
 // writeStages prints the stages' times: upload, compute and readback,
 // each measured alone or, in a pipelined product, as its busy time within
 // it.
@@ -234,7 +245,10 @@ func (r *Run) writeStages(p lineFunc) {
 func (r *Run) writeCompute(p lineFunc) {
 	i, t, s := r.Device, r.Timings, r.Summary
 	src := "GL timer"
-	if s.TimingSource == "wall" {
+	switch {
+	case s.TimingSource == "wall" && r.Type == "float64":
+		src = "wall clock after glFinish: float64 products read no GL timer yet"
+	case s.TimingSource == "wall":
 		src = "wall clock after glFinish: " + noTimer(i.Version)
 	}
 	switch {
@@ -274,6 +288,11 @@ func (r *Run) writeRates(p lineFunc) {
 		return
 	}
 	switch {
+	case r.Type == "float64":
+		p("one piece", "%8.2f ms end to end, the timed runs' mean: each uploads A and B, runs the kernel and reads C back (float64 products are not pipelined)", s.EndToEndMS)
+		p("GFLOPS", "%s kernel (mean), %s (median); %s end to end (host memory to host memory)",
+			FormatGFLOPS(s.GFLOPSMean), FormatGFLOPS(s.GFLOPSMedian), FormatGFLOPS(s.GFLOPSEndToEnd))
+		return
 	case t.Steps > 1 && t.Streamed:
 		p("pipelined", "%8.2f ms end to end in %d steps, streamed (the GPU moving the next step's A in and the last one's C out beside the kernel): %s",
 			s.EndToEndMS, t.Steps, overlap(s))
@@ -370,7 +389,7 @@ func rate(bytes int64, d time.Duration) string {
 // CSVHeader names the columns of Run's CSV row.
 var CSVHeader = []string{"m", "k", "n", "kernel", "backend", "renderer", "version", "dispatches", "runs",
 	"timing_source", "upload_ms", "kernel_mean_ms", "kernel_median_ms", "kernel_min_ms", "readback_ms",
-	"end_to_end_ms", "overlap_ms", "gflops_mean", "gflops_median", "gflops_end_to_end", "validation", "valid", "worst_ratio"}
+	"end_to_end_ms", "overlap_ms", "gflops_mean", "gflops_median", "gflops_end_to_end", "validation", "valid", "worst_ratio", "type"}
 
 func (r *Run) writeCSV(w io.Writer) error {
 	s := r.Summary
@@ -381,7 +400,7 @@ func (r *Run) writeCSV(w io.Writer) error {
 		r.Device.Renderer, r.Device.Version, strconv.Itoa(r.Timings.Dispatches), strconv.Itoa(r.Timings.Runs),
 		s.TimingSource, f(s.UploadMS), f(s.KernelMeanMS), f(s.KernelMedMS), f(s.KernelMinMS), f(s.ReadbackMS),
 		f(s.EndToEndMS), f(s.OverlapMS), f(s.GFLOPSMean), f(s.GFLOPSMedian), f(s.GFLOPSEndToEnd), string(r.Validation.Mode),
-		strconv.FormatBool(r.Validation.OK), f(r.Validation.WorstRatio)})
+		strconv.FormatBool(r.Validation.OK), f(r.Validation.WorstRatio), r.typeName()})
 	cw.Flush()
 	return cw.Error()
 }

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/glmul/glmul/cmd/glmul/internal/measure"
+	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/shaders"
+	"github.com/glmul/glmul/validate"
+)
+
+// -type: the matrices' element type. float64 products run through
+// glcompute.Device.Mul64 (the dfast kernel, in one piece, not pipelined)
+// and are validated by validate.Check64 against a double-double reference
+// (docs/VALIDATION.md, "float64 products").
+const (
+	typeF32 = "f32"
+	typeF64 = "f64"
+)
+
+// typeUsage is -type's help.
+const typeUsage = "element `type` of the matrices: f32 (float32) or f64 (float64: the dfast kernel, in one piece, not pipelined, validated against a double-double reference; not on OpenGL ES)"
+
+// checkType returns a usage error unless t names an element type; cmd
+// ("bench: ", or "" for the main command) prefixes the message.
+func checkType(cmd, t string) error {
+	if t != typeF32 && t != typeF64 {
+		return usagef("%s-type %q: use f32 (float32) or f64 (float64)", cmd, t)
+	}
+	return nil
+}
+
+// kernel64 returns the float64 kernel that a -kernel spec names with
+// -type f64: fast (the default) and dfast are dfast, the fast kernel in
+// float64; dfast:CONFIG one of its configurations. The other kernels
+// have no float64 version: a usage error naming flag.
+func kernel64(flag, spec string) (string, error) {
+	if spec == "fast" {
+		spec = "dfast"
+	}
+	if _, err := shaders.LookupFloat64(spec); err != nil {
+		return "", usagef("%s %s: -type f64 runs dfast, the fast kernel in float64 (dfast:BMxBNxBK_TMxTN for a configuration): %v", flag, spec, err)
+	}
+	return spec, nil
+}
+
+// checkTypeAndKernel checks -type and -kernel for the main command: with
+// -type f64, the kernel becomes its float64 spec (kernel64), and the
+// flags float64 products do not take are refused.
+func (o *options) checkTypeAndKernel() error {
+	if err := checkType("", o.typ); err != nil {
+		return err
+	}
+	if o.typ == typeF32 {
+		if err := glcompute.CheckKernel(o.kernel); err != nil {
+			return usagef("-kernel: %v", err)
+		}
+		return nil
+	}
+	switch {
+	case o.devices != "":
+		return usagef("-devices multiplies float32 over a group of GPUs: leave it out with -type f64")
+	case o.mapped:
+		return usagef("-mapped makes float32 host matrices (glcompute.HostMatrix): leave it out with -type f64")
+	case o.splitK > 1:
+		return usagef("-split-k %d: float64 products run in one piece and do not split K: leave it out with -type f64", o.splitK)
+	}
+	var err error
+	o.kernel, err = kernel64("-kernel", o.kernel)
+	return err
+}
+
+// checkHostMemory64 is checkHostMemory for float64 matrices, twice the
+// bytes.
+func checkHostMemory64(m, k, n int) error {
+	need := 2 * productBytes(m, k, n)
+	if total, ok := hostMemory(); ok && need > total {
+		return fmt.Errorf("the float64 %d×%d by %d×%d product needs %.1f GiB of host memory for A, B and C; this machine has %.1f GiB",
+			m, k, k, n, need/(1<<30), total/(1<<30))
+	}
+	return nil
+}
+
+// probeFloat64 multiplies 1×1 float64 matrices on dev with kernel: the
+// error of a device without float64 in shaders (OpenGL ES) or of a kernel
+// that does not fit it comes before the inputs are made, and the kernel
+// is compiled.
+func probeFloat64(dev *glcompute.Device, kernel string) error {
+	one := func(v float64) blas64.General { return blas64.General{Rows: 1, Cols: 1, Stride: 1, Data: []float64{v}} }
+	_, err := dev.Mul64(one(0), one(3), one(5), &glcompute.MulOptions{Kernel: kernel})
+	return err
+}
+
+// multiply64 runs the main command with -type f64: float64 inputs from
+// the seed, measure.Product64's runs, validate.Check64's check, and the
+// report of multiply.
+func multiply64(o *options, stdout, stderr io.Writer) error {
+	if err := checkHostMemory64(o.m, o.k, o.nCols); err != nil {
+		return err
+	}
+	h, err := o.dev.hold(stderr, nil)
+	if err != nil {
+		return err
+	}
+	defer h.release()
+	dev := h.Device
+	if err := probeFloat64(dev, o.kernel); err != nil {
+		return err
+	}
+	ctx, stop := notifyInterrupt()
+	defer stop()
+	mo, bar := measureOptions(ctx, o, stderr)
+	if mo.Validating != nil {
+		mo.Validating = func(m validate.Mode) {
+			fmt.Fprintf(stderr, "validating (%s, double-double on the CPU)...\n", m)
+		}
+	}
+	inputs := stageBar(o.progress, stderr, "making A and B")
+	var r measure.Result
+	err, h.abandoned = awaitWork(ctx, stderr, "glmul", func() error {
+		in := measure.NewInputs64(o.m, o.k, o.nCols, o.seed, inputs)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var err error
+		r, err = measure.Product64(dev, in, mo)
+		return err
+	})
+	if bar != nil && !h.abandoned {
+		bar.Finish()
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return interruptedError{fmt.Sprintf("nothing to report: the float64 %d×%d×%d product stopped before it was measured and validated", o.m, o.k, o.nCols)}
+	}
+	if err != nil {
+		return err
+	}
+	if err := writeProduct(o, dev, r, stdout, stderr); err != nil {
+		return err
+	}
+	if ctx.Err() != nil { // during the validation, which ended
+		return interruptedError{"the report above is complete: the signal came after the timed runs"}
+	}
+	return nil
+}
