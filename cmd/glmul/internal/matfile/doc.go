@@ -36,6 +36,11 @@
 // NaN and ±Inf in a file are data: kept as they are. Integer MatrixMarket
 // entries are converted; pattern entries are 1.
 //
+// glmul mul -type f64 computes in float64: Read64 reads a whole matrix as
+// float64, nothing rounded (float32 data widened), and Write64 writes C
+// as '<f8' .npy or a .mtx of 17-digit decimals. They read and write whole
+// matrices: float64 products run in one piece (glcompute.Device.Mul64).
+//
 // # Duplicates and symmetry
 //
 // A coordinate .mtx file that lists a position more than once means the

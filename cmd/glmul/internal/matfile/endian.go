@@ -30,3 +30,11 @@ func float32Bytes(f []float32) []byte {
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
 }
+
+// float64Bytes is float32Bytes for float64s, 8 bytes each.
+func float64Bytes(f []float64) []byte {
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 8*len(f))
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
 )
 
 // mtxHeader is a MatrixMarket banner: format, field and symmetry.
@@ -31,6 +32,11 @@ type mtxReader struct {
 	nw   narrowing
 
 	m blas32.General // the matrix read
+	// wide: the matrix is read as float64, into m64 (Read64), every
+	// value as the file writes it; m stays empty and nothing is rounded.
+	wide bool
+	m64  blas64.General
+	cols int // the matrix's, m's or m64's
 	// seen marks the positions set (a symmetric pair at its lower one),
 	// to count the entries summed into an earlier one (dups); nil for
 	// array format.
@@ -82,6 +88,7 @@ func (r *mtxReader) next() ([]byte, bool) {
 // float64's range (1e400) comes back as ±math.MaxFloat64, and a nonzero
 // one below it (1e-400) as ±math.SmallestNonzeroFloat64, so that rounding
 // to float32 counts them as what they are: an overflow, an underflow.
+// Read as float64 (wide), they are ±Inf and 0, as float64 rounds them.
 //
 // A plain decimal of few digits (as glmul writes float32) is parsed by
 // fastFloat; others by strconv, where string(f) does not allocate: the
@@ -107,6 +114,10 @@ func (r *mtxReader) value(f []byte) (float64, error) {
 	}
 	v, err := strconv.ParseFloat(string(f), 64)
 	switch {
+	case r.wide && errors.Is(err, strconv.ErrRange) && math.IsInf(v, 0):
+		return v, nil // read as float64: ±Inf, as NumPy reads it
+	case r.wide:
+		return v, err // and 1e-400 is 0
 	case errors.Is(err, strconv.ErrRange) && math.IsInf(v, 0):
 		return math.Copysign(math.MaxFloat64, v), nil
 	case err == nil && v == 0 && nonzeroMantissa(f):
@@ -178,7 +189,12 @@ func (r *mtxReader) body(rows, cols, entries int, o ReadOptions) (blas32.General
 // alloc makes the rows×cols matrix the entries are read into and, for
 // coordinate format, the marks of the positions set.
 func (r *mtxReader) alloc(rows, cols int) {
-	r.m = blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: make([]float32, rows*cols)}
+	r.cols = cols
+	if r.wide {
+		r.m64 = blas64.General{Rows: rows, Cols: cols, Stride: cols, Data: make([]float64, rows*cols)}
+	} else {
+		r.m = blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: make([]float32, rows*cols)}
+	}
 	if r.h.format == "coordinate" {
 		r.seen = make([]uint64, (rows*cols+63)/64)
 	}
@@ -204,8 +220,12 @@ func (r *mtxReader) add(i, j int, v float64, text []byte) {
 func (r *mtxReader) flush() {
 	var sum uint32
 	for _, e := range r.batch {
-		k := e.i*r.m.Cols + e.j
-		sum += math.Float32bits(r.m.Data[k])
+		k := e.i*r.cols + e.j
+		if r.wide {
+			sum += uint32(math.Float64bits(r.m64.Data[k]))
+		} else {
+			sum += math.Float32bits(r.m.Data[k])
+		}
 		if r.seen != nil {
 			sum += uint32(r.seen[k/64])
 		}
@@ -222,7 +242,7 @@ func (r *mtxReader) flush() {
 // lists (i, j) twice means the sum (SciPy reads it so); a symmetric one's
 // (i, j) is also (j, i).
 func (r *mtxReader) set(i, j int, v float64, text []byte, line int) {
-	cols := r.m.Cols
+	cols := r.cols
 	k := i*cols + j
 	if r.seen != nil {
 		lo := k
@@ -233,9 +253,20 @@ func (r *mtxReader) set(i, j int, v float64, text []byte, line int) {
 			r.dups++
 			// The sum in float64, rounded once: a sum beyond
 			// float32's range is an overflow as one value is.
-			v += float64(r.m.Data[k])
+			if r.wide {
+				v += r.m64.Data[k]
+			} else {
+				v += float64(r.m.Data[k])
+			}
 		}
 		r.seen[lo/64] |= 1 << (lo % 64)
+	}
+	if r.wide {
+		r.m64.Data[k] = v
+		if r.h.symmetry == "symmetric" && i != j {
+			r.m64.Data[j*cols+i] = v
+		}
+		return
 	}
 	old := r.m.Data[k] // 0 but for a duplicate
 	f, first := r.nw.round(v)
@@ -411,6 +442,7 @@ type mtxSource struct {
 	o                   ReadOptions
 	parsed              bool
 	m                   blas32.General // row-major, Stride == Cols
+	m64                 blas64.General // the same, read by Read64 (mtxReader.wide)
 	info                ReadInfo
 	err                 error // the parse's, returned by every ReadRows
 }
@@ -430,6 +462,7 @@ func (s *mtxSource) parse() error {
 	if !s.parsed {
 		s.parsed = true
 		s.m, s.info, s.err = s.r.body(s.rows, s.cols, s.entries, s.o)
+		s.m64 = s.r.m64
 		s.r = nil
 		s.closeFile()
 	}

@@ -307,8 +307,11 @@ func isNameByte(s string, i int) bool {
 // writes it: a Python dict literal padded with spaces to a multiple of
 // 64 bytes. npyio writes 2-D arrays only from gonum's float64 mat.Dense,
 // so it is written here.
-func npyHeader(rows, cols int) []byte {
-	dict := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols)
+func npyHeader(rows, cols int) []byte { return npyHeaderOf("<f4", rows, cols) }
+
+// npyHeaderOf is npyHeader for dtype descr ("<f4", "<f8").
+func npyHeaderOf(descr string, rows, cols int) []byte {
+	dict := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%d, %d), }", descr, rows, cols)
 	// magic (6) + version (2) + length (2) + dict + '\n': a multiple of 64.
 	pad := (64 - (10+len(dict)+1)%64) % 64
 	dict += strings.Repeat(" ", pad) + "\n"
