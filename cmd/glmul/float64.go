@@ -35,6 +35,14 @@ func checkType(cmd, t string) error {
 	return nil
 }
 
+// typeName is the element type -type t names: "float32" or "float64".
+func typeName(t string) string {
+	if t == typeF64 {
+		return "float64"
+	}
+	return "float32"
+}
+
 // kernel64 returns the float64 kernel that a -kernel spec names with
 // -type f64: fast (the default) and dfast are dfast, the fast kernel in
 // float64; dfast:CONFIG one of its configurations. The other kernels

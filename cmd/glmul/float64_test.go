@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,6 +11,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	gblas "gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/glmul/glmul/cmd/glmul/internal/matfile"
+	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/validate"
 )
 
 // TestMultiplyFloat64: glmul -n 300 -type f64 multiplies float64 inputs
@@ -91,14 +99,21 @@ func TestFloat64OnGLES(t *testing.T) {
 
 // float64MutantCases are the float64 products of
 // TestWrongFloat64KernelFails: K = 1 to 2²⁰ (Mul64 runs the longest in
-// slices of K on llvmpipe, added up on the host), both checks.
-func float64MutantCases() [][]string {
+// slices of K on llvmpipe, added up on the host), both checks; then glmul
+// mul -type f64 of the files in dir (a.npy, b.npy: 33×4097 by 4097×35)
+// into dir's c-MODE.npy, both checks.
+func float64MutantCases(dir string) [][]string {
 	var cs [][]string
+	modes := []string{"full", "freivalds"}
 	for _, shape := range []string{"33x1x35", "33x4097x35", "9x65536x7", "3x1048576x2"} {
-		for _, mode := range []string{"full", "freivalds"} {
+		for _, mode := range modes {
 			cs = append(cs, []string{"-shape", shape, "-type", "f64", "-validate", mode, "-reps", "1", "-warmup", "0",
 				"-format", "json", "-program-cache", "", "-backend", "egl"})
 		}
+	}
+	for _, mode := range modes {
+		cs = append(cs, []string{"mul", filepath.Join(dir, "a.npy"), "-type", "f64", "-validate", mode, filepath.Join(dir, "b.npy"),
+			"-o", filepath.Join(dir, "c-"+mode+".npy"), "-format", "json", "-program-cache", "", "-backend", "egl"})
 	}
 	return cs
 }
@@ -106,15 +121,16 @@ func float64MutantCases() [][]string {
 // TestWrongFloat64KernelFails is the float64 check's proof on the GL
 // driver, as TestWrongKernelFails is the float32 one's: dfast.comp with
 // every store into C scaled by 1 + 10⁻¹⁰ (through GLMUL_SHADER_DIR, in a
-// child process) fails both checks at every K, and the kernel as it is
-// passes them. The mutant's worst error is under 2⁻³⁰ of the tolerance
+// child process) fails both checks at every K, and glmul mul -type f64
+// with it leaves -o unwritten; the kernel as it is passes them. The
+// mutant's worst error is under 2⁻³⁰ of the tolerance
 // times the ratio it fails by: a tolerance of float32 strength (u 2²⁹
 // times larger, and every term of the tolerance with it but the
 // reference's, 10⁻⁵ of it) would pass it with room to spare.
 func TestWrongFloat64KernelFails(t *testing.T) {
 	needGL(t)
 	if os.Getenv("GLMUL_MUTANT_CHILD") != "" {
-		for _, args := range float64MutantCases() {
+		for _, args := range float64MutantCases(os.Getenv("GLMUL_MUTANT_FILES")) {
 			code, stdout, stderr := glmul(args...)
 			var r struct {
 				Validation struct {
@@ -123,17 +139,26 @@ func TestWrongFloat64KernelFails(t *testing.T) {
 				}
 			}
 			json.Unmarshal([]byte(stdout), &r)
-			res, _ := json.Marshal(map[string]any{"case": strings.Join(args[:6], " "), "code": code, "ok": r.Validation.OK, "ratio": r.Validation.WorstRatio, "stderr": stderr})
+			_, err := os.Stat(args[8]) // mul's -o
+			res, _ := json.Marshal(map[string]any{"case": strings.Join(args[:6], " "), "code": code, "ok": r.Validation.OK, "ratio": r.Validation.WorstRatio,
+				"stderr": stderr, "written": args[0] == "mul" && err == nil})
 			fmt.Printf("MUTANT %s\n", res)
 		}
 		return
 	}
-	for _, args := range float64MutantCases() {
+	files := t.TempDir()
+	writeNPY64(t, filepath.Join(files, "a.npy"), uniform64(33, 4097, 7, 0))
+	writeNPY64(t, filepath.Join(files, "b.npy"), uniform64(4097, 35, 7, 1))
+	cases := float64MutantCases(files)
+	for _, args := range cases {
 		if args[5] != "full" {
 			continue // Freivalds' check of right products: validate's tests, and TestMultiplyFloat64
 		}
 		if code, ok, stderr := validated(args); code != 0 || !ok {
 			t.Errorf("%v, the kernel as it is: exit %d: %s", args[:6], code, stderr)
+		}
+		if args[0] == "mul" {
+			os.Remove(args[8]) // written: the mutant must leave it unwritten
 		}
 	}
 	dir := t.TempDir()
@@ -150,7 +175,7 @@ func TestWrongFloat64KernelFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestWrongFloat64KernelFails$")
-	cmd.Env = append(os.Environ(), "GLMUL_MUTANT_CHILD=1", "GLMUL_SHADER_DIR="+dir)
+	cmd.Env = append(os.Environ(), "GLMUL_MUTANT_CHILD=1", "GLMUL_SHADER_DIR="+dir, "GLMUL_MUTANT_FILES="+files)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
@@ -162,25 +187,138 @@ func TestWrongFloat64KernelFails(t *testing.T) {
 			continue
 		}
 		var r struct {
-			Case   string
-			Code   int
-			OK     bool
-			Ratio  float64
-			Stderr string
+			Case    string
+			Code    int
+			OK      bool
+			Ratio   float64
+			Stderr  string
+			Written bool
 		}
 		if err := json.Unmarshal([]byte(js), &r); err != nil {
 			t.Fatal(err)
 		}
 		seen++
-		if r.Code != 1 || r.OK || !strings.Contains(r.Stderr, "validation (") {
-			t.Errorf("×(1+1e-10) %s: exit %d, ok %v: a wrong float64 kernel passed\n%s", r.Case, r.Code, r.OK, r.Stderr)
+		if r.Code != 1 || r.OK || !strings.Contains(r.Stderr, "validation (") || r.Written {
+			t.Errorf("×(1+1e-10) %s: exit %d, ok %v, C written %v: a wrong float64 kernel passed\n%s", r.Case, r.Code, r.OK, r.Written, r.Stderr)
 		}
 		if r.Ratio*math.Ldexp(1, -29) > 0.5 {
 			t.Errorf("×(1+1e-10) %s: %.3g times the tolerance: a float32-strength check might fail it too, and this test would not show the float64 check's strength", r.Case, r.Ratio)
 		}
 		t.Logf("×(1+1e-10) %s: %.3g times the tolerance", r.Case, r.Ratio)
 	}
-	if seen != len(float64MutantCases()) {
-		t.Fatalf("%d of %d cases reported\n%s", seen, len(float64MutantCases()), out)
+	if seen != len(cases) {
+		t.Fatalf("%d of %d cases reported\n%s", seen, len(cases), out)
+	}
+}
+
+// uniform64 is an r×c float64 matrix from cpu.FillUniform64.
+func uniform64(r, c int, seed, stream uint64) blas64.General {
+	m := blas64.General{Rows: r, Cols: c, Stride: c, Data: make([]float64, r*c)}
+	cpu.FillUniform64(m, seed, stream, nil)
+	return m
+}
+
+// writeNPY64 writes m to path as a '<f8' .npy file.
+func writeNPY64(t *testing.T, path string, m blas64.General) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := matfile.Write64(&b, path, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readNPY64 reads path as float64 (matfile.Read64).
+func readNPY64(t *testing.T, path string) blas64.General {
+	t.Helper()
+	s, err := matfile.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, _, err := matfile.Read64(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestMulFloat64: glmul mul -type f64 keeps float64 .npy files float64
+// from file to file. C is within the float64 tolerance of the exact
+// product (validate.CheckFull64, the double-double reference), as a BLAS
+// dgemm's, NumPy's float64 product's (gonum's here: no NumPy in the
+// tests), is; so the two agree within twice that tolerance. With a .mtx
+// output and B from a .mtx file, and Freivalds' check, the same. The
+// default, without -type, still rounds float64 input to float32 and
+// writes float32 C.
+func TestMulFloat64(t *testing.T) {
+	needGL(t)
+	dir := t.TempDir()
+	a, b := uniform64(37, 300, 45, 0), uniform64(300, 29, 45, 1)
+	pa, pb, pbm := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy"), filepath.Join(dir, "b.mtx")
+	writeNPY64(t, pa, a)
+	writeNPY64(t, pb, b)
+	writeNPY64(t, pbm, b)
+	blas := blas64.General{Rows: 37, Cols: 29, Stride: 29, Data: make([]float64, 37*29)}
+	blas64.Gemm(gblas.NoTrans, gblas.NoTrans, 1, a, b, 0, blas)
+	if r := validate.CheckFull64(a, b, blas); !r.OK {
+		t.Fatalf("gonum's dgemm outside the float64 tolerance: %v", r)
+	}
+	for _, c := range []struct{ b, out, mode string }{{pb, "c.npy", "full"}, {pbm, "c.mtx", "full"}, {pb, "c2.npy", "freivalds"}} {
+		out := filepath.Join(dir, c.out)
+		code, _, stderr := glmul("mul", "-type", "f64", "-backend", "egl", "-validate", c.mode, pa, c.b, "-o", out)
+		if code != 0 || !strings.Contains(stderr, "C = A·B in float64") || !strings.Contains(stderr, "wrote C (37×29 float64)") {
+			t.Fatalf("%v: exit %d\n%s", c, code, stderr)
+		}
+		got := readNPY64(t, out)
+		if r := validate.CheckFull64(a, b, got); !r.OK || r.RelFrobenius > 1e-14 {
+			t.Errorf("%v: C %v", c, r)
+		}
+		var d2, n2 float64
+		for i, v := range got.Data {
+			d2 += (v - blas.Data[i]) * (v - blas.Data[i])
+			n2 += blas.Data[i] * blas.Data[i]
+		}
+		if rel := math.Sqrt(d2 / n2); rel > 1e-14 {
+			t.Errorf("%v: C is %.3g from dgemm's product (relative Frobenius)", c, rel)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "c.npy")); !bytes.Contains(b, []byte("'<f8'")) {
+		t.Errorf("C is not '<f8'")
+	}
+	// The default: float32.
+	out := filepath.Join(dir, "c32.npy")
+	if code, _, stderr := glmul("mul", "-backend", "egl", pa, pb, "-o", out); code != 0 || !strings.Contains(stderr, "wrote C (37×29 float32)") {
+		t.Fatalf("without -type: exit %d\n%s", code, stderr)
+	}
+	if b, _ := os.ReadFile(out); !bytes.Contains(b, []byte("'<f4'")) {
+		t.Errorf("C without -type is not '<f4'")
+	}
+	// The testdata example, float64 in Fortran order by a .mtx file: its
+	// values are short, its product exact in float64.
+	ta, tb := filepath.Join("..", "..", "testdata", "mul", "a.npy"), filepath.Join("..", "..", "testdata", "mul", "b.mtx")
+	out = filepath.Join(dir, "t.npy")
+	if code, _, stderr := glmul("mul", "-type", "f64", "-backend", "egl", ta, tb, "-o", out); code != 0 || !strings.Contains(stderr, "worst error 0 of its tolerance") {
+		t.Fatalf("testdata: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestMulFloat64OnGLES: mul -type f64 on OpenGL ES fails before reading
+// the files, with the hint, and writes nothing.
+func TestMulFloat64OnGLES(t *testing.T) {
+	needGL(t)
+	out := filepath.Join(t.TempDir(), "c.npy")
+	ta, tb := filepath.Join("..", "..", "testdata", "mul", "a.npy"), filepath.Join("..", "..", "testdata", "mul", "b.mtx")
+	code, _, stderr := glmul("mul", "-type", "f64", "-backend", "gles", ta, tb, "-o", out)
+	if code != 1 || !strings.Contains(stderr, "hint: -type f64 needs desktop OpenGL") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s written", out)
+	}
+	if code, _, stderr := glmul("mul", "-type", "f64", "-kernel", "tiled32", ta, tb, "-o", out); code != 2 || !strings.Contains(stderr, "mul: -kernel tiled32: -type f64 runs dfast") {
+		t.Errorf("-kernel tiled32: exit %d\n%s", code, stderr)
 	}
 }

@@ -30,6 +30,7 @@ type mulFlags struct {
 	mode          validate.Mode
 	format        report.Format
 	progress      string // auto|on|off
+	typ           string // -type: f32 or f64
 }
 
 // mulHelp is glmul mul's -h text.
@@ -41,15 +42,20 @@ output's extension chooses its format. A or B may be - (standard input, one
 of them) or a FIFO (a shell's <(...)): read once, in order, its format told by
 its first bytes where its name has no .npy or .mtx.
 
-glmul computes in float32: float64 input is rounded. A float64 value beyond
-float32's range (±3.4e38) is an error unless -allow-overflow; nonzero values
-too small for float32 (below 1.4e-45) become 0, counted on stderr. NaN and
-Inf in a file are data, kept (and C is then validated in full).
+By default (-type f32) glmul computes in float32: float64 input is rounded to
+float32, and C is float32. A float64 value beyond float32's range (±3.4e38) is
+an error unless -allow-overflow; nonzero values too small for float32 (below
+1.4e-45) become 0, counted on stderr. NaN and Inf in a file are data, kept.
+With -type f64 glmul computes in float64 (the dfast kernel; desktop OpenGL,
+not ES): float64 input stays float64, float32 input is widened, C is float64
+('<f8' .npy, or .mtx with 17 significant digits), validated against a
+double-double reference; A, B and C are then held whole in memory, not
+streamed.
 A coordinate .mtx file that lists a position more than once means the sum of
 its entries (MatrixMarket's convention, as SciPy reads it): glmul sums them
 and says on stderr how many entries were added to an earlier one.
 C is float32 ('<f4' .npy, or "coordinate real general" .mtx listing every
-element, row by row). An empty dimension gives NumPy's C, written without a
+element, row by row) unless -type f64. An empty dimension gives NumPy's C, written without a
 GPU: 5×0 by 0×4 is 5×4 zeros, 0×5 by 5×4 a 0×4 matrix.
 
 The product streams: A is read, multiplied and checked, and C written, in
@@ -74,6 +80,7 @@ func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 	mode := fs.String("validate", "auto", "check C on the CPU: auto|full|freivalds|none")
 	format := fs.String("format", "text", "report: text (on stderr) or json (on stdout)")
 	fs.StringVar(&f.progress, "progress", "auto", "a progress bar of the panels of C written, on stderr: auto|on|off (auto: when stderr is a terminal)")
+	fs.StringVar(&f.typ, "type", typeF32, "element `type`: f32 (float32: float64 input rounded to float32, C float32) or f64 (float64 from file to file: the dfast kernel, not streamed; not on OpenGL ES)")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, err
@@ -112,7 +119,14 @@ func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 	if _, err := matfile.OutputFormat(f.out); err != nil {
 		return nil, usagef("mul: -o: %v", err)
 	}
-	if err := glcompute.CheckKernel(f.kernel); err != nil {
+	if err := checkType("mul: ", f.typ); err != nil {
+		return nil, err
+	}
+	if f.typ == typeF64 {
+		if f.kernel, err = kernel64("mul: -kernel", f.kernel); err != nil {
+			return nil, err
+		}
+	} else if err := glcompute.CheckKernel(f.kernel); err != nil {
 		return nil, usagef("mul: -kernel: %v", err)
 	}
 	if f.mode, err = validate.ParseMode(*mode); err != nil {
@@ -152,6 +166,9 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 	}
 	defer a.Close()
 	defer b.Close()
+	if f.typ == typeF64 {
+		return mul64(f, a, b, stdout, stderr)
+	}
 	if emptyDims(a.Rows(), a.Cols(), b.Cols()) {
 		return emptyProduct(f, a, b, stdout, stderr)
 	}
@@ -352,7 +369,7 @@ func mulError(f *mulFlags, m, k, n int, err error) error {
 	case errors.Is(err, errNotValidated):
 		return err // reported by runMul
 	case errors.Is(err, outfile.ErrNoRoom):
-		return fmt.Errorf("mul: C is %d×%d float32 as %s: %w", m, n, filepath.Ext(f.out), err)
+		return fmt.Errorf("mul: C is %d×%d %s as %s: %w", m, n, typeName(f.typ), filepath.Ext(f.out), err)
 	case errors.Is(err, glcompute.ErrHostMemory):
 		return fmt.Errorf("mul: %w (this machine's memory)", err)
 	}
@@ -394,7 +411,7 @@ func noteReads(f *mulFlags, a, b matfile.Source, stderr io.Writer) {
 // writeMulReport prints the product's report (JSON on stdout with
 // -format json, else text on stderr) and, if written, says where C went.
 func writeMulReport(f *mulFlags, r mulResult, written bool, stdout, stderr io.Writer) error {
-	rep := &report.Mul{Device: measure.Device(r.Device), Inputs: []string{matfile.StreamName(f.a), matfile.StreamName(f.b)}, Output: outName(f.out), Kernel: r.Kernel,
+	rep := &report.Mul{Device: measure.Device(r.Device), Type: typeName(f.typ), Inputs: []string{matfile.StreamName(f.a), matfile.StreamName(f.b)}, Output: outName(f.out), Kernel: r.Kernel,
 		M: r.M, K: r.K, N: r.N, Panels: r.Panels, PanelRows: r.PanelRows, HostBytes: r.HostBytes,
 		ReadB: r.ReadB, Read: r.Read, GPU: r.GPU, Check: r.Check, WriteC: r.Write, Wall: r.Wall,
 		GFLOPS: measure.GFLOPS(r.Flop(), r.Wall), Validation: r.Validation}
@@ -409,7 +426,7 @@ func writeMulReport(f *mulFlags, r mulResult, written bool, stdout, stderr io.Wr
 		return err
 	}
 	if written && f.format != report.JSON {
-		fmt.Fprintf(stderr, "wrote C (%d×%d float32) to %s\n", r.M, r.N, outName(f.out))
+		fmt.Fprintf(stderr, "wrote C (%d×%d %s) to %s\n", r.M, r.N, typeName(f.typ), outName(f.out))
 	}
 	return nil
 }

@@ -14,7 +14,10 @@ import (
 // Mul is the report of glmul mul: a product streamed from files to a
 // file in panels of rows, its stages overlapping (glcompute.MulStream).
 type Mul struct {
-	Device Device   `json:"device"`
+	Device Device `json:"device"`
+	// Type is the element type: "float32", streamed in panels, or
+	// "float64" (glmul mul -type f64), read, multiplied and written whole.
+	Type   string   `json:"type"`
 	Inputs []string `json:"inputs"` // A's and B's files
 	Output string   `json:"output"`
 	// InputsQuoted and OutputQuoted are the paths as Go string literals
@@ -69,7 +72,11 @@ func (r *Mul) Write(w io.Writer, f Format) error {
 	p := func(label, format string, args ...any) {
 		fmt.Fprintf(ew, "%-10s %s\n", label, fmt.Sprintf(format, args...))
 	}
-	p("product", "C = A·B in float32, A %d×%d from %s, B %d×%d from %s", r.M, r.K, r.Inputs[0], r.K, r.N, r.Inputs[1])
+	typ := r.Type
+	if typ == "" {
+		typ = "float32"
+	}
+	p("product", "C = A·B in %s, A %d×%d from %s, B %d×%d from %s", typ, r.M, r.K, r.Inputs[0], r.K, r.N, r.Inputs[1])
 	if r.Empty {
 		what := fmt.Sprintf("C is %d×%d zeros (each element a sum of no terms, K = 0)", r.M, r.N)
 		if r.M == 0 || r.N == 0 {
@@ -83,11 +90,22 @@ func (r *Mul) Write(w io.Writer, f Format) error {
 	i := r.Device
 	p("device", "%s | %s | %s | %s", i.Vendor, i.Renderer, i.Version, i.GLSLVersion)
 	p("backend", "%s", i.Backend)
-	p("kernel", "%s (for a whole panel)", r.Kernel)
 	dest := "the file"
 	if r.Output == "standard output" {
 		dest = r.Output
 	}
+	if typ == "float64" {
+		p("kernel", "%s", r.Kernel)
+		p("one piece", "A, B and C whole in host memory (%s): float64 products are not streamed", mib(r.HostBytes))
+		p("read", "%8.2f ms  B, then %8.2f ms  A", ms(r.ReadB), ms(r.Read))
+		p("gpu", "%8.2f ms  upload, product and readback", ms(r.GPU))
+		p("check", "%8.2f ms  validation on the CPU (double-double reference)", ms(r.Check))
+		p("write", "%8.2f ms  C to %s", ms(r.WriteC), r.Output)
+		p("files", "%8.2f ms  from the first read to C written; %s GFLOPS files to %s", ms(r.Wall), FormatGFLOPS(r.GFLOPS), dest)
+		p("validate", "%s", r.Validation)
+		return ew.err
+	}
+	p("kernel", "%s (for a whole panel)", r.Kernel)
 	p("panels", "%d of %d rows of A and C, streamed from the files to %s; %s of host memory for them and B",
 		r.Panels, r.PanelRows, dest, mib(r.HostBytes))
 	p("", "stage times below: each stage's busy time, the stages overlapping")
