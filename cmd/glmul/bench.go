@@ -60,6 +60,7 @@ type benchFlags struct {
 	// shapesSet: -shapes was given (else the defaults, which run for
 	// hours on llvmpipe).
 	shapesSet bool
+	typ       string // -type: f32 or f64
 }
 
 func parseBench(args []string, help io.Writer) (*benchFlags, error) {
@@ -74,15 +75,31 @@ On Mesa llvmpipe choose small -shapes: the defaults run for hours there.`, []str
 	mode := fs.String("validate", "auto", "auto|full|freivalds|none")
 	format := fs.String("format", "text", "output: text|csv|json|bench (Go benchmark lines for benchstat)")
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (a line per product when not a terminal)")
+	fs.StringVar(&f.typ, "type", typeF32, "element `type`: f32 (float32) or f64 (float64: -kernels default to dfast, the fast kernel in float64; not on OpenGL ES)")
 	if err := f.dev.parse(fs, args); err != nil {
 		return nil, err
 	}
-	fs.Visit(func(fl *flag.Flag) { f.shapesSet = f.shapesSet || fl.Name == "shapes" })
+	kernelsSet := false
+	fs.Visit(func(fl *flag.Flag) {
+		f.shapesSet = f.shapesSet || fl.Name == "shapes"
+		kernelsSet = kernelsSet || fl.Name == "kernels"
+	})
+	if err := checkType("bench: ", f.typ); err != nil {
+		return nil, err
+	}
+	if f.typ == typeF64 && !kernelsSet {
+		*kernels = "dfast"
+	}
 	var err error
 	if f.shapes, err = parseShapes("bench: -shapes", *shapes); err != nil {
 		return nil, err
 	}
-	if f.kernels, err = parseKernels("bench: -kernels", *kernels); err != nil {
+	if f.typ == typeF64 {
+		f.kernels, err = parseKernels64("bench: -kernels", *kernels, f.splitK)
+	} else {
+		f.kernels, err = parseKernels("bench: -kernels", *kernels)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := checkReps("bench: ", f.reps); err != nil {
@@ -151,6 +168,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	defer h.release()
 	d := h.Device
+	if f.typ == typeF64 {
+		if err := probeFloat64(d, f.kernels[0]); err != nil {
+			return err
+		}
+	}
 	if !f.shapesSet {
 		largest := slices.MaxFunc(f.shapes, func(a, b [3]int) int { return cmp.Compare(a[0]*a[1]*a[2], b[0]*b[1]*b[2]) })
 		warnOnCPU(d.Info(), stderr, "bench", largest,
@@ -210,11 +232,27 @@ func (f *benchFlags) shape(ctx context.Context, d *glcompute.Device, s [3]int, s
 	m, k, n := s[0], s[1], s[2]
 	shape := fmt.Sprintf("%dx%dx%d", m, k, n)
 	var in *measure.Inputs
+	var in64 *measure.Inputs64
 	for _, kern := range f.kernels {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		row := benchRow{M: m, K: k, N: n, Shape: shape, Kernel: kern}
+		if f.typ == typeF64 {
+			if in64 == nil {
+				if err := checkHostMemory64(m, k, n); err != nil {
+					row.Skipped = err.Error()
+					done.add(row, nil)
+					continue
+				}
+				in64 = measure.NewInputs64(m, k, n, seed, nil)
+			}
+			r, err := measure.Product64(d, in64, measure.Options{Kernel: kern, Warmup: 1, Reps: f.reps, Validate: f.mode, Context: ctx})
+			if !f.addRow(ctx, row, r, err, p, done, stderr) {
+				return err
+			}
+			continue
+		}
 		if err := checkHostMemory(m, k, n); err != nil {
 			row.Skipped = err.Error()
 			done.add(row, nil)
@@ -229,29 +267,45 @@ func (f *benchFlags) shape(ctx context.Context, d *glcompute.Device, s [3]int, s
 			in = measure.NewInputs(m, k, n, seed)
 		}
 		r, err := measure.Product(d, in, measure.Options{Kernel: kern, Warmup: 1, Reps: f.reps, SplitK: f.splitK, Validate: f.mode, Ramp: true, Context: ctx})
-		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		if !f.addRow(ctx, row, r, err, p, done, stderr) {
 			return err
 		}
-		if err != nil {
-			row.Skipped, row.Failed = err.Error(), true
-			done.add(row, func() {
-				fmt.Fprintf(stderr, "glmul bench: %s %s: failed: %v\n", shape, kern, err)
-				p.step(fmt.Sprintf("bench %s %s: failed", shape, kern))
-			})
-			continue
-		}
-		med := measure.Median(r.Times)
-		row.Spec, row.Times, row.Source = r.Kernel, r.Times, r.Source
-		row.MedianMS, row.GFLOPS = float64(med)/1e6, r.GFLOPS(med)
-		row.Validation, row.Valid, row.Splits, row.StreamK = string(r.Validation.Mode), r.Validation.OK, r.Timings.Splits, r.Timings.StreamKTiles
-		done.add(row, func() {
-			if !row.Valid {
-				fmt.Fprintf(stderr, "glmul bench: %s %s: %v\n", shape, kern, r.Validation.Err())
-			}
-			p.step(fmt.Sprintf("bench %s %s: %s GFLOPS", shape, r.Kernel, report.FormatGFLOPS(row.GFLOPS)))
-		})
 	}
 	return nil
+}
+
+// addRow adds to done the row of the product measured as r (err: how it
+// failed; a float64 one over a binding, glcompute.ErrTooLarge, is
+// skipped, as Plan skips a float32 one), and steps p. It reports false
+// where Ctrl-C stopped the product: the caller returns err.
+func (f *benchFlags) addRow(ctx context.Context, row benchRow, r measure.Result, err error, p *progress, done *finished[benchRow], stderr io.Writer) bool {
+	shape, kern := row.Shape, row.Kernel
+	switch {
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return false
+	case f.typ == typeF64 && errors.Is(err, glcompute.ErrTooLarge):
+		row.Skipped = err.Error()
+		done.add(row, nil)
+		return true
+	case err != nil:
+		row.Skipped, row.Failed = err.Error(), true
+		done.add(row, func() {
+			fmt.Fprintf(stderr, "glmul bench: %s %s: failed: %v\n", shape, kern, err)
+			p.step(fmt.Sprintf("bench %s %s: failed", shape, kern))
+		})
+		return true
+	}
+	med := measure.Median(r.Times)
+	row.Spec, row.Times, row.Source = r.Kernel, r.Times, r.Source
+	row.MedianMS, row.GFLOPS = float64(med)/1e6, r.GFLOPS(med)
+	row.Validation, row.Valid, row.Splits, row.StreamK = string(r.Validation.Mode), r.Validation.OK, r.Timings.Splits, r.Timings.StreamKTiles
+	done.add(row, func() {
+		if !row.Valid {
+			fmt.Fprintf(stderr, "glmul bench: %s %s: %v\n", shape, kern, r.Validation.Err())
+		}
+		p.step(fmt.Sprintf("bench %s %s: %s GFLOPS", shape, r.Kernel, report.FormatGFLOPS(row.GFLOPS)))
+	})
+	return true
 }
 
 // writeBench prints rows in format; interrupted (by Ctrl-C) says that the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"gonum.org/v1/gonum/blas/blas64"
 
@@ -55,6 +56,23 @@ func kernel64(flag, spec string) (string, error) {
 		return "", usagef("%s %s: -type f64 runs dfast, the fast kernel in float64 (dfast:BMxBNxBK_TMxTN for a configuration): %v", flag, spec, err)
 	}
 	return spec, nil
+}
+
+// parseKernels64 reads bench's comma-separated -kernels with -type f64,
+// each a float64 kernel (kernel64); -split-k is refused.
+func parseKernels64(flag, list string, splitK int) ([]string, error) {
+	if splitK > 1 {
+		return nil, usagef("bench: -split-k %d: float64 products run in one piece and do not split K: leave it out with -type f64", splitK)
+	}
+	var kernels []string
+	for _, k := range strings.Split(list, ",") {
+		k, err := kernel64(flag, strings.TrimSpace(k))
+		if err != nil {
+			return nil, err
+		}
+		kernels = append(kernels, k)
+	}
+	return kernels, nil
 }
 
 // checkTypeAndKernel checks -type and -kernel for the main command: with

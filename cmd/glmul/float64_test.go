@@ -322,3 +322,36 @@ func TestMulFloat64OnGLES(t *testing.T) {
 		t.Errorf("-kernel tiled32: exit %d\n%s", code, stderr)
 	}
 }
+
+// TestBenchFloat64: glmul bench -type f64 measures dfast (the default
+// -kernels there) and validates every product in float64; kernels without
+// a float64 version and -split-k are usage errors.
+func TestBenchFloat64(t *testing.T) {
+	needGL(t)
+	code, stdout, stderr := glmul("bench", "-type", "f64", "-shapes", "64,33x100x17", "-reps", "2", "-backend", "egl", "-format", "json", "-progress", "off")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r struct {
+		Results []struct {
+			Shape, Spec string
+			Times       []int64 `json:"times_ns"`
+			Valid       bool
+			Validation  string
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil || len(r.Results) != 2 {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	for _, row := range r.Results {
+		if !strings.HasPrefix(row.Spec, "dfast:") || !row.Valid || row.Validation != "full" || len(row.Times) != 2 {
+			t.Errorf("row %+v", row)
+		}
+	}
+	for _, args := range [][]string{{"-kernels", "tiled32"}, {"-kernels", "fast,cpu:8x8_8x8"}, {"-split-k", "2"}} {
+		code, _, stderr := glmul(append([]string{"bench", "-type", "f64", "-shapes", "64"}, args...)...)
+		if code != 2 || !strings.Contains(stderr, "-type f64") {
+			t.Errorf("bench -type f64 %v: exit %d\n%s", args, code, stderr)
+		}
+	}
+}
