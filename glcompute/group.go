@@ -129,7 +129,8 @@ func (g *Group) Release() {
 // GroupTimings are one Group.Mul's figures.
 type GroupTimings struct {
 	// EndToEnd runs from the first upload to the last block of C in host
-	// memory, over every device.
+	// memory, over every device: as Mul's, it leaves out compiling the
+	// kernels and making the GPU buffers.
 	EndToEnd time.Duration `json:"end_to_end_ns"`
 	// Panels is how many column panels of PanelCols columns C was shared
 	// out in (the last one what is left).
@@ -201,24 +202,26 @@ func (g *Group) Mul(c, a, b blas32.General, opts *MulOptions) (GroupTimings, err
 		}
 	}
 	t := GroupTimings{Panels: gr.panels, PanelCols: gr.cols, Devices: make([]DeviceShare, len(g.devs))}
-	start := time.Now()
+	var start time.Time
 	live := make([]bool, len(g.devs))
 	for i := range live {
 		live[i] = true
 	}
 	for gr.left() > 0 {
 		before := gr.left()
-		var wg sync.WaitGroup
+		var wg, prepared sync.WaitGroup
 		ran := false
 		for i, d := range g.devs {
 			if !live[i] {
 				continue
 			}
 			ran = true
+			prepared.Add(1)
+			ready := func() { prepared.Done(); prepared.Wait() }
 			wg.Go(func() {
 				var dt Timings
 				var err error
-				d.call(func() { dt, err = d.mulUnits(c, a, b, &plans[i], gr, i) })
+				d.call(func() { dt, err = d.mulUnits(c, a, b, &plans[i], gr, i, ready) })
 				d.worked()
 				sh := &t.Devices[i]
 				sh.Timings.add(dt)
@@ -228,6 +231,10 @@ func (g *Group) Mul(c, a, b blas32.General, opts *MulOptions) (GroupTimings, err
 					gr.requeue(i)
 				}
 			})
+		}
+		prepared.Wait()
+		if start.IsZero() {
+			start = time.Now() // the first round's buffers made, as Mul's EndToEnd excludes them
 		}
 		wg.Wait()
 		if err := o.stopped(); err != nil {
@@ -408,8 +415,19 @@ func (d *Device) planUnit(m, k, w int, o *MulOptions) (hostPlan, error) {
 
 // mulUnits runs on device dev's thread its part of a Group product: the
 // column panels it takes from gr, one after another in one pipelined
-// pass, until none is left or the device fails.
-func (d *Device) mulUnits(c, a, b blas32.General, hp *hostPlan, gr *groupRun, dev int) (t Timings, err error) {
+// pass, until none is left or the device fails. ready is called once the
+// device's buffers are made (or it failed before): it returns when every
+// device's are, so that the group's EndToEnd, like Mul's, leaves out
+// making them.
+func (d *Device) mulUnits(c, a, b blas32.General, hp *hostPlan, gr *groupRun, dev int, ready func()) (t Timings, err error) {
+	readied := false
+	signal := func() { // once, after the buffers are made or on the way out
+		if !readied {
+			readied = true
+			ready()
+		}
+	}
+	defer signal()
 	d.clearErrors()
 	o := &hp.o
 	pp := &panelProduct{d: d, o: o, plan: hp.panels}
@@ -426,6 +444,7 @@ func (d *Device) mulUnits(c, a, b blas32.General, hp *hostPlan, gr *groupRun, de
 	if err := pp.alloc(); err != nil {
 		return t, err
 	}
+	signal()
 	next := func() []pipeStep {
 		p, rerun, ok := gr.claim(dev)
 		if !ok {
