@@ -38,6 +38,9 @@ func printAndExit(o *options, stdout io.Writer) error {
 	case "-list-devices":
 		return listDevices(format, stdout)
 	}
+	if o.typ == typeF64 {
+		return usagef("-dump-program dumps a float32 kernel (-kernel); the float64 kernels' binaries are not dumped yet: drop -type f64")
+	}
 	if o.dumpProgram == outfile.Stdout && format == report.JSON {
 		return usagef("-dump-program - writes the program binary to standard output, where -format json would write its report too: name a file, or use -format text")
 	}

@@ -40,6 +40,9 @@ func TestPrintAndExitJSON(t *testing.T) {
 			t.Errorf("%v -format csv: exit %d, %q, %q", args, code, stdout, stderr)
 		}
 	}
+	if code, _, stderr := glmul("-dump-program", "x.bin", "-type", "f64"); code != 2 || !strings.Contains(stderr, "drop -type f64") {
+		t.Errorf("-dump-program -type f64: exit %d, %q; want 2, the float64 kernels not dumped", code, stderr)
+	}
 	code, stdout, stderr = glmul("-dump-program", "-", "-format", "json")
 	if code != 2 || stdout != "" || !strings.Contains(stderr, "-dump-program - writes the program binary to standard output, where -format json") {
 		t.Errorf("-dump-program - -format json: exit %d, %q, %q", code, stdout, stderr)
