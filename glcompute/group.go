@@ -202,41 +202,14 @@ func (g *Group) Mul(c, a, b blas32.General, opts *MulOptions) (GroupTimings, err
 		}
 	}
 	t := GroupTimings{Panels: gr.panels, PanelCols: gr.cols, Devices: make([]DeviceShare, len(g.devs))}
-	var start time.Time
 	live := make([]bool, len(g.devs))
 	for i := range live {
 		live[i] = true
 	}
+	var start time.Time
 	for gr.left() > 0 {
 		before := gr.left()
-		var wg, prepared sync.WaitGroup
-		ran := false
-		for i, d := range g.devs {
-			if !live[i] {
-				continue
-			}
-			ran = true
-			prepared.Add(1)
-			ready := func() { prepared.Done(); prepared.Wait() }
-			wg.Go(func() {
-				var dt Timings
-				var err error
-				d.call(func() { dt, err = d.mulUnits(c, a, b, &plans[i], gr, i, ready) })
-				d.worked()
-				sh := &t.Devices[i]
-				sh.Timings.add(dt)
-				if err != nil {
-					live[i] = false
-					sh.Err = err
-					gr.requeue(i)
-				}
-			})
-		}
-		prepared.Wait()
-		if start.IsZero() {
-			start = time.Now() // the first round's buffers made, as Mul's EndToEnd excludes them
-		}
-		wg.Wait()
+		ran := g.round(c, a, b, plans, gr, &t, live, &start)
 		if err := o.stopped(); err != nil {
 			return t, err
 		}
@@ -254,6 +227,42 @@ func (g *Group) Mul(c, a, b blas32.General, opts *MulOptions) (GroupTimings, err
 		sh.Flop = 2 * float64(m) * float64(k) * float64(gr.doneCols[i])
 	}
 	return t, nil
+}
+
+// round runs the live devices on gr's panels until none is left to take,
+// each on its own thread, and reports whether any ran. A device that
+// fails is no longer live and gives its unfinished panels back (a later
+// round reruns them where the others had finished). *start is set, the
+// first time, once every device has made its buffers.
+func (g *Group) round(c, a, b blas32.General, plans []hostPlan, gr *groupRun, t *GroupTimings, live []bool, start *time.Time) (ran bool) {
+	var wg, prepared sync.WaitGroup
+	for i, d := range g.devs {
+		if !live[i] {
+			continue
+		}
+		ran = true
+		prepared.Add(1)
+		ready := func() { prepared.Done(); prepared.Wait() }
+		wg.Go(func() {
+			var dt Timings
+			var err error
+			d.call(func() { dt, err = d.mulUnits(c, a, b, &plans[i], gr, i, ready) })
+			d.worked()
+			sh := &t.Devices[i]
+			sh.Timings.add(dt)
+			if err != nil {
+				live[i] = false
+				sh.Err = err
+				gr.requeue(i)
+			}
+		})
+	}
+	prepared.Wait()
+	if start.IsZero() {
+		*start = time.Now() // the first round's buffers made, as Mul's EndToEnd excludes them
+	}
+	wg.Wait()
+	return ran
 }
 
 func anyLive(live []bool) bool {
