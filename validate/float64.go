@@ -177,119 +177,154 @@ func CheckFreivalds64(a, b, c blas64.General, vectors int, rng *rand.Rand) Resul
 
 func (pr precision) checkFreivalds(a, b, c blas64.General, vectors int, rng *rand.Rand) Result {
 	checkShapes64(a, b, c)
-	k, n, V := a.Cols, b.Cols, vectors
-	colNF := nonFiniteCols(b.Data, b.Rows, b.Cols, b.Stride)
-	rowNF := nonFiniteRows(a.Data, a.Rows, a.Cols, a.Stride)
-	anyColNF := false
-	x, xNorm, xSum := make([]float64, n*V), make([]float64, V), make([]float64, V)
-	for v := range V {
-		for j := range n {
-			xv := 2*rng.Float64() - 1 // drawn for every column, as NewRows draws them
-			if colNF[j] {
-				xv, anyColNF = 0, true
-			}
-			x[j*V+v] = xv
-			xNorm[v] += xv * xv
-			xSum[v] += math.Abs(xv)
-		}
-		xNorm[v] = math.Sqrt(xNorm[v])
-	}
-	// y = B·x in double-double, and |B|·|x| for the reference's bound.
-	yHi, yLo, yAbs := make([]float64, k*V), make([]float64, k*V), make([]float64, k*V)
-	inParallel(k, 4*n*V, func(p0, p1 int) {
-		for p := p0; p < p1; p++ {
-			row := b.Data[p*b.Stride : p*b.Stride+n]
-			for v := range V {
-				var hi, lo, abs float64
-				for j, bv := range row {
-					if colNF[j] {
-						continue // 0·NaN would be NaN
-					}
-					t, e := twoProduct(bv, x[j*V+v])
-					s, q := twoSum(hi, t)
-					hi, lo, abs = s, lo+(q+e), abs+math.Abs(t)
-				}
-				yHi[p*V+v], yLo[p*V+v], yAbs[p*V+v] = hi, lo, abs
-			}
-		}
-	})
-	yAbsNorm := make([]float64, V)
-	for p := range k {
-		for v := range V {
-			yAbsNorm[v] += yAbs[p*V+v] * yAbs[p*V+v]
-		}
-	}
-	for v := range yAbsNorm {
-		yAbsNorm[v] = math.Sqrt(yAbsNorm[v])
-	}
-	scale := Lambda * pr.u * math.Sqrt(8) * math.Sqrt(3/float64(V))
-	g := gamma(2*k+n, u64)
-	slack := 2 * g * g
-	full := &lazy64{make: func() *full64 { return pr.newFull64(b) }}
+	f := pr.newFreivalds64(a, b, vectors, rng)
 	var mu sync.Mutex
-	res := Result{Mode: Freivalds, OK: true, Vectors: V, Row: -1, Col: -1, f64: true}
-	inParallel(a.Rows, 4*(k+n)*V, func(i0, i1 int) {
-		worst := Result{WorstRatio: -1, Col: -1}
-		want, wantLo, got, gotLo := make([]float64, V), make([]float64, V), make([]float64, V), make([]float64, V)
-		masked := make([]float64, n)
-		for i := i0; i < i1; i++ {
-			arow, crow := a.Data[i*a.Stride:i*a.Stride+k], c.Data[i*c.Stride:i*c.Stride+n]
-			if rowNF[i] { // every element of C's row must be NaN or ±Inf
-				if j := firstFinite(crow, nil); j >= 0 {
-					worst = worse(worst, missedNonFinite(i, j, crow[j]))
-				}
-				continue
-			}
-			if anyColNF {
-				if j := firstFinite(crow, colNF); j >= 0 {
-					worst = worse(worst, missedNonFinite(i, j, crow[j]))
-				}
-				for j, cv := range crow {
-					if colNF[j] {
-						cv = 0 // x is 0 there, and 0·NaN would be NaN
-					}
-					masked[j] = cv
-				}
-				crow = masked
-			}
-			if !finite(crow) { // overflowed, or wrong: the full check tells which
-				f := full.get()
-				f.check(blas64.General{Rows: 1, Cols: k, Stride: k, Data: arow}, blas64.General{Rows: 1, Cols: n, Stride: n, Data: c.Data[i*c.Stride : i*c.Stride+n]}, i)
-				continue
-			}
-			var walk, an, cn float64
-			for v := range V {
-				var w float64
-				want[v], wantLo[v], w = ddDotWalk(arow, yHi, yLo, v, V)
-				walk += w
-				got[v], gotLo[v], _ = ddDotWalk(crow, x, nil, v, V)
-			}
-			for _, av := range arow {
-				an += av * av
-			}
-			for _, cv := range crow {
-				cn += cv * cv
-			}
-			an, cn = math.Sqrt(an), math.Sqrt(cn)
-			for v := range V {
-				d := math.Abs((got[v] - want[v]) + (gotLo[v] - wantLo[v]))
-				bound := scale*math.Sqrt(walk) + slack*(an*yAbsNorm[v]+cn*xNorm[v]) + 2*float64(k)*pr.tiny*xSum[v]
-				worst = worse(worst, Result{WorstRatio: ratio(d, bound), Row: i, Col: -1, Got: got[v] + gotLo[v], Want: want[v] + wantLo[v], Bound: bound})
-			}
-		}
+	res := Result{Mode: Freivalds, OK: true, Vectors: vectors, Row: -1, Col: -1, f64: true}
+	inParallel(a.Rows, 4*(f.k+f.n)*vectors, func(i0, i1 int) {
+		worst := f.rows(a, c, i0, i1)
 		mu.Lock()
 		defer mu.Unlock()
 		if worst.WorstRatio > res.WorstRatio || res.Row < 0 && worst.WorstRatio >= 0 {
 			res.WorstRatio, res.Row, res.Col, res.Got, res.Want, res.Bound = worst.WorstRatio, worst.Row, worst.Col, worst.Got, worst.Want, worst.Bound
 		}
 	})
-	if f := full.made(); f != nil { // rows checked in full: the worse element of the two
-		if fr := f.result(); fr.WorstRatio > res.WorstRatio {
+	if full := f.full.made(); full != nil { // rows checked in full: the worse element of the two
+		if fr := full.result(); fr.WorstRatio > res.WorstRatio {
 			res.WorstRatio, res.Row, res.Col, res.Got, res.Want, res.Bound = fr.WorstRatio, fr.Row, fr.Col, fr.Got, fr.Want, fr.Bound
 		}
 	}
 	res.OK = res.WorstRatio <= 1
 	return res
+}
+
+// freivalds64 is one float64 Freivalds check: its random vectors x (V of
+// them, interleaved: x[j*V+v]), zero on B's non-finite columns, their
+// norms and sums of magnitudes, and y = B·x in double-double (yHi, yLo)
+// with the norms of |B|·|x| for the reference's own error.
+type freivalds64 struct {
+	pr                 precision
+	k, n, V            int
+	colNF, rowNF       []bool
+	anyColNF           bool
+	x, xNorm, xSum     []float64
+	yHi, yLo, yAbsNorm []float64
+	scale, slack       float64
+	full               *lazy64
+}
+
+// newFreivalds64 draws the vectors (one value for every column, as
+// NewRows draws them) and projects B on them.
+func (pr precision) newFreivalds64(a, b blas64.General, V int, rng *rand.Rand) *freivalds64 {
+	k, n := a.Cols, b.Cols
+	f := &freivalds64{pr: pr, k: k, n: n, V: V, colNF: nonFiniteCols(b.Data, b.Rows, b.Cols, b.Stride),
+		rowNF: nonFiniteRows(a.Data, a.Rows, a.Cols, a.Stride),
+		x:     make([]float64, n*V), xNorm: make([]float64, V), xSum: make([]float64, V)}
+	for v := range V {
+		for j := range n {
+			xv := 2*rng.Float64() - 1
+			if f.colNF[j] {
+				xv, f.anyColNF = 0, true
+			}
+			f.x[j*V+v] = xv
+			f.xNorm[v] += xv * xv
+			f.xSum[v] += math.Abs(xv)
+		}
+		f.xNorm[v] = math.Sqrt(f.xNorm[v])
+	}
+	f.project(b)
+	f.scale = Lambda * pr.u * math.Sqrt(8) * math.Sqrt(3/float64(V))
+	g := gamma(2*k+n, u64)
+	f.slack = 2 * g * g
+	f.full = &lazy64{make: func() *full64 { return pr.newFull64(b) }}
+	return f
+}
+
+// project computes y = B·x in double-double, and the norms of |B|·|x|.
+func (f *freivalds64) project(b blas64.General) {
+	k, n, V := f.k, f.n, f.V
+	f.yHi, f.yLo, f.yAbsNorm = make([]float64, k*V), make([]float64, k*V), make([]float64, V)
+	yAbs := make([]float64, k*V)
+	inParallel(k, 4*n*V, func(p0, p1 int) {
+		for p := p0; p < p1; p++ {
+			row := b.Data[p*b.Stride : p*b.Stride+n]
+			for v := range V {
+				var hi, lo, abs float64
+				for j, bv := range row {
+					if f.colNF[j] {
+						continue // 0·NaN would be NaN
+					}
+					t, e := twoProduct(bv, f.x[j*V+v])
+					s, q := twoSum(hi, t)
+					hi, lo, abs = s, lo+(q+e), abs+math.Abs(t)
+				}
+				f.yHi[p*V+v], f.yLo[p*V+v], yAbs[p*V+v] = hi, lo, abs
+			}
+		}
+	})
+	for p := range k {
+		for v := range V {
+			f.yAbsNorm[v] += yAbs[p*V+v] * yAbs[p*V+v]
+		}
+	}
+	for v := range f.yAbsNorm {
+		f.yAbsNorm[v] = math.Sqrt(f.yAbsNorm[v])
+	}
+}
+
+// rows checks rows [i0, i1) of C and returns the worst of them. A row
+// of A with a NaN or an Inf must give a row of C that is non-finite
+// throughout, a column of B one too; a row of C with a NaN or an Inf
+// that its inputs do not explain is checked in full.
+func (f *freivalds64) rows(a, c blas64.General, i0, i1 int) Result {
+	k, n, V := f.k, f.n, f.V
+	worst := Result{WorstRatio: -1, Col: -1}
+	want, wantLo, got, gotLo := make([]float64, V), make([]float64, V), make([]float64, V), make([]float64, V)
+	masked := make([]float64, n)
+	for i := i0; i < i1; i++ {
+		arow, crow := a.Data[i*a.Stride:i*a.Stride+k], c.Data[i*c.Stride:i*c.Stride+n]
+		if f.rowNF[i] { // every element of C's row must be NaN or ±Inf
+			if j := firstFinite(crow, nil); j >= 0 {
+				worst = worse(worst, missedNonFinite(i, j, crow[j]))
+			}
+			continue
+		}
+		if f.anyColNF {
+			if j := firstFinite(crow, f.colNF); j >= 0 {
+				worst = worse(worst, missedNonFinite(i, j, crow[j]))
+			}
+			for j, cv := range crow {
+				if f.colNF[j] {
+					cv = 0 // x is 0 there, and 0·NaN would be NaN
+				}
+				masked[j] = cv
+			}
+			crow = masked
+		}
+		if !finite(crow) { // overflowed, or wrong: the full check tells which
+			f.full.get().check(blas64.General{Rows: 1, Cols: k, Stride: k, Data: arow}, blas64.General{Rows: 1, Cols: n, Stride: n, Data: c.Data[i*c.Stride : i*c.Stride+n]}, i)
+			continue
+		}
+		var walk, an, cn float64
+		for v := range V {
+			var w float64
+			want[v], wantLo[v], w = ddDotWalk(arow, f.yHi, f.yLo, v, V)
+			walk += w
+			got[v], gotLo[v], _ = ddDotWalk(crow, f.x, nil, v, V)
+		}
+		for _, av := range arow {
+			an += av * av
+		}
+		for _, cv := range crow {
+			cn += cv * cv
+		}
+		an, cn = math.Sqrt(an), math.Sqrt(cn)
+		for v := range V {
+			d := math.Abs((got[v] - want[v]) + (gotLo[v] - wantLo[v]))
+			bound := f.scale*math.Sqrt(walk) + f.slack*(an*f.yAbsNorm[v]+cn*f.xNorm[v]) + 2*float64(k)*f.pr.tiny*f.xSum[v]
+			worst = worse(worst, Result{WorstRatio: ratio(d, bound), Row: i, Col: -1, Got: got[v] + gotLo[v], Want: want[v] + wantLo[v], Bound: bound})
+		}
+	}
+	return worst
 }
 
 // lazy64 is a full64 made at its first use (get), as lazyFull is a
