@@ -210,10 +210,17 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		return interruptedError{fmt.Sprintf("the rows above are the %d of %d products that finished", len(rows), len(f.shapes)*len(f.kernels))}
 	}
+	return benchOutcome(rows)
+}
+
+// benchOutcome is bench's error once its rows are printed: a product that
+// failed or did not validate (said on stderr as it happened), or none
+// measured at all.
+func benchOutcome(rows []benchRow) error {
 	measured := 0
 	for _, r := range rows {
 		if r.Failed || r.Skipped == "" && !r.Valid {
-			return errReported // said on stderr as it happened
+			return errReported
 		}
 		if r.Skipped == "" {
 			measured++
