@@ -53,20 +53,7 @@ type Mul struct {
 // Write formats r to w as text or JSON.
 func (r *Mul) Write(w io.Writer, f Format) error {
 	if f == JSON {
-		v := *r
-		v.OutputQuoted = QuotePath(r.Output)
-		for _, p := range r.Inputs {
-			if QuotePath(p) != "" {
-				v.InputsQuoted = make([]string, len(r.Inputs))
-				for i, p := range r.Inputs {
-					v.InputsQuoted[i] = strconv.Quote(p)
-				}
-				break
-			}
-		}
-		e := json.NewEncoder(w)
-		e.SetIndent("", "  ")
-		return e.Encode(&v)
+		return r.writeJSON(w)
 	}
 	ew := &errWriter{w: w}
 	p := func(label, format string, args ...any) {
@@ -116,6 +103,25 @@ func (r *Mul) Write(w io.Writer, f Format) error {
 	p("files", "%8.2f ms  from the first read to the last row written; %s GFLOPS files to %s", ms(r.Wall), FormatGFLOPS(r.GFLOPS), dest)
 	p("validate", "%s", r.Validation)
 	return ew.err
+}
+
+// writeJSON writes r as JSON, with the paths that are not UTF-8 also
+// quoted (OutputQuoted, InputsQuoted).
+func (r *Mul) writeJSON(w io.Writer) error {
+	v := *r
+	v.OutputQuoted = QuotePath(r.Output)
+	for _, p := range r.Inputs {
+		if QuotePath(p) != "" {
+			v.InputsQuoted = make([]string, len(r.Inputs))
+			for i, p := range r.Inputs {
+				v.InputsQuoted[i] = strconv.Quote(p)
+			}
+			break
+		}
+	}
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(&v)
 }
 
 // mib formats bytes in MiB.
