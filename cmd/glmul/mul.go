@@ -88,36 +88,8 @@ func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 	if err := f.dev.checkFor(fs.Name()); err != nil {
 		return nil, err
 	}
-	switch {
-	case len(files) > 0 && (f.a != "" || f.b != ""):
-		return nil, usagef("mul: give A and B either as two arguments or with -a and -b, not both (glmul mul A.npy B.npy -o C.npy)")
-	case len(files) == 2:
-		f.a, f.b = files[0], files[1]
-	case len(files) != 0:
-		return nil, usagef("mul: give A and B as two arguments, not %d (%q): glmul mul A.npy B.npy -o C.npy", len(files), files)
-	}
-	switch {
-	case f.a == "" || f.b == "":
-		return nil, usagef("mul: give the matrices A and B: glmul mul A.npy B.npy -o C.npy (or -a A.npy -b B.npy)")
-	case f.out == "":
-		return nil, usagef("mul: give -o FILE for C: glmul mul A.npy B.npy -o C.npy")
-	case f.out == "/dev/stdout" || f.out == "/dev/fd/1" || f.out == "/proc/self/fd/1":
-		// Standard output by another name: written as "-" is, in place,
-		// whatever it is (a file the shell opened, named C.bin say, took
-		// its format from that name, or was replaced by a new file behind
-		// the shell's back).
-		f.out = outfile.Stdout
-	}
-	if f.out == outfile.Stdout && *format == "json" {
-		return nil, usagef("mul: -o - writes C to standard output, where -format json would write the report too: use -format text (the report on stderr) or name a file")
-	}
-	for _, p := range []string{f.a, f.b} {
-		if _, err := matfile.InputFormat(p); err != nil {
-			return nil, usagef("mul: %v", err)
-		}
-	}
-	if _, err := matfile.OutputFormat(f.out); err != nil {
-		return nil, usagef("mul: -o: %v", err)
+	if err := f.checkFiles(files, *format); err != nil {
+		return nil, err
 	}
 	if err := checkType("mul: ", f.typ); err != nil {
 		return nil, err
@@ -139,6 +111,44 @@ func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// checkFiles takes A and B from the arguments files (or -a and -b) and
+// checks them and -o: each named once, formats glmul reads and writes,
+// and standard output only for C in .npy with the report on stderr.
+func (f *mulFlags) checkFiles(files []string, format string) error {
+	switch {
+	case len(files) > 0 && (f.a != "" || f.b != ""):
+		return usagef("mul: give A and B either as two arguments or with -a and -b, not both (glmul mul A.npy B.npy -o C.npy)")
+	case len(files) == 2:
+		f.a, f.b = files[0], files[1]
+	case len(files) != 0:
+		return usagef("mul: give A and B as two arguments, not %d (%q): glmul mul A.npy B.npy -o C.npy", len(files), files)
+	}
+	switch {
+	case f.a == "" || f.b == "":
+		return usagef("mul: give the matrices A and B: glmul mul A.npy B.npy -o C.npy (or -a A.npy -b B.npy)")
+	case f.out == "":
+		return usagef("mul: give -o FILE for C: glmul mul A.npy B.npy -o C.npy")
+	case f.out == "/dev/stdout" || f.out == "/dev/fd/1" || f.out == "/proc/self/fd/1":
+		// Standard output by another name: written as "-" is, in place,
+		// whatever it is (a file the shell opened, named C.bin say, took
+		// its format from that name, or was replaced by a new file behind
+		// the shell's back).
+		f.out = outfile.Stdout
+	}
+	if f.out == outfile.Stdout && format == "json" {
+		return usagef("mul: -o - writes C to standard output, where -format json would write the report too: use -format text (the report on stderr) or name a file")
+	}
+	for _, p := range []string{f.a, f.b} {
+		if _, err := matfile.InputFormat(p); err != nil {
+			return usagef("mul: %v", err)
+		}
+	}
+	if _, err := matfile.OutputFormat(f.out); err != nil {
+		return usagef("mul: -o: %v", err)
+	}
+	return nil
 }
 
 func runMul(args []string, stdout, stderr io.Writer) error {
