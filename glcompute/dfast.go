@@ -3,6 +3,7 @@ package glcompute
 import (
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"gonum.org/v1/gonum/blas/blas64"
@@ -68,6 +69,9 @@ func (d *Device) newDgemm(spec string, off int, c, a, b blas64.General) (*dgemm,
 		return nil, fmt.Errorf("%w: kernel %s reads A and B as dvec2s: their row strides (%d, %d) and offset (%d) must be even; use its _u configuration",
 			ErrUnsupported, spec, a.Stride, b.Stride, off)
 	}
+	if err := d.texturesView64(k, 8*int64(off+a.Rows*a.Stride), 8*int64(off+b.Rows*b.Stride)); err != nil {
+		return nil, err
+	}
 	p, err := d.programOf(k)
 	if err != nil {
 		return nil, err
@@ -84,6 +88,19 @@ func (d *Device) newDgemm(spec string, off int, c, a, b blas64.General) (*dgemm,
 	}
 	g.lenC = off + c.Rows*c.Stride
 	return g, nil
+}
+
+// texturesView64 returns nil unless float64 kernel k reads through
+// buffer textures (_tex) and one of its inputs, of these bytes, is more
+// than a texture views (the driver's GL_MAX_TEXTURE_BUFFER_SIZE texels):
+// then an error matching ErrUnsupported naming the configuration without
+// _tex.
+func (d *Device) texturesView64(k shaders.Kernel, bytes ...int64) error {
+	if !k.Textures || slices.Max(bytes) <= d.texBlock {
+		return nil
+	}
+	return fmt.Errorf("%w: kernel %s reads A and B through buffer textures, which view %d bytes on this driver, less than A or B (%d bytes); use it without _tex",
+		ErrUnsupported, k.Spec(), d.texBlock, slices.Max(bytes))
 }
 
 // float64Buffer returns a storage buffer holding off NaNs, then m's
@@ -112,8 +129,8 @@ func (d *Device) float64Buffer(off int, m blas64.General) (glw.Buffer, error) {
 func (g *dgemm) run(k0, kk, maxGroups int) (int, error) {
 	g.d.clearErrors()
 	g.p.prog.Use()
-	g.bufA.BindStorage(0)
-	g.bufB.BindStorage(1)
+	g.d.bindStorage(g.p, 0, g.bufA, 0, 0) // buffer textures too, for _tex
+	g.d.bindStorage(g.p, 1, g.bufB, 0, 0)
 	g.bufC.BindStorage(2)
 	g.p.setLayout(g.m, kk, g.n, g.lda, g.ldb, g.ldc, g.offA+k0, g.offB+k0*g.ldb, g.offC)
 	n, err := g.p.dispatchTiles(g.m, g.n, maxGroups)
@@ -133,6 +150,7 @@ func (g *dgemm) read() []float64 {
 }
 
 func (g *dgemm) release() {
+	g.d.detachTextures()
 	g.bufA.Release()
 	g.bufB.Release()
 	g.bufC.Release()

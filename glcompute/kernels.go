@@ -272,6 +272,18 @@ func (d *Device) bindStorage(p *program, index uint32, buf glw.Buffer, start, si
 	if d.saved != nil {
 		d.saved.SaveTextures(len(d.texs))
 	}
+	if p.kernel.Float64 {
+		// dfast's _tex reads RGBA32UI texels: not the pool's textures,
+		// which are RGBA32F views made once (a float64 product binds
+		// its two a band, so the 4 µs of re-viewing hardly count).
+		if d.texs[index] == 0 {
+			d.texs[index] = glw.NewTexture()
+		}
+		d.texs[index].BindBufferUint(index, buf, start, size)
+		d.texBound = true
+		glw.BarrierTextureFetch()
+		return
+	}
 	if t, pooled := d.poolTex[buf]; pooled && start == 0 && size == 0 {
 		// A buffer of the pool has a texture of its own, made once and
 		// then only bound: giving a texture another buffer cost about 4 µs

@@ -88,6 +88,12 @@ func (d *Device) panels64(m, k, n int, o *MulOptions, kern shaders.Kernel) (plan
 		binding = min(binding, o.MaxBinding)
 	}
 	binding = min(binding, 8*maxIndex)
+	if kern.Textures && d.texBlock > 0 {
+		// dfast's _tex views A and B whole through buffer textures: a
+		// matrix over what one views runs in panels, as one over a
+		// binding does.
+		binding = min(binding, d.texBlock)
+	}
 	if max(m, k, n) > 1<<31 {
 		return plan, false, fmt.Errorf("%w: a dimension of the float64 %d×%d by %d×%d product is over 2³¹", ErrTooLarge, m, k, k, n)
 	}
@@ -253,8 +259,8 @@ func (h *hostProduct64) steps(c, a, b blas32.General, groupsX int) []pipeStep {
 // to the band's first row of A and of C.
 func (h *hostProduct64) band(r0, rows int) error {
 	h.p.prog.Use()
-	h.bufA.BindStorage(0)
-	h.bufB.BindStorage(1)
+	h.d.bindStorage(h.p, 0, h.bufA, 0, 0) // buffer textures too, for _tex
+	h.d.bindStorage(h.p, 1, h.bufB, 0, 0)
 	h.bufC.BindStorage(2)
 	h.p.setLayout(rows, h.k, h.n, h.lda, h.ldb, h.ldc, r0*h.lda, 0, r0*h.ldc)
 	n, err := h.p.dispatchTiles(rows, h.n, h.o.MaxGroups)

@@ -39,8 +39,9 @@ type Kernel struct {
 	// x0 and y0; the paper's tiled32 takes only those five.
 	Strided bool
 	// Textures kernels read A and B through buffer textures (samplerBuffer,
-	// RGBA32F) at texture units 0 and 1, bound over the same ranges as the
-	// storage bindings 0 and 1 would be, instead of through those bindings.
+	// RGBA32F; a Float64 kernel's usamplerBuffer, RGBA32UI) at texture
+	// units 0 and 1, bound over the same ranges as the storage bindings 0
+	// and 1 would be, instead of through those bindings.
 	Textures bool
 	// TransposeA kernels read A transposed: K rows of Ld(M) floats (M
 	// rounded up to Align; the padding columns are read but used only

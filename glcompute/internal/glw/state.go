@@ -191,12 +191,23 @@ func NewTexture() Texture {
 // GL_TEXTURE_BUFFER_OFFSET_ALIGNMENT (size 0: all of buf; buf 0 detaches
 // t's buffer). It leaves unit active.
 func (t Texture) BindBuffer(unit uint32, buf Buffer, offset, size int64) {
+	t.bindBuffer(unit, buf, offset, size, gl.RGBA32F)
+}
+
+// BindBufferUint is BindBuffer with RGBA32UI texels: 16 bytes each read
+// back bit for bit as four words (float64 kernels unpack them into two
+// doubles).
+func (t Texture) BindBufferUint(unit uint32, buf Buffer, offset, size int64) {
+	t.bindBuffer(unit, buf, offset, size, gl.RGBA32UI)
+}
+
+func (t Texture) bindBuffer(unit uint32, buf Buffer, offset, size int64, format uint32) {
 	gl.ActiveTexture(gl.TEXTURE0 + unit)
 	gl.BindTexture(gl.TEXTURE_BUFFER, uint32(t))
 	if size > 0 && buf != 0 {
-		gl.TexBufferRange(gl.TEXTURE_BUFFER, gl.RGBA32F, uint32(buf), int(offset), int(size))
+		gl.TexBufferRange(gl.TEXTURE_BUFFER, format, uint32(buf), int(offset), int(size))
 	} else {
-		gl.TexBuffer(gl.TEXTURE_BUFFER, gl.RGBA32F, uint32(buf))
+		gl.TexBuffer(gl.TEXTURE_BUFFER, format, uint32(buf))
 	}
 }
 
