@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/blas/gonum"
 
+	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -129,9 +130,12 @@ func tileShapes(k shaders.Kernel) [][3]int {
 
 // TestDFastTileEdges checks the float64 kernel against gonum's Dgemm on
 // shapes straddling its tiles, for the default configuration (dvec2
-// loads, double-buffered, at an even offset and strides with padding) and
-// for a small single-buffered one and one reading double by double (_u,
-// at an odd offset and odd compact strides).
+// loads, double-buffered, at an even offset and strides with padding), a
+// small single-buffered one, one reading double by double (_u, at an odd
+// offset and odd compact strides), and small ones with each of the
+// sweep's options: buffer textures (_tex, single- and double-buffered),
+// warp tiles 8 and 4 wide over padded rows of A (_p2_w8, _p2_w4) and
+// unpadded (_w8), and 8×8 in a 64×64 block of 64 invocations.
 func TestDFastTileEdges(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	needFloat64(t, d)
@@ -144,6 +148,11 @@ func TestDFastTileEdges(t *testing.T) {
 		{"dfast", 2, 1, true},
 		{"dfast:32x32x4_4x2", 4, 0, true},
 		{"dfast:32x64x8_2x4_db_u", 3, 1, false},
+		{"dfast:32x32x4_4x2_tex", 4, 1, true},
+		{"dfast:32x64x8_2x4_p2_w8_db_tex", 2, 0, true},
+		{"dfast:64x32x8_4x2_p2_w4_db", 6, 3, true},
+		{"dfast:32x64x4_2x4_w8_db", 0, 1, true},
+		{"dfast:64x64x8_8x8_db", 2, 1, true},
 	} {
 		t.Run(c.spec, func(t *testing.T) {
 			k, err := shaders.LookupFloat64(c.spec)
@@ -170,6 +179,48 @@ func TestDFastCandidates(t *testing.T) {
 		}
 		checkDgemm(t, d, "dfast:"+c.String(), 0, 0, true, [3]int{c.BM + 1, 2*c.BK + 1, c.BN + 3}, rng)
 	}
+}
+
+// TestDFastTexturesMul64: Mul64 with _tex configurations, each after a
+// float32 product that read the pool's buffers through buffer textures
+// of RGBA32F: the float64 one views its own as RGBA32UI (bindStorage),
+// and the float32 ones after it still read floats.
+func TestDFastTexturesMul64(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	needFloat64(t, d)
+	rng := rand.New(rand.NewPCG(45, 9))
+	mul32 := func() {
+		t.Helper()
+		a, b, c := cpu.Random(70, 45, rng), cpu.Random(45, 67, rng), cpu.New(70, 67)
+		if _, err := d.Mul(c, a, b, &MulOptions{Kernel: "fast:64x64x8_8x4_db_tex"}); err != nil {
+			t.Fatal(err)
+		}
+		want := cpu.New(70, 67)
+		cpu.Naive(want, a, b)
+		for i, v := range c.Data {
+			if math.Abs(float64(v-want.Data[i])) > 1e-3 {
+				t.Fatalf("float32 through textures: C[%d] = %v, want %v", i, v, want.Data[i])
+			}
+		}
+	}
+	for _, spec := range []string{"dfast:32x32x4_4x2_tex", "dfast:32x64x8_2x4_p2_w8_db_tex"} {
+		mul32()
+		m, k, n := 70, 45, 67
+		a, b := randomFloat64(m, k, k, rng), randomFloat64(k, n, n, rng)
+		c := randomFloat64(m, n, n, rng)
+		if _, err := d.Mul64(c, a, b, &MulOptions{Kernel: spec}); err != nil {
+			t.Fatalf("Mul64 %s: %v", spec, err)
+		}
+		want, tol := refFloat64(a, b)
+		for i := range m {
+			for j := range n {
+				if v, w := c.Data[i*n+j], want[i*n+j]; !(math.Abs(v-w) <= tol[i*n+j]) {
+					t.Fatalf("Mul64 %s: C[%d,%d] = %v, want %v", spec, i, j, v, w)
+				}
+			}
+		}
+	}
+	mul32()
 }
 
 // TestDFastAlignment: a configuration reading dvec2s refuses odd strides

@@ -15,6 +15,16 @@
 //           a row of odd length reads one double of its padding, never
 //           used); 0: read double by double, any strides and offsets
 //   THREADS (BM/TM)·(BN/TN) as a literal for layout(local_size_x = ...)
+//   PADA    doubles of padding per shared row of A (even): with a warp
+//           tile (WX) the rows a warp reads then fall in distinct banks
+//   WX      how many of a warp's 32 invocations lie along a row of C (the
+//           warp tile is WX·TN columns by (32/WX)·TM rows, strided, as
+//           fast.comp's): a divisor of 32 and of THREADS_X; or THREADS_X
+//           itself, for invocations simply in rows of THREADS_X
+//   TEX     1: A and B read through buffer textures of RGBA32UI texels
+//           (a dvec2 each, unpacked by packDouble2x32; Kernel.Textures),
+//           as fast.comp's TEX: no bounds check of the driver's per
+//           load, and the texture path's own cache; needs VEC
 //
 // The layout of the work is fast.comp's, in 16-byte dvec2s where fast has
 // 16-byte vec4s: invocation (tx, ty) owns rows i·THREADS_Y + ty (i < TM)
@@ -44,13 +54,21 @@
 #define THREADS_X (BN / TN)
 #define THREADS_Y (BM / TM)
 #define GN (TN / 2)                 // dvec2s of a row of accumulators
-#define BK2 (BK / 2)                // dvec2s of a shared row of A
+#define BK2 (BK / 2)                // dvec2s of a row of A's tile
 #define BN2 (BN / 2)                // dvec2s of a shared row of B
-#define A_SIZE (BM * BK2)           // dvec2s of one A tile
-#define B_SIZE (BK * BN2)           // dvec2s of one B tile
-#define A_LOADS ((A_SIZE + THREADS - 1) / THREADS)
+#define ASTRIDE (BK2 + PADA / 2)    // dvec2s of a shared row of A
+#define A_TILE (BM * BK2)           // dvec2s of one A tile
+#define A_SIZE (BM * ASTRIDE)       // dvec2s of one buffer of As
+#define B_SIZE (BK * BN2)           // dvec2s of one B tile (and buffer of Bs)
+#define A_LOADS ((A_TILE + THREADS - 1) / THREADS)
 #define B_LOADS ((B_SIZE + THREADS - 1) / THREADS)
 #define NBUF (DB + 1)
+#if WX == 0
+#undef WX
+#define WX THREADS_X
+#endif
+#define WY (32 / WX)                // rows of invocations per warp
+#define WPR (THREADS_X / WX)        // warps per row of invocations
 
 layout(local_size_x = THREADS, local_size_y = 1, local_size_z = 1) in;
 
@@ -66,7 +84,18 @@ uniform uint offA;
 uniform uint offB;
 uniform uint offC;
 
-#if VEC
+#if TEX
+// A and B through buffer textures over the same bytes, RGBA32UI: a texel
+// is a dvec2's four words, as they lie in memory (packDouble2x32 takes
+// the low word first), bit for bit, NaN and denormals included, which an
+// RGBA32F view would not promise.
+layout(binding = 0) uniform highp usamplerBuffer A;
+layout(binding = 1) uniform highp usamplerBuffer B;
+dvec2 unpack2(uvec4 u) { return dvec2(packDouble2x32(u.xy), packDouble2x32(u.zw)); }
+#define W(X, w) unpack2(texelFetch(X, int(w)))
+#define KOFF(x) ((x) / 2u)
+#define PER2 1u
+#elif VEC
 layout(std430, binding = 0) readonly buffer ssbo_A { dvec2 A[]; };
 layout(std430, binding = 1) readonly buffer ssbo_B { dvec2 B[]; };
 // W(X, w): the dvec2 of X at index w, in dvec2s; KOFF(x): x doubles in
@@ -90,8 +119,8 @@ shared dvec2 Bs[NBUF * B_SIZE];
 // EDGE2(X, e, first, second) is the dvec2 at element e of X with either
 // double zero unless first or second (its own bounds check) holds: by
 // selection, so that a NaN beyond the matrix is dropped.
-#if VEC
-#define EDGE2(X, e, first, second) (first ? mix(dvec2(0.0), X[(e) / 2u], bvec2(true, second)) : dvec2(0.0))
+#if VEC || TEX
+#define EDGE2(X, e, first, second) (first ? mix(dvec2(0.0), W(X, (e) / 2u), bvec2(true, second)) : dvec2(0.0))
 #else
 #define EDGE2(X, e, first, second) dvec2(first ? X[e] : 0.0LF, second ? X[(e) + 1u] : 0.0LF)
 #endif
@@ -105,7 +134,7 @@ shared dvec2 Bs[NBUF * B_SIZE];
     for (int i = 0; i < A_LOADS; i++) {                                          \
         uint idx = tid + uint(i * THREADS);                                      \
         uint r = row0 + idx / uint(BK2), k = (kt) + (idx % uint(BK2)) * 2u;      \
-        bool ok = (A_SIZE % THREADS == 0 || idx < uint(A_SIZE)) && r < M;        \
+        bool ok = (A_TILE % THREADS == 0 || idx < uint(A_TILE)) && r < M;        \
         ra[i] = EDGE2(A, offA + r * lda + k, ok && k < kEnd, ok && k + 1u < kEnd); \
     }                                                                            \
     for (int i = 0; i < B_LOADS; i++) {                                          \
@@ -117,7 +146,7 @@ shared dvec2 Bs[NBUF * B_SIZE];
 
 #define LOAD_WHOLE(kt)                                                           \
     for (int i = 0; i < A_LOADS; i++) {                                          \
-        if (A_SIZE % THREADS == 0 || tid + uint(i * THREADS) < uint(A_SIZE))     \
+        if (A_TILE % THREADS == 0 || tid + uint(i * THREADS) < uint(A_TILE))     \
             ra[i] = W(A, wa[i] + KOFF(kt));                                      \
     }                                                                            \
     for (int i = 0; i < B_LOADS; i++) {                                          \
@@ -125,11 +154,19 @@ shared dvec2 Bs[NBUF * B_SIZE];
             rb[i] = W(B, wb[i] + (kt) * ldbW);                                   \
     }
 
+// A_AT(idx): where the idx-th dvec2 of A's tile (row idx / BK2) lies in
+// a buffer of As, past the padding of the rows before it.
+#if PADA
+#define A_AT(idx) ((idx) / uint(BK2) * uint(ASTRIDE) + (idx) % uint(BK2))
+#else
+#define A_AT(idx) (idx)
+#endif
+
 #define STORE_SHARED(buf)                                                        \
     for (int i = 0; i < A_LOADS; i++) {                                          \
         uint idx = tid + uint(i * THREADS);                                      \
-        if (A_SIZE % THREADS == 0 || idx < uint(A_SIZE))                         \
-            As[uint((buf) * A_SIZE) + idx] = ra[i];                              \
+        if (A_TILE % THREADS == 0 || idx < uint(A_TILE))                         \
+            As[uint((buf) * A_SIZE) + A_AT(idx)] = ra[i];                        \
     }                                                                            \
     for (int i = 0; i < B_LOADS; i++) {                                          \
         uint idx = tid + uint(i * THREADS);                                      \
@@ -140,13 +177,22 @@ shared dvec2 Bs[NBUF * B_SIZE];
 void main()
 {
     uint tid = gl_LocalInvocationIndex;
+#if WX == THREADS_X
     uint tx = tid % uint(THREADS_X);
     uint ty = tid / uint(THREADS_X);
+#else
+    // Warp by warp (fast.comp's WX): a warp covers WX consecutive tx and
+    // WY consecutive ty, so one shared load of B by the warp touches WX
+    // distinct dvec2s and one of A WY rows.
+    uint lane = tid % 32u, warp = tid / 32u;
+    uint tx = (warp % uint(WPR)) * uint(WX) + lane % uint(WX);
+    uint ty = (warp / uint(WPR)) * uint(WY) + lane / uint(WX);
+#endif
     uint ownRow = y0 + gl_WorkGroupID.y * uint(BM);
     uint ownCol = x0 + gl_WorkGroupID.x * uint(BN);
     uint row0 = ownRow, col0 = ownCol;
     uint kEnd = K;
-#if VEC
+#if VEC || TEX
     uint colLim = (N + 1u) & ~1u; // B's dvec2s run to N rounded up to even
     uint ldbW = ldb / 2u;
 #else
@@ -214,7 +260,7 @@ void main()
         STORE_SHARED(0)
         barrier();
 #endif
-        uint aOff = uint(buf * A_SIZE) + ty * uint(BK2);
+        uint aOff = uint(buf * A_SIZE) + ty * uint(ASTRIDE);
         uint bOff = uint(buf * B_SIZE) + tx;
         #pragma optionNV(unroll all)
         for (int k2 = 0; k2 < BK2; k2++) {
@@ -228,7 +274,7 @@ void main()
             }
             #pragma optionNV(unroll all)
             for (int i = 0; i < TM; i++) {
-                dvec2 a = As[aOff + uint(i * THREADS_Y * BK2 + k2)];
+                dvec2 a = As[aOff + uint(i * THREADS_Y * ASTRIDE + k2)];
                 #pragma optionNV(unroll all)
                 for (int kk = 0; kk < 2; kk++) {
                     #pragma optionNV(unroll all)

@@ -10,9 +10,13 @@ import (
 // DFastConfig parameterizes dfast.comp, the float64 kernel: fast.comp's
 // block and register tiles over doubles, read as 16-byte dvec2s.
 //
-// A configuration is spelt BMxBNxBK_TMxTN, then _db for double buffering
-// and _u for A and B read double by double (any strides and offsets), as
-// in "128x128x8_8x8_db" or "64x64x8_4x4_db_u".
+// A configuration is spelt BMxBNxBK_TMxTN, then _pP for P doubles of
+// padding per shared row of A, _wW for warp tiles W invocations wide, _db
+// for double buffering, _u for A and B read double by double (any strides
+// and offsets) and _tex for A and B read through buffer textures, each at
+// most once and in that order, as in "128x128x8_8x8_db",
+// "64x64x8_4x4_db_u" or "128x128x8_8x8_p2_w8_db_tex" (fast's grammar,
+// FastConfig, with _u in place of _at).
 //
 // Sizing for NVIDIA's H100 and H200 (132 SMs; 33.5 TFLOPS of fp64 FMA
 // without tensor cores: 64 DFMA a clock an SM, a warp instruction every 2
@@ -49,7 +53,24 @@ type DFastConfig struct {
 	// offsets; without it they are read as dvec2s, which needs even ones
 	// (Kernel.Align) and buffers that hold A's and B's whole last rows.
 	Unaligned bool
+	// PadA is doubles of padding per shared row of A (even): with WarpX
+	// it puts the rows of A a warp reads in distinct banks.
+	PadA int
+	// WarpX is how many of a 32-invocation warp's invocations lie along a
+	// row of C, the rest down a column (fast's FastConfig.WarpX): a warp
+	// reads WarpX distinct dvec2s of B a shared load rather than a whole
+	// row of invocations' worth. 0 keeps invocations in rows of BN/TN.
+	WarpX int
+	// Tex reads A and B through buffer textures of RGBA32UI texels, a
+	// dvec2 each (Kernel.Textures; fast's Tex): no bounds check of the
+	// driver's per load, and the texture path's cache. Not with
+	// Unaligned.
+	Tex bool
 }
+
+// warpX is the warp's width in invocations the shader is built with: 0
+// (the shader's plain rows of BN/TN) without WarpX.
+func (c DFastConfig) warpX() int { return c.WarpX }
 
 // DefaultDFast is the float64 configuration used where no other is asked
 // for: 256 invocations of 8×8 doubles, double-buffered (32 KiB of shared
@@ -62,7 +83,7 @@ func (c DFastConfig) Threads() int { return (c.BM / c.TM) * (c.BN / c.TN) }
 // SharedBytes is the shared memory one work group uses: BK doubles of
 // each of BM rows of A and BN columns of B, twice with DoubleBuffer.
 func (c DFastConfig) SharedBytes() int {
-	b := 8 * c.BK * (c.BM + c.BN)
+	b := 8 * (c.BM*(c.BK+c.PadA) + c.BK*c.BN)
 	if c.DoubleBuffer {
 		b *= 2
 	}
@@ -73,29 +94,55 @@ func (c DFastConfig) SharedBytes() int {
 // "dfast:".
 func (c DFastConfig) String() string {
 	s := fmt.Sprintf("%dx%dx%d_%dx%d", c.BM, c.BN, c.BK, c.TM, c.TN)
+	if c.PadA != 0 {
+		s += fmt.Sprintf("_p%d", c.PadA)
+	}
+	if c.WarpX != 0 {
+		s += fmt.Sprintf("_w%d", c.WarpX)
+	}
 	if c.DoubleBuffer {
 		s += "_db"
 	}
 	if c.Unaligned {
 		s += "_u"
 	}
+	if c.Tex {
+		s += "_tex"
+	}
 	return s
 }
 
 // ParseDFastConfig reads a configuration written by String.
 func ParseDFastConfig(s string) (DFastConfig, error) {
-	bad := fmt.Errorf("dfast kernel configuration %q: want BMxBNxBK_TMxTN[_db][_u], e.g. 128x128x8_8x8_db", s)
+	bad := fmt.Errorf("dfast kernel configuration %q: want BMxBNxBK_TMxTN[_pP][_wW][_db][_u][_tex], e.g. 128x128x8_8x8_db", s)
 	parts := strings.Split(s, "_")
 	if len(parts) < 2 {
 		return DFastConfig{}, bad
 	}
 	var c DFastConfig
 	opts := parts[2:]
-	if len(opts) > 0 && opts[0] == "db" {
-		c.DoubleBuffer, opts = true, opts[1:]
+	// The options come in String's order, each at most once; numbers as
+	// String writes them (sizes' rule).
+	for _, o := range []struct {
+		prefix string
+		v      *int
+	}{{"p", &c.PadA}, {"w", &c.WarpX}} {
+		if len(opts) == 0 || !strings.HasPrefix(opts[0], o.prefix) {
+			continue
+		}
+		v, ok := sizes(strings.TrimPrefix(opts[0], o.prefix), 1)
+		if !ok || v[0] == 0 {
+			return DFastConfig{}, bad
+		}
+		*o.v, opts = v[0], opts[1:]
 	}
-	if len(opts) > 0 && opts[0] == "u" {
-		c.Unaligned, opts = true, opts[1:]
+	for _, o := range []struct {
+		name string
+		v    *bool
+	}{{"db", &c.DoubleBuffer}, {"u", &c.Unaligned}, {"tex", &c.Tex}} {
+		if len(opts) > 0 && opts[0] == o.name {
+			*o.v, opts = true, opts[1:]
+		}
 	}
 	b, ok1 := sizes(parts[0], 3)
 	t, ok2 := sizes(parts[1], 2)
@@ -141,6 +188,14 @@ func (c DFastConfig) Check() error {
 		return fmt.Errorf("dfast kernel %v: %d invocations per work group, over the 1024 OpenGL guarantees", c, c.Threads())
 	case c.Threads() < 32:
 		return fmt.Errorf("dfast kernel %v: %d invocations per work group; use at least 32", c, c.Threads())
+	case c.PadA < 0 || c.PadA%2 != 0 || c.PadA > 1024:
+		return fmt.Errorf("dfast kernel %v: the padding of A's rows must be even (dvec2s), 0 to 1024", c)
+	case c.WarpX != 0 && (c.WarpX < 0 || 32%c.WarpX != 0 || (c.BN/c.TN)%c.WarpX != 0 ||
+		(c.BM/c.TM)%(32/c.WarpX) != 0 || c.Threads()%32 != 0):
+		return fmt.Errorf("dfast kernel %v: the warp's width %d must divide 32 and the %d invocations of a row, 32/%d the %d rows of invocations, and the work group must be whole warps",
+			c, c.WarpX, c.BN/c.TN, c.WarpX, c.BM/c.TM)
+	case c.Tex && c.Unaligned:
+		return fmt.Errorf("dfast kernel %v: buffer textures (_tex) read whole dvec2s; drop _u", c)
 	}
 	return nil
 }
@@ -152,17 +207,20 @@ func DFast(c DFastConfig) (Kernel, error) {
 	if err := c.Check(); err != nil {
 		return Kernel{}, fmt.Errorf("shaders: %w", err)
 	}
-	db, vec, align := 0, 1, 2
+	db, vec, align, tex := 0, 1, 2, 0
 	if c.DoubleBuffer {
 		db = 1
 	}
 	if c.Unaligned {
 		vec, align = 0, 1
 	}
-	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define DB %d\n#define VEC %d\n#define THREADS %d\n#line 1\n%s",
-		c.BM, c.BN, c.BK, c.TM, c.TN, db, vec, c.Threads(), source("dfast.comp"))
+	if c.Tex {
+		tex = 1
+	}
+	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define DB %d\n#define VEC %d\n#define THREADS %d\n#define PADA %d\n#define WX %d\n#define TEX %d\n#line 1\n%s",
+		c.BM, c.BN, c.BK, c.TM, c.TN, db, vec, c.Threads(), c.PadA, c.warpX(), tex, source("dfast.comp"))
 	return Kernel{Name: "dfast", Config: c.String(), File: "dfast.comp", TileM: c.BM, TileN: c.BN, Align: align,
-		Threads: c.Threads(), StepK: c.BK, SharedBytes: c.SharedBytes(), Float64: true, Source: src}, nil
+		Threads: c.Threads(), StepK: c.BK, SharedBytes: c.SharedBytes(), Textures: c.Tex, Float64: true, Source: src}, nil
 }
 
 // DFastCandidates returns a few float64 configurations to tune among on

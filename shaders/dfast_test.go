@@ -7,8 +7,8 @@ import (
 )
 
 func TestDFastConfigRoundTrip(t *testing.T) {
-	for _, c := range append(DFastCandidates(), DFastConfig{BM: 32, BN: 64, BK: 8, TM: 2, TN: 4, DoubleBuffer: true, Unaligned: true},
-		DFastConfig{BM: 32, BN: 32, BK: 4, TM: 1, TN: 2, Unaligned: true}) {
+	for _, c := range append(DFastCandidates(), DFastConfig{BM: 128, BN: 128, BK: 8, TM: 8, TN: 8, PadA: 2, WarpX: 8, DoubleBuffer: true, Tex: true}, DFastConfig{BM: 32, BN: 64, BK: 8, TM: 2, TN: 4, DoubleBuffer: true, Unaligned: true},
+		DFastConfig{BM: 32, BN: 32, BK: 4, TM: 1, TN: 2, Unaligned: true}, DFastConfig{BM: 32, BN: 32, BK: 4, TM: 4, TN: 2, PadA: 4, Tex: true}) {
 		back, err := ParseDFastConfig(c.String())
 		if err != nil || back != c {
 			t.Errorf("ParseDFastConfig(%q) = %+v, %v", c.String(), back, err)
@@ -21,9 +21,14 @@ func TestDFastConfigRoundTrip(t *testing.T) {
 		if c.Unaligned {
 			vec, align = 0, 1
 		}
+		tex := 0
+		if c.Tex {
+			tex = 1
+		}
 		if k.Align != align || !strings.HasPrefix(k.Source, "#version 430 core\n") || !strings.Contains(k.Source, fmt.Sprintf("#define VEC %d\n", vec)) ||
-			!strings.Contains(k.Source, fmt.Sprintf("#define THREADS %d\n", c.Threads())) || k.SourceES != "" {
-			t.Errorf("%v: Align %d, or its source does not start with its defines, or it has GLSL ES text", c, k.Align)
+			!strings.Contains(k.Source, fmt.Sprintf("#define THREADS %d\n#define PADA %d\n#define WX %d\n#define TEX %d\n", c.Threads(), c.PadA, c.WarpX, tex)) ||
+			k.SourceES != "" || k.Textures != c.Tex || k.SharedBytes != c.SharedBytes() {
+			t.Errorf("%v: Align %d, Textures %v, or its source does not start with its defines, or it has GLSL ES text", c, k.Align, k.Textures)
 		}
 	}
 	if k, err := LookupFloat64("dfast"); err != nil || k.Config != DefaultDFast.String() {
@@ -47,15 +52,28 @@ func TestDFastCandidatesFit(t *testing.T) {
 	}
 }
 
+// TestDFastSharedBytes: A's padding counts in each buffer of A.
+func TestDFastSharedBytes(t *testing.T) {
+	c := DFastConfig{BM: 128, BN: 128, BK: 8, TM: 8, TN: 8, PadA: 2, WarpX: 8, DoubleBuffer: true}
+	if got, want := c.SharedBytes(), 2*8*(128*10+8*128); got != want {
+		t.Errorf("%v: %d bytes of shared memory, want %d", c, got, want)
+	}
+}
+
 func TestDFastConfigRejects(t *testing.T) {
 	for _, s := range []string{"128x128x8", "128x128x8_8", "128x128x7_8x8", "128x128x8_8x7", "128x100x8_8x8", "256x256x8_4x4", "8x8x8_4x4",
-		"128x128x8_8x8_u_db", "128x128x8_8x8_db_db", "128x128x8_8x8_at", "128x128x8_8x8_p4", "+128x128x8_8x8", "0128x128x8_8x8",
-		"2048x2x2_64x2", "axbxc_dxe", "0x0x0_0x0"} {
+		"128x128x8_8x8_u_db", "128x128x8_8x8_db_db", "128x128x8_8x8_at", "128x128x8_8x8_p3", "+128x128x8_8x8", "0128x128x8_8x8",
+		"2048x2x2_64x2", "axbxc_dxe", "0x0x0_0x0",
+		// The new options: out of order, repeated, zero, odd, signed,
+		// a warp that does not tile the group, textures with _u.
+		"128x128x8_8x8_w8_p2", "128x128x8_8x8_tex_db", "128x128x8_8x8_db_tex_tex", "128x128x8_8x8_p0", "128x128x8_8x8_w0",
+		"128x128x8_8x8_p-2", "128x128x8_8x8_p02", "128x128x8_8x8_w+8", "128x128x8_8x8_w3", "128x128x8_8x8_w32", "128x128x8_8x8_w64",
+		"64x64x8_8x8_w16", "128x128x8_8x8_db_u_tex", "128x128x8_8x8_p", "128x128x8_8x8_w"} {
 		if _, err := ParseDFastConfig(s); err == nil {
 			t.Errorf("ParseDFastConfig(%q): no error", s)
 		}
 	}
-	for _, spec := range []string{"fast", "dfast:", "dfast:128x128x8_8x8_tex", "dfastx"} {
+	for _, spec := range []string{"fast", "dfast:", "dfast:128x128x8_8x8_u_tex", "dfastx"} {
 		if _, err := LookupFloat64(spec); err == nil {
 			t.Errorf("LookupFloat64(%q): no error", spec)
 		}
@@ -69,7 +87,8 @@ func TestDFastConfigRejects(t *testing.T) {
 // FuzzLookupFloat64: no float64 spec panics, and an accepted one reads
 // back as itself and makes source text.
 func FuzzLookupFloat64(f *testing.F) {
-	for _, s := range []string{"dfast", "dfast:128x128x8_8x8_db", "dfast:64x64x8_4x4_db_u", "dfast:99999999999x4x4_4x4", "dfast:2x2x2_1x2", "fast"} {
+	for _, s := range []string{"dfast", "dfast:128x128x8_8x8_db", "dfast:64x64x8_4x4_db_u", "dfast:99999999999x4x4_4x4", "dfast:2x2x2_1x2", "fast",
+		"dfast:128x128x8_8x8_p2_w8_db_tex", "dfast:64x64x8_4x4_w4_u"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, spec string) {
