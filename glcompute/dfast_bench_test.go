@@ -1,6 +1,7 @@
 package glcompute
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -21,9 +22,13 @@ import (
 // and glFinish; A and B uploaded once) with gonum's Dgemm (pure Go, all
 // cores, up to n = 1024) on the same inputs in one run.
 // GLMUL_FLOAT64_SIZES and GLMUL_FLOAT64_SPECS (comma lists) replace the
-// sizes and kernels, "candidates" naming shaders.DFastCandidates.
+// sizes and kernels, "candidates" naming shaders.DFastCandidates and
+// "sweep" shaders.DFastSweep (issue 45's list for the H200). Each kernel
+// reports flop/s and TFLOPS; one over the device's limits (shared
+// memory, invocations, a texture's view) is skipped, saying why.
 //
 //	go test ./glcompute -run '^$' -bench Float64 -benchtime 3x
+//	GLMUL_FLOAT64_SIZES=4096,8192 GLMUL_FLOAT64_SPECS=sweep go test ./glcompute -run '^$' -bench Float64 -benchtime 5x
 func BenchmarkFloat64(b *testing.B) {
 	sizes, specs := []int{256, 512, 1024}, []string{"dfast", "dfast:64x64x8_4x4_db"}
 	if env := os.Getenv("GLMUL_FLOAT64_SIZES"); env != "" {
@@ -36,14 +41,20 @@ func BenchmarkFloat64(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
-	if env := os.Getenv("GLMUL_FLOAT64_SPECS"); env == "candidates" {
+	env := os.Getenv("GLMUL_FLOAT64_SPECS")
+	if list, ok := map[string]func() []shaders.DFastConfig{"candidates": shaders.DFastCandidates, "sweep": shaders.DFastSweep}[env]; ok {
 		specs = nil
-		for _, c := range shaders.DFastCandidates() {
+		for _, c := range list() {
 			specs = append(specs, "dfast:"+c.String())
 		}
 	} else if env != "" {
 		specs = strings.Split(env, ",")
 	}
+	d := openDevice(b, BackendEGL)
+	needFloat64(b, d)
+	info := d.Info()
+	b.Logf("device: %s, %s (%s); %d bytes of shared memory a group, %d SMs; %d kernels at n = %v",
+		info.Vendor, info.Renderer, info.API(), info.MaxSharedMemory, info.SMCount, len(specs), sizes)
 	for _, n := range sizes {
 		rng := rand.New(rand.NewPCG(uint64(n), 64))
 		a, bm, c := randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng)
@@ -98,25 +109,45 @@ func BenchmarkBLAS64(b *testing.B) {
 func benchDgemm(b *testing.B, spec string, flop float64, c, a, bm blas64.General) {
 	d := openDevice(b, BackendEGL)
 	needFloat64(b, d)
+	// Skip and Fatal stop the benchmark's goroutine: they are called here,
+	// never inside d.call, which runs on the device's thread.
+	k, err := shaders.LookupFloat64(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var g *dgemm
 	d.call(func() {
-		g, err := d.newDgemm(spec, 0, c, a, bm)
-		if err != nil {
-			b.Fatal(err)
+		if g, err = d.newDgemm(spec, 0, c, a, bm); err != nil {
+			return
 		}
-		defer g.release()
 		// llvmpipe compiles at the first dispatch: not timed.
-		if _, err := g.run(0, g.k, DefaultMaxGroups); err != nil {
-			b.Fatal(err)
+		if _, err = g.run(0, g.k, DefaultMaxGroups); err == nil {
+			glw.Finish()
 		}
-		glw.Finish()
+	})
+	if errors.Is(err, ErrUnsupported) {
+		b.Skipf("%s: %v", spec, err) // over this device's limits, or the kernel's alignment
+	} else if err != nil {
+		if g != nil {
+			d.call(g.release)
+		}
+		b.Fatalf("%s: %v", spec, err)
+	}
+	b.Logf("%s: %d invocations, %d bytes of shared memory a group", spec, k.Threads, k.SharedBytes)
+	d.call(func() {
+		defer g.release()
 		for b.Loop() {
-			if _, err := g.run(0, g.k, DefaultMaxGroups); err != nil {
-				b.Fatal(err)
+			if _, err = g.run(0, g.k, DefaultMaxGroups); err != nil {
+				return
 			}
 			glw.Finish()
 		}
 	})
+	if err != nil {
+		b.Fatalf("%s: %v", spec, err)
+	}
 	b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds(), "flop/s")
+	b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOPS")
 }
 
 // BenchmarkMul64 times Mul64 whole (packing, upload, kernel, readback:

@@ -181,6 +181,43 @@ func TestDFastCandidates(t *testing.T) {
 	}
 }
 
+// TestDFastSweep: every configuration of the sweep (shaders.DFastSweep)
+// that fits the device compiles and computes a product straddling its
+// tiles in each dimension, from an even offset; one that does not fit
+// (llvmpipe's 32 KiB of shared memory) is refused as unsupported, before
+// anything runs, and the device still computes afterwards.
+func TestDFastSweep(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	needFloat64(t, d)
+	rng := rand.New(rand.NewPCG(45, 8))
+	cands := map[shaders.DFastConfig]bool{}
+	for _, c := range shaders.DFastCandidates() {
+		cands[c] = true
+	}
+	refused := 0
+	for _, c := range shaders.DFastSweep() {
+		spec := "dfast:" + c.String()
+		k, err := shaders.DFast(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.fits(k) != nil {
+			a, b, cm := randomFloat64(2, 2, 2, rng), randomFloat64(2, 2, 2, rng), randomFloat64(2, 2, 2, rng)
+			if _, err := d.mulFloat64(spec, 0, cm, a, b); !errors.Is(err, ErrUnsupported) {
+				t.Errorf("%s, over the device's limits: %v, want ErrUnsupported", spec, err)
+			}
+			refused++
+			continue
+		}
+		if cands[c] {
+			continue // TestDFastCandidates
+		}
+		checkDgemm(t, d, spec, 2, 1, true, [3]int{c.BM + 3, 2*c.BK + 3, c.BN + 1}, rng)
+	}
+	t.Logf("%d of %d configurations over the device's limits, refused", refused, len(shaders.DFastSweep()))
+	checkDgemm(t, d, "dfast:32x32x4_4x2", 0, 0, true, [3]int{33, 9, 35}, rng)
+}
+
 // TestDFastTexturesMul64: Mul64 with _tex configurations, each after a
 // float32 product that read the pool's buffers through buffer textures
 // of RGBA32F: the float64 one views its own as RGBA32UI (bindStorage),

@@ -242,6 +242,55 @@ func DFastCandidates() []DFastConfig {
 	}
 }
 
+// DFastSweep returns the float64 configurations worth timing on a large
+// NVIDIA GPU (issue 45's sweep on the H200; docs/PERFORMANCE.md, "dfast's
+// options"), each well formed and within NVIDIA's 48 KiB of shared memory
+// a work group: DFastCandidates first, for reference, then
+//   - B and A through buffer textures (_tex) on the default and the best
+//     two of the rest;
+//   - warp tiles 8 or 4 invocations wide, A's shared rows padded by 2
+//     doubles (_p2_w8, _p2_w4), so that a warp's shared loads of B touch
+//     one 128-byte wavefront and its loads of A distinct banks; and _w8
+//     unpadded, to tell the two apart;
+//   - other K steps of the default's tile: 4 (16 KiB, twice the
+//     barriers) and 12 (48 KiB, two thirds of them), 16 for 128×64 and
+//     64×128 (48 KiB);
+//   - other register tiles: 8×8 in 128×64, 64×128 and 64×64 blocks (128
+//     and 64 invocations: two or more groups an SM, so that one group's
+//     barrier leaves the SM's other warps computing), 4×8 and 8×4 in
+//     128×128 (512 invocations, 16 warps an SM at about 100 registers),
+//     and 8×8 in 64×256 with warp tiles.
+func DFastSweep() []DFastConfig {
+	db := func(bm, bn, bk, tm, tn int) DFastConfig {
+		return DFastConfig{BM: bm, BN: bn, BK: bk, TM: tm, TN: tn, DoubleBuffer: true}
+	}
+	tex := func(c DFastConfig) DFastConfig { c.Tex = true; return c }
+	warp := func(c DFastConfig, pad, w int) DFastConfig { c.PadA, c.WarpX = pad, w; return c }
+	return append(DFastCandidates(),
+		tex(DefaultDFast),
+		tex(db(128, 64, 8, 8, 4)),
+		tex(db(256, 64, 8, 8, 8)),
+		warp(DefaultDFast, 2, 8),
+		tex(warp(DefaultDFast, 2, 8)),
+		warp(DefaultDFast, 0, 8),
+		warp(DefaultDFast, 2, 4),
+		db(128, 128, 4, 8, 8),
+		db(128, 128, 12, 8, 8),
+		tex(db(128, 128, 12, 8, 8)),
+		db(128, 64, 16, 8, 4),
+		db(64, 128, 16, 4, 8),
+		db(128, 64, 8, 8, 8),
+		tex(db(128, 64, 8, 8, 8)),
+		db(128, 64, 16, 8, 8),
+		db(64, 128, 8, 8, 8),
+		db(64, 64, 8, 8, 8),
+		db(64, 64, 16, 8, 8),
+		db(128, 128, 8, 4, 8),
+		db(128, 128, 8, 8, 4),
+		warp(db(64, 256, 8, 8, 8), 2, 8),
+	)
+}
+
 // LookupFloat64 returns the float64 kernel a spec names: "dfast"
 // (DefaultDFast) or "dfast:" followed by a DFastConfig. Lookup knows no
 // float64 kernel, so none can be run on float32 matrices by mistake.

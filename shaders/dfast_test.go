@@ -7,7 +7,7 @@ import (
 )
 
 func TestDFastConfigRoundTrip(t *testing.T) {
-	for _, c := range append(DFastCandidates(), DFastConfig{BM: 128, BN: 128, BK: 8, TM: 8, TN: 8, PadA: 2, WarpX: 8, DoubleBuffer: true, Tex: true}, DFastConfig{BM: 32, BN: 64, BK: 8, TM: 2, TN: 4, DoubleBuffer: true, Unaligned: true},
+	for _, c := range append(DFastSweep(), DFastConfig{BM: 32, BN: 64, BK: 8, TM: 2, TN: 4, DoubleBuffer: true, Unaligned: true},
 		DFastConfig{BM: 32, BN: 32, BK: 4, TM: 1, TN: 2, Unaligned: true}, DFastConfig{BM: 32, BN: 32, BK: 4, TM: 4, TN: 2, PadA: 4, Tex: true}) {
 		back, err := ParseDFastConfig(c.String())
 		if err != nil || back != c {
@@ -49,6 +49,31 @@ func TestDFastCandidatesFit(t *testing.T) {
 	}
 	if DefaultDFast.SharedBytes() != 32<<10 {
 		t.Errorf("the default's shared memory is %d bytes, want 32 KiB", DefaultDFast.SharedBytes())
+	}
+}
+
+// TestDFastSweepFits: the sweep starts with every candidate, repeats no
+// configuration, and each fits NVIDIA's 48 KiB of shared memory with 64
+// to 512 invocations; each option of the grammar is in it.
+func TestDFastSweepFits(t *testing.T) {
+	sweep, cands := DFastSweep(), DFastCandidates()
+	if len(sweep) < 20 || len(sweep) > 30 {
+		t.Errorf("%d configurations in the sweep, want 20 to 30", len(sweep))
+	}
+	seen := map[DFastConfig]bool{}
+	var tex, warp, pad bool
+	for i, c := range sweep {
+		if i < len(cands) && c != cands[i] {
+			t.Errorf("sweep[%d] = %v, want the candidate %v", i, c, cands[i])
+		}
+		if c.Check() != nil || c.SharedBytes() > 48<<10 || c.Threads() < 64 || c.Threads() > 512 || seen[c] {
+			t.Errorf("sweep %v: %v, %d bytes of shared memory, %d invocations, repeated %v", c, c.Check(), c.SharedBytes(), c.Threads(), seen[c])
+		}
+		seen[c] = true
+		tex, warp, pad = tex || c.Tex, warp || c.WarpX != 0, pad || c.PadA != 0
+	}
+	if !tex || !warp || !pad {
+		t.Errorf("the sweep lacks an option: _tex %v, _w %v, _p %v", tex, warp, pad)
 	}
 }
 
