@@ -1,9 +1,11 @@
 package glcompute
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"gonum.org/v1/gonum/blas/blas64"
@@ -22,11 +24,20 @@ func (d *Device) checkFloat64() error {
 	if d.info.ES {
 		return fmt.Errorf("%w: OpenGL ES shaders have no float64 (double); float64 kernels need desktop OpenGL 4.0 or GL_ARB_gpu_shader_fp64", ErrUnsupported)
 	}
+	if strings.Contains(d.info.Renderer, "zink") {
+		return fmt.Errorf("%w: %w", ErrUnsupported, errFloat64Refused)
+	}
 	if d.info.Major >= 4 || glw.HasExtension("GL_ARB_gpu_shader_fp64") {
 		return nil
 	}
 	return fmt.Errorf("%w: %s lacks float64 in shaders (OpenGL 4.0 or GL_ARB_gpu_shader_fp64)", ErrUnsupported, d.info.API())
 }
+
+// errFloat64Refused is why a driver that offers float64 is refused it:
+// Mesa's zink (over lavapipe, Mesa 22.3) gave every element of a dfast
+// product wrong after a product of the same K and a narrower N, with A
+// and B right in their buffers (docs/DRIVERS.md, "zink and float64").
+var errFloat64Refused = errors.New("float64 products came out wrong on Mesa's zink (docs/DRIVERS.md, \"zink and float64\"), so glmul runs none there; use llvmpipe or a GPU's own driver")
 
 // float64Support returns nil where the device runs float64 kernels, else
 // an error matching ErrUnsupported that says why. Any goroutine.

@@ -270,3 +270,33 @@ func TestMul64NotOnES(t *testing.T) {
 		t.Errorf("Mul64 on OpenGL ES: %v, want ErrUnsupported naming OpenGL ES", err)
 	}
 }
+
+// TestMul64SameKAfterNarrowN runs the sequence that came out wrong on
+// Mesa's zink (every element of the last product; docs/DRIVERS.md, "zink
+// and float64"), padded strides as TestMul64TileEdges has them, on one
+// Device.
+func TestMul64SameKAfterNarrowN(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	needFloat64(t, d)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i, s := range [][3]int{{1, 1, 1}, {1, 1, 1}, {127, 21, 1}, {127, 21, 127}, {5, 21, 1}, {5, 21, 127}} {
+		checkMul64(t, d, nil, i%3, s, rng)
+	}
+}
+
+// TestFloat64Refused: on Mesa's zink, Mul64 refuses with ErrUnsupported
+// and says why; on any other desktop OpenGL 4 context, float64 runs.
+func TestFloat64Refused(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	c, a, b := blas64.General{Rows: 1, Cols: 1, Stride: 1, Data: []float64{0}}, blas64.General{Rows: 1, Cols: 1, Stride: 1, Data: []float64{2}}, blas64.General{Rows: 1, Cols: 1, Stride: 1, Data: []float64{3}}
+	_, err := d.Mul64(c, a, b, nil)
+	if strings.Contains(d.Info().Renderer, "zink") {
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "zink and float64") {
+			t.Errorf("zink: Mul64 gave %v, want the refusal", err)
+		}
+		return
+	}
+	if err != nil || c.Data[0] != 6 {
+		t.Errorf("%s: Mul64 of 2·3 gave %v, %v", d.Info().Renderer, c.Data[0], err)
+	}
+}
