@@ -73,12 +73,13 @@ func TestGroupConformance(t *testing.T) {
 }
 
 // TestGroupSharesFollowSpeed slows one device down (each of its panels
-// waits 30 ms as it is taken): the other takes most of the panels.
+// waits 250 ms as it is taken, longer than a panel takes on zink under
+// load): the other takes most of the panels.
 func TestGroupSharesFollowSpeed(t *testing.T) {
 	g := openGroup(t)
 	g.fault = func(dev, panel int) error {
 		if dev == 0 {
-			time.Sleep(30 * time.Millisecond)
+			time.Sleep(250 * time.Millisecond)
 		}
 		return nil
 	}
