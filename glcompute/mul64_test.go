@@ -191,7 +191,10 @@ func TestMul64Pipelined(t *testing.T) {
 					tm.Groups != [2]int{(n + 31) / 32, (m + 31) / 32} || tm.UploadBytes != up || tm.ReadbackBytes != down {
 					t.Errorf("%v: steps %d (want %d), timings %+v; want %d bytes up, %d down", s, tm.Steps, c.steps[i], tm, up, down)
 				}
-				if tm.EndToEnd <= 0 || len(tm.Compute) != 1 || tm.Compute[0] < 0 || tm.Compute[0] > tm.EndToEnd {
+				// EndToEnd may read 0 for a tiny product where the clock moves
+				// in steps (about 1 ms under Wine); never less, never under
+				// the compute time.
+				if tm.EndToEnd < 0 || len(tm.Compute) != 1 || tm.Compute[0] < 0 || tm.Compute[0] > tm.EndToEnd {
 					t.Errorf("%v: times %+v", s, tm)
 				}
 				if want := tm.Steps; calls[0] != want || last != [2]int{want, want} {
