@@ -15,11 +15,7 @@ export GLMUL_REQUIRE_GL=1
 # Mesa's Vulkan loader warns without it; any writable directory will do.
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
 drivers=("$@")
-# softpipe's reduced run (below) takes about 3 minutes; with it CI's
-# whole run would pass its 20-minute limit (about 18 without it,
-# 2026-11-29), so the default is zink until the suite is trimmed:
-# scripts/test-drivers.sh softpipe runs it by name.
-[ ${#drivers[@]} -gt 0 ] || drivers=(zink)
+[ ${#drivers[@]} -gt 0 ] || drivers=(zink softpipe)
 for drv in "${drivers[@]}"; do
 	case "$drv" in
 	zink)
