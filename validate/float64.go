@@ -154,14 +154,7 @@ func (f *full64) overflowMayGive(arow []float64, j int, got, g float64) bool {
 func (f *full64) result() Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r := f.r
-	r.OK = r.WorstRatio <= 1
-	if f.ref2 > 0 {
-		r.RelFrobenius = math.Sqrt(f.diff2 / f.ref2)
-	} else {
-		r.RelFrobenius = math.Sqrt(f.diff2)
-	}
-	return r
+	return finished(f.r, f.diff2, f.ref2)
 }
 
 // CheckFreivalds64 compares C·x with A·(B·x) for vectors random vectors

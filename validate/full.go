@@ -97,12 +97,18 @@ func (l *lazyFull) made() *FullRows { return l.p.Load() }
 func (f *FullRows) Result() Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r := f.r
+	return finished(f.r, f.diff2, f.ref2)
+}
+
+// finished is r, the worst element found, with its verdict and the
+// relative Frobenius error of the squared sums diff2 and ref2 (the
+// absolute one where the reference is zero).
+func finished(r Result, diff2, ref2 float64) Result {
 	r.OK = r.WorstRatio <= 1
-	if f.ref2 > 0 {
-		r.RelFrobenius = math.Sqrt(f.diff2 / f.ref2)
+	if ref2 > 0 {
+		r.RelFrobenius = math.Sqrt(diff2 / ref2)
 	} else {
-		r.RelFrobenius = math.Sqrt(f.diff2)
+		r.RelFrobenius = math.Sqrt(diff2)
 	}
 	return r
 }
