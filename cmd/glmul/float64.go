@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -160,17 +158,5 @@ func multiply64(o *options, stdout, stderr io.Writer) error {
 	if bar != nil && !h.abandoned {
 		bar.Finish()
 	}
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return interruptedError{fmt.Sprintf("nothing to report: the float64 %d×%d×%d product stopped before it was measured and validated", o.m, o.k, o.nCols)}
-	}
-	if err != nil {
-		return err
-	}
-	if err := writeProduct(o, dev, r, stdout, stderr); err != nil {
-		return err
-	}
-	if ctx.Err() != nil { // during the validation, which ended
-		return interruptedError{"the report above is complete: the signal came after the timed runs"}
-	}
-	return nil
+	return reportProduct(ctx, o, dev, r, err, "float64 ", stdout, stderr)
 }

@@ -446,8 +446,15 @@ func multiply(o *options, stdout, stderr io.Writer) error {
 	if bar != nil && !h.abandoned {
 		bar.Finish()
 	}
+	return reportProduct(ctx, o, dev, r, err, "", stdout, stderr)
+}
+
+// reportProduct ends glmul -n (float32 or, with what "float64 ",
+// float64): err from the product, else r's report, and what Ctrl-C
+// (ctx done) left unfinished.
+func reportProduct(ctx context.Context, o *options, dev *glcompute.Device, r measure.Result, err error, what string, stdout, stderr io.Writer) error {
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return interruptedError{fmt.Sprintf("nothing to report: the %d×%d×%d product stopped before it was measured and validated", o.m, o.k, o.nCols)}
+		return interruptedError{fmt.Sprintf("nothing to report: the %s%d×%d×%d product stopped before it was measured and validated", what, o.m, o.k, o.nCols)}
 	}
 	if err != nil {
 		return err
