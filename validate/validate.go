@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 
 	"gonum.org/v1/gonum/blas/blas32"
 )
@@ -192,26 +193,39 @@ func nonFinite(a, b blas32.General) (rows, cols []bool) {
 type float interface{ ~float32 | ~float64 }
 
 // nonFiniteRows reports which rows of the rows×cols matrix in data (rows
-// stride apart) hold a NaN or an Inf.
+// stride apart) hold a NaN or an Inf, the rows shared over the CPUs: a
+// pass over a large A is memory-bound, and one core reads a few GB/s.
 func nonFiniteRows[E float](data []E, rows, cols, stride int) []bool {
 	nf := make([]bool, rows)
-	for i := range rows {
-		for _, v := range data[i*stride : i*stride+cols] {
-			nf[i] = nf[i] || v-v != 0
+	inParallel(rows, cols, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			for _, v := range data[i*stride : i*stride+cols] {
+				nf[i] = nf[i] || v-v != 0
+			}
 		}
-	}
+	})
 	return nf
 }
 
 // nonFiniteCols reports which columns of the rows×cols matrix in data
-// (rows stride apart) hold a NaN or an Inf.
+// (rows stride apart) hold a NaN or an Inf: each of the CPUs scans a band
+// of rows into its own flags, and the bands' flags are or-ed.
 func nonFiniteCols[E float](data []E, rows, cols, stride int) []bool {
+	var mu sync.Mutex
 	nf := make([]bool, cols)
-	for k := range rows {
-		for j, v := range data[k*stride : k*stride+cols] {
-			nf[j] = nf[j] || v-v != 0
+	inParallel(rows, cols, func(lo, hi int) {
+		part := make([]bool, cols)
+		for k := lo; k < hi; k++ {
+			for j, v := range data[k*stride : k*stride+cols] {
+				part[j] = part[j] || v-v != 0
+			}
 		}
-	}
+		mu.Lock()
+		defer mu.Unlock()
+		for j, b := range part {
+			nf[j] = nf[j] || b
+		}
+	})
 	return nf
 }
 

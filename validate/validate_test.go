@@ -276,3 +276,38 @@ func TestOverflowSign(t *testing.T) {
 		}
 	}
 }
+
+// TestNonFiniteBands puts a NaN and an Inf in the first and last rows of
+// matrices large enough to be scanned in several bands over the CPUs:
+// each band's flags must reach the result, and no other row or column may
+// be flagged.
+func TestNonFiniteBands(t *testing.T) {
+	const rows, cols = 3001, 1024 // 3·2²⁰ elements: several bands where GOMAXPROCS allows
+	data := make([]float32, (rows-1)*(cols+1)+cols)
+	for i := range data {
+		data[i] = float32(i%7) - 3
+	}
+	stride := cols + 1 // a gap after each row, never read
+	nfRows := [][2]int{{0, 17}, {rows - 1, cols - 1}, {1500, 0}}
+	for _, e := range nfRows {
+		data[e[0]*stride+e[1]] = float32(math.NaN())
+	}
+	data[700*stride+33] = float32(math.Inf(-1))
+	for i := 0; i < rows-1; i++ {
+		data[i*stride+cols] = float32(math.NaN()) // a gap
+	}
+	wantRow := map[int]bool{0: true, rows - 1: true, 1500: true, 700: true}
+	wantCol := map[int]bool{17: true, cols - 1: true, 0: true, 33: true}
+	gotRows := nonFiniteRows(data, rows, cols, stride)
+	gotCols := nonFiniteCols(data, rows, cols, stride)
+	for i, got := range gotRows {
+		if got != wantRow[i] {
+			t.Errorf("row %d flagged %v, want %v", i, got, wantRow[i])
+		}
+	}
+	for j, got := range gotCols {
+		if got != wantCol[j] {
+			t.Errorf("column %d flagged %v, want %v", j, got, wantCol[j])
+		}
+	}
+}
