@@ -183,6 +183,31 @@ func TestProductStages(t *testing.T) {
 	}
 }
 
+// TestPanelWarmup: a product in panels warms up with the runs asked and
+// no more (its pass is the measurement), even after the device was idle;
+// with Ramp, for MinWarmup as any product.
+func TestPanelWarmup(t *testing.T) {
+	d := gltest.Open(t)
+	in := NewInputs(100, 50, 70, 3)
+	o := Options{Kernel: "fast:64x64x8_8x4", MaxBinding: 16 << 10, Warmup: 2}
+	time.Sleep(RampIdle + 100*time.Millisecond)
+	r, err := Product(d, in, o)
+	if err != nil || !r.Validation.OK {
+		t.Fatalf("%v %v", err, r.Validation.Err())
+	}
+	if tm := r.Timings; tm.Panels == "" || tm.WarmupCount != 2 || tm.WarmupRule != WarmupPanels || tm.WarmupTime >= MinWarmup {
+		t.Errorf("panels %q: warm-up of %d runs, %v (%q); want 2 runs, under %v (%q)", tm.Panels, tm.WarmupCount, tm.WarmupTime, tm.WarmupRule, MinWarmup, WarmupPanels)
+	}
+	o.Ramp = true
+	r, err = Product(d, in, o)
+	if err != nil || !r.Validation.OK {
+		t.Fatalf("%v %v", err, r.Validation.Err())
+	}
+	if tm := r.Timings; tm.WarmupTime < MinWarmup || tm.WarmupRule != WarmupAlways {
+		t.Errorf("panels with Ramp: warm-up %v (%q); want at least %v (%q)", tm.WarmupTime, tm.WarmupRule, MinWarmup, WarmupAlways)
+	}
+}
+
 // TestProductStoppedDuringRuns: a Context cancelled during the timed runs
 // (here by the progress of the fourth run's dispatch) gives, with
 // KeepRuns, the runs made and C of the last one, validated, and no

@@ -255,7 +255,7 @@ func (r *Run) writeCompute(p lineFunc) {
 	case t.Overlapping && s.TimingSource == "wall":
 		p("compute", "%8.2f ms: the dispatch calls' wall time, summed (%s)", s.KernelMeanMS, noTimer(i.Version))
 	case t.Overlapping:
-		p("compute", "%8.2f ms: the GPU's time with the steps' dispatches in flight (GL timestamps around each step; time two steps share counts once); %s", s.KernelMeanMS, onePass(t))
+		p("compute", "%8.2f ms: the GPU's time with the steps' dispatches in flight (GL timestamps around each step; time two steps share counts once); %s", s.KernelMeanMS, onePass(t, r.Warmup))
 	default:
 		warm := "without warm-up"
 		if r.Warmup > 0 {
@@ -338,12 +338,15 @@ func noTimer(version string) string {
 }
 
 // onePass says that a product measured within its pipelined pass ran
-// once: in panels, whatever -reps asked.
-func onePass(t Timings) string {
-	if t.Panels != "" {
-		return "one pass: -reps is not used in panels"
+// once: in panels, whatever -reps asked, after the warm-up's panels.
+func onePass(t Timings, warmup int) string {
+	if t.Panels == "" {
+		return "one pass"
 	}
-	return "one pass"
+	if warmup == 0 || t.WarmupCount == 0 {
+		return "one pass: -reps is not used in panels; no warm-up"
+	}
+	return fmt.Sprintf("one pass: -reps is not used in panels; after %s of a panel, %s", Plural(t.WarmupCount, "warm-up run"), millis(t.WarmupTime))
 }
 
 // errWriter keeps the first write error (a full disk, a closed pipe), so

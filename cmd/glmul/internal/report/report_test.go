@@ -182,6 +182,15 @@ func TestOnePass(t *testing.T) {
 	if strings.Contains(out, "(mean)") {
 		t.Errorf("a mean of one pass:\n%s", out)
 	}
+	if !strings.Contains(out, "panels; no warm-up") {
+		t.Errorf("no warm-up ran, and the report does not say so:\n%s", out)
+	}
+	r.Warmup, r.Timings.WarmupCount, r.Timings.WarmupTime = 1, 1, 372*time.Millisecond
+	b.Reset()
+	r.Write(&b, Text)
+	if w := "panels; after 1 warm-up run of a panel, 372 ms"; !strings.Contains(b.String(), w) {
+		t.Errorf("lacks %q:\n%s", w, b.String())
+	}
 }
 
 // TestWarmupCounted: the compute line gives the warm-up's runs as counted
