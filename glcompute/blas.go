@@ -101,7 +101,7 @@ func (impl BLAS) gpu(tA, tB blas.Transpose, alpha float32, a, b blas32.General, 
 	if d.isReleased() {
 		return false
 	}
-	if d.CheckShape(a.Rows, a.Cols, 1) != nil || d.CheckShape(b.Rows, b.Cols, 1) != nil || d.CheckShape(c.Rows, c.Cols, 1) != nil {
+	if d.checkShape(a.Rows, a.Cols, 1) != nil || d.checkShape(b.Rows, b.Cols, 1) != nil || d.checkShape(c.Rows, c.Cols, 1) != nil {
 		return false
 	}
 	var mats []*Matrix

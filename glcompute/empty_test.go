@@ -26,7 +26,7 @@ func nanFilled(rows, cols int) blas32.General {
 }
 
 // TestMulEmpty: k = 0 overwrites C with zeros (and leaves its stride gaps
-// alone); m or n = 0 returns at once; Plan and CheckShape agree; negative
+// alone); m or n = 0 returns at once; Plan and checkShape agree; negative
 // dimensions still panic. All three panicked ("matrix dimension below 1").
 func TestMulEmpty(t *testing.T) {
 	d := openDevice(t, BackendEGL)
@@ -47,8 +47,8 @@ func TestMulEmpty(t *testing.T) {
 			if p, err := d.Plan(m, k, n, nil); p != "" || err != nil {
 				t.Errorf("Plan: %q, %v", p, err)
 			}
-			if err := d.CheckShape(m, k, n); err != nil {
-				t.Errorf("CheckShape: %v", err)
+			if err := d.checkShape(m, k, n); err != nil {
+				t.Errorf("checkShape: %v", err)
 			}
 		})
 	}
@@ -58,7 +58,7 @@ func TestMulEmpty(t *testing.T) {
 
 // TestGemmEmpty: resident views with no rows or columns. k = 0 gives
 // C = β·C for each transpose (β = 0 overwrites NaN; β = 1 leaves C as
-// it is), Matrix.Mul and MulKernel zeros; m or n = 0 leaves C alone; empty Upload and
+// it is), Matrix.Mul and mulKernel zeros; m or n = 0 leaves C alone; empty Upload and
 // Download do nothing; on a borrowed context too, whose state stays.
 func TestGemmEmpty(t *testing.T) {
 	for _, borrowed := range []bool{false, true} {
@@ -117,11 +117,11 @@ func gemmEmpty(t *testing.T, d *Device, borrowed bool) {
 	c.Download(got)
 	closeTo(t, "Mul with k = 0", got.Data, make([]float32, m*n), 0)
 	c.Upload(x)
-	if err := c.MulKernel("tiled32", a, b); err != nil {
+	if err := c.mulKernel("tiled32", a, b); err != nil {
 		t.Fatal(err)
 	}
 	c.Download(got)
-	closeTo(t, "MulKernel with k = 0", got.Data, make([]float32, m*n), 0)
+	closeTo(t, "mulKernel with k = 0", got.Data, make([]float32, m*n), 0)
 	if err := a.Upload(blas32.General{Rows: m}); err != nil {
 		t.Errorf("empty Upload: %v", err)
 	}

@@ -73,9 +73,9 @@ func (d *Device) initInfo() error {
 	if !ok {
 		return fmt.Errorf("%w: cannot read the OpenGL version from %q", ErrUnsupported, i.Version)
 	}
-	major, minor := RequiredMajor, RequiredMinor
+	major, minor := requiredMajor, requiredMinor
 	if i.ES {
-		major, minor = RequiredMajorES, RequiredMinorES
+		major, minor = requiredMajorES, requiredMinorES
 	}
 	if i.Major < major || i.Major == major && i.Minor < minor {
 		return fmt.Errorf("%w: OpenGL %d.%d with compute shaders is needed; %q (%s) offers %d.%d (macOS stops at 4.1)",

@@ -9,14 +9,14 @@ import (
 // can address.
 const maxIndex = math.MaxUint32
 
-// CheckShape reports whether an m×k by k×n product fits one binding: each
+// checkShape reports whether an m×k by k×n product fits one binding: each
 // matrix, its rows padded to 4 floats as the kernels hold them, within one
 // shader storage block (checkBlock). Mul runs larger products in panels
 // (see Plan, which says whether a product can run at all). It returns an error matching
 // ErrTooLarge that names the limit and the largest square size that fits.
 // An empty product (a dimension 0) always fits; a negative dimension
 // panics. Safe from any goroutine.
-func (d *Device) CheckShape(m, k, n int) error {
+func (d *Device) checkShape(m, k, n int) error {
 	d.mustBeOpen()
 	if m < 0 || k < 0 || n < 0 {
 		panic("glcompute: negative matrix dimension")

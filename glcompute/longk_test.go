@@ -149,7 +149,7 @@ func TestLongK(t *testing.T) {
 }
 
 // residentLongK is TestLongK's resident products: Matrix.Mul (the
-// device's kernel), MulKernel with cpu and fast configurations, and
+// device's kernel), mulKernel with cpu and fast configurations, and
 // Gemm's general kernel (A transposed, β ≠ 0: its chunks of K add up).
 func residentLongK(t *testing.T, d *Device, rng *rand.Rand, check func(string, blas32.General, blas32.General, blas32.General, error)) {
 	t.Helper()
@@ -164,7 +164,7 @@ func residentLongK(t *testing.T, d *Device, rng *rand.Rand, check func(string, b
 	}
 	mul("Matrix.Mul", 2, 262200, 4, func(gc, ga, gb *Matrix) error { return gc.Mul(ga, gb) })
 	for _, spec := range []string{"cpu:8x1_1x4", "fast:32x16x4_4x4_db_tex"} {
-		mul("MulKernel "+spec, 4, 262200, 4, func(gc, ga, gb *Matrix) error { return gc.MulKernel(spec, ga, gb) })
+		mul("mulKernel "+spec, 4, 262200, 4, func(gc, ga, gb *Matrix) error { return gc.mulKernel(spec, ga, gb) })
 	}
 	// Gemm's general kernel: Aᵀ stored K×M, C = 1·Aᵀᵀ·B + 0.5·C0.
 	const m, k, n = 2, 64000, 3

@@ -235,16 +235,16 @@ func (d *Device) extent(first, count int) int64 {
 	return 4*int64(first+count) - 4*int64(first)/align*align
 }
 
-// DirectUploadBytes is the largest matrix (Rows·Cols·4 bytes) that Upload
+// directUploadBytes is the largest matrix (Rows·Cols·4 bytes) that Upload
 // hands to glBufferSubData straight from Go memory rather than through the
 // staging buffers.
-const DirectUploadBytes = 1 << 20
+const directUploadBytes = 1 << 20
 
 // Upload copies src, which must have m's shape, into m (nothing, where m
 // is a view with no rows or columns). Only m's elements are written: the gaps of a stride wider than Cols and the rest of the
 // buffer keep their contents. It queues the copy and returns without
 // waiting for the GPU, as glBufferSubData does: src may be reused at once.
-// Matrices up to DirectUploadBytes go through glBufferSubData (one call,
+// Matrices up to directUploadBytes go through glBufferSubData (one call,
 // or one a row where m's stride leaves gaps); larger ones through two
 // staging buffers in host-visible memory (glBufferSubData for a row larger
 // than one; on OpenGL ES, such a row in pieces), which wait for the GPU
@@ -253,7 +253,7 @@ const DirectUploadBytes = 1 << 20
 // wait, smaller ones do not.
 func (m *Matrix) Upload(src blas32.General) error {
 	staged := func(st *stager, v view) error { return st.upload(v, src) }
-	if 4*int64(m.Rows)*int64(m.Cols) <= DirectUploadBytes {
+	if 4*int64(m.Rows)*int64(m.Cols) <= directUploadBytes {
 		staged = nil
 	}
 	return m.transfer(src, "uploading a matrix", staged, m.buf.WriteAt)

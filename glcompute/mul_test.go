@@ -114,18 +114,18 @@ func TestTooLarge(t *testing.T) {
 	for int64(largest)*int64((largest+3)/4*4)*4 > limit {
 		largest--
 	}
-	err := d.CheckShape(largest+1, largest+1, largest+1)
+	err := d.checkShape(largest+1, largest+1, largest+1)
 	if !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("CheckShape(%d³) = %v, want ErrTooLarge", largest+1, err)
+		t.Fatalf("checkShape(%d³) = %v, want ErrTooLarge", largest+1, err)
 	}
 	if !strings.Contains(err.Error(), "GL_MAX_SHADER_STORAGE_BLOCK_SIZE") || !strings.Contains(err.Error(), fmt.Sprintf("n = %d", largest)) {
 		t.Errorf("error %q should name the limit and the largest n (%d)", err, largest)
 	}
-	if err := d.CheckShape(largest, largest, largest); err != nil {
-		t.Errorf("CheckShape(%d³) = %v, want nil", largest, err)
+	if err := d.checkShape(largest, largest, largest); err != nil {
+		t.Errorf("checkShape(%d³) = %v, want nil", largest, err)
 	}
 	// A skinny product whose A alone is over the limit.
-	if err := d.CheckShape(2, int(limit/4), 2); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "A is 2×") {
+	if err := d.checkShape(2, int(limit/4), 2); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "A is 2×") {
 		t.Errorf("skinny A: %v", err)
 	}
 }

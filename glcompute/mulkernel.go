@@ -8,7 +8,7 @@ import (
 	"github.com/glmul/glmul/shaders"
 )
 
-// MulKernel computes c = a·b on resident matrices, as Gemm(NoTrans,
+// mulKernel computes c = a·b on resident matrices, as Gemm(NoTrans,
 // NoTrans, 1, a, b, 0) does, with the kernel that spec names ("" or
 // "fast": Gemm's choice). The matrices must have the fast kernel's layout
 // (compact rows of a multiple of 4 floats on 4-float boundaries) and, for
@@ -18,7 +18,7 @@ import (
 //
 // It panics if the shapes disagree or c's elements share floats with a's
 // or b's.
-func (c *Matrix) MulKernel(spec string, a, b *Matrix) error {
+func (c *Matrix) mulKernel(spec string, a, b *Matrix) error {
 	if spec == "" || spec == "fast" || c.Rows == 0 || c.Cols == 0 || a.Cols == 0 {
 		return c.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0)
 	}
@@ -27,10 +27,10 @@ func (c *Matrix) MulKernel(spec string, a, b *Matrix) error {
 	a.check(d)
 	b.check(d)
 	if a.Rows != c.Rows || b.Cols != c.Cols || a.Cols != b.Rows {
-		panic("glcompute: MulKernel: shapes of A, B and C disagree")
+		panic("glcompute: mulKernel: shapes of A, B and C disagree")
 	}
 	if overlaps(c, c.Offset, c.span(), a, a.Offset, a.span()) || overlaps(c, c.Offset, c.span(), b, b.Offset, b.span()) {
-		panic("glcompute: MulKernel: C overlaps A or B")
+		panic("glcompute: mulKernel: C overlaps A or B")
 	}
 	k, err := shaders.Lookup(spec)
 	if err != nil {

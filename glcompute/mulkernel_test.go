@@ -36,7 +36,7 @@ func TestMulKernel(t *testing.T) {
 				if err := errors.Join(ga.Upload(ha), gb.Upload(hb)); err != nil {
 					return err
 				}
-				if err := gc.MulKernel(spec, ga, gb); err != nil {
+				if err := gc.mulKernel(spec, ga, gb); err != nil {
 					return err
 				}
 				hc := cpu.New(m, pad(n))
@@ -53,10 +53,10 @@ func TestMulKernel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 3))
 	a, b, c := newMatrix(t, d, 8, 6), newMatrix(t, d, 6, 8), newMatrix(t, d, 8, 8)
 	a.Upload(cpu.Random(8, 6, rng))
-	if err := c.MulKernel("fast:64x64x8_4x4", a, b); !errors.Is(err, ErrUnsupported) {
+	if err := c.mulKernel("fast:64x64x8_4x4", a, b); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("6 columns: %v, want ErrUnsupported", err)
 	}
-	if err := c.MulKernel("fastest", a, b); !errors.Is(err, ErrUnsupported) {
+	if err := c.mulKernel("fastest", a, b); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("unknown kernel: %v", err)
 	}
 }

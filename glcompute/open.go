@@ -51,7 +51,7 @@ func (d *Device) open() error {
 	if backend == BackendAuto {
 		backend = BackendEGL
 		if window.GLFW != nil && window.HaveDisplay() {
-			if err := d.openGLFW(RequiredMajor, RequiredMinor); err == nil {
+			if err := d.openGLFW(requiredMajor, requiredMinor); err == nil {
 				d.info.Backend = BackendGLFW
 				return d.initGL()
 			} else if errors.Is(err, ErrUnsupported) {
@@ -64,9 +64,9 @@ func (d *Device) open() error {
 	var err error
 	switch backend {
 	case BackendGLFW:
-		err = d.openGLFW(RequiredMajor, RequiredMinor)
+		err = d.openGLFW(requiredMajor, requiredMinor)
 	case BackendEGL:
-		err = d.openEGL(RequiredMajor, RequiredMinor)
+		err = d.openEGL(requiredMajor, requiredMinor)
 	case BackendGLES:
 		err = d.openGLES()
 	}
@@ -137,7 +137,7 @@ func (d *Device) openEGL(major, minor int) error {
 // openGLES makes an OpenGL ES 3.1 context through headless EGL: the
 // API of phones, boards and ANGLE, whose core has compute shaders.
 func (d *Device) openGLES() error {
-	c, err := egl.NewContextES(d.opts.Device, RequiredMajorES, RequiredMinorES)
+	c, err := egl.NewContextES(d.opts.Device, requiredMajorES, requiredMinorES)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoContext, err)
 	}

@@ -30,10 +30,10 @@ func ParseBackend(s string) (Backend, error) {
 
 // Required OpenGL version, and OpenGL ES version (BackendGLES).
 const (
-	RequiredMajor   = 4
-	RequiredMinor   = 3
-	RequiredMajorES = 3
-	RequiredMinorES = 1
+	requiredMajor   = 4
+	requiredMinor   = 3
+	requiredMajorES = 3
+	requiredMinorES = 1
 )
 
 // Options configure Open. A nil *Options means the zero value of every field.
@@ -87,7 +87,7 @@ type Options struct {
 	// glmul times a kernel's first dispatches as they grow and sizes the
 	// rest to half of it (pacing.go). Zero value: for an owned Device on
 	// Windows, whose GPU watchdog (TDR) resets a GPU after 2 s of work
-	// without a pause, DefaultMaxDispatchTimeWindows (500 ms); elsewhere,
+	// without a pause, defaultMaxDispatchTimeWindows (500 ms); elsewhere,
 	// and for a borrowed Device (measuring takes glFinish calls), no
 	// pacing: dispatches of at most MulOptions.MaxGroups² work groups.
 	MaxDispatchTime time.Duration

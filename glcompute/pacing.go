@@ -25,17 +25,17 @@ import (
 // helper passes (transpose, fill, reduce, batched), which do little per
 // work group.
 
-// DefaultMaxDispatchTimeWindows is Options.MaxDispatchTime's zero value on
+// defaultMaxDispatchTimeWindows is Options.MaxDispatchTime's zero value on
 // Windows: a quarter of the default TdrDelay.
-const DefaultMaxDispatchTimeWindows = 500 * time.Millisecond
+const defaultMaxDispatchTimeWindows = 500 * time.Millisecond
 
 // maxDispatchTime is the budget of one dispatch on a device with options
-// o: o's, or for an owned device on Windows DefaultMaxDispatchTimeWindows;
+// o: o's, or for an owned device on Windows defaultMaxDispatchTimeWindows;
 // 0 for no pacing. A borrowed device paces only when asked: measuring
 // takes glFinish calls, which an engine's frame must not meet unasked.
 func maxDispatchTime(o Options, borrowed bool) time.Duration {
 	if o.MaxDispatchTime == 0 && runtime.GOOS == "windows" && !borrowed {
-		return DefaultMaxDispatchTimeWindows
+		return defaultMaxDispatchTimeWindows
 	}
 	return o.MaxDispatchTime
 }

@@ -78,7 +78,7 @@ func TestPipelined(t *testing.T) {
 
 // TestESWideRows: on OpenGL ES (no glGetBufferSubData) a resident
 // matrix's rows wider than a staging buffer go through it in pieces, both
-// ways (an upload over DirectUploadBytes is staged), a view's stride gaps
+// ways (an upload over directUploadBytes is staged), a view's stride gaps
 // kept; the download was refused.
 func TestESWideRows(t *testing.T) {
 	if _, impossible := platformBackend(BackendGLES); impossible != "" {

@@ -23,18 +23,18 @@ import (
 //
 // Both need a workspace, which the Device keeps for later products as it
 // keeps A's transpose (work, grown to the largest asked for, never
-// shrunk, until Release), up to MaxResidentWorkBytes. Stream-K that would
+// shrunk, until Release), up to maxResidentWorkBytes. Stream-K that would
 // need more gives way to the split; a split that would, or a workspace
 // the driver is out of memory for, to the unsplit product. A size the
 // driver refused is not asked for again (workFailed): each failed
 // allocation costs a call that saves all the state glmul touches, and on
 // a borrowed context leaves an error flag in the host's context.
 
-// MaxResidentWorkBytes is the largest workspace the Device keeps for
+// maxResidentWorkBytes is the largest workspace the Device keeps for
 // resident products: a K split whose slices' partial results (each as
 // large as C) need more runs unsplit; stream-K (two tiles a
 // multiprocessor) that would, split.
-const MaxResidentWorkBytes = 256 << 20
+const maxResidentWorkBytes = 256 << 20
 
 // fill is how a resident fast product runs: unsplit (splits 1, sk nil),
 // in splits slices of ksplit steps of K summed by red, or stream-K (sk).
@@ -57,7 +57,7 @@ var errGrowWork = errors.New("glcompute: the resident workspace must grow")
 // planFill returns the fill of a resident product of p, a fast kernel,
 // over plan's groups, m×k×n; on the device thread. Unsplit where nothing
 // is gained, the kernel is paced (pacing.go: each dispatch's groups are
-// budgeted unsplit), or the workspace would pass MaxResidentWorkBytes or
+// budgeted unsplit), or the workspace would pass maxResidentWorkBytes or
 // one binding.
 func (d *Device) planFill(p *program, plan dispatch.Plan, m, k, n int) (fill, error) {
 	f := fill{splits: 1, ksplit: k}
@@ -98,7 +98,7 @@ func (d *Device) planFill(p *program, plan dispatch.Plan, m, k, n int) (fill, er
 
 // loopFill returns the fill of a resident m×k×n product of kern that the
 // driver's loop budget makes split in need slices or more (loops.go),
-// whatever MaxResidentWorkBytes says; an error where its workspace is
+// whatever maxResidentWorkBytes says; an error where its workspace is
 // over one binding.
 func (d *Device) loopFill(kern shaders.Kernel, m, k, n, need int) (fill, error) {
 	ksplit := roundUp((k+need-1)/need, kern.StepK)
@@ -115,9 +115,9 @@ func (d *Device) loopFill(kern shaders.Kernel, m, k, n, need int) (fill, error) 
 }
 
 // workable reports whether a workspace of bytes may be had: at most
-// MaxResidentWorkBytes, and under any size the driver refused.
+// maxResidentWorkBytes, and under any size the driver refused.
 func (d *Device) workable(bytes int64) bool {
-	return bytes <= MaxResidentWorkBytes && (d.workFailed == 0 || bytes < d.workFailed)
+	return bytes <= maxResidentWorkBytes && (d.workFailed == 0 || bytes < d.workFailed)
 }
 
 // workFor makes sure the workspace holds f.bytes, on the device thread:

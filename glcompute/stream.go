@@ -32,7 +32,7 @@ type PanelCheck func(a, c blas32.General, r0 int)
 
 // StreamOptions are the options of one MulStream. The zero value (or a
 // nil *StreamOptions) checks nothing and uses panels of at most
-// DefaultPanelBytes.
+// defaultPanelBytes.
 type StreamOptions struct {
 	// Kernel names the kernel as MulOptions.Kernel does. Zero value "":
 	// the device's choice for a panel's shape.
@@ -40,7 +40,7 @@ type StreamOptions struct {
 	// PanelBytes bounds the host memory of one panel of A and C together:
 	// MulStream keeps three of each (one being read or written, one on the
 	// GPU, one being checked) and the GPU two. Zero value: an eighth of A
-	// and C together, between MinPanelBytes and DefaultPanelBytes.
+	// and C together, between minPanelBytes and defaultPanelBytes.
 	PanelBytes int64
 	// Check, if set, is called once with B as read (k×n), on a goroutine
 	// of its own while B is uploaded, and returns the check of each panel
@@ -57,7 +57,7 @@ type StreamOptions struct {
 	// Context, if set, stops the product between panels.
 	Context context.Context
 	// HostLimit, if positive, is the most host memory the product may
-	// take (StreamHostBytes): a product that needs more fails with
+	// take (streamHostBytes): a product that needs more fails with
 	// ErrHostMemory before anything is read.
 	HostLimit int64
 	// MaxBinding lowers the bytes one matrix may take in one shader
@@ -74,8 +74,8 @@ var ErrHostMemory = errors.New("not enough host memory")
 
 // Panel sizes (StreamOptions.PanelBytes).
 const (
-	DefaultPanelBytes = 64 << 20
-	MinPanelBytes     = 4 << 20
+	defaultPanelBytes = 64 << 20
+	minPanelBytes     = 4 << 20
 )
 
 // StreamResult is one streamed product's figures: its shape and panels,
@@ -108,7 +108,7 @@ func (r StreamResult) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * 
 // MulStream computes C = A·B for matrices that need not fit in memory: A
 // is read by panels of rows from a, B whole from b, and C's rows are
 // written in order to c, so that memory holds B and a few panels
-// (StreamHostBytes). Reading, the GPU, the check (StreamOptions.Check)
+// (streamHostBytes). Reading, the GPU, the check (StreamOptions.Check)
 // and writing overlap, each on a goroutine of its own. An error from any
 // stage stops the others (c's rows are then incomplete); Release during
 // MulStream stops it with ErrReleased. Panels of B and of K, and empty
@@ -171,17 +171,17 @@ func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (Strea
 	return r, err
 }
 
-// StreamPanels returns how many panels, of how many rows, MulStream cuts
+// streamPanels returns how many panels, of how many rows, MulStream cuts
 // an m×k by k×n product into with StreamOptions.PanelBytes panelBytes.
-func StreamPanels(m, k, n int, panelBytes int64) (panels, rows int) {
+func streamPanels(m, k, n int, panelBytes int64) (panels, rows int) {
 	p := newStreamPlan(m, k, n, panelBytes)
 	return p.panels, p.rows
 }
 
-// StreamHostBytes is the host memory MulStream takes for an m×k by k×n
+// streamHostBytes is the host memory MulStream takes for an m×k by k×n
 // product with StreamOptions.PanelBytes panelBytes: B, and the panels of
 // A and C.
-func StreamHostBytes(m, k, n int, panelBytes int64) int64 {
+func streamHostBytes(m, k, n int, panelBytes int64) int64 {
 	return newStreamPlan(m, k, n, panelBytes).hostBytes()
 }
 
@@ -201,8 +201,8 @@ type streamPlan struct {
 }
 
 // newStreamPlan sizes the panels of an m×k by k×n product to panelBytes
-// of A and C (zero: an eighth of both, within [MinPanelBytes,
-// DefaultPanelBytes]), rows a multiple of 64 where more than 64.
+// of A and C (zero: an eighth of both, within [minPanelBytes,
+// defaultPanelBytes]), rows a multiple of 64 where more than 64.
 func newStreamPlan(m, k, n int, panelBytes int64) streamPlan {
 	p := streamPlan{m: m, k: k, n: n, kp: (k + 3) / 4 * 4, np: (n + 3) / 4 * 4}
 	p.cols, p.bpanels, p.kper, p.kpanels = p.np, 1, p.kp, 1
@@ -211,7 +211,7 @@ func newStreamPlan(m, k, n int, panelBytes int64) streamPlan {
 	}
 	row := 4 * int64(p.kp+p.np)
 	if panelBytes <= 0 {
-		panelBytes = min(DefaultPanelBytes, max(MinPanelBytes, row*int64(m)/8))
+		panelBytes = min(defaultPanelBytes, max(minPanelBytes, row*int64(m)/8))
 	}
 	p.rows = int(min(int64(m), max(1, panelBytes/row)))
 	if p.rows > 64 && p.rows < m {
@@ -303,13 +303,13 @@ func (p streamPlan) rowsOf(i int) int { return min(p.rows, p.m-i*p.rows) }
 
 // readB reads B whole into a host matrix with its rows and columns padded
 // to p's multiples of 4 with zeros, in blocks of rows of about
-// DefaultPanelBytes: once ctx is done (Release, say, which waits for the
+// defaultPanelBytes: once ctx is done (Release, say, which waits for the
 // product), it stops between them with ctx's cause.
 func readB(ctx context.Context, b RowReader, p streamPlan, r *StreamResult) (blas32.General, error) {
 	t0 := time.Now()
 	defer func() { r.ReadB = time.Since(t0) }()
 	hb := blas32.General{Rows: p.kp, Cols: p.np, Stride: p.np, Data: make([]float32, p.kp*p.np)}
-	per := int(max(1, DefaultPanelBytes/(4*int64(p.np))))
+	per := int(max(1, defaultPanelBytes/(4*int64(p.np))))
 	for r0 := 0; r0 < p.k; r0 += per {
 		if ctx.Err() != nil {
 			return hb, context.Cause(ctx)

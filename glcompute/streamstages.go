@@ -137,7 +137,7 @@ func (g *streamGPU) multiply(pn *panel) error {
 			for q, aq := range a {
 				var err error
 				if q == 0 {
-					err = cj.MulKernel(g.kernel, aq, g.b[q][j])
+					err = cj.mulKernel(g.kernel, aq, g.b[q][j])
 				} else {
 					err = cj.Gemm(blas.NoTrans, blas.NoTrans, 1, aq, g.b[q][j], 1)
 				}
