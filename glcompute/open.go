@@ -26,9 +26,11 @@ func Open(opts *Options) (*Device, error) {
 	if d.opts.Backend == "" {
 		d.opts.Backend = BackendAuto
 	}
-	if _, err := ParseBackend(string(d.opts.Backend)); err != nil {
+	switch d.opts.Backend {
+	case BackendAuto, BackendGLFW, BackendEGL, BackendGLES:
+	default:
 		d.thread.Stop()
-		return nil, fmt.Errorf("glcompute: %w", err)
+		return nil, fmt.Errorf("glcompute: unknown backend %q: use auto, glfw, egl or gles", d.opts.Backend)
 	}
 	var err error
 	trace.Stage("Open: the device thread started")

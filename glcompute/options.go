@@ -1,7 +1,6 @@
 package glcompute
 
 import (
-	"fmt"
 	"time"
 	"unsafe"
 )
@@ -18,15 +17,6 @@ const (
 	// does not take it.
 	BackendBorrowed Backend = "borrowed"
 )
-
-// ParseBackend returns the backend named s.
-func ParseBackend(s string) (Backend, error) {
-	switch b := Backend(s); b {
-	case BackendAuto, BackendGLFW, BackendEGL, BackendGLES:
-		return b, nil
-	}
-	return "", fmt.Errorf("unknown backend %q: use auto, glfw, egl or gles", s)
-}
 
 // Required OpenGL version, and OpenGL ES version (BackendGLES).
 const (
@@ -70,8 +60,8 @@ type Options struct {
 	// renderer, version) and kernel source: a compile and link on
 	// llvmpipe costs 8 ms with Mesa's own cache warm, a load under 1. A
 	// binary the driver refuses is compiled again and replaced. Zero value
-	// "": no files, every kernel compiled. glmul passes
-	// DefaultProgramCache.
+	// "": no files, every kernel compiled. glmul passes a directory in
+	// the user's cache directory.
 	ProgramCache string
 	// NoPersistentMapping makes host products stage their matrices
 	// through glMapBufferRange per chunk, as on a driver without

@@ -12,17 +12,6 @@ import (
 	"github.com/glmul/glmul/internal/outfile"
 )
 
-// DefaultProgramCache returns the program cache directory in the user's
-// cache directory (os.UserCacheDir: $XDG_CACHE_HOME or ~/.cache on Linux,
-// %LocalAppData% on Windows), "" where there is none.
-func DefaultProgramCache() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(dir, "glmul", "programs")
-}
-
 // programMagic starts a program cache file; the driver's binary format
 // (uint32, little endian) and the binary follow.
 const programMagic = "glmul-program-1\n"

@@ -35,7 +35,7 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.ignoreTuned, "ignore-tuned", false, "use the built-in fast kernel configuration, not the one glmul tune cached")
 	fs.BoolVar(&d.unseen, "unseen", false, "run the GPU as one glmul never saw: the device model chooses the kernels from what OpenGL reports, no tuning cache, no vendor's measured choice (to judge the model)")
 	fs.BoolVar(&d.mapPerChunk, "map-per-chunk", false, "stage matrices with glMapBufferRange per chunk, as on a GL 4.3 driver, not persistent mappings")
-	fs.StringVar(&d.programs, "program-cache", glcompute.DefaultProgramCache(), "keep compiled kernels (the driver's program binaries) in `DIR` for later runs; \"\": compile every kernel")
+	fs.StringVar(&d.programs, "program-cache", defaultProgramCache(), "keep compiled kernels (the driver's program binaries) in `DIR` for later runs; \"\": compile every kernel")
 }
 
 func (d *deviceFlags) check() error {
@@ -47,8 +47,10 @@ func (d *deviceFlags) check() error {
 			return usagef("-device %d: EGL lists %s; glmul -list-devices names them", d.device, report.Plural(len(devs), "device"))
 		}
 	}
-	if _, err := glcompute.ParseBackend(d.backend); err != nil {
-		return usagef("-backend: %v", err)
+	switch glcompute.Backend(d.backend) {
+	case glcompute.BackendAuto, glcompute.BackendGLFW, glcompute.BackendEGL, glcompute.BackendGLES:
+	default:
+		return usagef("-backend: unknown backend %q: use auto, glfw, egl or gles", d.backend)
 	}
 	// A cache that cannot be written costs only compile time and is not
 	// reported (glcompute drops the error); but a path that is not a
@@ -247,4 +249,15 @@ func (r *recordingWriter) Write(p []byte) (int, error) {
 		r.err = err
 	}
 	return n, err
+}
+
+// defaultProgramCache returns the directory -program-cache defaults to, in
+// the user's cache directory (os.UserCacheDir: $XDG_CACHE_HOME or ~/.cache
+// on Linux, %LocalAppData% on Windows), "" where there is none.
+func defaultProgramCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "glmul", "programs")
 }
