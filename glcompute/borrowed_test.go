@@ -341,13 +341,13 @@ func TestMatrixFieldsChecked(t *testing.T) {
 	for name, call := range map[string]func(){
 		"Mul":            func() { zero.Mul(cpu.New(2, 2), cpu.New(2, 2), cpu.New(2, 2), nil) },
 		"NewMatrix":      func() { zero.NewMatrix(2, 2) },
-		"Fits":           func() { zero.Fits("fast") },
+		"Fits":           func() { zero.Tuning().Fits("fast") },
 		"Scope":          func() { zero.Scope(func() error { return nil }) },
-		"PrepareStaging": func() { zero.PrepareStaging() },
+		"PrepareStaging": func() { zero.Tuning().PrepareStaging() },
 		"Release":        func() { zero.Release() },
 		"WrapBuffer":     func() { zero.WrapBuffer(1, 0, 1, 1, 1) },
 		"MulStream":      func() { zero.MulStream(&memWriter{failAfter: -1}, shapeReader{2, 2}, shapeReader{2, 2}, nil) },
-		"KernelFor":      func() { zero.KernelFor(2, 2, 2) },
+		"KernelFor":      func() { zero.Tuning().KernelFor(2, 2, 2) },
 		"Plan":           func() { zero.Plan(2, 2, 2, nil) },
 		"Fence":          func() { zero.Fence() },
 	} {

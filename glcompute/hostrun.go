@@ -96,7 +96,7 @@ func (h *hostProduct) rowsPerBand() int {
 
 // runsWhole reports whether a pass of the product runs it whole (run),
 // where a split, stream-K or bands of the transpose apply: under Measure
-// (Stages.Run), or a pipelined pass in one step (rowsPerBand); else its
+// (stages.Run), or a pipelined pass in one step (rowsPerBand); else its
 // only pass runs in bands of C, unsplit.
 func (h *hostProduct) runsWhole() bool {
 	return h.o.Measure != nil || h.rowsPerBand() >= h.m
@@ -289,7 +289,7 @@ func (h *hostProduct) runBands() {
 }
 
 // progress calls onDispatch as the dispatches of a run complete, through
-// a fence after each (Stages.Run).
+// a fence after each (stages.Run).
 type progress struct {
 	onDispatch func()
 	pending    []glw.Fence

@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/blas/blas32"
 
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/conformance"
 	"github.com/glmul/glmul/validate"
 )
@@ -116,7 +117,7 @@ func TestTransposeBands(t *testing.T) {
 				conformance.Run(t, []conformance.Shape{c.shape}, func(cm, a, b blas32.General) error {
 					var dispatches, reported int
 					panels := false
-					o := MulOptions{Kernel: spec, SplitK: 1, Measure: func(s *Stages) error {
+					o := MulOptions{Kernel: spec, SplitK: 1, Measure: func(s tuning.Stages) error {
 						if _, _, err := s.Upload(); err != nil {
 							return err
 						}
@@ -124,7 +125,7 @@ func TestTransposeBands(t *testing.T) {
 							return nil // validated as the pass's C below
 						}
 						dispatches = s.Dispatches()
-						h := s.h
+						h := s.(*stages).h
 						for i := 0; i < 2; i++ {
 							// A's transpose and C NaN before each run: a band's
 							// kernel that reads its transpose before it is

@@ -327,42 +327,6 @@ func (d *Device) detachTextures() {
 	d.texBound = false
 }
 
-// ProgramBinary compiles the kernel that spec names (see MulOptions.Kernel)
-// and returns the driver's program binary, for reading what the compiler
-// made of it (NVIDIA's contains the assembly as text). Safe from any
-// goroutine.
-func (d *Device) ProgramBinary(spec string) ([]byte, error) {
-	d.mustBeOpen()
-	if spec == "" || spec == "fast" {
-		spec = d.DefaultKernel()
-	}
-	var data []byte
-	var err error
-	d.call(func() {
-		var p *program
-		if p, err = d.program(spec); err != nil {
-			return
-		}
-		_, data = p.prog.Binary()
-		if data == nil {
-			err = fmt.Errorf("%w: the driver returns no program binary for %s", ErrUnsupported, spec)
-		}
-	})
-	return data, err
-}
-
-// DefaultKernel is the kernel spec Mul uses when MulOptions.Kernel is ""
-// or "fast", for products large enough: see Info.DefaultKernel.
-func (d *Device) DefaultKernel() string { return d.info.DefaultKernel }
-
-// KernelFor returns the kernel spec Mul runs for an m×k by k×n product
-// when MulOptions.Kernel is "" or "fast" (see kernelFor). Safe from any
-// goroutine.
-func (d *Device) KernelFor(m, k, n int) string {
-	d.mustBeOpen()
-	return d.kernelFor(m, k, n)
-}
-
 // hostKernels are the kernels of one host product, chosen once, before
 // it is planned: the kernel (kern), its stand-in reading A as it is where
 // it reads A transposed (natural: kern itself otherwise), and the
@@ -427,7 +391,7 @@ func (d *Device) kernelFor(m, kDim, n int) string {
 		return spec
 	}
 	if n <= tuning.ThinNMax {
-		if spec := tuning.ThinN(d.tuningDriver()); spec != "" && d.Fits(spec) == nil {
+		if spec := tuning.ThinN(d.tuningDriver()); spec != "" && d.fitsSpec(spec) == nil {
 			return spec
 		}
 	}
@@ -479,52 +443,6 @@ func (d *Device) slots(kern shaders.Kernel) int {
 		return d.info.SMCount
 	}
 	return 0
-}
-
-// CheckKernel reports whether spec names a kernel (see MulOptions.Kernel),
-// without a device: for checking a command line before opening one.
-func CheckKernel(spec string) error {
-	if _, err := shaders.Lookup(spec); err != nil {
-		return fmt.Errorf("glcompute: %w", err)
-	}
-	return nil
-}
-
-// Candidates returns the kernel configurations glmul tune sweeps on d: the
-// cpu family's on Mesa llvmpipe (OpenGL on the CPU) where the context can
-// run it, else the fast family's (FastCandidates). Safe from any goroutine.
-func (d *Device) Candidates() []string {
-	d.mustBeOpen()
-	if !tuning.OnCPU(d.tuningDriver()) || d.Fits("cpu") != nil {
-		return FastCandidates()
-	}
-	var out []string
-	for _, c := range shaders.CPUCandidates() {
-		out = append(out, "cpu:"+c.String())
-	}
-	return out
-}
-
-// FastCandidates returns the specs of every configuration of the fast
-// kernel that glmul tune tries ("fast:128x128x8_8x8", ...).
-func FastCandidates() []string {
-	var out []string
-	for _, c := range shaders.FastCandidates() {
-		out = append(out, "fast:"+c.String())
-	}
-	return out
-}
-
-// Fits reports whether the kernel spec names can run on d: an error
-// matching ErrUnsupported says why not (shared memory, invocations). Safe
-// from any goroutine.
-func (d *Device) Fits(spec string) error {
-	d.mustBeOpen()
-	k, err := shaders.Lookup(spec)
-	if err != nil {
-		return fmt.Errorf("glcompute: %w", err)
-	}
-	return d.fits(k)
 }
 
 // tuningDriver is the driver as the shape rules see it: none, as for an

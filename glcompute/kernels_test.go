@@ -36,17 +36,17 @@ func TestMisspeltUniformPanics(t *testing.T) {
 }
 
 func TestKernelChoiceAPI(t *testing.T) {
-	if err := CheckKernel("fast:128x128x8_8x8"); err != nil {
+	if err := tuning.CheckKernel("fast:128x128x8_8x8"); err != nil {
 		t.Error(err)
 	}
-	if err := CheckKernel("fastest"); err == nil {
-		t.Error("CheckKernel(fastest): no error")
+	if err := tuning.CheckKernel("fastest"); err == nil {
+		t.Error("tuning.CheckKernel(fastest): no error")
 	}
-	if len(FastCandidates()) < 10 {
-		t.Errorf("%d fast candidates", len(FastCandidates()))
+	if len(tuning.FastCandidates()) < 10 {
+		t.Errorf("%d fast candidates", len(tuning.FastCandidates()))
 	}
 	d := openDevice(t, BackendEGL)
-	if err := d.Fits(d.DefaultKernel()); err != nil {
+	if err := d.Tuning().Fits(d.Info().DefaultKernel); err != nil {
 		t.Errorf("the default kernel does not fit: %v", err)
 	}
 	huge := "fast:256x256x32_16x16" // 2·256·32·4 bytes of shared memory at least
@@ -54,7 +54,7 @@ func TestKernelChoiceAPI(t *testing.T) {
 	if err != nil || k.SharedBytes <= d.Info().MaxSharedMemory {
 		t.Fatalf("%s should parse and need more shared memory than %d bytes: %v, %d", huge, d.Info().MaxSharedMemory, err, k.SharedBytes)
 	}
-	if err := d.Fits(huge); !errors.Is(err, ErrUnsupported) {
+	if err := d.Tuning().Fits(huge); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("Fits(%s) = %v, want ErrUnsupported", huge, err)
 	}
 }

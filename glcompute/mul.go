@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/glmul/glmul/glcompute/internal/dispatch"
+	"github.com/glmul/glmul/glcompute/tuning"
 )
 
 // DefaultMaxGroups is the paper's cap on work groups per dispatch and axis
@@ -61,14 +62,14 @@ type MulOptions struct {
 	MaxBinding, MaxGPUMemory int64
 	// Measure, if set, is called once the product is planned and its GPU
 	// buffers are allocated, before the pipelined pass that gives C: it
-	// may run the product's stages one at a time through Stages (upload,
-	// whole runs, readback) to time them; whatever it leaves in the
+	// may run the product's stages one at a time (upload, whole runs,
+	// readback) to time them; whatever it leaves in the
 	// buffers, the pass then computes C afresh. It runs on the device's
 	// thread and must not call the Device. An error it returns ends Mul
 	// with that error. glmul's measurements (warm-up, repetitions, the GL
 	// timer) are made so, outside the library. Zero value: the product
 	// runs once, pipelined.
-	Measure func(*Stages) error
+	Measure func(tuning.Stages) error
 }
 
 // check panics on a negative field.
@@ -317,7 +318,7 @@ func (d *Device) checkMaxGroups(groups int) error {
 
 // mul runs on the device thread: a hostProduct, offered to the Measure
 // hook stage by stage, then pipelined. idle is how long the device had
-// no work before this Mul (Stages.Idle).
+// no work before this Mul (stages.Idle).
 func (d *Device) mul(c, a, b blas32.General, hp *hostPlan, idle time.Duration) (t Timings, err error) {
 	d.clearErrors()
 	o := &hp.o
@@ -346,7 +347,7 @@ func (d *Device) mul(c, a, b blas32.General, hp *hostPlan, idle time.Duration) (
 	}
 	defer d.unbindAll()
 	if o.Measure != nil {
-		if err := o.Measure(&Stages{h: h, c: c, a: a, b: b, idle: idle}); err != nil {
+		if err := o.Measure(&stages{h: h, c: c, a: a, b: b, idle: idle}); err != nil {
 			return t, err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"gonum.org/v1/gonum/blas/blas64"
 
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -133,7 +134,7 @@ func TestMul64Refusals(t *testing.T) {
 	a, b := randomFloat64(40, 30, 30, rng), randomFloat64(30, 20, 20, rng)
 	c := randomFloat64(40, 20, 20, rng)
 	c0 := append([]float64(nil), c.Data...)
-	for _, o := range []MulOptions{{SplitK: 2}, {Measure: func(*Stages) error { return nil }}} {
+	for _, o := range []MulOptions{{SplitK: 2}, {Measure: func(tuning.Stages) error { return nil }}} {
 		if _, err := d.Mul64(c, a, b, &o); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("SplitK %d, Measure %v: %v, want ErrUnsupported", o.SplitK, o.Measure != nil, err)
 		}

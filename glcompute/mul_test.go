@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/conformance"
 	"github.com/glmul/glmul/shaders"
 	"github.com/glmul/glmul/validate"
@@ -253,7 +254,7 @@ func TestConformanceEveryCandidate(t *testing.T) {
 func TestConformanceOddRows(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	for _, spec := range []string{"fast:64x192x8_4x4_db", "fast:32x160x8_4x4"} {
-		if d.Fits(spec) != nil {
+		if d.Tuning().Fits(spec) != nil {
 			continue
 		}
 		t.Run(spec, func(t *testing.T) {
@@ -417,8 +418,8 @@ func TestStagingPaths(t *testing.T) {
 				noGL(t, err.Error())
 			}
 			defer d.Release()
-			d.PrepareStaging()
-			if got := d.Staging(); strings.Contains(got, "persistent") == mapOnce {
+			d.Tuning().PrepareStaging()
+			if got := d.Tuning().Staging(); strings.Contains(got, "persistent") == mapOnce {
 				t.Fatalf("Staging() = %q with NoPersistentMapping %v", got, mapOnce)
 			}
 			conformance.Run(t, nil, func(c, a, b blas32.General) error {
@@ -567,8 +568,8 @@ func TestTimerPlausible(t *testing.T) {
 		{[]time.Duration{12e3, 12e3, 12e3, 12e3, 12e3, 12e3, 12e3, 12e3, 12e3, 12e3},
 			[]time.Duration{60e3, 60e3, 60e3, 2e6, 60e3, 60e3, 60e3, 60e3, 60e3, 60e3}, true},
 	} {
-		if got := timerPlausible(c.gpu, c.wall); got != c.want {
-			t.Errorf("timerPlausible(%v, %v) = %v, want %v", c.gpu, c.wall, got, c.want)
+		if got := tuning.TimerPlausible(c.gpu, c.wall); got != c.want {
+			t.Errorf("tuning.TimerPlausible(%v, %v) = %v, want %v", c.gpu, c.wall, got, c.want)
 		}
 	}
 }
@@ -582,7 +583,7 @@ func TestMulStopsWhenCancelled(t *testing.T) {
 	cancel()
 	rng := rand.New(rand.NewPCG(9, 9))
 	a, b := cpu.Random(70, 70, rng), cpu.Random(70, 70, rng)
-	for _, o := range []*MulOptions{{Context: ctx, Measure: func(*Stages) error { return nil }}, {Context: ctx}, {Kernel: "fast:64x64x8_8x4", MaxBinding: 24 << 10, Context: ctx}} {
+	for _, o := range []*MulOptions{{Context: ctx, Measure: func(tuning.Stages) error { return nil }}, {Context: ctx}, {Kernel: "fast:64x64x8_8x4", MaxBinding: 24 << 10, Context: ctx}} {
 		start := time.Now()
 		if _, err := d.Mul(cpu.New(70, 70), a, b, o); !errors.Is(err, context.Canceled) {
 			t.Errorf("%+v: err = %v, want context.Canceled", o, err)

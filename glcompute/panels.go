@@ -157,7 +157,7 @@ func (d *Device) mulPanels(c, a, b blas32.General, hp *hostPlan, idle time.Durat
 		return t, err
 	}
 	if o.Measure != nil {
-		if err := o.Measure(&Stages{pp: pp, idle: idle}); err != nil {
+		if err := o.Measure(&stages{pp: pp, idle: idle}); err != nil {
 			return t, err
 		}
 	}
@@ -325,7 +325,7 @@ func (pp *panelProduct) planSplit() error {
 	return err
 }
 
-// runFirst runs the first panel's product and waits for it (Stages.Run
+// runFirst runs the first panel's product and waits for it (stages.Run
 // of a product in panels): the inputs are whatever the buffers hold.
 func (pp *panelProduct) runFirst() error {
 	pl := pp.plan

@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/tuning"
 )
 
 // A pipelined product runs as steps, one block of C each: while the GPU
@@ -258,10 +259,10 @@ func (pl *pipeline) computeTime(queries [][2]glw.Query, calls []time.Duration) (
 			spans[i] = [2]uint64{q[0].Nanoseconds(), q[1].Nanoseconds()}
 			gpu[i] = time.Duration(spans[i][1] - spans[i][0])
 			if spans[i][1] < spans[i][0] {
-				gpu[i] = 0 // a timer that ran backwards is no timer (timerPlausible refuses it)
+				gpu[i] = 0 // a timer that ran backwards is no timer (tuning.TimerPlausible refuses it)
 			}
 		}
-		if timerPlausible(gpu, calls) {
+		if tuning.TimerPlausible(gpu, calls) {
 			return mergedSpan(spans), true
 		}
 	}
@@ -347,41 +348,6 @@ func (pl *pipeline) startDownload(s *pipeStep) (func() error, error) {
 	}
 	return pd.finish, nil
 }
-
-// timerPlausible reports whether GL_TIME_ELAPSED results look real. Mesa's
-// llvmpipe (22.x) runs compute on the CPU outside its timer and reports
-// about zero; a real timer gives a positive time for every run and, at
-// the median, a sizeable share of the wall-clock time (which adds only
-// CPU overhead),
-// and at least minGPUTime a run: no dispatch finishes faster, so a smaller
-// reading is no timer, whatever the wall clock says (under Wine the Go
-// clock advances in steps of about a millisecond and read 0 for runs that
-// llvmpipe's timer put at 56 ns: 9362 GFLOPS reported on a 2-core CPU).
-//
-// Over several runs the medians are compared, so that a run whose wall
-// time holds a stall of the host (a 12 µs product's 60 µs wall clock once
-// at 2 ms) does not discard a real timer: on the H100, judging each run
-// alone sent one 128³ process in three to the wall clock, which reported
-// 150 GFLOPS for the timer's 330.
-func timerPlausible(gpu, wall []time.Duration) bool {
-	if len(gpu) == 0 || slices.Min(gpu) < minGPUTime {
-		return false
-	}
-	return median(gpu)*20 >= median(wall)
-}
-
-// median returns the median of ts (the upper one of an even count).
-func median(ts []time.Duration) time.Duration {
-	s := slices.Clone(ts)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-// TimerPlausible reports whether the GL timer's readings gpu of runs that
-// took wall by the wall clock (Stages.Run) are real times: each at least
-// a microsecond, and their median at least a twentieth of the wall
-// clock's (which adds only the host's overhead).
-func TimerPlausible(gpu, wall []time.Duration) bool { return timerPlausible(gpu, wall) }
 
 // minGPUTime is the least time a GL timer may give a run of dispatches:
 // launching one takes microseconds on any GPU.

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/conformance"
 )
 
@@ -38,7 +39,7 @@ func TestPipelined(t *testing.T) {
 			noGL(t, err.Error())
 		}
 		defer d.Release()
-		for _, o := range []MulOptions{{Kernel: kern, Measure: func(*Stages) error { return nil }}, {Kernel: kern}, {Kernel: "tiled32"}, {Kernel: kern, SplitK: 3, Measure: func(*Stages) error { return nil }}} {
+		for _, o := range []MulOptions{{Kernel: kern, Measure: func(tuning.Stages) error { return nil }}, {Kernel: kern}, {Kernel: "tiled32"}, {Kernel: kern, SplitK: 3, Measure: func(tuning.Stages) error { return nil }}} {
 			t.Run(fmt.Sprintf("persistent=%v/%s/measure=%v/split=%d", persistent, o.Kernel, o.Measure != nil, o.SplitK), func(t *testing.T) {
 				conformance.Run(t, shapes, func(c, a, b blas32.General) error {
 					want := steps[a.Rows]
@@ -152,7 +153,7 @@ func TestBandRows(t *testing.T) {
 func TestWaveSplitBands(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	const kern = "fast:128x256x8_8x8_db"
-	if d.Info().SMCount == 0 || d.Fits(kern) != nil {
+	if d.Info().SMCount == 0 || d.Tuning().Fits(kern) != nil {
 		t.Skipf("%s reports no multiprocessor count (or lacks the shared memory for %s)", d.Info().Renderer, kern)
 	}
 	// Rows of tiles enough for a wave and 10% more: 132 SMs take 18 rows
@@ -260,7 +261,7 @@ func TestMergedSpan(t *testing.T) {
 func TestStreamed(t *testing.T) {
 	const kern = "fast:64x64x8_8x4_db_at"
 	d := openDevice(t, BackendEGL)
-	if d.Fits(kern) != nil {
+	if d.Tuning().Fits(kern) != nil {
 		t.Skipf("%s does not fit %s", kern, d.Info().Renderer)
 	}
 	small := []conformance.Shape{{M: 4*64 + 37, K: 301, N: 203}, {M: 9 * 64, K: 64, N: 128}, {M: 257, K: 5, N: 66}}

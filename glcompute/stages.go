@@ -8,15 +8,15 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/glw"
 )
 
-// Stages hands a MulOptions.Measure hook the stages of one Mul, on the
+// stages hands a MulOptions.Measure hook the stages of one Mul, on the
 // product's own plan, kernel and GPU buffers, one at a time: the upload
 // of A and B, whole runs of the product, the readback of C. What to run,
 // how often and what to make of the times (warm-up, repetitions, whether
 // the GL timer is believable) is the hook's: glmul's reports measure so,
 // in cmd/glmul/internal/measure.
 //
-// A Stages is valid only during the hook's call, on the device's thread.
-type Stages struct {
+// A stages is valid only during the hook's call, on the device's thread.
+type stages struct {
 	h       *hostProduct  // a product in one piece
 	pp      *panelProduct // or one in panels
 	c, a, b blas32.General
@@ -26,18 +26,18 @@ type Stages struct {
 // Idle is how long the device had had no work (no Mul, since its creation
 // or the last one's end) when this Mul began: a GPU idle for long enough
 // lowers its clocks, and a measurement may first want to raise them.
-func (s *Stages) Idle() time.Duration { return s.idle }
+func (s *stages) Idle() time.Duration { return s.idle }
 
 // Panels reports whether the product runs in panels (Timings.Panels). Its
 // stages then cannot be run alone: Upload and ReadBack do nothing and
 // return zero, and Run runs the first panel's product on whatever its
 // buffers hold (enough to warm the GPU up).
-func (s *Stages) Panels() bool { return s.pp != nil }
+func (s *stages) Panels() bool { return s.pp != nil }
 
 // Dispatches is the number of compute dispatches of one Run: the
 // progress reports (onDispatch) it makes. A stream-K product's dispatches
 // report once, together.
-func (s *Stages) Dispatches() int {
+func (s *stages) Dispatches() int {
 	switch {
 	case s.pp != nil:
 		return 0 // counted as they are queued
@@ -54,7 +54,7 @@ func (s *Stages) Dispatches() int {
 // GPU, and returns how long that took and the bytes uploaded. The first
 // upload into new buffers costs the driver more than later ones (NVIDIA
 // 580: about 50 ms for 64 MiB).
-func (s *Stages) Upload() (time.Duration, int64, error) {
+func (s *stages) Upload() (time.Duration, int64, error) {
 	if s.pp != nil {
 		return 0, 0, nil
 	}
@@ -65,7 +65,7 @@ func (s *Stages) Upload() (time.Duration, int64, error) {
 
 // TimerUsable reports whether Run can time with the GL timer: the driver
 // has one, and no query of the host's (a borrowed context) is running.
-func (s *Stages) TimerUsable() bool {
+func (s *stages) TimerUsable() bool {
 	d := s.device()
 	return d.info.TimerBits > 0 && !glw.TimerBusy()
 }
@@ -79,7 +79,7 @@ func (s *Stages) TimerUsable() bool {
 // runs (TimerPlausible): one run's wall time may hold a stall of the host.
 // onDispatch, if set, is called as each of the Dispatches completes (a
 // fence and a flush after each, which costs some time).
-func (s *Stages) Run(timer bool, onDispatch func()) (wall, gpu time.Duration, err error) {
+func (s *stages) Run(timer bool, onDispatch func()) (wall, gpu time.Duration, err error) {
 	if s.pp != nil {
 		start := time.Now()
 		err := s.pp.runFirst()
@@ -116,7 +116,7 @@ func (s *Stages) Run(timer bool, onDispatch func()) (wall, gpu time.Duration, er
 
 // ReadBack copies C into host memory, where Mul's C is, and returns how
 // long that took and the bytes read back.
-func (s *Stages) ReadBack() (time.Duration, int64, error) {
+func (s *stages) ReadBack() (time.Duration, int64, error) {
 	if s.pp != nil {
 		return 0, 0, nil
 	}
@@ -124,7 +124,7 @@ func (s *Stages) ReadBack() (time.Duration, int64, error) {
 	return d, int64(4 * s.h.m * s.h.ldc), err
 }
 
-func (s *Stages) device() *Device {
+func (s *stages) device() *Device {
 	if s.pp != nil {
 		return s.pp.d
 	}

@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/blas/blas32"
 
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/conformance"
 )
 
@@ -20,7 +21,7 @@ import (
 // reduction, A's transpose) where a plain Mul checks the pipelined bands.
 func stagedMul(d *Device, c, a, b blas32.General, o MulOptions, reps int) (Timings, error) {
 	var runs []float32
-	o.Measure = func(s *Stages) error {
+	o.Measure = func(s tuning.Stages) error {
 		if _, _, err := s.Upload(); err != nil {
 			return err
 		}
@@ -79,7 +80,7 @@ func TestStages(t *testing.T) {
 	// (a stage of this product takes less).
 	timed := func(d time.Duration) bool { return d > 0 || d == 0 && runtime.GOOS == "windows" }
 	var log []string
-	hook := func(s *Stages) error {
+	hook := func(s tuning.Stages) error {
 		up, upBytes, err := s.Upload()
 		log = append(log, fmt.Sprintf("upload %d bytes", upBytes))
 		if err != nil || !timed(up) {

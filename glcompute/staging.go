@@ -98,19 +98,6 @@ func (d *Device) bufferStorage() glw.Storage {
 	return glw.StorageNone
 }
 
-// Staging reports how host matrices reach the GPU: "persistent mapping"
-// or "glMapBufferRange per chunk", and the staging buffer size. Safe from
-// any goroutine.
-func (d *Device) Staging() string {
-	var s *stager
-	d.call(func() { s = d.stage() })
-	how := "glMapBufferRange per chunk"
-	if s.persistent {
-		how = "persistent mapping"
-	}
-	return fmt.Sprintf("%s, 2×2 staging buffers of up to %s, %d copy goroutines", how, formatBytes(float64(s.bytes)), s.workers)
-}
-
 // slot returns staging buffer i of one direction holding at least need
 // bytes, after the GPU's last copy through it: polled first, waited for
 // only if it is still to come. Buffers are made on first use as large as
@@ -162,26 +149,6 @@ func (s *stager) prepare() {
 		s.slot(&s.up, i, true, s.bytes)
 		s.slot(&s.down, i, false, s.bytes)
 	}
-}
-
-// PrepareStaging makes the staging buffers that carry host matrices to
-// and from the GPU (allocating and pinning host-visible memory costs tens
-// of milliseconds on NVIDIA) without waiting: on an owned Device it runs
-// on the device thread while the caller goes on, say, making the inputs;
-// Mul then finds them ready. Without it the first host product makes them,
-// sized to its matrices. Borrowed: it runs at once, on the host's thread.
-func (d *Device) PrepareStaging() {
-	d.mustBeOpen()
-	if d.borrowed {
-		d.call(func() { d.stage().prepare() })
-		return
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.released {
-		panic("glcompute: use of a released Device")
-	}
-	d.thread.Go(func() { d.stage().prepare() }) // the thread is idle: no call holds d.mu
 }
 
 // chunking is how rows of stride floats travel through the staging

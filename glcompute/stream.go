@@ -162,7 +162,7 @@ func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (Strea
 		err = zeroStream(ctx, c, p, o.Progress, &r)
 	} else {
 		if o.Kernel == "" || o.Kernel == "fast" {
-			r.Kernel = d.KernelFor(p.rows, p.kper, p.cols)
+			r.Kernel = d.kernelFor(p.rows, p.kper, p.cols)
 		}
 		err = runStream(ctx, d, p, a, b, c, o, &r)
 	}

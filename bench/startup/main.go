@@ -74,8 +74,8 @@ func measure(mainAt time.Time, n int, backend glcompute.Backend) ([]stage, error
 		return nil, err
 	}
 	mark("glcompute.Open")
-	spec := d.KernelFor(n, n, n)
-	if _, err := d.ProgramBinary(spec); err != nil {
+	spec := d.Tuning().KernelFor(n, n, n)
+	if _, err := d.Tuning().ProgramBinary(spec); err != nil {
 		return nil, err
 	}
 	mark("first compile (" + spec + ")")

@@ -16,6 +16,7 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/validate"
 )
 
@@ -149,7 +150,7 @@ func parseKernels(flag, list string) ([]string, error) {
 	var kernels []string
 	for _, k := range strings.Split(list, ",") {
 		k = strings.TrimSpace(k)
-		if err := glcompute.CheckKernel(k); err != nil {
+		if err := tuning.CheckKernel(k); err != nil {
 			return nil, usagef("%s: %v", flag, err)
 		}
 		kernels = append(kernels, k)

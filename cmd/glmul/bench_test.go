@@ -204,8 +204,8 @@ func TestTuneShowFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := ""
-	for _, c := range d.Candidates() {
-		if c != info.DefaultKernel && d.Fits(c) == nil {
+	for _, c := range d.Tuning().Candidates() {
+		if c != info.DefaultKernel && d.Tuning().Fits(c) == nil {
 			spec = c
 			break
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/outfile"
 )
 
@@ -126,7 +127,7 @@ func listDevices(format report.Format, stdout io.Writer) error {
 // target is replaced), and says so on stdout (in format) unless the
 // binary went there.
 func dumpProgram(o *options, format report.Format, stdout io.Writer) error {
-	if err := glcompute.CheckKernel(o.kernel); err != nil {
+	if err := tuning.CheckKernel(o.kernel); err != nil {
 		return usagef("-kernel: %v", err)
 	}
 	if err := o.dev.check(); err != nil {
@@ -140,7 +141,7 @@ func dumpProgram(o *options, format report.Format, stdout io.Writer) error {
 		return err
 	}
 	defer dev.Release()
-	data, err := dev.ProgramBinary(o.kernel)
+	data, err := dev.Tuning().ProgramBinary(o.kernel)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/shaders"
 	"github.com/glmul/glmul/validate"
 )
@@ -81,7 +82,7 @@ func (o *options) checkTypeAndKernel() error {
 		return err
 	}
 	if o.typ == typeF32 {
-		if err := glcompute.CheckKernel(o.kernel); err != nil {
+		if err := tuning.CheckKernel(o.kernel); err != nil {
 			return usagef("-kernel: %v", err)
 		}
 		return nil

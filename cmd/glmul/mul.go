@@ -17,6 +17,7 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/outfile"
 	"github.com/glmul/glmul/validate"
 )
@@ -98,7 +99,7 @@ func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 		if f.kernel, err = kernel64("mul: -kernel", f.kernel); err != nil {
 			return nil, err
 		}
-	} else if err := glcompute.CheckKernel(f.kernel); err != nil {
+	} else if err := tuning.CheckKernel(f.kernel); err != nil {
 		return nil, usagef("mul: -kernel: %v", err)
 	}
 	if f.mode, err = validate.ParseMode(*mode); err != nil {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -21,7 +21,7 @@ func TestREADMECountsCandidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	readme := strings.Join(strings.Fields(string(b)), " ") // lines joined
-	fast := glcompute.FastCandidates()
+	fast := tuning.FastCandidates()
 	transposed := 0
 	for _, s := range fast {
 		if strings.Contains(s, "_at") {

@@ -479,7 +479,7 @@ func prepareDevice(o *options, dev *glcompute.Device) error {
 		return err
 	}
 	if 4*(o.m*o.k+o.k*o.nCols) >= glcompute.DefaultStagingBytes {
-		dev.PrepareStaging() // while the inputs are made
+		dev.Tuning().PrepareStaging() // while the inputs are made
 	}
 	return nil
 }
@@ -538,7 +538,7 @@ func runProduct(ctx context.Context, o *options, dev *glcompute.Device, mo measu
 // stdout in the format o asks for; a failed validation is then said on
 // stderr, as an error already reported.
 func writeProduct(o *options, dev *glcompute.Device, r measure.Result, stdout, stderr io.Writer) error {
-	staging := dev.Staging()
+	staging := dev.Tuning().Staging()
 	switch {
 	case o.mapped:
 		staging = "A, B and C in mapped host memory (glcompute.HostMatrix), copied by the GPU"

@@ -151,7 +151,7 @@ glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, h
 	}
 	for _, s := range strings.Split(*only, ",") {
 		s = strings.TrimSpace(s)
-		if !strings.HasPrefix(s, "fast:") && !strings.HasPrefix(s, "cpu:") || glcompute.CheckKernel(s) != nil {
+		if !strings.HasPrefix(s, "fast:") && !strings.HasPrefix(s, "cpu:") || tuning.CheckKernel(s) != nil {
 			return nil, usagef("tune: -candidates: %q is not a fast or cpu kernel configuration (e.g. fast:128x128x8_8x8, cpu:8x8_8x8)", s)
 		}
 		f.specs = append(f.specs, s)
@@ -231,7 +231,7 @@ func (f *tuneFlags) preflight(path string) error {
 // memory.
 func (f *tuneFlags) settle(d *glcompute.Device, stderr io.Writer) error {
 	if f.specs == nil {
-		f.specs = d.Candidates()
+		f.specs = d.Tuning().Candidates()
 	}
 	if !f.nSet && strings.Contains(d.Info().Renderer, "llvmpipe") {
 		f.n = llvmpipeTuneN
@@ -410,7 +410,7 @@ func (f *tuneFlags) classResults(d *glcompute.Device, path string) ([]classResul
 	var results []classResult
 	for _, c := range f.classes {
 		r := classResult{Class: c, shapes: c.Shapes(f.n), n: f.n}
-		if e, ok := cache.LookupClass(drv, c); ok && d.Fits(e.Kernel) == nil {
+		if e, ok := cache.LookupClass(drv, c); ok && d.Tuning().Fits(e.Kernel) == nil {
 			r.cached = e.Kernel
 		}
 		for _, s := range r.shapes {
@@ -449,7 +449,7 @@ func (f *tuneFlags) sweep(ctx context.Context, d *glcompute.Device, r *classResu
 			c.Error = err.Error()
 			return c
 		}
-		if err := d.Fits(spec); spec != builtinChoice && err != nil {
+		if err := d.Tuning().Fits(spec); spec != builtinChoice && err != nil {
 			c.Error = err.Error()
 			return c
 		}

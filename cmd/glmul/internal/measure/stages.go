@@ -135,7 +135,7 @@ func newStages(o Options, info glcompute.Info) *stages {
 }
 
 // run is the Measure hook.
-func (st *stages) run(s *glcompute.Stages) error {
+func (st *stages) run(s tuning.Stages) error {
 	if s.Panels() { // only a warm-up: the pass is the measurement
 		return st.warmUp(s)
 	}
@@ -181,7 +181,7 @@ func (st *stages) run(s *glcompute.Stages) error {
 // use of new device memory costs the driver tens of milliseconds that the
 // second does not: a warm transfer is what a steady stream of products
 // sees, as warm compute is).
-func (st *stages) transfers(s *glcompute.Stages) error {
+func (st *stages) transfers(s tuning.Stages) error {
 	var err error
 	if st.t.Upload, st.t.UploadBytes, err = s.Upload(); err != nil || st.o.Warmup == 0 {
 		return err
@@ -200,7 +200,7 @@ func (st *stages) transfers(s *glcompute.Stages) error {
 // 110 (up to 230, where 0.27 ms runs on a shared machine kept missing
 // the 2% agreement), and the median fell to 62 ms without it (paired
 // runs, docs/PERFORMANCE.md).
-func (st *stages) warmUp(s *glcompute.Stages) error {
+func (st *stages) warmUp(s tuning.Stages) error {
 	if st.o.Warmup == 0 {
 		return nil
 	}
@@ -290,9 +290,9 @@ func steady(ts []time.Duration) bool {
 }
 
 // timeRuns times the Reps products by the wall clock after glFinish and,
-// where the runs' GL timer readings are real (glcompute.TimerPlausible,
+// where the runs' GL timer readings are real (tuning.TimerPlausible,
 // judged over all the runs), by the GL timer.
-func (st *stages) timeRuns(s *glcompute.Stages) error {
+func (st *stages) timeRuns(s tuning.Stages) error {
 	reps := max(1, st.o.Reps)
 	gpu := make([]time.Duration, 0, min(reps, 1024))
 	timed := s.TimerUsable()
@@ -311,7 +311,7 @@ func (st *stages) timeRuns(s *glcompute.Stages) error {
 		timed = timed && g > 0
 		gpu = append(gpu, g)
 	}
-	if timed && glcompute.TimerPlausible(gpu, st.t.Compute[len(st.t.Compute)-len(gpu):]) {
+	if timed && tuning.TimerPlausible(gpu, st.t.Compute[len(st.t.Compute)-len(gpu):]) {
 		st.t.GPU = gpu
 	}
 	return nil
