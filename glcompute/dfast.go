@@ -35,8 +35,10 @@ func (d *Device) checkFloat64() error {
 
 // errFloat64Refused is why a driver that offers float64 is refused it:
 // Mesa's zink (over lavapipe, Mesa 22.3) gave every element of a dfast
-// product wrong after a product of the same K and a narrower N, with A
-// and B right in their buffers (docs/DRIVERS.md, "zink and float64").
+// product wrong after a product of the same K and a narrower N: after a
+// switch of compute programs (fill.comp's poison, then dfast) it can run
+// a variant of dfast with older uniforms inlined, zink's fault
+// (TestZinkInlinedUniforms; docs/DRIVERS.md, "zink and float64").
 var errFloat64Refused = errors.New("float64 products came out wrong on Mesa's zink (docs/DRIVERS.md, \"zink and float64\"), so glmul runs none there; use llvmpipe or a GPU's own driver")
 
 // float64Support returns nil where the device runs float64 kernels, else
