@@ -118,10 +118,9 @@ func TestFileLength(t *testing.T) {
 	wantViolations(t, vs,
 		"internal/a/noeol.go:1: file has 601 lines, over 600: split it by concern",
 		"internal/a/over.go:1: file has 601 lines, over 600: split it by concern",
-		"internal/a/over_test.go:1: file has 700 lines, over 600: split it by concern",
 		"scripts/outside/layered.go:1: file has 601 lines, over 600: split it by concern",
 	)
-	if st.longestFile != (extent{lines: 700, path: "internal/a/over_test.go"}) {
+	if st.longestFile.lines != 601 {
 		t.Errorf("longest file: %+v", st.longestFile)
 	}
 }
