@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"unsafe"
 
 	"gonum.org/v1/gonum/blas/blas64"
@@ -24,7 +23,7 @@ func (d *Device) checkFloat64() error {
 	if d.info.ES {
 		return fmt.Errorf("%w: OpenGL ES shaders have no float64 (double); float64 kernels need desktop OpenGL 4.0 or GL_ARB_gpu_shader_fp64", ErrUnsupported)
 	}
-	if strings.Contains(d.info.Renderer, "zink") {
+	if d.zinkFault() {
 		return fmt.Errorf("%w: %w", ErrUnsupported, errFloat64Refused)
 	}
 	if d.info.Major >= 4 || glw.HasExtension("GL_ARB_gpu_shader_fp64") {
@@ -34,12 +33,10 @@ func (d *Device) checkFloat64() error {
 }
 
 // errFloat64Refused is why a driver that offers float64 is refused it:
-// Mesa's zink (over lavapipe, Mesa 22.3) gave every element of a dfast
-// product wrong after a product of the same K and a narrower N: after a
-// switch of compute programs (fill.comp's poison, then dfast) it can run
-// a variant of dfast with older uniforms inlined, zink's fault
-// (TestZinkInlinedUniforms; docs/DRIVERS.md, "zink and float64").
-var errFloat64Refused = errors.New("float64 products came out wrong on Mesa's zink (docs/DRIVERS.md, \"zink and float64\"), so glmul runs none there; use llvmpipe or a GPU's own driver")
+// Mesa's zink with its uniform inlining on gave every element of a dfast
+// product wrong after a switch of compute programs (zink.go; docs/DRIVERS.md,
+// "zink and float64").
+var errFloat64Refused = errors.New("float64 products came out wrong on Mesa's zink with its uniform inlining on (docs/DRIVERS.md, \"zink and float64\"), so glmul runs none there; make the context with ZINK_INLINE_UNIFORMS unset or 0, or use llvmpipe or a GPU's own driver")
 
 // float64Support returns nil where the device runs float64 kernels, else
 // an error matching ErrUnsupported that says why. Any goroutine.

@@ -22,6 +22,7 @@ type HeadlessContext struct {
 // Options.Device; 0 picks a hardware GPU first) and makes it current on the
 // calling thread.
 func NewHeadlessContext(device int) (*HeadlessContext, error) {
+	avoidZinkInlining()
 	c, err := egl.NewContext(device, requiredMajor, requiredMinor)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoContext, err)

@@ -45,6 +45,7 @@ func Open(opts *Options) (*Device, error) {
 
 // open runs on the device thread.
 func (d *Device) open() error {
+	avoidZinkInlining()
 	backend := d.opts.Backend
 	var autoNote string
 	if backend == BackendAuto && !egl.Available() {
