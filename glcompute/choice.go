@@ -56,7 +56,7 @@ func (d *Device) runnable(spec string) string {
 // for the driver as the rules see it (tuningDriver: none with
 // Options.Unseen, which leaves the device model's choice).
 func (d *Device) builtinChoice() tuning.Choice {
-	ch := tuning.Choose(d.tuningDriver(), d.info.Facts())
+	ch := tuning.Choose(d.tuningDriver(), d.info.facts())
 	if d.opts.Unseen {
 		ch.Source += ", as a device never seen (Unseen)"
 	}

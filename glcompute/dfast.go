@@ -29,7 +29,7 @@ func (d *Device) checkFloat64() error {
 	if d.info.Major >= 4 || glw.HasExtension("GL_ARB_gpu_shader_fp64") {
 		return nil
 	}
-	return fmt.Errorf("%w: %s lacks float64 in shaders (OpenGL 4.0 or GL_ARB_gpu_shader_fp64)", ErrUnsupported, d.info.API())
+	return fmt.Errorf("%w: %s lacks float64 in shaders (OpenGL 4.0 or GL_ARB_gpu_shader_fp64)", ErrUnsupported, d.info.api())
 }
 
 // errFloat64Refused is why a driver that offers float64 is refused it:

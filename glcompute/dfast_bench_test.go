@@ -54,7 +54,7 @@ func BenchmarkFloat64(b *testing.B) {
 	needFloat64(b, d)
 	info := d.Info()
 	b.Logf("device: %s, %s (%s); %d bytes of shared memory a group, %d SMs; %d kernels at n = %v",
-		info.Vendor, info.Renderer, info.API(), info.MaxSharedMemory, info.SMCount, len(specs), sizes)
+		info.Vendor, info.Renderer, info.api(), info.MaxSharedMemory, info.SMCount, len(specs), sizes)
 	for _, n := range sizes {
 		rng := rand.New(rand.NewPCG(uint64(n), 64))
 		a, bm, c := randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng)

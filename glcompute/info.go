@@ -115,33 +115,23 @@ func (d *Device) initInfo() error {
 	return nil
 }
 
-// API names the context's API and version for people: "OpenGL 4.5 (Core
+// api names the context's API and version for people: "OpenGL 4.5 (Core
 // Profile) Mesa 22.3.6", "OpenGL ES 3.2 Mesa 22.3.6" (an ES version string
 // carries its own prefix).
-func (i Info) API() string {
+func (i Info) api() string {
 	if strings.HasPrefix(i.Version, "OpenGL") {
 		return i.Version
 	}
 	return "OpenGL " + i.Version
 }
 
-// ShadingLanguage names the shading language version as API does:
-// "GLSL 4.50", "OpenGL ES GLSL ES 3.20".
-func (i Info) ShadingLanguage() string {
-	if strings.HasPrefix(i.GLSLVersion, "OpenGL") {
-		return i.GLSLVersion
-	}
-	return "GLSL " + i.GLSLVersion
-}
-
-// Driver is the driver as glcompute/tuning keys and judges it: vendor,
-// renderer and version.
-func (i Info) Driver() tuning.Driver {
+// driver is the driver as glcompute/tuning keys and judges it.
+func (i Info) driver() tuning.Driver {
 	return tuning.Driver{Vendor: i.Vendor, Renderer: i.Renderer, Version: i.Version}
 }
 
-// Facts are what the device model (tuning.Model) reads of the device.
-func (i Info) Facts() tuning.Facts {
+// facts are what the device model (tuning.Model) reads of the device.
+func (i Info) facts() tuning.Facts {
 	return tuning.Facts{SharedMemory: i.MaxSharedMemory, Invocations: i.MaxWorkGroupInvocations}
 }
 

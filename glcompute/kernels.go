@@ -451,7 +451,7 @@ func (d *Device) tuningDriver() tuning.Driver {
 	if d.opts.Unseen {
 		return tuning.Driver{}
 	}
-	return d.info.Driver()
+	return d.info.driver()
 }
 
 // querySMCount runs smcount.comp and returns gl_SMCountNV, or 0 if that

@@ -70,7 +70,7 @@ func TestInfoAfterRelease(t *testing.T) {
 // not used, and the kernel source says so (issue 23: it ran silently).
 func TestCacheKernelOutsideFamily(t *testing.T) {
 	info := openDevice(t, BackendEGL).Info()
-	drv := info.Driver()
+	drv := info.driver()
 	for _, bad := range []string{"tiled32", "gemm", "fast:1x2x3"} {
 		path := filepath.Join(tempDir(t), "tuned.json")
 		t.Setenv("GLMUL_TUNE_CACHE", path)
@@ -113,7 +113,7 @@ func TestWideNaturalBuiltinOnly(t *testing.T) {
 	t.Setenv("GLMUL_TUNE_CACHE", path)
 	const tuned = "fast:128x128x16_8x8_db_at"
 	c := tuning.Cache{}
-	c.Put(tuning.Entry{Driver: info.Driver(), Class: tuning.Square, Kernel: tuned})
+	c.Put(tuning.Entry{Driver: info.driver(), Class: tuning.Square, Kernel: tuned})
 	if err := c.Save(path); err != nil {
 		t.Fatal(err)
 	}

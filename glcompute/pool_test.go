@@ -113,7 +113,7 @@ func TestClassKernels(t *testing.T) {
 	path := filepath.Join(tempDir(t), "tuned.json")
 	t.Setenv("GLMUL_TUNE_CACHE", path)
 	c := tuning.Cache{}
-	c.Put(tuning.Entry{Driver: info.Driver(), Class: tuning.LongK, Kernel: spec})
+	c.Put(tuning.Entry{Driver: info.driver(), Class: tuning.LongK, Kernel: spec})
 	if err := c.Save(path); err != nil {
 		t.Fatal(err)
 	}
@@ -141,12 +141,12 @@ func TestUnseen(t *testing.T) {
 	path := filepath.Join(tempDir(t), "tuned.json")
 	t.Setenv("GLMUL_TUNE_CACHE", path)
 	c := tuning.Cache{}
-	c.Put(tuning.Entry{Driver: info.Driver(), Class: tuning.Square, Kernel: "fast:64x64x8_4x4"})
+	c.Put(tuning.Entry{Driver: info.driver(), Class: tuning.Square, Kernel: "fast:64x64x8_4x4"})
 	if err := c.Save(path); err != nil {
 		t.Fatal(err)
 	}
 	d := openDeviceWith(t, &Options{Backend: onPlatform(BackendEGL), Unseen: true})
-	want := tuning.Model(d.Info().Facts())
+	want := tuning.Model(d.Info().facts())
 	got := d.Info()
 	if got.DefaultKernel != want.Default || got.NaturalKernel != want.Natural || got.NaturalWideKernel != want.NaturalWide || got.SmallGridKernel != want.SmallGrid ||
 		!strings.Contains(got.DefaultKernelSource, "device model") || !strings.Contains(got.DefaultKernelSource, "Unseen") {

@@ -349,7 +349,7 @@ func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []b
 		}
 		return t.Write(w, format)
 	}
-	t.Preamble = [][2]string{{"device", fmt.Sprintf("%s | %s | %s (%s)", info.Vendor, info.Renderer, info.API(), info.Backend)}}
+	t.Preamble = [][2]string{{"device", fmt.Sprintf("%s | %s | %s (%s)", info.Vendor, info.Renderer, measure.API(info), info.Backend)}}
 	t.Header = []string{"shape", "kernel", "median ms", "GFLOPS", "valid", "timer"}
 	// A skipped row says why below the table, not in a cell: a reason
 	// (a sentence) in a column widened it, and every row with it, by the

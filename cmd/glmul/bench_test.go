@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/cmd/glmul/internal/sweep"
 	"github.com/glmul/glmul/glcompute"
@@ -217,7 +218,7 @@ func TestTuneShowFormats(t *testing.T) {
 	cache := filepath.Join(t.TempDir(), "tuned.json")
 	t.Setenv("GLMUL_TUNE_CACHE", cache)
 	var c tuning.Cache
-	c.Put(tuning.Entry{Driver: info.Driver(), Class: tuning.LongK, Kernel: spec, GFLOPS: 1, N: 64})
+	c.Put(tuning.Entry{Driver: measure.Driver(info), Class: tuning.LongK, Kernel: spec, GFLOPS: 1, N: 64})
 	c.Put(tuning.Entry{Driver: tuning.Driver{Vendor: "Other", Renderer: "GPU", Version: "1.0"}, Kernel: "fast:64x64x8_8x4", GFLOPS: 2, N: 64}) // before classes: square
 	if err := c.Save(cache); err != nil {
 		t.Fatal(err)
@@ -433,7 +434,7 @@ func TestBenchSaysCPUIsSlow(t *testing.T) {
 		os.Exit(exitCode(run([]string{"bench", "-backend", "egl", "-reps", "1", "-progress", "on", "-format", "csv"}, os.Stdout, os.Stderr), os.Stderr))
 	}
 	info := needGL(t)
-	if tuning.OnCPU(info.Driver()) {
+	if tuning.OnCPU(measure.Driver(info)) {
 		cmd, _ := startUntil(t, "TestBenchSaysCPUIsSlow", "bench-default", "the default shapes, up to 8192x8192x8192, run for hours here (Ctrl-C keeps the rows finished); -shapes 256,512,1000x1024x1000 is quicker")
 		cmd.Process.Signal(syscall.SIGINT)
 		cmd.Wait()

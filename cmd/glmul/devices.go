@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/glcompute/tuning"
 )
@@ -102,7 +103,7 @@ func writeDevices(w io.Writer, reports []deviceReport) error {
 			continue
 		}
 		i := r.Info
-		fmt.Fprintf(w, "%s %s\n        yes: %s | %s | %s | %s\n", r.Backend, r.Name, i.Vendor, i.Renderer, i.API(), i.ShadingLanguage())
+		fmt.Fprintf(w, "%s %s\n        yes: %s | %s | %s | %s\n", r.Backend, r.Name, i.Vendor, i.Renderer, measure.API(*i), measure.ShadingLanguage(*i))
 		fmt.Fprintf(w, "        limits: work groups %d×%d×%d, %d invocations a group, %d bytes shared, %.0f MiB a storage block, timer %d bits\n",
 			i.MaxWorkGroupCount[0], i.MaxWorkGroupCount[1], i.MaxWorkGroupCount[2], i.MaxWorkGroupInvocations,
 			i.MaxSharedMemory, float64(i.MaxSSBOBlockSize)/(1<<20), i.TimerBits)

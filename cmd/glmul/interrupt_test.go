@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/glmul/glmul/cmd/glmul/internal/matfile"
+	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute/tuning"
 )
@@ -227,7 +228,7 @@ func TestTuneCtrlC(t *testing.T) {
 	info := needGL(t)
 	cache := filepath.Join(t.TempDir(), "tuned.json")
 	t.Setenv("GLMUL_TUNE_CACHE", cache) // the child's
-	drv := info.Driver()
+	drv := measure.Driver(info)
 	when := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 	var seeded tuning.Cache
 	for _, cl := range []tuning.Class{tuning.Square, tuning.LongK} {

@@ -163,7 +163,7 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	info := d.Info()
 	f.warnOnCPU(info, stderr)
 	t := &table.Table{
-		Device:       fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, info.API()),
+		Device:       fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, measure.API(info)),
 		CPU:          cpuName(),
 		Command:      strings.TrimSpace("glmul table " + strings.Join(args, " ")),
 		When:         time.Now().UTC(),
@@ -412,7 +412,7 @@ func (f *tableFlags) warnOnCPU(info glcompute.Info, stderr io.Writer) {
 // multiply-adds: glmul table and glmul bench ran for an hour or more
 // without a word.
 func warnOnCPU(info glcompute.Info, stderr io.Writer, cmd string, largest [3]int, long, quicker string) {
-	if !tuning.OnCPU(info.Driver()) || float64(largest[0])*float64(largest[1])*float64(largest[2]) <= 1<<30 {
+	if !tuning.OnCPU(measure.Driver(info)) || float64(largest[0])*float64(largest[1])*float64(largest[2]) <= 1<<30 {
 		return
 	}
 	fmt.Fprintf(stderr, "%s: %s computes on the CPU: %s (Ctrl-C keeps the rows finished); %s is quicker\n",

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/table"
 	"github.com/glmul/glmul/glcompute/tuning"
 )
@@ -195,7 +196,7 @@ func TestTableSaysCPUIsSlow(t *testing.T) {
 		os.Exit(exitCode(run([]string{"table", "-backend", "egl", "-reps", "1", "-progress", "on", "-format", "csv"}, os.Stdout, os.Stderr), os.Stderr))
 	}
 	info := needGL(t)
-	if !tuning.OnCPU(info.Driver()) {
+	if !tuning.OnCPU(measure.Driver(info)) {
 		code, _, stderr := glmul("table", "-backend", "egl", "-sizes", "64", "-reps", "1", "-progress", "off")
 		if code != 0 || strings.Contains(stderr, "computes on the CPU") {
 			t.Errorf("on %s: exit %d, %s", info.Renderer, code, stderr)

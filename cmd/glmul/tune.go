@@ -406,7 +406,7 @@ func interruptedClass(r classResult, measured []classCandidate) classResult {
 func (f *tuneFlags) classResults(d *glcompute.Device, path string) ([]classResult, error) {
 	cache, _ := tuning.Load(path) // checked before; a missing one is empty
 	info := d.Info()
-	drv := info.Driver()
+	drv := measure.Driver(info)
 	var results []classResult
 	for _, c := range f.classes {
 		r := classResult{Class: c, shapes: c.Shapes(f.n), n: f.n}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/glcompute/tuning"
@@ -76,7 +77,7 @@ func (f *tuneFlags) kept(results, done []classResult, path string, savedOK bool)
 // write prints the sweeps' outcome: a line per class with its winner, and
 // every candidate's rate by class.
 func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResult, path string, saved []string, took time.Duration) error {
-	builtin := tuning.Choose(info.Driver(), info.Facts()).Default
+	builtin := tuning.Choose(measure.Driver(info), measure.Facts(info)).Default
 	savedTo := ""
 	if len(saved) > 0 {
 		savedTo = path
@@ -89,7 +90,7 @@ func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResul
 		JSON: map[string]any{"device": info, "n": f.n, "reps": f.reps, "builtin_default": builtin, "classes": results,
 			"saved_to": savedTo, "seconds": took.Seconds()},
 		Preamble: [][2]string{
-			{"device", fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, info.API())},
+			{"device", fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, measure.API(info))},
 			{"tuned", fmt.Sprintf("%s, %s and the built-in choice each, in %s; a rate is the geometric mean over the class's products of medians of %s, every product validated",
 				report.Plural(tuned, "shape class"), report.Plural(len(f.specs), "candidate"), seconds(took), report.Plural(f.reps, "run"))}}}
 	skipped := 0
@@ -139,7 +140,7 @@ func saveTuned(path string, info glcompute.Info, r *classResult) error {
 	if err != nil {
 		return err
 	}
-	drv := info.Driver()
+	drv := measure.Driver(info)
 	if r.Saved {
 		cache.Put(tuning.Entry{Driver: drv, Class: r.Class, Kernel: r.Best.Kernel, GFLOPS: r.Best.GFLOPS, N: r.n, When: time.Now().UTC()})
 	} else {
@@ -181,7 +182,7 @@ func showTuning(dev *deviceFlags, path string, stdout io.Writer, format report.F
 	}
 	defer d.Release()
 	i := d.Info()
-	fmt.Fprintf(&out, "device   %s | %s | %s\n", i.Vendor, i.Renderer, i.API())
+	fmt.Fprintf(&out, "device   %s | %s | %s\n", i.Vendor, i.Renderer, measure.API(i))
 	fmt.Fprintf(&out, "uses     %s: %s\n", i.DefaultKernel, i.DefaultKernelSource)
 	for _, c := range tuning.Classes {
 		if k, ok := i.ClassKernels[string(c)]; ok {

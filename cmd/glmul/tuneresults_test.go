@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/sweep"
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/glcompute/tuning"
@@ -26,7 +27,7 @@ func TestSavedN(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []tuning.Class{tuning.Square, tuning.LongK, tuning.ThinK} {
-		if e, ok := cache.LookupClass(info.Driver(), c); !ok || e.N != 64 {
+		if e, ok := cache.LookupClass(measure.Driver(info), c); !ok || e.N != 64 {
 			t.Errorf("%s: entry %+v (present %v), want n 64", c, e, ok)
 		}
 	}

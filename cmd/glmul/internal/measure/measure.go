@@ -419,7 +419,7 @@ func Median(ds []time.Duration) time.Duration {
 
 // Device describes dev for a report.
 func Device(info glcompute.Info) report.Device {
-	return report.Device{Vendor: info.Vendor, Renderer: info.Renderer, Version: info.API(), GLSLVersion: info.ShadingLanguage(),
+	return report.Device{Vendor: info.Vendor, Renderer: info.Renderer, Version: API(info), GLSLVersion: ShadingLanguage(info),
 		Backend: string(info.Backend), BackendNote: info.BackendNote, Full: info}
 }
 

@@ -127,7 +127,7 @@ type stages struct {
 }
 
 func newStages(o Options, info glcompute.Info) *stages {
-	st := &stages{o: o, ctx: o.Context, onCPU: tuning.OnCPU(info.Driver())}
+	st := &stages{o: o, ctx: o.Context, onCPU: tuning.OnCPU(Driver(info))}
 	if st.ctx == nil {
 		st.ctx = context.Background()
 	}

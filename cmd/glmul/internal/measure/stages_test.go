@@ -121,7 +121,7 @@ func TestMinWarmupAfterIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := d.Info()
-	onCPU := tuning.OnCPU(info.Driver())
+	onCPU := tuning.OnCPU(Driver(info))
 	if busy.Timings.WarmupTime >= MinWarmup || (idle.Timings.WarmupTime < MinWarmup) != onCPU || always.Timings.WarmupTime < MinWarmup {
 		t.Errorf("%s (on the CPU: %t): warm-up %v right after a product, %v after %v idle, %v right after one with Ramp; want under, over (under on the CPU) and over MinWarmup %v",
 			info.Renderer, onCPU, busy.Timings.WarmupTime, idle.Timings.WarmupTime, RampIdle+100*time.Millisecond, always.Timings.WarmupTime, MinWarmup)
