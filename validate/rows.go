@@ -15,13 +15,16 @@ import (
 // streamed product): NewRows draws the vectors x and computes B·x once;
 // Check checks blocks, in any order; Result is the worst row so far. The
 // vectors are fused: one pass over a row of A or C serves all of them, and
-// a large block is split over the CPUs.
+// a large block is split over the CPUs. PrepareA computes a block's A
+// side (A·(B·x)) ahead of its C, while a GPU makes C: checking C is then
+// a pass over C alone.
 //
 // A NaN or an Inf in B's column j reaches only C's column j: x is zero
 // there and those elements are checked to be non-finite one by one; a row
 // of A with one makes its whole row of C non-finite, checked the same way.
 //
-// Check and Result are safe for concurrent use.
+// Check, PrepareA, PreparedRows.Check and Result are safe for concurrent
+// use.
 type Rows struct {
 	k, n, vectors int
 	x             []float64 // n×vectors: x[j*vectors+v], zero in B's non-finite columns
@@ -150,7 +153,45 @@ const parallelMin = 1 << 20
 
 // Check checks rows r0… of C: a holds those rows of A (k columns), c the
 // same rows of C (n columns). It panics if the shapes disagree with B's.
-func (f *Rows) Check(a, c blas32.General, r0 int) {
+func (f *Rows) Check(a, c blas32.General, r0 int) { f.check(a, c, r0, nil) }
+
+// PreparedRows is A's side of the check of a block of rows (PrepareA):
+// per row, the projections A·(B·x), Σ aᵢₖ² and the walk of their partial
+// sums (see rows), which read A and B alone. A product's C can then be
+// checked as it arrives, or after the GPU made it, at the cost of C's
+// side alone, with A's side computed while the GPU worked.
+type PreparedRows struct {
+	f    *Rows
+	a    blas32.General
+	r0   int
+	side []float64 // row i's V projections, then Σ a², then the walk: side[i*(V+2):]
+}
+
+// PrepareA computes A's side of the check of rows r0… of C, a holding
+// those rows of A (k columns), over the CPUs. It panics if a's shape
+// disagrees with B's.
+func (f *Rows) PrepareA(a blas32.General, r0 int) *PreparedRows {
+	if a.Cols != f.k {
+		panic("validate: shapes of A and B do not agree")
+	}
+	V := f.vectors
+	p := &PreparedRows{f: f, a: a, r0: r0, side: make([]float64, a.Rows*(V+2))}
+	inParallel(a.Rows, f.k*V, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s := p.side[i*(V+2) : (i+1)*(V+2)]
+			s[V], s[V+1] = f.sideA(s[:V], a.Data[i*a.Stride:i*a.Stride+f.k])
+		}
+	})
+	return p
+}
+
+// Check checks C's rows that p's rows of A made (c, n columns), with
+// the same result as Rows.Check(a, c, r0), bit for bit. It panics if the
+// shapes disagree.
+func (p *PreparedRows) Check(c blas32.General) { p.f.check(p.a, c, p.r0, p.side) }
+
+// check is Check, A's side taken from side where it is not nil.
+func (f *Rows) check(a, c blas32.General, r0 int, side []float64) {
 	if a.Cols != f.k || c.Cols != f.n || a.Rows != c.Rows {
 		panic("validate: shapes of A, B and C do not agree")
 	}
@@ -167,7 +208,7 @@ func (f *Rows) Check(a, c blas32.General, r0 int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			worst[w] = f.rows(a, c, lo, hi, r0)
+			worst[w] = f.rows(a, c, lo, hi, r0, side)
 		}()
 	}
 	wg.Wait()
@@ -181,7 +222,17 @@ func (f *Rows) Check(a, c blas32.General, r0 int) {
 	f.r.OK = f.r.WorstRatio <= 1
 }
 
-// rows checks rows [lo, hi) of the block and returns the worst.
+// sideA sets want[v] to (A·(B·x))ᵢ for each vector and returns Σ aᵢₖ²
+// and the walk (rows) of arow, row i of A.
+func (f *Rows) sideA(want []float64, arow []float32) (an, walk float64) {
+	if len(want) == 4 {
+		return dot4(want, arow, f.y)
+	}
+	return dotV(want, arow, f.y)
+}
+
+// rows checks rows [lo, hi) of the block and returns the worst, A's side
+// of each row taken from side (PreparedRows) where it is not nil.
 //
 // The bound of (Ĉx)ᵢ is the probabilistic bound of each element's
 // rounding (λ·u·√(Σ s² + Σ p²) over its partial sums s and terms p, the
@@ -195,7 +246,7 @@ func (f *Rows) Check(a, c blas32.General, r0 int) {
 // every partial sum is a difference of two Sₖ). The float64 evaluation's own error,
 // γ_{k+n}·(Σ|a||B·x| + Σ|c||x|), is bounded through Cauchy–Schwarz by
 // γ_{k+n}·(‖a‖·‖|B|·|x|‖ + ‖c‖·‖x‖).
-func (f *Rows) rows(a, c blas32.General, lo, hi, r0 int) Result {
+func (f *Rows) rows(a, c blas32.General, lo, hi, r0 int, side []float64) Result {
 	V := f.vectors
 	worst := Result{WorstRatio: -1, Col: -1}
 	want, got := make([]float64, V), make([]float64, V)
@@ -203,10 +254,12 @@ func (f *Rows) rows(a, c blas32.General, lo, hi, r0 int) Result {
 	for i := lo; i < hi; i++ {
 		arow, crow := a.Data[i*a.Stride:i*a.Stride+f.k], c.Data[i*c.Stride:i*c.Stride+f.n]
 		var an, walk float64
-		if V == 4 {
-			an, walk = dot4(want, arow, f.y)
+		if side != nil {
+			s := side[i*(V+2) : (i+1)*(V+2)]
+			copy(want, s[:V])
+			an, walk = s[V], s[V+1]
 		} else {
-			an, walk = dotV(want, arow, f.y)
+			an, walk = f.sideA(want, arow)
 		}
 		if math.IsNaN(an) || math.IsInf(an, 0) { // A's row holds a NaN or an Inf: so does every element of C's
 			if j := firstFinite(crow, nil); j >= 0 {

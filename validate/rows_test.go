@@ -3,6 +3,8 @@ package validate
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -126,4 +128,101 @@ func TestBx4(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPreparedRows: A's side prepared ahead of C (PrepareA, then
+// PreparedRows.Check) gives Rows.Check's Result bit for bit, over bands
+// of uneven sizes that straddle the CPUs' shares of both passes (which
+// split a band differently), for a right C, an element wrong at a band's
+// or a share's edge, a NaN in a row of A and an Inf in a column of B
+// (their elements of C non-finite, or one of them finite: missed), an
+// unexplained Inf in C, a row that overflows float32 (checked in full),
+// and a C wrong everywhere; with 4 vectors (dot4) and 3 (dotV).
+func TestPreparedRows(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	type corrupt func(a, b, c blas32.General)
+	set := func(i, j int, v float32) corrupt {
+		return func(_, _, c blas32.General) { c.Data[i*c.Stride+j] = v }
+	}
+	for _, s := range []struct{ m, k, n int }{{700, 900, 700}, {333, 64, 2500}, {90, 5, 3}} {
+		rng := rand.New(rand.NewPCG(uint64(s.m), 41))
+		m, k, n := s.m, s.k, s.n
+		// Bands: one row, one of uneven size, one across the middle, the rest.
+		bands := [][2]int{{0, 1}, {1, m/3 - 1}, {m / 3, m/2 - m/3 + 7}, {m/2 + 7, m - m/2 - 7}}
+		cases := []struct {
+			name string
+			bad  bool
+			c    corrupt
+		}{
+			{"right", false, nil},
+			{"element wrong in band 3", true, func(_, _, c blas32.General) { c.Data[(m/2+1)*c.Stride+n-1] += 0.5 }},
+			{"first element wrong", true, func(_, _, c blas32.General) { c.Data[0] += 1 }},
+			{"last row wrong", true, func(_, _, c blas32.General) { c.Data[(m-1)*c.Stride] -= 1 }},
+			{"unexplained Inf", true, set(m/3, n/2, float32(math.Inf(1)))},
+			{"NaN in A's row", false, func(a, b, c blas32.General) {
+				a.Data[(m/3+1)*a.Stride+k/2] = float32(math.NaN())
+				cpu.Sgemm(c, a, b)
+			}},
+			{"NaN in A's row, a finite C", true, func(a, b, c blas32.General) {
+				a.Data[(m/3+1)*a.Stride+k/2] = float32(math.NaN())
+				cpu.Sgemm(c, a, b)
+				c.Data[(m/3+1)*c.Stride+n-1] = 1
+			}},
+			{"Inf in B's column, a finite C", true, func(a, b, c blas32.General) {
+				b.Data[(k-1)*b.Stride+n/2] = float32(math.Inf(-1))
+				cpu.Sgemm(c, a, b)
+				c.Data[(m-2)*c.Stride+n/2] = 3
+			}},
+			{"a row overflows", false, func(a, b, c blas32.General) {
+				for p := range k {
+					a.Data[(m/2)*a.Stride+p] = 1e38
+				}
+				cpu.Sgemm(c, a, b)
+			}},
+			{"all wrong", true, func(_, _, c blas32.General) {
+				for i := range c.Data {
+					c.Data[i] = c.Data[i]*1.5 + 1
+				}
+			}},
+		}
+		for _, tc := range cases {
+			for _, V := range []int{FreivaldsVectors, 3} {
+				a, b := cpu.Random(m, k, rng), cpu.Random(k, n, rng)
+				c := cpu.New(m, n)
+				cpu.Sgemm(c, a, b)
+				if tc.c != nil {
+					tc.c(a, b, c)
+				}
+				want := NewRows(b, V, rand.New(rand.NewPCG(7, 8)))
+				got := NewRows(b, V, rand.New(rand.NewPCG(7, 8)))
+				var prepared []*PreparedRows
+				for _, bl := range bands {
+					prepared = append(prepared, got.PrepareA(rowsOf(a, bl[0], bl[1]), bl[0]))
+				}
+				for i, bl := range bands {
+					want.Check(rowsOf(a, bl[0], bl[1]), rowsOf(c, bl[0], bl[1]), bl[0])
+					prepared[i].Check(rowsOf(c, bl[0], bl[1]))
+				}
+				w, g := want.Result(), got.Result()
+				if !sameResult(w, g) {
+					t.Errorf("%dx%dx%d, %s, %d vectors: prepared %+v, Rows.Check %+v", m, k, n, tc.name, V, g, w)
+				}
+				if strings.Contains(tc.name, "overflows") && k >= 64 && got.full.made() == nil { // 5 terms of 1e38 need not overflow
+					t.Errorf("%dx%dx%d, %s, %d vectors: no row was checked in full", m, k, n, tc.name, V)
+				}
+				if w.OK == tc.bad {
+					t.Errorf("%dx%dx%d, %s, %d vectors: %+v: the case does not test what it says", m, k, n, tc.name, V, w)
+				}
+			}
+		}
+	}
+}
+
+// sameResult reports whether a and b are the same bit for bit.
+func sameResult(a, b Result) bool {
+	bits := func(r Result) [5]uint64 {
+		return [5]uint64{math.Float64bits(r.WorstRatio), math.Float64bits(r.Got), math.Float64bits(r.Want),
+			math.Float64bits(r.Bound), math.Float64bits(r.RelFrobenius)}
+	}
+	return a.Mode == b.Mode && a.OK == b.OK && a.Vectors == b.Vectors && a.Row == b.Row && a.Col == b.Col && bits(a) == bits(b)
 }
