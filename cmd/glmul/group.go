@@ -109,6 +109,9 @@ func multiplyGroup(o *options, stdout, stderr io.Writer) error {
 	in := measure.NewInputsProgress(o.m, o.k, o.nCols, o.seed, stageBar(o.progress, stderr, "making A and B"))
 	mo := &glcompute.MulOptions{Kernel: o.kernel, MaxGroups: o.maxGroups, MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, Context: ctx}
 	r := groupRun{M: o.m, K: o.k, N: o.nCols, Seed: o.seed, Warmup: o.warmup}
+	mode, _ := validate.ParseMode(o.validate)
+	check := measure.StartCheck(mode, in) // what reads A and B alone, beside the runs
+	defer check.Stop()
 	bar := newBar(o.progress, stderr, "GPU runs")
 	for i := range o.warmup + o.reps {
 		t, err := g.Mul(in.C, in.A, in.B, mo)
@@ -131,8 +134,7 @@ func multiplyGroup(o *options, stdout, stderr io.Writer) error {
 		bar.Finish()
 		fmt.Fprintln(stderr, "validating (float64 on the CPU)...")
 	}
-	mode, _ := validate.ParseMode(o.validate)
-	r.Validation = measure.Check(mode, in, stageBar(o.progress, stderr, "validating"))
+	r.Validation = check.Check(stageBar(o.progress, stderr, "validating"))
 	r.fill(g)
 	if err := r.write(stdout, report.Format(o.format)); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -240,6 +241,14 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 		}
 	}
 	r := Result{M: in.A.Rows, K: in.A.Cols, N: in.B.Cols}
+	mode := o.Validate
+	if mode == "" || mode == validate.Auto {
+		mode = validate.Choose(r.M, r.K, r.N)
+	}
+	// The part of the check that reads A and B alone runs while the GPU
+	// makes C; an error below stops it.
+	pending := StartCheck(mode, in)
+	defer pending.Stop()
 	pass, err := dev.Mul(in.C, in.A, in.B, mo)
 	stopped := errors.Is(err, errRunsStopped)
 	if stopped && !o.KeepRuns {
@@ -261,10 +270,6 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	if t.GPU != nil {
 		r.Times, r.Source = t.GPU, "gl-timer"
 	}
-	mode := o.Validate
-	if mode == "" || mode == validate.Auto {
-		mode = validate.Choose(r.M, r.K, r.N)
-	}
 	if mode == validate.Full && o.KeepRuns && o.Context != nil && o.Context.Err() != nil {
 		// After Ctrl-C (in the runs, stopped, or in the pass, which
 		// ended) the command waits about a second for this: a full check
@@ -274,17 +279,89 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	if o.Validating != nil && mode != validate.None {
 		o.Validating(mode)
 	}
-	r.Validation = check(mode, in, o.ValidateProgress)
+	if pending.mode == mode {
+		r.Validation = pending.Check(o.ValidateProgress)
+	} else {
+		r.Validation = check(mode, in, o.ValidateProgress)
+	}
 	return r, nil
 }
 
-// Check validates in.C as check does, Auto resolved by the shape: for a
-// product computed outside Product (a group of devices).
-func Check(mode validate.Mode, in *Inputs, progress func(done, total int)) validate.Result {
-	if mode == validate.Auto {
+// PendingCheck is the check of a product's C, started before C is made
+// (StartCheck). Where the check is Freivalds' in bands (checkInBands), a
+// goroutine computes what reads A and B alone, B·x (validate.NewRows)
+// and then A's side of each band in turn (validate.Rows.PrepareA), while
+// the GPU makes C; Check then reads C, with check's result bit for bit.
+// Other checks run whole in Check.
+type PendingCheck struct {
+	mode   validate.Mode
+	in     *Inputs
+	rows   int  // rows a band
+	banded bool // a goroutine prepares Freivalds' check
+	stop   atomic.Bool
+	done   chan struct{} // closed once the goroutine ended
+	// Set by the goroutine, read once done is closed:
+	f     *validate.Rows
+	bands []*validate.PreparedRows // A's side of bands 0, 1, …
+}
+
+// StartCheck starts the check of in.C in mode (Auto resolved by the
+// shape) as check makes it, for a product the caller is about to make:
+// it must not change A or B until Stop or Check.
+func StartCheck(mode validate.Mode, in *Inputs) *PendingCheck {
+	return startCheck(mode, in, checkBand)
+}
+
+// startCheck is StartCheck with bands of at least minFreivalds
+// multiply-adds (checkInBands).
+func startCheck(mode validate.Mode, in *Inputs, minFreivalds int) *PendingCheck {
+	if mode == validate.Auto || mode == "" {
 		mode = validate.Choose(in.A.Rows, in.A.Cols, in.B.Cols)
 	}
-	return check(mode, in, progress)
+	m := in.A.Rows
+	p := &PendingCheck{mode: mode, in: in, rows: bandRows(mode, in, minFreivalds, validate.AutoFullLimit), done: make(chan struct{})}
+	p.banded = mode == validate.Freivalds && p.rows < m
+	if !p.banded {
+		close(p.done)
+		return p
+	}
+	go func() {
+		defer close(p.done)
+		p.f = validate.NewRows(in.B, validate.FreivaldsVectors, rand.New(rand.NewPCG(in.Seed, 2))) // drawn as checkInBands draws
+		for r0 := 0; r0 < m && !p.stop.Load(); r0 += p.rows {
+			p.bands = append(p.bands, p.f.PrepareA(rowsOf(in.A, r0, min(m, r0+p.rows)), r0))
+		}
+	}()
+	return p
+}
+
+// Stop stops the goroutine after its band in progress, or after B·x,
+// and waits for it: for a product that failed, and for Check.
+func (p *PendingCheck) Stop() {
+	p.stop.Store(true)
+	<-p.done
+}
+
+// Check validates in.C as check does, calling progress, if set, as check
+// does. A's side of the bands not prepared yet is computed here, band by
+// band beside C's, rather than waited for.
+func (p *PendingCheck) Check(progress func(done, total int)) validate.Result {
+	p.Stop()
+	if !p.banded {
+		return check(p.mode, p.in, progress)
+	}
+	m := p.in.A.Rows
+	for b, r0 := 0, 0; r0 < m; b, r0 = b+1, r0+p.rows {
+		r1 := min(m, r0+p.rows)
+		if b == len(p.bands) {
+			p.bands = append(p.bands, p.f.PrepareA(rowsOf(p.in.A, r0, r1), r0))
+		}
+		p.bands[b].Check(rowsOf(p.in.C, r0, r1))
+		if progress != nil {
+			progress(r1, m)
+		}
+	}
+	return p.f.Result()
 }
 
 // check validates in.C as validate.Check(mode, …) does, mode resolved
@@ -301,14 +378,7 @@ func check(mode validate.Mode, in *Inputs, progress func(done, total int)) valid
 // in mode Freivalds and minFull in mode Full.
 func checkInBands(mode validate.Mode, in *Inputs, progress func(done, total int), minFreivalds, minFull int) validate.Result {
 	rng := rand.New(rand.NewPCG(in.Seed, 2))
-	m, k, n := in.A.Rows, in.A.Cols, in.B.Cols
-	rows := m
-	switch mode {
-	case validate.Freivalds: // m·(k+n)·vectors multiply-adds
-		rows = max(m/bands+1, minFreivalds/max(1, (k+n)*validate.FreivaldsVectors))
-	case validate.Full: // m·k·n, Auto's own range in one piece
-		rows = max(m/bands+1, minFull/max(1, k*n))
-	}
+	m, rows := in.A.Rows, bandRows(mode, in, minFreivalds, minFull)
 	if rows >= m {
 		return validate.Check(mode, in.A, in.B, in.C, rng)
 	}
@@ -321,6 +391,19 @@ func checkInBands(mode validate.Mode, in *Inputs, progress func(done, total int)
 		}
 	}
 	return p.Result()
+}
+
+// bandRows returns the rows of a band of checkInBands: m where the
+// check is one piece.
+func bandRows(mode validate.Mode, in *Inputs, minFreivalds, minFull int) int {
+	m, k, n := in.A.Rows, in.A.Cols, in.B.Cols
+	switch mode {
+	case validate.Freivalds: // m·(k+n)·vectors multiply-adds
+		return max(m/bands+1, minFreivalds/max(1, (k+n)*validate.FreivaldsVectors))
+	case validate.Full: // m·k·n, Auto's own range in one piece
+		return max(m/bands+1, minFull/max(1, k*n))
+	}
+	return m
 }
 
 // bands is about how many bands of rows a long check runs in, and

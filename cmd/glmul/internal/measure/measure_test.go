@@ -142,3 +142,59 @@ func TestCheckInBands(t *testing.T) {
 		}
 	}
 }
+
+// TestStartCheck: the check started before C is made (StartCheck) finds
+// what check finds after, bit for bit, with the same progress, for a
+// right C and wrong ones, whether its goroutine prepared every band, was
+// stopped at once by Check or was stopped by Stop; another mode is check
+// itself. Stop ends the goroutine.
+func TestStartCheck(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	in := NewInputs(300, 200, 250, 4)
+	right := cpu.New(300, 250)
+	cpu.Sgemm(right, in.A, in.B)
+	for _, bad := range []int{-1, 0, 177*250 + 31, 299*250 + 249} {
+		copy(in.C.Data, right.Data)
+		if bad >= 0 {
+			in.C.Data[bad] += 1
+		}
+		var wantCalls []int
+		want := checkInBands(validate.Freivalds, in, func(done, _ int) { wantCalls = append(wantCalls, done) }, 1, 1)
+		for _, when := range []string{"prepared", "at once", "stopped"} {
+			fillNaN(in.C) // C is made after the check starts
+			p := startCheck(validate.Freivalds, in, 1)
+			switch when {
+			case "prepared":
+				<-p.done
+				if len(p.bands) != len(wantCalls) {
+					t.Fatalf("%d bands prepared of %d", len(p.bands), len(wantCalls))
+				}
+			case "stopped":
+				p.Stop()
+			}
+			copy(in.C.Data, right.Data)
+			if bad >= 0 {
+				in.C.Data[bad] += 1
+			}
+			var calls []int
+			got := p.Check(func(done, total int) {
+				if total != 300 {
+					t.Fatalf("progress total %d", total)
+				}
+				calls = append(calls, done)
+			})
+			if got != want || math.Float64bits(got.WorstRatio) != math.Float64bits(want.WorstRatio) || got.OK != (bad < 0) {
+				t.Errorf("C[%d] wrong, %s: started %+v, after %+v", bad, when, got, want)
+			}
+			if !slices.Equal(calls, wantCalls) {
+				t.Errorf("%s: progress %v, want %v", when, calls, wantCalls)
+			}
+			p.Stop() // again: a no-op
+		}
+	}
+	copy(in.C.Data, right.Data)
+	full := startCheck(validate.Full, in, 1)
+	if r := full.Check(nil); r.Mode != validate.Full || !r.OK {
+		t.Errorf("full: %+v", r)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -300,5 +301,39 @@ func TestProductSignalInPass(t *testing.T) {
 		}}
 	if _, err := Product(d, in, o); !errors.Is(err, context.Canceled) || steps != 2 {
 		t.Errorf("in panels: %v after %d steps, want context.Canceled after 2", err, steps)
+	}
+}
+
+// TestProductChecksBeside: a product whose Freivalds check runs in bands
+// prepares it while the GPU works (StartCheck) and validates C as check
+// does after the product, bit for bit, with the same progress; a product
+// that fails (an unknown kernel) or that Ctrl-C stops without KeepRuns
+// returns its error, the preparation stopped.
+func TestProductChecksBeside(t *testing.T) {
+	d := gltest.Open(t)
+	in := NewInputs(2100, 8, 8000, 3) // two bands of checkBand
+	if rows := bandRows(validate.Freivalds, in, checkBand, validate.AutoFullLimit); rows >= in.A.Rows {
+		t.Fatalf("one band of %d rows: the check is not prepared", rows)
+	}
+	var calls []int
+	r, err := Product(d, in, Options{Validate: validate.Freivalds, Once: true,
+		ValidateProgress: func(done, _ int) { calls = append(calls, done) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantCalls []int
+	want := checkInBands(validate.Freivalds, in, func(done, _ int) { wantCalls = append(wantCalls, done) }, checkBand, validate.AutoFullLimit)
+	if r.Validation != want || !want.OK || !slices.Equal(calls, wantCalls) {
+		t.Errorf("validation %+v, progress %v; after the product %+v, %v", r.Validation, calls, want, wantCalls)
+	}
+	if _, err := Product(d, in, Options{Kernel: "nosuchkernel", Validate: validate.Freivalds}); err == nil {
+		t.Error("an unknown kernel ran")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o := Options{Warmup: 1, Reps: 3, Validate: validate.Freivalds, Context: ctx,
+		Progress: func(done, total int) { cancel() }}
+	if _, err := Product(d, in, o); !errors.Is(err, context.Canceled) {
+		t.Errorf("stopped: %v, want context.Canceled", err)
 	}
 }
