@@ -15,6 +15,7 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/validate"
 )
 
@@ -110,7 +111,11 @@ func multiplyGroup(o *options, stdout, stderr io.Writer) error {
 	mo := &glcompute.MulOptions{Kernel: o.kernel, MaxGroups: o.maxGroups, MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, Context: ctx}
 	r := groupRun{M: o.m, K: o.k, N: o.nCols, Seed: o.seed, Warmup: o.warmup}
 	mode, _ := validate.ParseMode(o.validate)
-	check := measure.StartCheck(mode, in) // what reads A and B alone, beside the runs
+	onCPU := false // a device on the CPU's cores would share them with the check
+	for _, d := range g.Devices() {
+		onCPU = onCPU || tuning.OnCPU(measure.Driver(d.Info()))
+	}
+	check := measure.StartCheck(mode, in, !onCPU) // what reads A and B alone, beside the runs
 	defer check.Stop()
 	bar := newBar(o.progress, stderr, "GPU runs")
 	for i := range o.warmup + o.reps {

@@ -246,8 +246,9 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 		mode = validate.Choose(r.M, r.K, r.N)
 	}
 	// The part of the check that reads A and B alone runs while the GPU
-	// makes C; an error below stops it.
-	pending := StartCheck(mode, in)
+	// makes C, where the GPU is no CPU's (llvmpipe's runs would share
+	// the cores, and their times with the check); an error below stops it.
+	pending := StartCheck(mode, in, !st.onCPU)
 	defer pending.Stop()
 	pass, err := dev.Mul(in.C, in.A, in.B, mo)
 	stopped := errors.Is(err, errRunsStopped)
@@ -307,20 +308,21 @@ type PendingCheck struct {
 
 // StartCheck starts the check of in.C in mode (Auto resolved by the
 // shape) as check makes it, for a product the caller is about to make:
-// it must not change A or B until Stop or Check.
-func StartCheck(mode validate.Mode, in *Inputs) *PendingCheck {
-	return startCheck(mode, in, checkBand)
+// it must not change A or B until Stop or Check. Without beside, nothing
+// runs before Check (for a product computed on the CPU's own cores).
+func StartCheck(mode validate.Mode, in *Inputs, beside bool) *PendingCheck {
+	return startCheck(mode, in, checkBand, beside)
 }
 
 // startCheck is StartCheck with bands of at least minFreivalds
 // multiply-adds (checkInBands).
-func startCheck(mode validate.Mode, in *Inputs, minFreivalds int) *PendingCheck {
+func startCheck(mode validate.Mode, in *Inputs, minFreivalds int, beside bool) *PendingCheck {
 	if mode == validate.Auto || mode == "" {
 		mode = validate.Choose(in.A.Rows, in.A.Cols, in.B.Cols)
 	}
 	m := in.A.Rows
 	p := &PendingCheck{mode: mode, in: in, rows: bandRows(mode, in, minFreivalds, validate.AutoFullLimit), done: make(chan struct{})}
-	p.banded = mode == validate.Freivalds && p.rows < m
+	p.banded = beside && mode == validate.Freivalds && p.rows < m
 	if !p.banded {
 		close(p.done)
 		return p

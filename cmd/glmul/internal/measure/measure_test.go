@@ -162,7 +162,7 @@ func TestStartCheck(t *testing.T) {
 		want := checkInBands(validate.Freivalds, in, func(done, _ int) { wantCalls = append(wantCalls, done) }, 1, 1)
 		for _, when := range []string{"prepared", "at once", "stopped"} {
 			fillNaN(in.C) // C is made after the check starts
-			p := startCheck(validate.Freivalds, in, 1)
+			p := startCheck(validate.Freivalds, in, 1, true)
 			switch when {
 			case "prepared":
 				<-p.done
@@ -193,7 +193,7 @@ func TestStartCheck(t *testing.T) {
 		}
 	}
 	copy(in.C.Data, right.Data)
-	full := startCheck(validate.Full, in, 1)
+	full := startCheck(validate.Full, in, 1, true)
 	if r := full.Check(nil); r.Mode != validate.Full || !r.OK {
 		t.Errorf("full: %+v", r)
 	}
