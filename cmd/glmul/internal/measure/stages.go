@@ -216,9 +216,10 @@ func (st *stages) warmUp(s tuning.Stages) error {
 	}
 	switch {
 	case s.Panels() && !st.o.Ramp:
-		// The pass is the measurement and lasts seconds; more warm-up
-		// panels cost the whole process about a second at 32768 and
-		// changed no figure (docs/PERFORMANCE.md, "The whole process").
+		// The pass is the measurement and lasts seconds; warm-up panels
+		// after the asked runs cost the whole process about 0.3 s at
+		// 32768 and changed no figure (docs/PERFORMANCE.md, "The whole
+		// process at 32768").
 		st.t.WarmupTime, st.t.WarmupRule = time.Since(start), WarmupPanels
 		return nil
 	case st.onCPU && !st.o.Ramp:
