@@ -65,8 +65,10 @@ type MulOptions struct {
 	// may run the product's stages one at a time (upload, whole runs,
 	// readback) to time them; whatever it leaves in the
 	// buffers, the pass then computes C afresh. It runs on the device's
-	// thread and must not call the Device. An error it returns ends Mul
-	// with that error. glmul's measurements (warm-up, repetitions, the GL
+	// thread and must not call the Device. Mul reads A and B, and writes
+	// C, only in the stages the hook runs (Upload, ReadBack) and once it
+	// has returned, so a caller may still be making them while a hook
+	// that waits for them runs. An error it returns ends Mul with it. glmul's measurements (warm-up, repetitions, the GL
 	// timer) are made so, outside the library. Zero value: the product
 	// runs once, pipelined.
 	Measure func(tuning.Stages) error

@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/blas/blas32"
 
+	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/conformance"
 )
@@ -114,4 +115,54 @@ func TestStages(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestMeasureHookWaitsForInputs: a caller may still be making A and B,
+// and C's poison, on another goroutine while the Measure hook runs, as
+// long as the hook waits for them before it returns (or before Upload):
+// Mul reads them only in the stages the hook runs and after it. A Mul
+// that read A or B, or wrote C, earlier races with their making (caught
+// under -race, as make test runs this test) and may give a wrong C. In one piece (the hook waits before Upload) and in panels
+// (a warm-up run first, then the wait).
+func TestMeasureHookWaitsForInputs(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	const m, k, n = 70, 50, 90
+	want := cpu.New(m, n)
+	ra, rb := cpu.Uniform(m, k, 7, 0), cpu.Uniform(k, n, 7, 1)
+	cpu.Sgemm(want, ra, rb)
+	for _, panels := range []bool{false, true} {
+		a, b, c := cpu.New(m, k), cpu.New(k, n), cpu.New(m, n)
+		made := make(chan struct{})
+		go func() { // beside Mul from its start: any earlier read races
+			defer close(made)
+			copy(a.Data, ra.Data)
+			copy(b.Data, rb.Data)
+			for i := range c.Data {
+				c.Data[i] = float32(math.NaN())
+			}
+		}()
+		o := MulOptions{Kernel: "fast:64x64x8_8x4", Measure: func(s tuning.Stages) error {
+			if s.Panels() {
+				if _, _, err := s.Run(false, nil); err != nil {
+					return err
+				}
+				<-made
+				return nil
+			}
+			<-made
+			_, _, err := s.Upload()
+			return err
+		}}
+		if panels {
+			o.MaxBinding = 16 << 10
+		}
+		tm, err := d.Mul(c, a, b, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (tm.Panels != "") != panels {
+			t.Fatalf("panels %q, want panels %v", tm.Panels, panels)
+		}
+		closeTo(t, fmt.Sprintf("panels %v", panels), c.Data, want.Data, 1e-5)
+	}
 }
