@@ -61,13 +61,18 @@ run: build
 	$(BIN) -n 1024
 
 # vet also holds the house rules (issue 24): imports point down the layers
-# of ARCHITECTURE.md, no file over 600 lines, no function over 64.
+# of ARCHITECTURE.md, no file but a test over 600 lines, no function over 64.
 vet: deps
 	$(GO) vet ./...
 	$(GO) run ./scripts/limits .
 
+# The race detector also runs the GL code that hands work between
+# goroutines as a product runs: inputs made beside Mul's Measure hook, and
+# the check prepared beside the product.
 test: vet
 	$(GO) test -race $(PURE_PKGS)
+	$(GO) test -race -count=1 -run 'TestMeasureHookWaitsForInputs' ./glcompute
+	$(GO) test -race -count=1 ./cmd/glmul/internal/measure
 	$(GO) test -count=1 ./...
 
 test-drivers: deps

@@ -518,10 +518,10 @@ func runProduct(ctx context.Context, o *options, dev *glcompute.Device, mo measu
 		if o.mapped {
 			in, releaseInputs, err = measure.NewMappedInputs(dev, o.m, o.k, o.nCols, o.seed, inputs)
 		} else {
-			in = measure.NewInputsProgress(o.m, o.k, o.nCols, o.seed, inputs)
+			in = measure.MakeInputs(o.m, o.k, o.nCols, o.seed, inputs) // made while the device warms up
 		}
 		if err == nil {
-			err = ctx.Err() // Ctrl-C while the inputs were made
+			err = ctx.Err() // Ctrl-C while the mapped inputs were made
 		}
 		if err == nil {
 			res, err = measure.Product(dev, in, mo)

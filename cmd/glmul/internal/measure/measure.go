@@ -30,6 +30,8 @@ import (
 type Inputs struct {
 	A, B, C blas32.General
 	Seed    uint64
+	ready   chan struct{} // MakeInputs': closed once they are made; nil: made
+	overlap bool          // a Product has overlapped the making (MakeInputs)
 }
 
 // NewInputs makes the inputs of an m×k by k×n product from seed: A from
@@ -57,6 +59,40 @@ func (in *Inputs) fill(progress func(done, total int)) {
 	}
 	cpu.FillUniform(in.A, in.Seed, 0, pa)
 	cpu.FillUniform(in.B, in.Seed, 1, pb)
+}
+
+// MakeInputs allocates the inputs NewInputsProgress makes and starts
+// making them, C poisoned with NaN as Product would, on the CPUs: it
+// returns at once. Product waits for them only where it must read them
+// (glcompute.MulOptions.Measure), so that the device plans the product,
+// allocates its buffers and warms up meanwhile. Wait waits for them.
+func MakeInputs(m, k, n int, seed uint64, progress func(done, total int)) *Inputs {
+	in := &Inputs{A: cpu.New(m, k), B: cpu.New(k, n), C: cpu.New(m, n), Seed: seed, ready: make(chan struct{})}
+	go func() {
+		defer close(in.ready)
+		in.fill(progress)
+		fillNaN(in.C)
+	}()
+	return in
+}
+
+// Wait returns once the inputs are made (at once but for MakeInputs').
+func (in *Inputs) Wait() {
+	if in != nil && in.ready != nil {
+		<-in.ready
+	}
+}
+
+// poison fills C with NaN for a Product, or leaves that to MakeInputs'
+// maker for the first Product that overlaps it (not once: one without a
+// Measure hook reads A and B at once).
+func (in *Inputs) poison(once bool) {
+	if in.ready != nil && !in.overlap && !once {
+		in.overlap = true
+		return
+	}
+	in.Wait()
+	fillNaN(in.C)
 }
 
 // NewMappedInputs makes the same inputs as NewInputs, in host matrices the
@@ -227,10 +263,12 @@ func (r Result) Interrupted() bool { return r.Timings.RunsAsked > 0 }
 // back (or a kernel that writes nothing, when Inputs serve several) fails
 // validation.
 func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
-	fillNaN(in.C)
+	defer in.Wait() // on every path: the maker writes A, B and C
+	in.poison(o.Once)
 	mo := &glcompute.MulOptions{Kernel: o.Kernel, MaxGroups: o.MaxGroups, SplitK: o.SplitK, Progress: o.Progress,
 		MaxBinding: o.MaxBinding, MaxGPUMemory: o.MaxGPUMemory, Context: o.Context}
 	st := newStages(o, dev.Info())
+	st.in = in
 	if !o.Once {
 		mo.Measure = st.run
 		if o.KeepRuns && o.Context != nil {
@@ -329,6 +367,7 @@ func startCheck(mode validate.Mode, in *Inputs, minFreivalds int, beside bool) *
 	}
 	go func() {
 		defer close(p.done)
+		in.Wait()
 		p.f = validate.NewRows(in.B, validate.FreivaldsVectors, rand.New(rand.NewPCG(in.Seed, 2))) // drawn as checkInBands draws
 		for r0 := 0; r0 < m && !p.stop.Load(); r0 += p.rows {
 			p.bands = append(p.bands, p.f.PrepareA(rowsOf(in.A, r0, min(m, r0+p.rows)), r0))

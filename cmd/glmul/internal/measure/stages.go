@@ -117,8 +117,9 @@ type Timings struct {
 type stages struct {
 	o      Options
 	t      Timings
-	alone  bool // the stages ran alone (not a product in panels)
-	onCPU  bool // the device computes on the CPU: no clocks to ramp
+	in     *Inputs // waited for before the stages read them (MakeInputs)
+	alone  bool    // the stages ran alone (not a product in panels)
+	onCPU  bool    // the device computes on the CPU: no clocks to ramp
 	ctx    context.Context
 	pass   *passContext // the pass's, where the runs are kept (KeepRuns)
 	report func()
@@ -136,9 +137,12 @@ func newStages(o Options, info glcompute.Info) *stages {
 
 // run is the Measure hook.
 func (st *stages) run(s tuning.Stages) error {
-	if s.Panels() { // only a warm-up: the pass is the measurement
-		return st.warmUp(s)
+	if s.Panels() { // only a warm-up, which reads no input: the pass is the measurement
+		err := st.warmUp(s)
+		st.in.Wait() // the pass reads A and B once this returns
+		return err
 	}
+	st.in.Wait()
 	st.alone = true
 	st.total = s.Dispatches() * (st.o.Warmup + max(1, st.o.Reps))
 	if st.o.Progress != nil {
