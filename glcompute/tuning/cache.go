@@ -74,12 +74,11 @@ func Classify(m, k, n int) Class {
 
 // Shapes returns the products glmul tune measures c on for its size n (a
 // configuration is scored by its geometric mean rate over them): the
-// class's range, since one product does not stand for it — a winner on
-// 256×8192×256 alone ran 1000×4096×1000 at 63% of cuBLAS where the
-// built-in choice ran it at 84% (H100). Square: (n/2)³, n³, (2n)³. LongK,
-// at n = 2048: 64×4096×64, 256×8192×256, 1024×4096×1024. ThinK:
-// 2048×64×2048, 4096×128×4096, 1024×32×1024. Each is of its class; an n
-// under 16 counts as 16.
+// class's range, since one product does not stand for it
+// (docs/PERFORMANCE.md, "Tuning per shape class"). Square: (n/2)³, n³,
+// (2n)³. LongK, at n = 2048: 64×4096×64, 256×8192×256, 1024×4096×1024.
+// ThinK: 2048×64×2048, 4096×128×4096, 1024×32×1024. Each is of its class;
+// an n under 16 counts as 16.
 func (c Class) Shapes(n int) [][3]int {
 	n = max(n, 16)
 	switch c {

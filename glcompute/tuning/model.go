@@ -48,22 +48,18 @@ const (
 )
 
 // ModelMaxTN is the most columns of C one invocation of the model's
-// configurations computes. Not a register limit: on the H100 the
-// configurations with 8×16 per-invocation tiles ran at 12–24 TFLOPS where
-// the same registers in 16×8 ran at 46 (docs/PERFORMANCE.md "A
-// transposed"), a cliff the model's register count does not explain.
+// configurations computes. Not a register limit: tiles of 8×16 an
+// invocation ran far slower than the same registers in 16×8, a cliff the
+// model's register count does not explain.
+// Measured: docs/TUNING.md, "Model".
 const ModelMaxTN = 8
 
 // ModelMaxBK is the deepest K step of the model's configurations, an
-// assumption from the H100: there the default, natural and small-grid
-// configurations measured best have steps of 8 or 16, and in one sweep
-// the configurations with steps of 32 and large register tiles ran
-// slowest of all (64x64x32_8x8_db 3.3 TFLOPS, 128x64x32_16x8_db 0.66;
-// docs/PERFORMANCE.md "Tuning per shape class", where a later session
-// put part of that sweep's slowness on the clocks). It costs something:
-// glmul tune cached steps of 32 for the H100's long-k (64x128x32_8x4,
-// +8%) and thin-k (64x64x32_4x4, +12%) classes, which the model cannot
-// choose.
+// assumption from measured GPUs: the default, natural and small-grid
+// configurations measured best have steps of 8 or 16, and steps of 32
+// with large register tiles ran slowest of all. It costs something: glmul
+// tune has cached steps of 32 for long-k and thin-k classes, which the
+// model cannot choose. Measured: docs/TUNING.md, "Model".
 const ModelMaxBK = 16
 
 // ModelRegistersOf is the model's estimate of the registers one invocation
@@ -87,47 +83,21 @@ func ModelRegistersOf(c shaders.FastConfig) int {
 // ModelMinThreads is the fewest invocations the model wants in a work
 // group of its Default and Natural: their groups each fill a
 // multiprocessor (OneGroupPerSM) or nearly, so their own invocations are
-// all that hide the latency of shared memory and of the FMAs, 8 warps of
-// 32 as in cuBLAS's 256×128 kernel on the H100 (docs/PERFORMANCE.md "A
-// transposed"). On an H200 128x128x16_8x8_db (256 invocations) ran
-// 8192×8192×256 at 41.2 TFLOPS where 128x128x8_16x8_db (128 invocations,
-// fewer shared reads per FMA) ran it at 36.2.
+// all that hide the latency of shared memory and of the FMAs: 8 warps of
+// 32, as in cuBLAS's 256×128 kernel. Measured: docs/TUNING.md, "Model".
 const ModelMinThreads = 256
 
-// Model returns the kernel choice for a GPU glmul never saw, from Facts:
-//
-//   - it keeps the fast family's configurations (shaders.FastCandidates,
-//     without the padded warp-tile variants, which are for glmul tune to
-//     try) that fit the work group limits, whose register estimate
-//     (ModelRegistersOf) is within ModelRegisters, with at most
-//     ModelMaxTN columns per invocation and K steps of at most ModelMaxBK;
-//   - Default is, among those with ModelMinThreads invocations or more
-//     (any, where none has), the one that reads least per multiply-add:
-//     first the fewest shared-memory reads per FMA ((TM + TN) / (TM·TN) for
-//     an invocation), then the fewest global reads ((BM + BN) / (BM·BN) for
-//     a work group); then double-buffered, A read transposed, the deeper K
-//     step (fewer barriers per K), the taller block (on the H100
-//     256x128x16_16x8_db_at ran at 46.3 TFLOPS against 46.0–46.1 for its
-//     128×256 twins);
-//   - Natural is the same choice among those reading A as it is, with
-//     blocks of at most half the default's area: it serves products
-//     narrower than TransposedAMinN columns, whose grids are small, so
-//     they get twice the work groups before K is split (on an H200, at
-//     1024³: 128x128x16_8x8_db 29.4–31.1 TFLOPS, 256x128x8_16x8_db 26.4);
-//   - NaturalWide is the same choice among those reading A as it is with
-//     blocks of the default's area: it serves the large ones of those
-//     products (UseWideNatural; on the H100 256x128x16_16x8_db_tex, this
-//     choice with textures, ran 8192×8192×1024 at 3.03 ms against
-//     128x128x16_8x8_db_tex's 3.15, 16384×4096×512 at 1.53 against
-//     1.58–1.59);
-//   - SmallGrid serves products with too few work groups to fill the GPU
-//     (UseSmallGrid): 64×64 blocks, so 4 times the groups of 128×128, with
-//     at least 128 invocations a group (each group has few others beside
-//     it to hide its latency), the fewest shared reads per FMA among them,
-//     and the shallowest K step (the small grid also serves K down to 64).
-//
-// Where nothing fits (a device that offers less than the fast family
-// needs), Default is GenericDefault and the caller's fit check decides.
+// Model returns the kernel choice for a GPU glmul never saw, from Facts.
+// Of the fast family's configurations (shaders.FastCandidates, less the
+// padded warp-tile variants) that fit the work group limits, ModelRegisters
+// (ModelRegistersOf), ModelMaxTN and ModelMaxBK, Default reads least per
+// multiply-add (bigFirst), among those of ModelMinThreads invocations or
+// more where any are; Natural is the same among those reading A as it is
+// with at most half Default's block area (twice the groups before K is
+// split), NaturalWide among those with its area (UseWideNatural), and
+// SmallGrid among 64×64 blocks of 128 invocations or more (smallFirst).
+// Where nothing fits, Default is GenericDefault and the caller's fit check
+// decides. The rules and their measurements: docs/TUNING.md, "Model".
 func Model(f Facts) Choice {
 	var ok []shaders.FastConfig
 	for _, c := range shaders.FastCandidates() {
@@ -194,7 +164,11 @@ func reuse(a, b shaders.FastConfig) int {
 	return cmp.Compare(b.BM*b.BN*(a.BM+a.BN), a.BM*a.BN*(b.BM+b.BN))
 }
 
-// bigFirst is Default's order (see Model).
+// bigFirst is Default's order (see Model): first the fewest shared-memory
+// reads per FMA ((TM + TN) / (TM·TN) for an invocation), then the fewest
+// global reads ((BM + BN) / (BM·BN) for a work group) (reuse); then
+// double-buffered, A read transposed, the deeper K step (fewer barriers
+// per K), the taller block.
 func bigFirst(a, b shaders.FastConfig) int {
 	if c := reuse(a, b); c != 0 {
 		return c
@@ -203,7 +177,9 @@ func bigFirst(a, b shaders.FastConfig) int {
 		cmp.Compare(b.BK, a.BK), cmp.Compare(b.BM, a.BM), cmp.Compare(b.TM, a.TM))
 }
 
-// smallFirst is SmallGrid's order (see Model).
+// smallFirst is SmallGrid's order (see Model): the fewest shared reads
+// per FMA (reuse), then double-buffered, then the shallowest K step (the
+// small grid also serves K down to 64).
 func smallFirst(a, b shaders.FastConfig) int {
 	if c := reuse(a, b); c != 0 {
 		return c
