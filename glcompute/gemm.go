@@ -386,13 +386,13 @@ func (d *Device) dispatchPlan(p *program, plan dispatch.Plan) error {
 // checks for GL errors and, on an owned context, unbinds the program; on
 // the device thread.
 //
-// The flush is a driver workaround, not a wait: on NVIDIA 580.159.04 (H100,
-// EGL), a buffer that a dispatch bound as shader storage while a
-// glBufferData or glBufferSubData of it was still unflushed ignores the
-// next glBufferSubData (the host's, say) until a later one: the next
-// dispatch reads the older contents. A glFlush after the dispatch prevents
-// it (TestHostWriteAfterProduct; glcompute/doc.go, "NVIDIA and
-// glBufferSubData"). It costs about 3 µs a call on the H100.
+// The flush is a driver workaround, not a wait: on one NVIDIA driver, a
+// buffer that a dispatch bound as shader storage while a glBufferData or
+// glBufferSubData of it was still unflushed ignores the next
+// glBufferSubData (the host's, say) until a later one: the next dispatch
+// reads the older contents. A glFlush after the dispatch prevents it, at a
+// few µs a call (TestHostWriteAfterProduct; docs/DRIVERS.md, "NVIDIA and
+// glBufferSubData").
 func (d *Device) finishDispatch(p *program) error {
 	if d.scoped {
 		glw.BarrierStorage()

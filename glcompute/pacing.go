@@ -9,7 +9,8 @@ import (
 )
 
 // Windows resets a GPU whose work runs longer than TdrDelay (2 s by
-// default; HKLM\System\CurrentControlSet\Control\GraphicsDrivers\TdrDelay)
+// default; HKLM\System\CurrentControlSet\Control\GraphicsDrivers\TdrDelay;
+// docs/SUPPORT.md, "Windows")
 // without a pause: the program's context is lost, and on some systems the
 // desktop flickers. The paper capped every dispatch at 64×64 work groups
 // against it, which is far under the limit on a fast GPU and can be far

@@ -52,8 +52,8 @@ func (s *stages) Dispatches() int {
 // Upload copies A and B into their GPU buffers, poisons C's with NaN (so
 // that an element a run fails to write fails validation), waits for the
 // GPU, and returns how long that took and the bytes uploaded. The first
-// upload into new buffers costs the driver more than later ones (NVIDIA
-// 580: about 50 ms for 64 MiB).
+// upload into new buffers costs the driver more than later ones
+// (docs/PERFORMANCE.md, "The data path: host matrices to the GPU and back").
 func (s *stages) Upload() (time.Duration, int64, error) {
 	if s.pp != nil {
 		return 0, 0, nil

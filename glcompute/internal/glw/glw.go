@@ -466,9 +466,9 @@ func NewMappedBuffer(size int, access uint32, st Storage) (b Buffer, p unsafe.Po
 	gl.GenBuffers(1, &name)
 	b = Buffer(name)
 	gl.BindBuffer(gl.COPY_WRITE_BUFFER, name)
-	// GL_CLIENT_STORAGE_BIT: host memory. On NVIDIA 580 it cut the first
-	// product's staging cost at n = 4096 from 114 to 32 ms (upload) and
-	// from 41 to 24 ms (readback); later products ran as fast either way.
+	// GL_CLIENT_STORAGE_BIT: host memory. On NVIDIA it cut the first
+	// product's staging cost; later products ran as fast either way
+	// (docs/PERFORMANCE.md, "The data path: host matrices to the GPU and back").
 	st.bufferStorage(gl.COPY_WRITE_BUFFER, size, nil, flags|gl.CLIENT_STORAGE_BIT)
 	p = gl.MapBufferRange(gl.COPY_WRITE_BUFFER, 0, size, flags)
 	gl.BindBuffer(gl.COPY_WRITE_BUFFER, 0)

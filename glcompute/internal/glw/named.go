@@ -41,13 +41,12 @@ func HaveNamed() bool { return getNamedBufferParameteri64v != nil }
 // driver does when a buffer is bound, stay as the host left them. Call it
 // only where HaveNamed and the context supports direct state access.
 //
-// Why not Size: NVIDIA 580.159.04 (H100, EGL) loses a host's
-// glBufferSubData to the next compute dispatch when the buffer was bound
-// to any other target between its glBufferData and that glBufferSubData:
-// the dispatch reads the glBufferData contents (issue 22; the sequence
-// BufferData, BindBuffer(other target), BindBuffer(0), BufferSubData,
-// dispatch reproduces it with no glmul code at all). A glmul query that
-// binds a host's buffer in WrapBuffer is exactly that bind.
+// Why not Size: one NVIDIA driver loses a host's glBufferSubData to the
+// next compute dispatch when the buffer was bound to any other target
+// between its glBufferData and that glBufferSubData: the dispatch reads
+// the glBufferData contents (issue 22; docs/DRIVERS.md, "NVIDIA and
+// glBufferSubData", gives the sequence). A glmul query that binds a
+// host's buffer in WrapBuffer is exactly that bind.
 func (b Buffer) NamedSize() int64 {
 	var v C.int64_t
 	C.glmulGetNamedBufferParameteri64v(getNamedBufferParameteri64v, C.uint(b), C.uint(gl.BUFFER_SIZE), &v)
