@@ -112,8 +112,8 @@ type Device struct {
 // boundState is the program and storage ranges a resident product left
 // bound inside a Scope, where nothing else changes them (the host
 // promises not to, and every other glmul call forgets them): the next
-// resident product skips binding what is already bound, which on the H100
-// is most of a scoped call's GL time (glUseProgram alone about 0.7 µs).
+// resident product skips binding what is already bound, most of a scoped
+// call's GL time (docs/PERFORMANCE.md, "Issue 12, fourth session").
 type boundState struct {
 	valid  bool
 	prog   glw.Program

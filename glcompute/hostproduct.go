@@ -39,9 +39,8 @@ type hostProduct struct {
 	// then runs streamed (streams) or in one step (rowsPerBand). Bands of
 	// copy commands overlap nothing here: one context runs the GPU's
 	// copies and dispatches in order, and bands only add their fences and
-	// waits. On the H100 (4096³, -mapped, 6 processes each, one call),
-	// before streamed passes: 7.05 ms end to end in 4 bands, 6.88 in 2,
-	// 10.13 in 8 (bands of half a wave).
+	// waits (docs/PERFORMANCE.md, "Bands, copy goroutines and -mapped in one
+	// step").
 	mapped bool
 	// plainAC: neither A nor C is a mapped host matrix and the staging
 	// buffers are mapped persistently, so that a streamed pass can read
@@ -185,15 +184,15 @@ func (h *hostProduct) planSplit() error {
 // transposed: the transpose of A's first band runs alone, and each later
 // band's beside the kernel on the band before, in the multiprocessors its
 // last wave leaves idle and as its groups finish, as a streamed pass does
-// (hoststream.go); a product in one dispatch waits for the whole
-// transpose first (4096² of A: 59 µs on the H100, then 2.7 ms of
-// kernel). Only where the bands' waves of work groups add up to no more
-// than the product's and each runs at least minBandWaves
-// (transposeBandRows); for a product that runs unsplit, without stream-K
-// or edge strips, unpaced (pacing.go: a streamed transpose is one long
-// dispatch), and that runs whole at all (under Measure, or a pass in one
-// step). Bands only make it faster: where the streamed transpose does not
-// compile, the product runs whole.
+// (hoststream.go); a product in one dispatch waits for the whole transpose
+// first (docs/PERFORMANCE.md, "Figures from the library's comments"). Only
+// where the bands' waves of work groups add up to no more than the
+// product's and each runs at least minBandWaves (transposeBandRows); for a
+// product that runs unsplit, without stream-K or edge strips, unpaced
+// (pacing.go: a streamed transpose is one long dispatch), and that runs
+// whole at all (under Measure, or a pass in one step). Bands only make it
+// faster: where the streamed transpose does not compile, the product runs
+// whole.
 func (h *hostProduct) planBands() {
 	h.bandRows = 0
 	if h.tr == nil || h.splits > 1 || h.sk != nil || h.edge != nil || !h.p.kernel.Strided || h.slots == 0 || h.p.pace != nil ||
@@ -212,12 +211,8 @@ func (h *hostProduct) planBands() {
 }
 
 // transposeBands is the most bands planBands cuts a product into, and
-// minBandWaves the fewest waves of work groups in each but the last. On
-// the H100 (two rounds in one call against the product in one dispatch,
-// both with this transpose.comp): 8192³ in 4 bands of 3.9 waves 21.81 ms
-// against 21.91–21.92, 6144³ in 3 of 2.9 waves 9.23–9.24 against
-// 9.27–9.29, 4096³ in 2 of 1.9 waves 2.770–2.780 against 2.777–2.784;
-// bands of one wave made 4096³ and 3072×4096×4096 0.6–1.1% slower
+// minBandWaves the fewest waves of work groups in each but the last:
+// bands of two waves or more gained a little, bands of one wave lost
 // (docs/PERFORMANCE.md, "The tenth session").
 const (
 	transposeBands = 4
@@ -231,8 +226,8 @@ const (
 // other adding up to no more than the whole product's, at least
 // minBandWaves in each band but the last, and a whole tile's rows in the
 // last (fewer could not move its tiles back into the band before, and
-// would read with bounds checks); 0 where none does. 4096³ on the
-// H100 (16 rows of 32 tiles, 132 slots): 2 bands of 256 tiles, 2 waves
+// would read with bounds checks); 0 where none does. 4096³ with 132
+// slots (16 rows of 32 tiles): 2 bands of 256 tiles, 2 waves
 // each, as the whole product's 3.88; 6144³ (24 rows of 48): 3 bands of
 // 384 tiles, 3 waves each, where 4 bands would take 12 waves for the
 // product's 9.

@@ -23,10 +23,10 @@ const pipelineBands = 4
 // the pass runs streamed instead (streamed).
 //
 // Where C is a mapped host matrix and the pass does not stream, the kernel
-// writes C there directly (outC) and nothing is copied back: on the H100
-// a 4096³ -mapped product in one step went from 6.84 to 6.69 ms end to end
-// (its 64 MiB copy took 1.3 ms; the kernel's writes over PCIe, a wave's
-// all at once at its end, cost it most of that back). C is then not
+// writes C there directly (outC) and nothing is copied back: a small gain,
+// the kernel's writes over PCIe, a wave's all at once at its end, costing
+// back most of the copy's time (docs/PERFORMANCE.md, "Streamed passes",
+// step 1). C is then not
 // poisoned on the GPU step by step (a NaN fill of host memory costs what
 // the copy did); under Measure, whose readback has already written C, it
 // is poisoned once before the pass.
@@ -165,7 +165,8 @@ func (h *hostProduct) runEdges(edges []dispatch.Chunk, rows, r0 int) {
 // makes them visible to the kernel. No barrier before it: no dispatch
 // still queued reads what it writes (bands write disjoint columns, and the
 // runs of a product and products follow a glFinish or a readback); one
-// there cost the pipelined 4096³ 0.5-1.3 ms of its overlap on the H100.
+// there cost the pipelined pass its overlap (docs/PERFORMANCE.md,
+// "Figures from the library's comments").
 // It leaves its own program and bindings: the kernel's are made again
 // after it.
 func (h *hostProduct) transposeA(r0, rows int) {
@@ -282,7 +283,7 @@ func (h *hostProduct) runBands() {
 			glw.BarrierStorage()
 		}
 		// After the transpose: progress flushes, and a kernel flushed
-		// alone ran without the pass beside it on the H100 (hoststream.go).
+		// alone ran without the pass beside it (hoststream.go, step).
 		h.progress.dispatched()
 	}
 	h.progress.drain()

@@ -23,10 +23,8 @@ import (
 // (TransposeStream) and copies band i−1 of C into it (Copy). Host memory
 // is the mapped host matrices themselves (mappedEnds), or, for Go slices,
 // the staging buffers (stagedEnds), which the host fills and empties a
-// band at a time while the GPU works on the others. 4096³ on the H100,
-// medians over processes: -mapped 6.05–6.13 ms end to end against
-// 6.84–7.08 for the previous binary in the same calls, Go slices 9.50–9.52
-// against 10.24–11.25 (docs/PERFORMANCE.md, "Streamed passes").
+// band at a time while the GPU works on the others. Measured:
+// docs/PERFORMANCE.md, "Streamed passes".
 
 // streams reports whether the pipelined pass runs streamed: A, B and C
 // all mapped host matrices, or A and C both Go slices with persistently
@@ -35,8 +33,8 @@ import (
 // would read it from there once per column of tiles) without edge strips
 // (the edge kernel reads A as it is), bands that run unsplit, and at least
 // two bands of a wave of work groups each (waveRows, else tuning.Wave): a
-// band of fewer leaves most of the GPU idle (2048³ on the H100 in 4
-// bands of 32 groups: 2.31 ms end to end against 1.40 in one step). With
+// band of fewer leaves most of the GPU idle (docs/PERFORMANCE.md,
+// "Streamed passes"). With
 // Go slices a band's rows of A and of C must also fit a staging buffer
 // (K and N up to 32768 at the default 32 MiB and 256-row tiles).
 func (h *hostProduct) streams() bool {
@@ -61,16 +59,12 @@ func (h *hostProduct) streams() bool {
 // streamThreads invocations. Such a group cannot share a multiprocessor
 // with one of the kernel's (256 invocations of about 230 registers on
 // NVIDIA), so the streaming runs on the multiprocessors a band leaves idle
-// (4096³ on the H100: 128 groups a band, 4 of 132 idle) and, where it
-// has not finished with the band, on all of them after it. Measured on
-// the H100 (4096³, a band's kernel with the next band's transpose and the
-// previous band's copy beside it; the kernel alone 0.733 ms): 4 groups of
-// 1024 0.920 ms, 8 0.944, 16 0.951, 36 0.869; 132 of 256 1.089, 132 of 64
-// 1.264 and 1.571 in two probes (groups small enough to sit beside the
-// kernel's slow it down). The transpose alone beside the kernel is hidden
-// with 4 to 36 groups of 1024 (0.734–0.745 ms); the copy out is not
-// (0.956–0.968 with 8 to 36), as writing C to host memory from the kernel
-// was not (docs/PERFORMANCE.md).
+// (4096³ with 132: 128 groups a band, 4 idle) and, where it has not
+// finished with the band, on all of them after it. Groups small enough to
+// sit beside the kernel's slow it down. The transpose beside the kernel is
+// hidden by a few groups of 1024; the copy out is not, as writing C to
+// host memory from the kernel was not (docs/PERFORMANCE.md, "Streamed
+// passes").
 func (h *hostProduct) streamGroups() int {
 	if n := h.d.info.SMCount; n > 0 {
 		return max(4, n/4)
@@ -265,8 +259,7 @@ func (sp *streamPass) prologue(b blas32.General) error {
 // then. The kernel, the transpose and the copy out go to the GPU in one
 // flush: with the kernel flushed alone first (so that the GPU had it
 // while the host waited and copied), the passes beside it no longer
-// overlapped it on the H100 (4096³ -mapped 6.91 ms end to end against
-// 6.08; Go slices 9.57 against 9.50).
+// overlapped it (docs/PERFORMANCE.md, "Streamed passes").
 func (sp *streamPass) step(i int) error {
 	sp.waitThrough(i-1, ^uint64(0))
 	trace.Stage("stream step: waited for the step before the last")

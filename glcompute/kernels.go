@@ -275,7 +275,7 @@ func (d *Device) bindStorage(p *program, index uint32, buf glw.Buffer, start, si
 	if p.kernel.Float64 {
 		// dfast's _tex reads RGBA32UI texels: not the pool's textures,
 		// which are RGBA32F views made once (a float64 product binds
-		// its two a band, so the 4 µs of re-viewing hardly count).
+		// its two a band, so re-viewing hardly counts).
 		if d.texs[index] == 0 {
 			d.texs[index] = glw.NewTexture()
 		}
@@ -286,9 +286,9 @@ func (d *Device) bindStorage(p *program, index uint32, buf glw.Buffer, start, si
 	}
 	if t, pooled := d.poolTex[buf]; pooled && start == 0 && size == 0 {
 		// A buffer of the pool has a texture of its own, made once and
-		// then only bound: giving a texture another buffer cost about 4 µs
-		// of GPU time a product on the H100, and the fetch barrier below
-		// 2.5 µs (256³: 23.4 µs against 17.0 through storage buffers).
+		// then only bound: giving a texture another buffer, and a fetch
+		// barrier, cost a small product much of its time
+		// (docs/PERFORMANCE.md, "Figures from the library's comments").
 		// The barrier is not needed here: glmul writes a pool buffer by
 		// copies, or by shaders followed by BarrierStorage, which orders
 		// texel fetches too.

@@ -57,11 +57,11 @@ type Options struct {
 	// ProgramCache is a directory where compiled kernels are kept as the
 	// driver's program binaries (glGetProgramBinary) and loaded from in
 	// later processes (glProgramBinary), one file per driver (vendor,
-	// renderer, version) and kernel source: a compile and link on
-	// llvmpipe costs 8 ms with Mesa's own cache warm, a load under 1. A
-	// binary the driver refuses is compiled again and replaced. Zero value
-	// "": no files, every kernel compiled. glmul passes a directory in
-	// the user's cache directory.
+	// renderer, version) and kernel source: a load costs a fraction of a
+	// compile and link (docs/PERFORMANCE.md, "Figures from the library's
+	// comments", ProgramCache). A binary the driver refuses is compiled
+	// again and replaced. Zero value "": no files, every kernel compiled.
+	// glmul passes a directory in the user's cache directory.
 	ProgramCache string
 	// NoPersistentMapping makes host products stage their matrices
 	// through glMapBufferRange per chunk, as on a driver without
@@ -80,6 +80,7 @@ type Options struct {
 	// without a pause, defaultMaxDispatchTimeWindows (500 ms); elsewhere,
 	// and for a borrowed Device (measuring takes glFinish calls), no
 	// pacing: dispatches of at most MulOptions.MaxGroups² work groups.
+	// The watchdog: docs/SUPPORT.md, "Windows".
 	MaxDispatchTime time.Duration
 	// GetProcAddress, for NewDeviceFromCurrent only, is the host's own GL
 	// loader (SDL_GL_GetProcAddress, glfw.GetProcAddress, ...). go-gl keeps

@@ -204,9 +204,10 @@ func (pp *panelProduct) steps(c, a, b blas32.General) []pipeStep {
 // bands are the steps of row panel i and the column panel from c0, K
 // whole: one, or one a band of rowsPer rows.
 //
-// Panels are not cut into bands that fit the staging buffers: on the
-// H100 at 32768 that made dispatches of 256 rows, and the product 22%
-// slower (3.13 s against 2.56 s end to end).
+// Panels are not cut into bands that fit the staging buffers: at 32768
+// that made dispatches of 256 rows, and the product slower
+// (docs/PERFORMANCE.md, "The pipeline: upload, compute and readback
+// overlapping", step 8).
 func (pp *panelProduct) bands(c, a, b blas32.General, i, c0 int, bufC glw.Buffer) []pipeStep {
 	pl := pp.plan
 	r0 := i * pl.RowsPer

@@ -27,8 +27,8 @@ import (
 // only after the dispatch queued before their copies. Where waveRows (the
 // tile rows whose work groups the GPU runs in one wave; 0: unknown) is
 // known, a band of at least a wave is cut to whole waves: 4097³'s 33 tile
-// rows of 17 groups ran as 4 bands of 9 rows, each 153 groups on the
-// H100's 132 multiprocessors and so two waves; 5 bands of 7 take one each.
+// rows of 17 groups ran as 4 bands of 9 rows, each 153 groups on 132
+// multiprocessors and so two waves; 5 bands of 7 take one each.
 func bandRows(m, tile, bands, ld, stagingBytes, waveRows int) int {
 	rows := m
 	if bands > 1 && m >= bands*tile {
@@ -247,10 +247,10 @@ func (pl *pipeline) arrived(finish func() error, i int) error {
 // lets a step's work overlap the last one's, such a sum counts the shared
 // time twice and can exceed the pass itself. Merged timestamp intervals
 // cannot exceed the span from the first step's start to the last one's
-// end. (On the H100, `glmul mul` of 8192² gave 22.99 ms either way: the
-// steps did not overlap there. Issue 22's "15054 GFLOPS kernel, 29629 end
-// to end" at 16384³ came from the separate compute runs instead: see
-// report's note.)
+// end. (Where the steps did not overlap the two agreed; issue 22's kernel
+// slower than end to end came from the separate compute runs instead: see
+// report's note and docs/PERFORMANCE.md, "glmul -n 16384: the kernel
+// slower than end to end".)
 func (pl *pipeline) computeTime(queries [][2]glw.Query, calls []time.Duration) (time.Duration, bool) {
 	if len(queries) == len(calls) && len(queries) > 0 {
 		spans := make([][2]uint64, len(queries))

@@ -11,13 +11,14 @@ import (
 // the next one: A, B and C, and A's transpose for a kernel that reads A
 // transposed (keepBuffers).
 //
-// A product of the size of the last one (or smaller) then makes no new
-// GPU memory: `go test ./glcompute` on llvmpipe went from 56 s to 23-29 s
-// with it. It was first made for a slow 4097³ product after an 8192³ one
-// on the H100, which it did not fix: that was the GPU's clock after idle
-// (see measure.RampIdle in cmd/glmul and docs/PERFORMANCE.md). The cost: the buffers
-// of the last product stay allocated until the next product, a product
-// in panels, a failed allocation, or Release.
+// A product of the size of the last one (or smaller) then makes no new GPU
+// memory, which made the library's tests on llvmpipe about twice as fast.
+// It was first made for a slow product after a larger one, which it did
+// not fix: that was the GPU's clock after idle (see measure.RampIdle in
+// cmd/glmul; docs/PERFORMANCE.md, "Buffers kept between products" and
+// "Figures from the library's comments"). The cost: the buffers of the
+// last product stay allocated until the next product, a product in panels,
+// a failed allocation, or Release.
 
 // pooled is a device buffer kept for reuse.
 type pooled struct {

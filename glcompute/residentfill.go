@@ -14,10 +14,8 @@ import (
 // leave multiprocessors idle, under a wave of them or in its last one,
 // fills the GPU as a host product does (hostproduct.go): K split into
 // slices that reduce.comp sums (tuning.AutoSplitK), or stream-K where
-// that beats the split (tuning.UseStreamK, streamk.go). Unsplit, on the
-// H100, resident products took about twice a host product's time at 1024³
-// and 1000×4096×1000, 2.4× at 512³, 10× at 64×4096×64 and 1.3× at 2500³
-// and 3072³
+// that beats the split (tuning.UseStreamK, streamk.go). Unsplit, resident
+// products took up to several times a host product's time
 // (docs/results/h100/resident.md; docs/PERFORMANCE.md, "Copies in
 // pieces, resident products that fill the GPU").
 //

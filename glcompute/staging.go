@@ -57,12 +57,11 @@ type stageSlot struct {
 	fence glw.Fence      // the GPU's last copy from or to buf; 0 if none
 }
 
-// maxCopyWorkers caps the host copy goroutines (GOMAXPROCS below it). On
-// the lent H100's 16-CPU host, glmul -n 4096 end to end (a streamed pass:
-// B and A's bands into staging, C's out) ran at a median of 9.58 ms over
-// 12 processes with 16 against 10.34 with 8 (interleaved, one call,
-// 2026-11-27). Before streamed passes 16 had measured no better than 8
-// (docs/PERFORMANCE.md, "Bands, copy goroutines and -mapped").
+// maxCopyWorkers caps the host copy goroutines (GOMAXPROCS below it): a
+// streamed pass ran faster with 16 than with 8 on a 16-CPU host
+// (docs/PERFORMANCE.md, "Whole tiles at the edges, buffer textures, one
+// wave under a wave"; before streamed passes 16 had measured no better
+// than 8: "Bands, copy goroutines and -mapped").
 const maxCopyWorkers = 16
 
 // stage returns the Device's stager, creating it on first use; on the
@@ -344,8 +343,8 @@ func (pd *pendingDownload) finish() error {
 // staging buffer (no padding: columns a multiple of 4), each copy
 // goroutine copies its rows as one block rather than row by row: Go's
 // copy uses non-temporal stores from 1 MiB on, which do not first read
-// the destination's cache lines. 64 MiB on the development machine:
-// 14.1 GB/s against 9.3 copied in rows of 16 KiB.
+// the destination's cache lines (docs/PERFORMANCE.md, "Streamed
+// passes").
 
 // copyIn copies rows [r0, r1) of src into out, stride floats a row, the
 // padding after src.Cols zeroed, on the copy goroutines.

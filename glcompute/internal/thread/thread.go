@@ -8,13 +8,13 @@ import (
 	"time"
 )
 
-// Spin is how long each side of a Call polls before it sleeps: the
-// thread for the next call after one ends, the caller for its call to
-// end. Waking a sleeping goroutine locked to its OS thread costs the OS a
-// thread switch each way; on the H100 machine that was most of an owned
-// Device's 23–33 µs per queued product. A stream of calls closer together
-// than Spin never sleeps; the price is up to Spin of a busy core after
-// the last one.
+// Spin is how long each side of a Call polls before it sleeps: the thread
+// for the next call after one ends, the caller for its call to end. Waking
+// a sleeping goroutine locked to its OS thread costs the OS a thread
+// switch each way, most of an owned Device's time per queued product
+// (docs/PERFORMANCE.md, "Figures from the library's comments",
+// thread.Spin). A stream of calls closer together than Spin never sleeps;
+// the price is up to Spin of a busy core after the last one.
 const Spin = 100 * time.Microsecond
 
 // OSThread is a goroutine locked to an OS thread that runs the functions
