@@ -16,7 +16,12 @@
 //     lines, counted from its func keyword to its closing brace (doc comments
 //     excluded);
 //   - an import of this module's packages that points up the layer table
-//     below (test files included, external test packages too).
+//     below (test files included, external test packages too);
+//   - under libraryDir, in a non-test file: an exported identifier's doc
+//     comment over maxDocLines lines, a comment that names a GPU model or
+//     gives a timing without linking to docs/, and a doc.go over
+//     maxPackageDocLines lines (see comments.go: doc comments are
+//     contracts, measurements live in docs/).
 //
 // It exits 1 if it reported anything; otherwise it prints a one-line summary
 // and exits 0. It exits 2 on a usage error or when the tree cannot be read or
@@ -232,7 +237,7 @@ func (c *checker) checkFile(rel string) error {
 		return err
 	}
 	c.checkFileLength(rel, countLines(data))
-	f, err := parser.ParseFile(c.fset, rel, data, parser.SkipObjectResolution)
+	f, err := parser.ParseFile(c.fset, rel, data, parser.SkipObjectResolution|parser.ParseComments)
 	if err != nil {
 		return err
 	}
@@ -240,6 +245,7 @@ func (c *checker) checkFile(rel string) error {
 		c.checkFuncs(rel, f)
 	}
 	c.checkImports(rel, f)
+	c.checkComments(rel, f, countLines(data))
 	return nil
 }
 

@@ -315,3 +315,124 @@ func TestCountLines(t *testing.T) {
 		}
 	}
 }
+
+// docOfLines returns a doc comment of exactly n lines, indented by indent.
+func docOfLines(indent string, n int) string {
+	return strings.Repeat(indent+"// doc\n", n)
+}
+
+func TestDocCommentLength(t *testing.T) {
+	src := "package a\n\n" + // lines 1-2
+		docOfLines("", 12) + "func Exact() {}\n" + // 3-15: passes
+		docOfLines("", 13) + "func Over() {}\n" + // doc at 16
+		docOfLines("", 20) + "func unexported() {}\n" + // 30-50: passes
+		docOfLines("", 13) + "func (t *T) Method() {}\n" + // doc at 51
+		docOfLines("", 13) + "func (t t2) Hidden() {}\n" + // 65-78: passes, type unexported
+		docOfLines("", 13) + "type T struct {\n" + // doc at 79; struct at 92
+		docOfLines("\t", 13) + "\tField int\n" + // doc at 93
+		docOfLines("\t", 13) + "\tfield int\n" + // 107-120: passes
+		"}\n" + // 121
+		docOfLines("", 13) + "const C = 1\n" + // doc at 122
+		"// Group doc.\n" + docOfLines("", 12) + "const (\n" + // group doc at 136
+		docOfLines("\t", 13) + "\tV1, v2 = 1, 2\n" + // doc at 150
+		")\n" + // 164
+		"type I interface {\n" + // 165
+		docOfLines("\t", 13) + "\tDo()\n" + // doc at 166
+		"}\n" + // 180
+		docOfLines("", 13) + "var (\n\tw = 1\n)\n" + // 181-196: passes, nothing exported
+		docOfLines("", 13) + "type t2 struct{}\n" // 197-210: passes
+	root := writeTree(t, map[string]string{
+		"glcompute/internal/a/a.go":      src,
+		"glcompute/internal/a/a_test.go": "package a\n\n" + docOfLines("", 20) + "func TestX() {}\n",
+		"internal/b/b.go":                "package b\n\n" + docOfLines("", 20) + "func Long() {}\n",
+		"glcomputex/c.go":                "package c\n\n" + docOfLines("", 20) + "func Long() {}\n",
+	})
+	vs, _ := mustCheck(t, root)
+	const tail = ", over 12: say what and why, link the measurements in docs/"
+	wantViolations(t, vs,
+		"glcompute/internal/a/a.go:16: doc comment of Over has 13 lines"+tail,
+		"glcompute/internal/a/a.go:51: doc comment of T.Method has 13 lines"+tail,
+		"glcompute/internal/a/a.go:79: doc comment of T has 13 lines"+tail,
+		"glcompute/internal/a/a.go:93: doc comment of T.Field has 13 lines"+tail,
+		"glcompute/internal/a/a.go:122: doc comment of C has 13 lines"+tail,
+		"glcompute/internal/a/a.go:136: doc comment of const block of V1 has 13 lines"+tail,
+		"glcompute/internal/a/a.go:150: doc comment of V1 has 13 lines"+tail,
+		"glcompute/internal/a/a.go:166: doc comment of I.Do has 13 lines"+tail,
+	)
+}
+
+func TestMeasurementComments(t *testing.T) {
+	src := `package a
+
+// Good: 1 MiB buffers, K = 262140, 4 slices, 2s complement, 128s, NVIDIA
+// and Mesa llvmpipe, ms and TFLOPS as words.
+func Good() {}
+
+// Linked: 46.3 TFLOPS on the H100, 10–15 µs a product,
+// docs/PERFORMANCE.md, "A transposed".
+func Linked() {}
+
+// On the H100 it won.
+func GPU() {}
+
+// On an RTX 4090 too.
+func RTX() {}
+
+func body() {
+	x := 1 // 0.229 ms against 0.234
+	_ = x
+	// Two lines, the second timed:
+	// 10–15 µs a product.
+}
+
+/* A block comment: 14.1 GB/s. */
+
+// Units, each comment its own: 3.2 ms,
+// and the next line of the comment is not reported: 46 TFLOPS.
+
+// 12-19 GFLOPS
+
+// 0.5 s
+
+// 23.4µs
+
+// 2 ns.
+const Units = 1
+`
+	root := writeTree(t, map[string]string{
+		"glcompute/a.go":        src,
+		"glcompute/a_test.go":   "package a\n\n// On the H100: 3 ms.\nfunc TestX() {}\n",
+		"internal/b/b.go":       "package b\n\n// On the H100: 3 ms.\nfunc B() {}\n",
+		"glcompute/tuning/t.go": "package tuning\n\n// Fitted on an H200.\nconst Fit = 1\n",
+	})
+	vs, _ := mustCheck(t, root)
+	const tail = " without a link to docs/: move the measurement there"
+	wantViolations(t, vs,
+		`glcompute/a.go:11: comment names a GPU or a timing ("H100")`+tail,
+		`glcompute/a.go:14: comment names a GPU or a timing ("RTX 4090")`+tail,
+		`glcompute/a.go:18: comment names a GPU or a timing ("0.229 ms")`+tail,
+		`glcompute/a.go:21: comment names a GPU or a timing ("15 µs")`+tail,
+		`glcompute/a.go:24: comment names a GPU or a timing ("14.1 GB/s")`+tail,
+		`glcompute/a.go:26: comment names a GPU or a timing ("3.2 ms")`+tail,
+		`glcompute/a.go:29: comment names a GPU or a timing ("19 GFLOPS")`+tail,
+		`glcompute/a.go:31: comment names a GPU or a timing ("0.5 s")`+tail,
+		`glcompute/a.go:33: comment names a GPU or a timing ("23.4µs")`+tail,
+		`glcompute/a.go:35: comment names a GPU or a timing ("2 ns")`+tail,
+		`glcompute/tuning/t.go:3: comment names a GPU or a timing ("H200")`+tail,
+	)
+}
+
+func TestPackageDocLength(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"glcompute/doc.go":        fileOfLines("glcompute", 81),
+		"glcompute/tuning/doc.go": fileOfLines("tuning", 80),
+		"glcompute/glfw/doc.go":   strings.TrimSuffix(fileOfLines("glfw", 81), "\n"),
+		"glcompute/notdoc.go":     fileOfLines("glcompute", 81),
+		"validate/doc.go":         fileOfLines("validate", 120),
+	})
+	vs, _ := mustCheck(t, root)
+	wantViolations(t, vs,
+		"glcompute/doc.go:1: doc.go has 81 lines, over 80: move the detail to docs/",
+		"glcompute/glfw/doc.go:1: doc.go has 81 lines, over 80: move the detail to docs/",
+	)
+}
