@@ -42,6 +42,7 @@ type Rows struct {
 	maxCol float64 // the largest ‖B:,ⱼ‖₂ of B's finite columns
 	g      float64 // γ_k in float32, mayOverflow's slack
 	full   *lazyFull
+	procs  int // goroutines for NewRowsOn's and PrepareA's work
 	mu     sync.Mutex
 	r      Result
 }
@@ -49,12 +50,22 @@ type Rows struct {
 // NewRows prepares the check of products by b (k×n) with vectors random
 // vectors from rng, drawn as CheckFreivalds draws them.
 func NewRows(b blas32.General, vectors int, rng *rand.Rand) *Rows {
+	return NewRowsOn(b, vectors, rng, 0)
+}
+
+// NewRowsOn is NewRows with its work, and PrepareA's, on at most procs
+// goroutines (0: GOMAXPROCS), for a check prepared beside other work
+// that needs CPUs too; Check's results are the same.
+func NewRowsOn(b blas32.General, vectors int, rng *rand.Rand, procs int) *Rows {
+	if procs <= 0 || procs > runtime.GOMAXPROCS(0) {
+		procs = runtime.GOMAXPROCS(0)
+	}
 	k, n := b.Rows, b.Cols
-	_, colNF := nonFinite(blas32.General{Rows: 0, Cols: k, Stride: k}, b)
-	f := &Rows{k: k, n: n, vectors: vectors, x: make([]float64, n*vectors), y: make([]float64, k*vectors),
+	colNF := nonFiniteColsOn(procs, b.Data, b.Rows, b.Cols, b.Stride)
+	f := &Rows{k: k, n: n, vectors: vectors, procs: procs, x: make([]float64, n*vectors), y: make([]float64, k*vectors),
 		colNF: colNF, yAbs: make([]float64, vectors), xNorm: make([]float64, vectors), xSum: make([]float64, vectors),
 		slack: gamma(k+n, u64), r: Result{Mode: Freivalds, OK: true, Vectors: vectors, Row: -1, Col: -1}}
-	bNorm2 := columnNorms2(b)
+	bNorm2 := columnNorms2(b, procs)
 	f.full, f.g = &lazyFull{b: b}, gamma(k, u32)
 	for j, c2 := range bNorm2 {
 		if !colNF[j] {
@@ -76,7 +87,7 @@ func NewRows(b blas32.General, vectors int, rng *rand.Rand) *Rows {
 		f.xNorm[v] = math.Sqrt(xx)
 	}
 	yAbs := make([]float64, k*vectors) // |B|·|x|
-	inParallel(k, n*vectors, func(lo, hi int) {
+	inParallelOn(procs, k, n*vectors, func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			y, ya, row := f.y[p*vectors:(p+1)*vectors], yAbs[p*vectors:(p+1)*vectors], b.Data[p*b.Stride:p*b.Stride+n]
 			if vectors == 4 && !f.anyColNF {
@@ -107,9 +118,9 @@ func NewRows(b blas32.General, vectors int, rng *rand.Rand) *Rows {
 }
 
 // columnNorms2 returns the squared norms of b's columns, its rows summed
-// over the CPUs.
-func columnNorms2(b blas32.General) []float64 {
-	workers := min(runtime.GOMAXPROCS(0), max(1, b.Rows*b.Cols/parallelMin))
+// on up to procs goroutines.
+func columnNorms2(b blas32.General, procs int) []float64 {
+	workers := min(procs, max(1, b.Rows*b.Cols/parallelMin))
 	parts := make([][]float64, workers)
 	per := (b.Rows + workers - 1) / workers
 	var wg sync.WaitGroup
@@ -137,7 +148,12 @@ func columnNorms2(b blas32.General) []float64 {
 // inParallel runs f over [0, n) in ranges on up to GOMAXPROCS goroutines,
 // as many as give each at least parallelMin multiply-adds at cost each.
 func inParallel(n, cost int, f func(lo, hi int)) {
-	workers := min(runtime.GOMAXPROCS(0), max(1, n*cost/parallelMin))
+	inParallelOn(runtime.GOMAXPROCS(0), n, cost, f)
+}
+
+// inParallelOn is inParallel on up to procs goroutines.
+func inParallelOn(procs, n, cost int, f func(lo, hi int)) {
+	workers := min(procs, max(1, n*cost/parallelMin))
 	per := (n + workers - 1) / workers
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -176,7 +192,7 @@ func (f *Rows) PrepareA(a blas32.General, r0 int) *PreparedRows {
 	}
 	V := f.vectors
 	p := &PreparedRows{f: f, a: a, r0: r0, side: make([]float64, a.Rows*(V+2))}
-	inParallel(a.Rows, f.k*V, func(lo, hi int) {
+	inParallelOn(f.procs, a.Rows, f.k*V, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			s := p.side[i*(V+2) : (i+1)*(V+2)]
 			s[V], s[V+1] = f.sideA(s[:V], a.Data[i*a.Stride:i*a.Stride+f.k])

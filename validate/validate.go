@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -211,9 +212,14 @@ func nonFiniteRows[E float](data []E, rows, cols, stride int) []bool {
 // (rows stride apart) hold a NaN or an Inf: each of the CPUs scans a band
 // of rows into its own flags, and the bands' flags are or-ed.
 func nonFiniteCols[E float](data []E, rows, cols, stride int) []bool {
+	return nonFiniteColsOn(runtime.GOMAXPROCS(0), data, rows, cols, stride)
+}
+
+// nonFiniteColsOn is nonFiniteCols on up to procs goroutines.
+func nonFiniteColsOn[E float](procs int, data []E, rows, cols, stride int) []bool {
 	var mu sync.Mutex
 	nf := make([]bool, cols)
-	inParallel(rows, cols, func(lo, hi int) {
+	inParallelOn(procs, rows, cols, func(lo, hi int) {
 		part := make([]bool, cols)
 		for k := lo; k < hi; k++ {
 			for j, v := range data[k*stride : k*stride+cols] {
