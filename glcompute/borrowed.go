@@ -65,10 +65,6 @@ type nativeBinding struct {
 	getProc func(string) unsafe.Pointer
 }
 
-// stateBindings is how many indexed shader storage bindings glmul uses
-// (0, 1, 2), all saved and restored in borrowed mode.
-const stateBindings = 3
-
 // NewDeviceFromCurrent returns a Device on the OpenGL context current on
 // the calling thread: a game engine's, say. It starts no goroutine, opens
 // no window, installs no debug callback and never calls glGetError (that

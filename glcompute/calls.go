@@ -107,3 +107,7 @@ func (d *Device) checkHostContext() {
 		panic("glcompute: borrowed Device used on a thread where its context is not current")
 	}
 }
+
+// stateBindings is how many indexed shader storage bindings glmul uses
+// (0, 1, 2), all saved and restored in borrowed mode.
+const stateBindings = 3

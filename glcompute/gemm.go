@@ -69,8 +69,8 @@ func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta f
 		kn := min(chunk, ak-k0)
 		err := d.resident(func() (*program, error) { return d.programOf(shaders.GEMM()) }, a, b, c,
 			func(p *program, offA, offB, offC int) {
-				offA += k0 * stride(transA, a.Stride, 1)
-				offB += k0 * stride(transB, 1, b.Stride)
+				offA += k0 * kStride(transA, a.Stride, 1)
+				offB += k0 * kStride(transB, 1, b.Stride)
 				p.setUints(uniform{"M", m}, uniform{"N", n}, uniform{"K", kn}, uniform{"lda", a.Stride}, uniform{"ldb", b.Stride},
 					uniform{"ldc", c.Stride}, uniform{"offA", offA}, uniform{"offB", offB}, uniform{"offC", offC},
 					uniform{"transA", boolInt(transA)}, uniform{"transB", boolInt(transB)})
@@ -85,9 +85,9 @@ func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta f
 	return nil
 }
 
-// stride is the elements between consecutive k of an operand: ifTrans
+// kStride is the elements between consecutive k of an operand: ifTrans
 // where it is transposed, else plain.
-func stride(trans bool, ifTrans, plain int) int {
+func kStride(trans bool, ifTrans, plain int) int {
 	if trans {
 		return ifTrans
 	}
@@ -227,7 +227,7 @@ func (d *Device) mulFilled(spec string, c, a, b *Matrix) error {
 // large enough where grow allows (workFor); on the device thread. On an
 // error, what resident calls remember of their bindings is forgotten;
 // not on errGrowWork, which comes before anything is bound.
-func (d *Device) planFast(spec string, m, k, n int, grow bool) (p *program, plan dispatch.Plan, f fill, err error) {
+func (d *Device) planFast(spec string, m, k, n int, grow bool) (p *program, plan dispatch.Plan, f fillPlan, err error) {
 	if p, err = d.program(spec); err == nil {
 		if plan, err = p.plan(m, n, DefaultMaxGroups); err == nil {
 			if f, err = d.planFill(p, plan, m, k, n); err == nil {

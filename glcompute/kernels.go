@@ -445,6 +445,15 @@ func (d *Device) slots(kern shaders.Kernel) int {
 	return 0
 }
 
+// fitsSpec is fits for a kernel named by its spec.
+func (d *Device) fitsSpec(spec string) error {
+	k, err := shaders.Lookup(spec)
+	if err != nil {
+		return fmt.Errorf("glcompute: %w", err)
+	}
+	return d.fits(k)
+}
+
 // tuningDriver is the driver as the shape rules see it: none, as for an
 // unknown vendor, with Options.Unseen.
 func (d *Device) tuningDriver() tuning.Driver {

@@ -63,3 +63,6 @@ func formatBytes(b float64) string {
 	}
 	return fmt.Sprintf("%.0f bytes", b)
 }
+
+// roundUp rounds x up to a multiple of align.
+func roundUp(x, align int) int { return (x + align - 1) / align * align }

@@ -260,9 +260,6 @@ func (m dims) checkLayout() {
 	}
 }
 
-// roundUp rounds x up to a multiple of align.
-func roundUp(x, align int) int { return (x + align - 1) / align * align }
-
 // hostPlan is how one host product runs: its options with the defaults
 // filled in, its kernels, and its panels where it runs in panels.
 type hostPlan struct {

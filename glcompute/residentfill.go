@@ -34,10 +34,10 @@ import (
 // multiprocessor) that would, split.
 const maxResidentWorkBytes = 256 << 20
 
-// fill is how a resident fast product runs: unsplit (splits 1, sk nil),
+// fillPlan is how a resident fast product runs: unsplit (splits 1, sk nil),
 // in splits slices of ksplit steps of K summed by red, or stream-K (sk).
 // bytes is the workspace it needs.
-type fill struct {
+type fillPlan struct {
 	splits, ksplit int
 	red            *program
 	sk             *streamK
@@ -57,8 +57,8 @@ var errGrowWork = errors.New("glcompute: the resident workspace must grow")
 // is gained, the kernel is paced (pacing.go: each dispatch's groups are
 // budgeted unsplit), or the workspace would pass maxResidentWorkBytes or
 // one binding.
-func (d *Device) planFill(p *program, plan dispatch.Plan, m, k, n int) (fill, error) {
-	f := fill{splits: 1, ksplit: k}
+func (d *Device) planFill(p *program, plan dispatch.Plan, m, k, n int) (fillPlan, error) {
+	f := fillPlan{splits: 1, ksplit: k}
 	kern := p.kernel
 	if need := d.kSlices(kern, k); need > 1 {
 		return d.loopFill(kern, m, k, n, need)
@@ -81,7 +81,7 @@ func (d *Device) planFill(p *program, plan dispatch.Plan, m, k, n int) (fill, er
 		if err := d.streamKPrograms(sk); err != nil {
 			return f, err
 		}
-		return fill{splits: 1, ksplit: k, sk: sk, bytes: sk.bytes}, nil
+		return fillPlan{splits: 1, ksplit: k, sk: sk, bytes: sk.bytes}, nil
 	}
 	bytes := 4 * int64(splits) * int64(m) * int64(n) // the slices' partial Cs, rows compact (fastLayout)
 	if !d.workable(bytes) || d.checkBlock(fmt.Sprintf("the split-K workspace of %d partial results is", splits), bytes) != nil {
@@ -91,25 +91,25 @@ func (d *Device) planFill(p *program, plan dispatch.Plan, m, k, n int) (fill, er
 	if err != nil {
 		return f, err
 	}
-	return fill{splits: splits, ksplit: ksplit, red: red, bytes: bytes}, nil
+	return fillPlan{splits: splits, ksplit: ksplit, red: red, bytes: bytes}, nil
 }
 
 // loopFill returns the fill of a resident m×k×n product of kern that the
 // driver's loop budget makes split in need slices or more (loops.go),
 // whatever maxResidentWorkBytes says; an error where its workspace is
 // over one binding.
-func (d *Device) loopFill(kern shaders.Kernel, m, k, n, need int) (fill, error) {
+func (d *Device) loopFill(kern shaders.Kernel, m, k, n, need int) (fillPlan, error) {
 	ksplit := roundUp((k+need-1)/need, kern.StepK)
 	splits := (k + ksplit - 1) / ksplit
 	bytes := 4 * int64(splits) * int64(m) * int64(n)
 	if err := d.checkBlock(fmt.Sprintf("K = %d runs in %d slices on this driver (%s); their partial results are", k, splits, d.loopLimit()), bytes); err != nil {
-		return fill{}, err
+		return fillPlan{}, err
 	}
 	red, err := d.programOf(shaders.Reduce())
 	if err != nil {
-		return fill{}, err
+		return fillPlan{}, err
 	}
-	return fill{splits: splits, ksplit: ksplit, red: red, bytes: bytes, loop: true}, nil
+	return fillPlan{splits: splits, ksplit: ksplit, red: red, bytes: bytes, loop: true}, nil
 }
 
 // workable reports whether a workspace of bytes may be had: at most
@@ -124,7 +124,7 @@ func (d *Device) workable(bytes int64) bool {
 // too, with grow true); where the driver is out of memory for it, it
 // keeps the workspace it had, remembers the size, and returns the
 // unsplit fill instead.
-func (d *Device) workFor(f fill, k int, grow bool) (fill, error) {
+func (d *Device) workFor(f fillPlan, k int, grow bool) (fillPlan, error) {
 	if f.bytes <= d.workBytes {
 		return f, nil
 	}
@@ -136,7 +136,7 @@ func (d *Device) workFor(f fill, k int, grow bool) (fill, error) {
 		if errors.Is(err, ErrOutOfMemory) && !f.loop {
 			d.clearErrors()
 			d.workFailed = f.bytes
-			return fill{splits: 1, ksplit: k}, nil
+			return fillPlan{splits: 1, ksplit: k}, nil
 		}
 		return f, err
 	}
@@ -165,7 +165,7 @@ func (d *Device) runFilled(product func(grow bool) error) error {
 // (binding 0, or its texture) at the element offset it returns; then the
 // barrier after it (finishDispatch). On the device thread, the workspace
 // large enough.
-func (d *Device) runFast(p *program, plan dispatch.Plan, f fill, lda int, bindA func(*program) int, b, c *Matrix) error {
+func (d *Device) runFast(p *program, plan dispatch.Plan, f fillPlan, lda int, bindA func(*program) int, b, c *Matrix) error {
 	bindC := func(q *program) int { return d.bind(q, 2, c, c.Offset, c.span()) / 4 }
 	switch {
 	case f.sk != nil:

@@ -38,15 +38,6 @@ func (t tuner) Fits(spec string) error {
 	return t.d.fitsSpec(spec)
 }
 
-// fitsSpec is fits for a kernel named by its spec.
-func (d *Device) fitsSpec(spec string) error {
-	k, err := shaders.Lookup(spec)
-	if err != nil {
-		return fmt.Errorf("glcompute: %w", err)
-	}
-	return d.fits(k)
-}
-
 func (t tuner) KernelFor(m, k, n int) string {
 	t.d.mustBeOpen()
 	return t.d.kernelFor(m, k, n)

@@ -69,11 +69,11 @@ func (d *Device) zinkProbe() (wrong []int, err error) {
 		return nil, err
 	}
 	defer sum.Release()
-	fill, err := glw.NewComputeProgram("zinkFill", zinkFill)
+	filler, err := glw.NewComputeProgram("zinkFill", zinkFill)
 	if err != nil {
 		return nil, err
 	}
-	defer fill.Release()
+	defer filler.Release()
 	zero := make([]uint32, 64)
 	out, ok1 := glw.NewStorageBuffer(4*len(zero), unsafe.Pointer(&zero[0]), glw.StaticDraw)
 	other, ok2 := glw.NewStorageBuffer(4*len(zero), unsafe.Pointer(&zero[0]), glw.StaticDraw)
@@ -90,8 +90,8 @@ func (d *Device) zinkProbe() (wrong []int, err error) {
 		defer glw.Program(0).Use()
 	}
 	for i, s := range []struct{ count, n, m uint32 }{{3, 1, 3}, {3, 1, 2}, {1, 2, 3}, {2, 2, 1}} {
-		fill.Use()
-		glw.SetUint(fill.Uniform("count"), s.count)
+		filler.Use()
+		glw.SetUint(filler.Uniform("count"), s.count)
 		other.BindStorage(0)
 		glw.Dispatch(1, 1)
 		glw.BarrierAll()
