@@ -69,6 +69,30 @@ func Sgemm(c, a, b blas32.General) {
 	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c)
 }
 
+// NaiveRows64 is NaiveRows in float64: the paper's Algorithm 3 on rows
+// [i0, i1) of C, accumulating in float64, single-threaded (the naive CPU
+// column of glmul table -type f64).
+func NaiveRows64(c, a, b blas64.General, i0, i1 int) {
+	checkShapes64(c, a, b)
+	n, l := a.Cols, b.Cols
+	for i := i0; i < i1; i++ {
+		for j := 0; j < l; j++ {
+			var sum float64
+			for k := 0; k < n; k++ {
+				sum = sum + a.Data[i*a.Stride+k]*b.Data[k*b.Stride+j]
+			}
+			c.Data[i*c.Stride+j] = sum
+		}
+	}
+}
+
+// Dgemm computes C = A·B in float64 with gonum's optimized,
+// multi-threaded Dgemm: the fast CPU baseline of float64 products.
+func Dgemm(c, a, b blas64.General) {
+	checkShapes64(c, a, b)
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c)
+}
+
 // Reference computes C = A·B in float64 from float32 inputs: the reference
 // against which float32 results are validated. If abs is true it computes
 // |A|·|B| instead, the magnitude that rounding-error bounds scale with.
@@ -101,12 +125,21 @@ func To64(m blas32.General, abs bool) blas64.General {
 }
 
 func checkShapes(c, a, b blas32.General) {
+	checkDims(c.Rows, c.Cols, c.Stride, a.Rows, a.Cols, a.Stride, b.Rows, b.Cols, b.Stride)
+}
+
+func checkShapes64(c, a, b blas64.General) {
+	checkDims(c.Rows, c.Cols, c.Stride, a.Rows, a.Cols, a.Stride, b.Rows, b.Cols, b.Stride)
+}
+
+// checkDims panics unless C (cr×cc, stride cs) can hold A·B.
+func checkDims(cr, cc, cs, ar, ac, as, br, bc, bs int) {
 	switch {
-	case a.Cols != b.Rows:
+	case ac != br:
 		panic("cpu: inner dimensions of A and B differ")
-	case c.Rows != a.Rows || c.Cols != b.Cols:
+	case cr != ar || cc != bc:
 		panic("cpu: C has the wrong shape")
-	case a.Stride < a.Cols || b.Stride < b.Cols || c.Stride < c.Cols:
+	case as < ac || bs < bc || cs < cc:
 		panic("cpu: bad stride")
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
 )
 
 // shapes straddle the 32-wide tile of the GPU kernels and gonum's blocking.
@@ -90,4 +92,41 @@ func equal(a, b blas32.General) bool {
 		}
 	}
 	return true
+}
+
+// TestNaive64AndDgemmAgree: the float64 naive loop and gonum's Dgemm
+// agree within float64's error bound, γₖ·|A|·|B| with u = 2⁻⁵³ (twice
+// it: each has its own error), and neither modifies A or B.
+func TestNaive64AndDgemmAgree(t *testing.T) {
+	for i, s := range shapes {
+		m, k, n := s[0], s[1], s[2]
+		a, b := new64(m, k), new64(k, n)
+		FillUniform64(a, uint64(i), 0, nil)
+		FillUniform64(b, uint64(i), 1, nil)
+		a0, b0 := slices.Clone(a.Data), slices.Clone(b.Data)
+		naive, dgemm := new64(m, n), new64(m, n)
+		NaiveRows64(naive, a, b, 0, m)
+		Dgemm(dgemm, a, b)
+		u := math.Ldexp(1, -53)
+		gamma := float64(k) * u / (1 - float64(k)*u)
+		for r := range m {
+			for c := range n {
+				mag := 0.0
+				for p := range k {
+					mag += math.Abs(a.Data[r*k+p] * b.Data[p*n+c])
+				}
+				if d := math.Abs(naive.Data[r*n+c] - dgemm.Data[r*n+c]); !(d <= 2*gamma*mag) {
+					t.Fatalf("%v: C[%d,%d]: naive %v, Dgemm %v, beyond %.3g", s, r, c, naive.Data[r*n+c], dgemm.Data[r*n+c], 2*gamma*mag)
+				}
+			}
+		}
+		if !slices.Equal(a.Data, a0) || !slices.Equal(b.Data, b0) {
+			t.Fatalf("%v: inputs modified", s)
+		}
+	}
+}
+
+// new64 is a compact zeroed rows×cols float64 matrix, for the tests.
+func new64(rows, cols int) blas64.General {
+	return blas64.General{Rows: rows, Cols: cols, Stride: cols, Data: make([]float64, rows*cols)}
 }

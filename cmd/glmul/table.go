@@ -16,8 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gonum.org/v1/gonum/blas/blas32"
-
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/cmd/glmul/internal/table"
@@ -43,40 +41,49 @@ type tableFlags struct {
 	plots    []string
 	from     string
 	progress string
-	sizesSet bool // -sizes was given
+	sizesSet bool   // -sizes was given
+	typ      string // -type: f32 or f64
+	typeSet  bool   // -type was given (with -from: the type the file must hold)
 }
 
 func parseTable(args []string, help io.Writer) (*tableFlags, error) {
 	fs := newCommand("glmul table", `glmul table reproduces Table 1 of the paper: for each size, the naive CPU loop
 (Algorithm 3, one thread), gonum's Sgemm on all cores, and each GPU kernel
-(mean of -reps runs), with speed-ups. Every GPU product is validated.`, []string{"[flags]"}, help)
+(mean of -reps runs), with speed-ups. Every GPU product is validated.
+With -type f64 every column is float64: the naive loop in float64, gonum's
+Dgemm, and the dfast kernel through Device.Mul64, validated in float64.`, []string{"[flags]"}, help)
 	f := &tableFlags{}
 	f.dev.register(fs)
 	sizes := fs.String("sizes", "128,256,512,1024,2048,4096", "comma-separated square `sizes`")
-	kernels := fs.String("kernels", "tiled32", "GPU kernels, the paper's first: tiled32, fast, fast:BMxBNxBK_TMxTN, cpu:LXxLY_TMxTN")
+	kernels := fs.String("kernels", "tiled32", "GPU kernels, the paper's first: tiled32, fast, fast:BMxBNxBK_TMxTN, cpu:LXxLY_TMxTN; with -type f64 dfast (the default there) or dfast:BMxBNxBK_TMxTN")
 	fs.IntVar(&f.reps, "reps", 10, fmt.Sprintf("timed GPU runs per size and kernel, 1 to %d, after a warm-up: one run in full, more until 0.5 s has passed, then batches of runs until their times are steady, none begun after 0.8 s; the mean is reported, as in the paper", maxReps))
 	fs.IntVar(&f.cpuMax, "cpu-max", 0, "skip the naive CPU loop above `N` (0: never skip; it takes minutes at 4096)")
 	format := fs.String("format", "text", "output: text|markdown|csv|json")
-	compare := fs.String("compare", "", "`paper`: add the published Table 1 and our ratios to it")
+	compare := fs.String("compare", "", "`paper`: add the published Table 1 (float32) and our ratios to it; not with -type f64")
 	plots := fs.String("plot", "", "also draw Fig. 3 to `FILE`.png or FILE.svg (several: comma-separated)")
-	fs.StringVar(&f.from, "from", "", "format a table saved with -format json from `FILE` instead of measuring")
+	fs.StringVar(&f.from, "from", "", "format a table saved with -format json from `FILE` instead of measuring (with -type, the type FILE must hold)")
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (auto: a bar on terminals, lines otherwise)")
+	fs.StringVar(&f.typ, "type", typeF32, "element `type` of every column: f32 (float32) or f64 (float64: the naive loop in float64, gonum's Dgemm, and -kernels dfast through Mul64, validated in float64; not on OpenGL ES)")
 	if err := f.dev.parse(fs, args); err != nil {
 		return nil, err
 	}
-	fs.Visit(func(fl *flag.Flag) { f.sizesSet = f.sizesSet || fl.Name == "sizes" })
+	kernelsSet := false
+	fs.Visit(func(fl *flag.Flag) {
+		f.sizesSet = f.sizesSet || fl.Name == "sizes"
+		f.typeSet = f.typeSet || fl.Name == "type"
+		kernelsSet = kernelsSet || fl.Name == "kernels"
+	})
+	if err := checkType("table: ", f.typ); err != nil {
+		return nil, err
+	}
 	if err := f.checkFrom(fs); err != nil {
 		return nil, err
 	}
 	var err error
-	for _, s := range strings.Split(*sizes, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || v < 1 {
-			return nil, usagef("table: -sizes: %q is not a size of at least 1", s)
-		}
-		f.sizes = append(f.sizes, v)
+	if f.sizes, err = parseSizes(*sizes); err != nil {
+		return nil, err
 	}
-	if f.kernels, err = parseKernels("table: -kernels", *kernels); err != nil {
+	if f.kernels, err = tableKernels(f.typ, *kernels, kernelsSet); err != nil {
 		return nil, err
 	}
 	if err := checkReps("table: ", f.reps); err != nil {
@@ -87,6 +94,8 @@ func parseTable(args []string, help io.Writer) (*tableFlags, error) {
 		return nil, usagef("table: -cpu-max must be 0 or more (got %d)", f.cpuMax)
 	case *compare != "" && *compare != "paper":
 		return nil, usagef("table: -compare: only \"paper\" is known (got %q)", *compare)
+	case *compare == "paper" && f.typ == typeF64 && f.from == "":
+		return nil, errComparePaper64("-type f64 measures")
 	}
 	f.compare = *compare == "paper"
 	if f.format, err = report.CheckFormat(*format, table.Formats...); err != nil {
@@ -96,6 +105,19 @@ func parseTable(args []string, help io.Writer) (*tableFlags, error) {
 		return nil, err
 	}
 	return f, checkProgress("table: ", f.progress)
+}
+
+// parseSizes reads table's comma-separated -sizes.
+func parseSizes(list string) ([]int, error) {
+	var sizes []int
+	for _, s := range strings.Split(list, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || v < 1 {
+			return nil, usagef("table: -sizes: %q is not a size of at least 1", s)
+		}
+		sizes = append(sizes, v)
+	}
+	return sizes, nil
 }
 
 // checkFrom refuses, with -from, the flags that choose a measurement:
@@ -108,7 +130,7 @@ func (f *tableFlags) checkFrom(fs *flag.FlagSet) error {
 	var measuring []string
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
-		case "from", "format", "compare", "plot", "progress":
+		case "from", "format", "compare", "plot", "progress", "type":
 		default:
 			measuring = append(measuring, "-"+fl.Name)
 		}
@@ -147,14 +169,7 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	if f.from != "" {
 		return f.reformat(stdout, stderr)
 	}
-	var squares [][3]int
-	for _, n := range f.sizes {
-		if err := checkHostMemory(n, n, n); err != nil {
-			return err
-		}
-		squares = append(squares, [3]int{n, n, n})
-	}
-	h, err := f.dev.hold(stderr, f.kernels, squares...)
+	h, err := f.holdDevice(stderr)
 	if err != nil {
 		return err
 	}
@@ -169,10 +184,11 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 		When:         time.Now().UTC(),
 		Reps:         f.reps,
 		ComparePaper: f.compare,
+		Type:         typeName(f.typ),
 	}
 	ctx, stop := notifyInterrupt()
 	defer stop()
-	m := &tableMeasurer{dev: d, ctx: ctx, stderr: stderr, progress: f.progress, reps: f.reps}
+	m := &tableMeasurer{dev: d, ctx: ctx, stderr: stderr, progress: f.progress, reps: f.reps, f64: f.typ == typeF64}
 	var measureErr error
 	t.Rows, measureErr, h.abandoned = m.measure(f.sizes, f.kernels, f.cpuMax)
 	if w, ok := m.warmup.Load().(string); ok {
@@ -211,6 +227,9 @@ func (f *tableFlags) reformat(stdout, stderr io.Writer) error {
 	if len(t.Rows) == 0 {
 		return fmt.Errorf("table: %s holds no rows: it is not a table saved with glmul table -format json", f.from)
 	}
+	if err := f.checkFromType(&t); err != nil {
+		return err
+	}
 	if f.compare {
 		t.ComparePaper = true
 	}
@@ -246,6 +265,7 @@ type tableMeasurer struct {
 	stderr   io.Writer
 	progress string
 	reps     int
+	f64      bool                // -type f64: rows of float64 products (row64)
 	done     finished[table.Row] // the rows measured so far
 	warmup   atomic.Value        // string: the first product's warm-up rule
 }
@@ -271,8 +291,12 @@ func (m *tableMeasurer) measure(sizes []int, kernels []string, cpuMax int) (rows
 // rows measures a row per size into m.done, stopping at the first error
 // (a Ctrl-C's context.Canceled).
 func (m *tableMeasurer) rows(sizes []int, kernels []string, cpuMax int) error {
+	measureRow := m.row
+	if m.f64 {
+		measureRow = m.row64
+	}
 	for i, n := range sizes {
-		row, err := m.row(n, kernels, cpuMax, uint64(i))
+		row, err := measureRow(n, kernels, cpuMax, uint64(i))
 		if err != nil {
 			return err
 		}
@@ -285,50 +309,68 @@ func (m *tableMeasurer) row(n int, kernels []string, cpuMax int, seed uint64) (t
 	r := table.Row{N: n}
 	in := measure.NewInputs(n, n, n, seed)
 	a, b, c := in.A, in.B, in.C
-
-	if cpuMax > 0 && n > cpuMax {
-		r.CPUSkipped = fmt.Sprintf("above -cpu-max %d", cpuMax)
-	} else {
-		ms, err := m.naive(c, a, b)
-		if err != nil {
-			return r, err
-		}
-		r.CPUms, r.CPUGFLOPS = ms, table.GFLOPS(n, ms)
-	}
-	r.GonumMS = repeatMS(func() { cpu.Sgemm(c, a, b) })
-	r.GonumGFLOPS = table.GFLOPS(n, r.GonumMS)
-	if err := m.ctx.Err(); err != nil {
+	err := m.cpuColumns(&r, cpuMax, func(i0, i1 int) { cpu.NaiveRows(c, a, b, i0, i1) }, func() { cpu.Sgemm(c, a, b) })
+	if err != nil {
 		return r, err
 	}
-
 	for _, k := range kernels {
 		res, err := measure.Product(m.dev, in, measure.Options{Kernel: k, Warmup: 1, Reps: m.reps, Context: m.ctx, Ramp: true})
 		if err != nil {
 			return r, err
 		}
-		mean := measure.Mean(res.Times)
-		m.warmup.CompareAndSwap(nil, res.Timings.WarmupRule)
-		r.GPU = append(r.GPU, table.GPUResult{
-			Kernel: k, Spec: res.Kernel, MeanMS: table.MS(mean), MedianMS: table.MS(measure.Median(res.Times)),
-			GFLOPS: table.GFLOPS(n, table.MS(mean)), EndToEndMS: table.MS(res.EndToEnd()),
-			TimingSource: res.Source, Valid: res.Validation.OK, Validation: string(res.Validation.Mode),
-		})
-		if err := m.ctx.Err(); err != nil {
+		if err := m.addGPU(&r, k, res); err != nil {
 			return r, err
 		}
 	}
-	if m.progress != "off" && !wantBar(m.progress, m.stderr) {
-		fmt.Fprintf(m.stderr, "table: N=%d done\n", n)
-	}
+	m.rowDone(n)
 	return r, nil
 }
 
-// naive times the paper's Algorithm 3 on c = a·b: once for large sizes
-// (with progress and Ctrl-C between chunks of rows), repeated while short.
-func (m *tableMeasurer) naive(c, a, b blas32.General) (float64, error) {
-	n := a.Rows
+// cpuColumns fills r's CPU columns: the naive loop (naive computes rows
+// [i0, i1) of C), unless r.N is over cpuMax, and gonum's product (gemm).
+// It returns ctx's error once Ctrl-C stopped them.
+func (m *tableMeasurer) cpuColumns(r *table.Row, cpuMax int, naive func(i0, i1 int), gemm func()) error {
+	n := r.N
+	if cpuMax > 0 && n > cpuMax {
+		r.CPUSkipped = fmt.Sprintf("above -cpu-max %d", cpuMax)
+	} else {
+		ms, err := m.naive(n, naive)
+		if err != nil {
+			return err
+		}
+		r.CPUms, r.CPUGFLOPS = ms, table.GFLOPS(n, ms)
+	}
+	r.GonumMS = repeatMS(gemm)
+	r.GonumGFLOPS = table.GFLOPS(n, r.GonumMS)
+	return m.ctx.Err()
+}
+
+// addGPU adds to r kernel k's result res, noting the first warm-up rule;
+// it returns ctx's error once Ctrl-C stopped the table.
+func (m *tableMeasurer) addGPU(r *table.Row, k string, res measure.Result) error {
+	mean := measure.Mean(res.Times)
+	m.warmup.CompareAndSwap(nil, res.Timings.WarmupRule)
+	r.GPU = append(r.GPU, table.GPUResult{
+		Kernel: k, Spec: res.Kernel, MeanMS: table.MS(mean), MedianMS: table.MS(measure.Median(res.Times)),
+		GFLOPS: table.GFLOPS(r.N, table.MS(mean)), EndToEndMS: table.MS(res.EndToEnd()),
+		TimingSource: res.Source, Valid: res.Validation.OK, Validation: string(res.Validation.Mode),
+	})
+	return m.ctx.Err()
+}
+
+// rowDone says, where no bar shows progress, that size n is done.
+func (m *tableMeasurer) rowDone(n int) {
+	if m.progress != "off" && !wantBar(m.progress, m.stderr) {
+		fmt.Fprintf(m.stderr, "table: N=%d done\n", n)
+	}
+}
+
+// naive times the paper's Algorithm 3 on an n×n product, rows computing
+// rows [i0, i1) of C: once for large sizes (with progress and Ctrl-C
+// between chunks of rows), repeated while short.
+func (m *tableMeasurer) naive(n int, rows func(i0, i1 int)) (float64, error) {
 	if n <= 256 {
-		return repeatMS(func() { cpu.Naive(c, a, b) }), nil
+		return repeatMS(func() { rows(0, n) }), nil
 	}
 	bar := newBar(m.progress, m.stderr, fmt.Sprintf("naive CPU, N=%d", n))
 	if bar != nil {
@@ -345,7 +387,7 @@ func (m *tableMeasurer) naive(c, a, b blas32.General) (float64, error) {
 			}
 			return 0, err
 		}
-		cpu.NaiveRows(c, a, b, i, min(i+chunk, n))
+		rows(i, min(i+chunk, n))
 		done := min(i+chunk, n)
 		if bar != nil {
 			bar.Set(done)

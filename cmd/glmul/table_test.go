@@ -319,3 +319,84 @@ func savedTable(t *testing.T, dir string) string {
 	}
 	return p
 }
+
+// TestTableFloat64: glmul table -type f64 measures every column in
+// float64 (the naive loop, gonum's Dgemm, dfast through Mul64, validated
+// in full in float64) and says so in each format; the JSON it saves reads
+// back with -from as float64, with or without -type f64.
+func TestTableFloat64(t *testing.T) {
+	needGL(t)
+	code, stdout, stderr := glmul("table", "-type", "f64", "-sizes", "64,100", "-reps", "1", "-backend", "egl", "-format", "json", "-progress", "off")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var tab table.Table
+	if err := json.Unmarshal([]byte(stdout), &tab); err != nil || len(tab.Rows) != 2 {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if tab.Type != "float64" || tab.Warmup != measure.WarmupRuns64 {
+		t.Errorf("type %q, warm-up %q", tab.Type, tab.Warmup)
+	}
+	for _, r := range tab.Rows {
+		if len(r.GPU) != 1 || !(r.CPUGFLOPS > 0) || !(r.GonumGFLOPS > 0) {
+			t.Fatalf("N=%d: %+v", r.N, r)
+		}
+		if g := r.GPU[0]; g.Kernel != "dfast" || !strings.HasPrefix(g.Spec, "dfast:") || !g.Valid || g.Validation != "full" || g.TimingSource != "wall" || !(g.GFLOPS > 0) {
+			t.Errorf("N=%d: GPU %+v", r.N, g)
+		}
+	}
+	saved := filepath.Join(t.TempDir(), "t64.json")
+	if err := os.WriteFile(saved, []byte(stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"-from", saved}, {"-from", saved, "-type", "f64"}} {
+		code, stdout, stderr := glmul(append([]string{"table"}, args...)...)
+		if code != 0 || !strings.Contains(stdout, "type    float64: the naive CPU loop, gonum's Dgemm and the GPU's dfast kernel") || !strings.Contains(stdout, "dfast GFLOPS") {
+			t.Errorf("table %v: exit %d\n%s%s", args, code, stdout, stderr)
+		}
+	}
+	code, stdout, stderr = glmul("table", "-from", saved, "-format", "csv")
+	if recs, err := csv.NewReader(strings.NewReader(stdout)).ReadAll(); code != 0 || err != nil || len(recs) != 3 || recs[0][len(recs[0])-1] != "type" || recs[1][len(recs[1])-1] != "float64" {
+		t.Errorf("csv: exit %d, %v\n%s%s", code, err, stdout, stderr)
+	}
+}
+
+// TestTableFloat64Refusals: a float64 table is neither printed as the
+// float32 one asked for nor a float32 one as float64 (-from with -type),
+// nor compared with the paper's float32 table; -type f64 takes only dfast
+// kernels, and on OpenGL ES fails at once with the hint.
+func TestTableFloat64Refusals(t *testing.T) {
+	dir := t.TempDir()
+	saved32 := savedTable(t, dir) // no "type": a table saved before -type, float32
+	saved64 := filepath.Join(dir, "t64.json")
+	b, _ := os.ReadFile(saved32)
+	if err := os.WriteFile(saved64, bytes.Replace(b, []byte(`"type":""`), []byte(`"type":"float64"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := glmul("table", "-from", saved32)
+	if code != 0 || !strings.Contains(stdout, "type    float32: the naive CPU loop, gonum's Sgemm") {
+		t.Errorf("-from a float32 table: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-from", saved32, "-type", "f64"}, "holds a float32 table (glmul table -sizes 64), not float64: leave -type out"},
+		{[]string{"-from", saved64, "-type", "f32"}, "holds a float64 table (glmul table -sizes 64), not float32"},
+		{[]string{"-from", saved64, "-compare", "paper"}, "the paper's Table 1 is float32"},
+		{[]string{"-type", "f64", "-compare", "paper"}, "-type f64 measures a float64 table, and the paper's Table 1 is float32"},
+		{[]string{"-type", "f64", "-kernels", "tiled32"}, "-kernels tiled32: -type f64 runs dfast"},
+		{[]string{"-type", "f64", "-kernels", "dfast,fast:64x64x8_4x4"}, "-type f64 runs dfast"},
+		{[]string{"-type", "f16"}, `table: -type "f16": use f32`},
+	} {
+		code, stdout, stderr := glmul(append([]string{"table"}, c.args...)...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, c.want) {
+			t.Errorf("table %v: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, stdout, stderr, c.want)
+		}
+	}
+	needGL(t)
+	code, stdout, stderr = glmul("table", "-type", "f64", "-sizes", "64", "-backend", "gles", "-progress", "off")
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "have no float64") || !strings.Contains(stderr, "hint: -type f64 needs desktop OpenGL") {
+		t.Errorf("-backend gles: exit %d\n%s%s", code, stdout, stderr)
+	}
+}

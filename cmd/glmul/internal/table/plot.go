@@ -144,7 +144,7 @@ func (t *Table) newFig3() (*fig3, error) {
 // the range of measured sizes.
 func (t *Table) fig3Curves() (ours, paper []curve) {
 	cpu := curve{name: "CPU: naive loop, 1 thread (the paper's Algorithm 3)", color: color.Black, glyph: draw.BoxGlyph{}}
-	gon := curve{name: "CPU: gonum Sgemm, all threads", color: gonumColor, glyph: draw.PyramidGlyph{}}
+	gon := curve{name: "CPU: gonum " + t.Gemm() + ", all threads", color: gonumColor, glyph: draw.PyramidGlyph{}}
 	for _, r := range t.Rows {
 		n := float64(r.N)
 		if r.CPUGFLOPS > 0 {
@@ -229,7 +229,7 @@ func (t *Table) fig3SizeAxis() (ticks plot.ConstantTicks, min, max float64) {
 // the machine: the GL renderer and version from Device ("vendor | renderer
 // | version"), the CPU, and how the GPU was timed.
 func (t *Table) fig3Title() (title, subtitle []string) {
-	title = []string{"CPU vs GPU matrix multiplication: the paper's Fig. 3 on this machine"}
+	title = []string{"CPU vs GPU matrix multiplication in " + t.ElemType() + ": the paper's Fig. 3 on this machine"}
 	if parts := strings.Split(t.Device, " | "); len(parts) == 3 {
 		subtitle = append(subtitle, "GPU: "+parts[1]+" ("+parts[2]+")")
 	} else if t.Device != "" {

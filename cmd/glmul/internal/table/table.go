@@ -26,7 +26,8 @@ type Row struct {
 	CPUms      float64 `json:"cpu_naive_ms,omitempty"`
 	CPUGFLOPS  float64 `json:"cpu_naive_gflops,omitempty"`
 	CPUSkipped string  `json:"cpu_naive_skipped,omitempty"`
-	// gonum's Sgemm on every core: the optimized CPU baseline the paper lacked.
+	// gonum's Sgemm on every core (Dgemm in a float64 table): the
+	// optimized CPU baseline the paper lacked.
 	GonumMS     float64 `json:"cpu_gonum_ms"`
 	GonumGFLOPS float64 `json:"cpu_gonum_gflops"`
 
@@ -144,11 +145,49 @@ type Table struct {
 	// (measure.Timings.WarmupRule), as the measuring glmul applied it;
 	// tables saved before 2026-11-28 lack it.
 	Warmup string `json:"warmup,omitempty"`
-	Rows   []Row  `json:"rows"`
+	// Type is the element type of every product in the table, the CPU's
+	// and the GPU's: "float32", or "float64" (glmul table -type f64: the
+	// naive loop in float64, gonum's Dgemm, and dfast through
+	// glcompute.Device.Mul64, validated in float64). Tables saved before
+	// 2026-12 lack it: they are float32 (ElemType).
+	Type string `json:"type"`
+	Rows []Row  `json:"rows"`
 	// ComparePaper adds the published numbers and our ratios to them.
 	ComparePaper bool `json:"compare_paper"`
 	// Interrupted is set when the run was stopped before every size.
 	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// The element types of a table (Table.Type).
+const (
+	Float32 = "float32"
+	Float64 = "float64"
+)
+
+// ElemType is the table's element type: Type, Float32 where unset (a
+// table saved before glmul table took -type).
+func (t *Table) ElemType() string {
+	if t.Type == "" {
+		return Float32
+	}
+	return t.Type
+}
+
+// Gemm names gonum's product of the table's element type, its optimized
+// CPU baseline: "Sgemm" or "Dgemm".
+func (t *Table) Gemm() string {
+	if t.ElemType() == Float64 {
+		return "Dgemm"
+	}
+	return "Sgemm"
+}
+
+// typeLine says what ran in the table's element type, for its preamble.
+func (t *Table) typeLine() string {
+	if t.ElemType() == Float64 {
+		return "float64: the naive CPU loop, gonum's Dgemm and the GPU's dfast kernel (glcompute.Device.Mul64), every GPU product validated in float64"
+	}
+	return t.ElemType() + ": the naive CPU loop, gonum's Sgemm and the GPU kernels"
 }
 
 // Formats: text, markdown, csv and json (report's).
@@ -305,8 +344,14 @@ func (t *Table) Write(w io.Writer, format report.Format) error {
 		figure = exact // for programs: every digit, as JSON gives them (it rounded to 3 or 4)
 	}
 	header, cells := t.columns(figure)
+	if format == report.CSV { // the preamble's type line, for programs
+		header = append(header, "type")
+		for i := range cells {
+			cells[i] = append(cells[i], t.ElemType())
+		}
+	}
 	out := report.Table{Header: header, Rows: cells, JSON: t,
-		Preamble: [][2]string{{"device", t.Device}, {"CPU", t.CPU}}}
+		Preamble: [][2]string{{"device", t.Device}, {"CPU", t.CPU}, {"type", t.typeLine()}}}
 	if format == report.Markdown {
 		out.Preamble = append(out.Preamble, [2]string{"command", "`" + t.Command + "`"},
 			[2]string{"date", fmt.Sprintf("%s; GPU times: mean of %d runs after a warm-up: %s.", t.When.Format("2006-01-02"), t.Reps, t.warmup())})

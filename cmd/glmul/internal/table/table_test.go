@@ -214,3 +214,33 @@ func TestWarmupRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestFloat64Labelled: a float64 table says so in its text preamble, its
+// CSV's type column and Fig. 3's title, and names gonum's Dgemm; a table
+// without a type (saved before -type) is float32, with Sgemm.
+func TestFloat64Labelled(t *testing.T) {
+	for _, c := range []struct{ typ, want, gemm string }{{"", "float32", "Sgemm"}, {Float64, "float64", "Dgemm"}} {
+		tb := example()
+		tb.ComparePaper, tb.Type = false, c.typ
+		var text, csv bytes.Buffer
+		if err := tb.Write(&text, report.Text); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text.String(), "type    "+c.want+": the naive CPU loop, gonum's "+c.gemm) {
+			t.Errorf("type %q: text lacks the type line:\n%s", c.typ, text.String())
+		}
+		if err := tb.Write(&csv, report.CSV); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
+		if !strings.HasSuffix(lines[0], ",type") || !strings.HasSuffix(lines[1], ","+c.want) {
+			t.Errorf("type %q: CSV lacks the type column:\n%s", c.typ, csv.String())
+		}
+		fig := renderSVG(t, tb)
+		for _, s := range []string{"CPU vs GPU matrix multiplication in " + c.want + ": ", "CPU: gonum " + c.gemm} {
+			if _, ok := fig.find(s); !ok {
+				t.Errorf("type %q: Fig. 3 lacks %q", c.typ, s)
+			}
+		}
+	}
+}
