@@ -16,7 +16,6 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/sweep"
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/glcompute/tuning"
-	"github.com/glmul/glmul/validate"
 )
 
 // llvmpipeTuneN is tune's default size on Mesa llvmpipe, where a 2048³
@@ -48,6 +47,7 @@ type tuneFlags struct {
 	classes  []tuning.Class
 	format   report.Format
 	progress string
+	typ      string // -type: f32 or f64 (measured and reported, never cached: tune64.go)
 }
 
 // classResult is one shape class's sweep.
@@ -55,9 +55,9 @@ type classResult struct {
 	Class      tuning.Class      `json:"class"`
 	Shapes     []string          `json:"shapes"` // a candidate's rate: the geometric mean over them
 	Best       sweep.Candidate   `json:"best"`
-	Builtin    sweep.Candidate   `json:"builtin"`       // "fast": what glmul runs untuned, shape by shape
-	Saved      bool              `json:"beats_builtin"` // Best beat Builtin by tuning.TunedMargin: the class's tuned choice, cached with -save (not with -save=false)
-	Tiled32    sweep.Candidate   `json:"tiled32"`
+	Builtin    sweep.Candidate   `json:"builtin"`          // "fast": what glmul runs untuned, shape by shape
+	Saved      bool              `json:"beats_builtin"`    // Best beat Builtin by tuning.TunedMargin: the class's tuned choice, cached with -save (not with -save=false)
+	Tiled32    sweep.Candidate   `json:"tiled32,omitzero"` // float32's baseline; none in float64 (f64)
 	Candidates []sweep.Candidate `json:"candidates"`
 	// Interrupted: Ctrl-C stopped the sweep; Candidates are those its
 	// first pass measured, Best the fastest of them, and nothing was saved.
@@ -65,6 +65,7 @@ type classResult struct {
 	shapes      [][3]int
 	n           int    // -n, the size the shapes scale with: the cache's Entry.N
 	cached      string // the class's kernel in the cache before this run, if any
+	f64         bool   // -type f64: dfast's configurations, no tiled32 baseline
 }
 
 // beatsBuiltin reports whether r's winner is to be cached: another than
@@ -78,19 +79,37 @@ func (r *classResult) beatsBuiltin() bool {
 // shape by shape (the default, the small grid, their K splits).
 const builtinChoice = "fast"
 
+// builtin is r's built-in choice: builtinChoice, or in float64 the
+// configuration Mul64 runs untold (builtin64).
+func (r *classResult) builtin() string {
+	if r.f64 {
+		return builtin64
+	}
+	return builtinChoice
+}
+
 // keep is what the sweep of r re-measures with its finalists whatever
 // the first pass said: the built-in choice, and the cached kernel.
 func (r *classResult) keep() []string {
 	if r.cached == "" {
-		return []string{builtinChoice}
+		return []string{r.builtin()}
 	}
-	return []string{builtinChoice, r.cached}
+	return []string{r.builtin(), r.cached}
 }
 
-// runs is how many measurements r's first pass makes: tiled32, the specs
-// and the kept ones not among them.
+// baselines is how many baselines r's first pass measures before its
+// candidates: tiled32 in float32, none in float64.
+func (r *classResult) baselines() int {
+	if r.f64 {
+		return 0
+	}
+	return 1
+}
+
+// runs is how many measurements r's first pass makes: tiled32 (float32),
+// the specs and the kept ones not among them.
 func (r *classResult) runs(specs []string) int {
-	n := len(specs) + 1
+	n := len(specs) + r.baselines()
 	for _, k := range r.keep() {
 		if !slices.Contains(specs, k) {
 			n++
@@ -104,21 +123,28 @@ func parseTune(args []string, help io.Writer) (*tuneFlags, error) {
 device, validates each product, and caches the fastest for this exact GL
 vendor, renderer and driver version, for each shape class (square, long-k:
 a small result over a long K, thin-k: a large result over a short K);
-glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, help)
+glmul then uses it for products of that class.
+With -type f64 it sweeps the float64 kernel dfast's configurations the same
+way and reports the fastest, but caches nothing: Mul64 reads no cached
+choice, so pass the best as -kernel with -type f64.`, []string{"[flags]", "-show"}, help)
 	f := &tuneFlags{}
 	f.dev.register(fs)
 	fs.IntVar(&f.n, "n", defaultTuneN, fmt.Sprintf("size `N` that the classes' products scale with (see -classes; on Mesa llvmpipe %d)", llvmpipeTuneN))
 	fs.IntVar(&f.reps, "reps", 5, fmt.Sprintf("timed runs per candidate and product, 1 to %d; the median counts", maxReps))
 	fs.BoolVar(&f.show, "show", false, "print the tuning cache and the configuration each shape class uses on this device (in -format), and exit")
-	fs.BoolVar(&f.save, "save", true, "store the winner in the tuning cache")
-	only := fs.String("candidates", "all", "`all` (the device's kernel family: cpu on Mesa llvmpipe, else fast), or a comma-separated list of fast:... or cpu:... specs to try")
+	fs.BoolVar(&f.save, "save", true, "store the winner in the tuning cache (float32 only: -type f64 never writes it)")
+	only := fs.String("candidates", "all", "`all` (the device's kernel family: cpu on Mesa llvmpipe, else fast; with -type f64 dfast's few, shaders.DFastCandidates), or a comma-separated list of fast:... or cpu:... specs to try (dfast:... with -type f64)")
 	classes := fs.String("classes", "all", "shape classes to tune, each on three products: `all`, or a comma-separated list of square ((N/2)³, N³, (2N)³), long-k ((N/32)×2N×(N/32), (N/8)×4N×(N/8), (N/2)×2N×(N/2)) and thin-k (N×64×N, 2N×128×2N, (N/2)×32×(N/2))")
 	format := fs.String("format", "text", "output: text|json")
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (auto: a bar on terminals, a line per candidate otherwise)")
+	fs.StringVar(&f.typ, "type", typeF32, "element `type`: f32 (float32) or f64 (float64: dfast's configurations through Mul64, validated in float64, measured and reported but not cached; not on OpenGL ES)")
 	if err := f.dev.parse(fs, args); err != nil {
 		return nil, err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.nSet = f.nSet || fl.Name == "n" })
+	if err := checkType("tune: ", f.typ); err != nil {
+		return nil, err
+	}
 	if f.dev.unseen {
 		return nil, usagef("tune: -unseen is for judging the device model against the tuned choice (glmul bench -unseen); tune measures this device as it is and caches for its driver: run it without -unseen")
 	}
@@ -135,28 +161,42 @@ glmul then uses it for products of that class.`, []string{"[flags]", "-show"}, h
 	if err := checkProgress("tune: ", f.progress); err != nil {
 		return nil, err
 	}
-	f.classes = tuning.Classes
-	if *classes != "all" {
-		f.classes = nil
-		for _, name := range strings.Split(*classes, ",") {
-			c, err := tuning.ParseClass(strings.TrimSpace(name))
-			if err != nil {
-				return nil, usagef("tune: -classes: %v", err)
-			}
-			f.classes = append(f.classes, c)
-		}
+	if f.classes, err = parseClasses(*classes); err != nil {
+		return nil, err
+	}
+	if f.typ == typeF64 {
+		return f, f.checkTune64(fs, *only)
 	}
 	if *only == "all" {
 		return f, nil // the device's family: settle asks it
 	}
 	for _, s := range strings.Split(*only, ",") {
 		s = strings.TrimSpace(s)
+		if strings.HasPrefix(s, "dfast:") {
+			return nil, usagef("tune: -candidates: %q is a float64 configuration: sweep dfast with -type f64", s)
+		}
 		if !strings.HasPrefix(s, "fast:") && !strings.HasPrefix(s, "cpu:") || tuning.CheckKernel(s) != nil {
 			return nil, usagef("tune: -candidates: %q is not a fast or cpu kernel configuration (e.g. fast:128x128x8_8x8, cpu:8x8_8x8)", s)
 		}
 		f.specs = append(f.specs, s)
 	}
 	return f, nil
+}
+
+// parseClasses reads -classes: all, or a comma-separated list.
+func parseClasses(list string) ([]tuning.Class, error) {
+	if list == "all" {
+		return tuning.Classes, nil
+	}
+	var classes []tuning.Class
+	for _, name := range strings.Split(list, ",") {
+		c, err := tuning.ParseClass(strings.TrimSpace(name))
+		if err != nil {
+			return nil, usagef("tune: -classes: %v", err)
+		}
+		classes = append(classes, c)
+	}
+	return classes, nil
 }
 
 // runTune runs glmul tune: it sweeps the candidates of each shape class
@@ -184,6 +224,11 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	}
 	defer h.release()
 	d := h.Device
+	if f.typ == typeF64 {
+		if err := probeFloat64(d, builtin64); err != nil {
+			return err
+		}
+	}
 	if err := f.settle(d, stderr); err != nil {
 		return err
 	}
@@ -230,7 +275,11 @@ func (f *tuneFlags) preflight(path string) error {
 // default on llvmpipe (said on stderr), checked against the host's
 // memory.
 func (f *tuneFlags) settle(d *glcompute.Device, stderr io.Writer) error {
-	if f.specs == nil {
+	switch {
+	case f.specs != nil:
+	case f.typ == typeF64:
+		f.specs = dfastCandidates()
+	default:
 		f.specs = d.Tuning().Candidates()
 	}
 	if !f.nSet && strings.Contains(d.Info().Renderer, "llvmpipe") {
@@ -318,11 +367,14 @@ func (f *tuneFlags) checkHostMemory() error {
 		var shapes []string
 		for _, s := range c.Shapes(f.n) {
 			need += productBytes(s[0], s[1], s[2])
+			if f.typ == typeF64 {
+				need += productBytes(s[0], s[1], s[2]) // doubles: twice the bytes
+			}
 			shapes = append(shapes, fmt.Sprintf("%d×%d×%d", s[0], s[1], s[2]))
 		}
 		if need > total {
 			return fmt.Errorf("tune: -n %d: the %s products (%s), measured together, need %.1f GiB of host memory for their A, B and C; this machine has %.1f GiB",
-				f.n, c, strings.Join(shapes, ", "), need/(1<<30), total/(1<<30))
+				f.n, map[string]string{typeF32: "", typeF64: "float64 "}[f.typ]+string(c), strings.Join(shapes, ", "), need/(1<<30), total/(1<<30))
 		}
 	}
 	return nil
@@ -387,7 +439,7 @@ func interruptedClass(r classResult, measured []classCandidate) classResult {
 			r.Tiled32 = m.Candidate
 		default:
 			r.Candidates = append(r.Candidates, m.Candidate)
-			if m.Kernel == builtinChoice {
+			if m.Kernel == r.builtin() {
 				r.Builtin = m.Candidate
 			}
 		}
@@ -409,12 +461,12 @@ func (f *tuneFlags) classResults(d *glcompute.Device, path string) ([]classResul
 	drv := measure.Driver(info)
 	var results []classResult
 	for _, c := range f.classes {
-		r := classResult{Class: c, shapes: c.Shapes(f.n), n: f.n}
-		if e, ok := cache.LookupClass(drv, c); ok && d.Tuning().Fits(e.Kernel) == nil {
+		r := classResult{Class: c, shapes: c.Shapes(f.n), n: f.n, f64: f.typ == typeF64}
+		if e, ok := cache.LookupClass(drv, c); ok && !r.f64 && d.Tuning().Fits(e.Kernel) == nil {
 			r.cached = e.Kernel
 		}
 		for _, s := range r.shapes {
-			if _, err := d.Plan(s[0], s[1], s[2], nil); err != nil {
+			if _, err := d.Plan(s[0], s[1], s[2], nil); err != nil && !r.f64 { // Plan plans float32
 				return nil, err
 			}
 			r.Shapes = append(r.Shapes, fmt.Sprintf("%d×%d×%d", s[0], s[1], s[2]))
@@ -439,17 +491,14 @@ func (f *tuneFlags) classResults(d *glcompute.Device, path string) ([]classResul
 // measurement returns at once with ctx's error, unrecorded; the ranking
 // returned then means nothing.
 func (f *tuneFlags) sweep(ctx context.Context, d *glcompute.Device, r *classResult, p *progress, measured *finished[classCandidate]) (baseline sweep.Candidate, cands []sweep.Candidate) {
-	ins := make([]*measure.Inputs, len(r.shapes))
-	for i, s := range r.shapes {
-		ins[i] = measure.NewInputs(s[0], s[1], s[2], 1)
-	}
+	ins := f.products(ctx, r)
 	measureOne := func(spec string) sweep.Candidate {
 		c := sweep.Candidate{Kernel: spec}
 		if err := ctx.Err(); err != nil {
 			c.Error = err.Error()
 			return c
 		}
-		if err := d.Tuning().Fits(spec); spec != builtinChoice && err != nil {
+		if err := d.Tuning().Fits(spec); !r.f64 && spec != builtinChoice && err != nil {
 			c.Error = err.Error()
 			return c
 		}
@@ -460,8 +509,8 @@ func (f *tuneFlags) sweep(ctx context.Context, d *glcompute.Device, r *classResu
 		}
 		defer fresh.Release()
 		logSum := 0.0
-		for _, in := range ins {
-			res, err := measure.Product(fresh, in, measure.Options{Kernel: spec, Warmup: 1, Reps: f.reps, Validate: validate.Auto, Context: ctx})
+		for _, product := range ins {
+			res, err := product(fresh, spec)
 			if err != nil {
 				c.Error = err.Error()
 				return c
@@ -485,11 +534,13 @@ func (f *tuneFlags) sweep(ctx context.Context, d *glcompute.Device, r *classResu
 			p.step(fmt.Sprintf("%s %d/%d %s: %s", label, i+1, total, c.Kernel, candidateStatus(c)))
 		})
 	}
-	baseline = measureOne("tiled32")
-	record(0, baseline)
-	cands = sweep.Sweep(f.specs, measureOne, sweep.Finalists, sweep.Rounds, func(i int, c sweep.Candidate) { record(i+1, c) }, r.keep()...)
+	if !r.f64 {
+		baseline = measureOne("tiled32")
+		record(0, baseline)
+	}
+	cands = sweep.Sweep(f.specs, measureOne, sweep.Finalists, sweep.Rounds, func(i int, c sweep.Candidate) { record(i+r.baselines(), c) }, r.keep()...)
 	for _, c := range cands {
-		if c.Kernel == builtinChoice {
+		if c.Kernel == r.builtin() {
 			r.Builtin = c
 		}
 	}

@@ -58,6 +58,8 @@ func (f *tuneFlags) kept(results, done []classResult, path string, savedOK bool)
 	switch {
 	case len(names) == 0:
 		s = "no shape class finished"
+	case f.typ == typeF64:
+		s = fmt.Sprintf("%s finished (float64: never cached)", strings.Join(names, ", "))
 	case !f.save:
 		s = fmt.Sprintf("%s finished (not saved: -save=false)", strings.Join(names, ", "))
 	case !savedOK:
@@ -78,6 +80,9 @@ func (f *tuneFlags) kept(results, done []classResult, path string, savedOK bool)
 // every candidate's rate by class.
 func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResult, path string, saved []string, took time.Duration) error {
 	builtin := tuning.Choose(measure.Driver(info), measure.Facts(info)).Default
+	if f.typ == typeF64 {
+		builtin = builtin64
+	}
 	savedTo := ""
 	if len(saved) > 0 {
 		savedTo = path
@@ -88,31 +93,25 @@ func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResul
 	}
 	t := report.Table{Header: []string{"class", "rank", "kernel", "GFLOPS", "vs best", "valid"},
 		JSON: map[string]any{"device": info, "n": f.n, "reps": f.reps, "builtin_default": builtin, "classes": results,
-			"saved_to": savedTo, "seconds": took.Seconds()},
+			"saved_to": savedTo, "seconds": took.Seconds(), "type": typeName(f.typ)},
 		Preamble: [][2]string{
 			{"device", fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, measure.API(info))},
+			{"type", f.typeLine()},
 			{"tuned", fmt.Sprintf("%s, %s and the built-in choice each, in %s; a rate is the geometric mean over the class's products of medians of %s, every product validated",
 				report.Plural(tuned, "shape class"), report.Plural(len(f.specs), "candidate"), seconds(took), report.Plural(f.reps, "run"))}}}
 	skipped := 0
 	for _, r := range results {
-		if r.Interrupted {
-			t.Preamble = append(t.Preamble, [2]string{"stopped", fmt.Sprintf("%s (%s): Ctrl-C after %d of its %d first-pass candidates; fastest so far %s: %s GFLOPS (tiled32: %s); not saved",
-				r.Class, strings.Join(r.Shapes, ", "), len(r.Candidates), r.runs(f.specs)-1, r.Best.Kernel, report.FormatGFLOPS(r.Best.GFLOPS), report.FormatGFLOPS(r.Tiled32.GFLOPS))})
-		} else {
-			verdict := "tuned"
-			if !r.Saved {
-				verdict = fmt.Sprintf("the built-in choice kept: the best is not %.0f%% faster", 100*(tuning.TunedMargin-1))
-			}
-			t.Preamble = append(t.Preamble, [2]string{"best", fmt.Sprintf("%s (%s): %s: %s GFLOPS (built-in choice: %s; tiled32: %s); %s", r.Class, strings.Join(r.Shapes, ", "), r.Best.Kernel,
-				report.FormatGFLOPS(r.Best.GFLOPS), report.FormatGFLOPS(r.Builtin.GFLOPS), report.FormatGFLOPS(r.Tiled32.GFLOPS), verdict)})
-		}
+		t.Preamble = append(t.Preamble, f.classLine(&r))
 		for i, c := range r.Candidates {
 			if c.Error != "" && c.GFLOPS == 0 {
 				skipped++
 				continue
 			}
 			mark := ""
-			if c.Kernel == builtinChoice {
+			switch {
+			case c.Kernel == r.builtin() && r.f64:
+				mark = " (built-in choice: Mul64's default)"
+			case c.Kernel == r.builtin():
 				mark = " (built-in choice, shape by shape)"
 			}
 			vsBest := "-"
@@ -130,6 +129,34 @@ func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResul
 		t.Notes = []string{fmt.Sprintf("skipped  %d candidate runs that do not fit this device or failed to compile (-format json lists why)", skipped)}
 	}
 	return t.Write(w, f.format)
+}
+
+// classLine is the preamble line of class r: its winner and the verdict,
+// or, where Ctrl-C stopped it, the fastest so far.
+func (f *tuneFlags) classLine(r *classResult) [2]string {
+	tiled32 := "tiled32: " + report.FormatGFLOPS(r.Tiled32.GFLOPS)
+	if r.f64 {
+		tiled32 = "" // no float64 version
+	}
+	if r.Interrupted {
+		if tiled32 != "" {
+			tiled32 = " (" + tiled32 + ")"
+		}
+		return [2]string{"stopped", fmt.Sprintf("%s (%s): Ctrl-C after %d of its %d first-pass candidates; fastest so far %s: %s GFLOPS%s; not saved",
+			r.Class, strings.Join(r.Shapes, ", "), len(r.Candidates), r.runs(f.specs)-r.baselines(), r.Best.Kernel, report.FormatGFLOPS(r.Best.GFLOPS), tiled32)}
+	}
+	if tiled32 != "" {
+		tiled32 = "; " + tiled32
+	}
+	verdict := "tuned"
+	switch {
+	case r.f64 && r.Saved:
+		verdict = fmt.Sprintf("%.0f%% or more faster than Mul64's default: not cached (float64); run it with -type f64 -kernel %s", 100*(tuning.TunedMargin-1), r.Best.Kernel)
+	case !r.Saved:
+		verdict = fmt.Sprintf("the built-in choice kept: the best is not %.0f%% faster", 100*(tuning.TunedMargin-1))
+	}
+	return [2]string{"best", fmt.Sprintf("%s (%s): %s: %s GFLOPS (built-in choice: %s%s); %s", r.Class, strings.Join(r.Shapes, ", "), r.Best.Kernel,
+		report.FormatGFLOPS(r.Best.GFLOPS), report.FormatGFLOPS(r.Builtin.GFLOPS), tiled32, verdict)}
 }
 
 // saveTuned stores r's winner in the cache at path for the driver of info
