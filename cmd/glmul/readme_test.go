@@ -34,6 +34,7 @@ func TestREADMECountsCandidates(t *testing.T) {
 	}{
 		{"`glmul tune` runs all ([0-9]+) configurations of the fast kernel \\(([0-9]+) of them reading A transposed\\)", []int{len(fast), transposed}},
 		{"on Mesa llvmpipe the ([0-9]+) of the `cpu` kernel instead", []int{len(shaders.CPUCandidates())}},
+		{"`glmul tune -type f64` sweeps the float64 kernel's configurations instead: the ([0-9]+) of `shaders.DFastCandidates`", []int{len(shaders.DFastCandidates())}},
 	} {
 		m := regexp.MustCompile(c.re).FindStringSubmatch(readme)
 		if m == nil {
