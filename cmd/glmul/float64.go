@@ -15,7 +15,7 @@ import (
 )
 
 // -type: the matrices' element type. float64 products run through
-// glcompute.Device.Mul64 (the dfast kernel, in one piece, not pipelined)
+// glcompute.Device.Mul64 (the dfast kernel, in Mul's pipelined pass)
 // and are validated by validate.Check64 against a double-double reference
 // (docs/VALIDATION.md, "float64 products").
 const (
@@ -24,7 +24,7 @@ const (
 )
 
 // typeUsage is -type's help.
-const typeUsage = "element `type` of the matrices: f32 (float32) or f64 (float64: the dfast kernel, in one piece, not pipelined, validated against a double-double reference; not on OpenGL ES)"
+const typeUsage = "element `type` of the matrices: f32 (float32) or f64 (float64: the dfast kernel through Device.Mul64's pipelined pass, validated against a double-double reference; not on OpenGL ES)"
 
 // checkType returns a usage error unless t names an element type; cmd
 // ("bench: ", or "" for the main command) prefixes the message.

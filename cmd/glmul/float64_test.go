@@ -56,7 +56,9 @@ func TestMultiplyFloat64(t *testing.T) {
 	if v := r.Validation; !v.OK || v.Mode != "full" || v.WorstRatio > 0.5 || !(v.RelFrobenius < 1e-14) {
 		t.Errorf("validation %+v", v)
 	}
-	if r.Summary.TimingSource != "wall" || !(r.Summary.GFLOPSMean > 0) {
+	// Each run is one pipelined pass: timed by its GL timestamps, or by
+	// its dispatch calls where the timer is not plausible.
+	if src := r.Summary.TimingSource; src != "wall" && src != "gl-timer" || !(r.Summary.GFLOPSMean > 0) {
 		t.Errorf("summary %+v", r.Summary)
 	}
 	code, stdout, stderr = glmul("-shape", "31x40x3", "-type", "f64", "-reps", "1", "-backend", "egl", "-validate", "freivalds")

@@ -543,7 +543,7 @@ func writeProduct(o *options, dev *glcompute.Device, r measure.Result, stdout, s
 	case o.mapped:
 		staging = "A, B and C in mapped host memory (glcompute.HostMatrix), copied by the GPU"
 	case o.typ == typeF64:
-		staging = "float64: A and B uploaded whole and C read back whole by every run (glcompute.Device.Mul64)"
+		staging = "float64: every run one pipelined pass of glcompute.Device.Mul64 through the staging buffers"
 	}
 	rep := r.Report(dev.Info(), staging, o.seed, o.warmup, o.maxGroups)
 	rep.SplitKAsked = o.splitK

@@ -14,10 +14,11 @@ import (
 )
 
 // Float64 products (glmul -type f64) run through glcompute.Device.Mul64,
-// which runs a product in one piece, not pipelined, and takes no Measure
-// hook: each run uploads A and B, runs the dfast kernel and reads C back,
-// and its Timings time those stages by the wall clock (the kernel after
-// glFinish). Product64 repeats whole runs.
+// which runs a product as Mul does, in a pipelined pass, and takes no
+// Measure hook: each run is one whole Mul64 call, and its Timings give
+// the pass's end to end, the busy times of its copies and the GPU's time
+// with its dispatches in flight (GL timestamps where the timer is real,
+// else the dispatch calls' wall time). Product64 repeats whole runs.
 
 // Inputs64 are the matrices of a float64 product: A and B uniform on
 // [-1, 1) with all 53 bits (cpu.FillUniform64), C the result.
@@ -54,10 +55,11 @@ const WarmupRuns64 = "the warm-up runs alone: float64 products have no steady wa
 // float64 spec, "" for "dfast"; SplitK, Once, Ramp and KeepRuns are not
 // used) and validates C with validate.Check64. C is filled with NaN
 // first. It runs o.Warmup untimed products, then o.Reps timed ones, each
-// whole: Result.Times are the kernel's wall times after glFinish (Source
-// "wall": Mul64 reads no GL timer), Timings.Upload and Readback the last
-// run's (FirstUpload and FirstReadback the first's where there was a
-// warm-up), EndToEnd the timed runs' mean. Ctrl-C (o.Context) between or
+// a whole pipelined pass: Result.Times are each pass's compute time (Source
+// "gl-timer" where every pass read the GL timer, else "wall"),
+// Timings.Upload and Readback the last pass's busy times (FirstUpload and
+// FirstReadback the first's where there was a warm-up), EndToEnd the
+// timed passes' mean. Ctrl-C (o.Context) between or
 // within runs returns context.Canceled: no runs are kept.
 func Product64(dev *glcompute.Device, in *Inputs64, o Options) (Result, error) {
 	for i := range in.C.Rows {
@@ -95,6 +97,7 @@ func Product64(dev *glcompute.Device, in *Inputs64, o Options) (Result, error) {
 			}
 		default:
 			t.Compute = append(t.Compute, pt.Compute...)
+			t.GPU = append(t.GPU, pt.GPU...)
 			endToEnd += pt.EndToEnd
 		}
 		t.Layout, t.Upload, t.Readback, t.UploadBytes, t.ReadbackBytes = pt.Layout, pt.Upload, pt.Readback, pt.UploadBytes, pt.ReadbackBytes
@@ -104,6 +107,11 @@ func Product64(dev *glcompute.Device, in *Inputs64, o Options) (Result, error) {
 	}
 	t.EndToEnd, t.Steps = endToEnd/time.Duration(reps), 1
 	r.Kernel, r.Timings, r.Times = t.Kernel, t, t.Compute
+	if len(t.GPU) == reps { // every timed pass read the GL timer
+		r.Times, r.Source = t.GPU, "gl-timer"
+	} else {
+		r.Timings.GPU = nil
+	}
 	mode := o.Validate
 	if mode == "" || mode == validate.Auto {
 		mode = validate.Choose(r.M, r.K, r.N)

@@ -78,7 +78,7 @@ func (t Timings) MarshalJSON() ([]byte, error) { return json.Marshal(t.Full) }
 type Run struct {
 	Device Device `json:"device"`
 	// Type is the element type: "float32", or "float64" (glmul -type
-	// f64: one piece, not pipelined, timed by the wall clock).
+	// f64: each run one whole pipelined pass of Mul64).
 	Type   string `json:"type"`
 	Kernel string `json:"kernel"`
 	M      int    `json:"m"`
@@ -246,8 +246,10 @@ func (r *Run) writeCompute(p lineFunc) {
 	i, t, s := r.Device, r.Timings, r.Summary
 	src := "GL timer"
 	switch {
+	case s.TimingSource == "gl-timer" && r.Type == "float64":
+		src = "GL timer: each pass's time with its dispatches in flight"
 	case s.TimingSource == "wall" && r.Type == "float64":
-		src = "wall clock after glFinish: float64 products read no GL timer yet"
+		src = "each pass's dispatch calls' wall time: " + noTimer(i.Version)
 	case s.TimingSource == "wall":
 		src = "wall clock after glFinish: " + noTimer(i.Version)
 	}
@@ -289,7 +291,7 @@ func (r *Run) writeRates(p lineFunc) {
 	}
 	switch {
 	case r.Type == "float64":
-		p("one piece", "%8.2f ms end to end, the timed runs' mean: each uploads A and B, runs the kernel and reads C back (float64 products are not pipelined)", s.EndToEndMS)
+		p("pipelined", "%8.2f ms end to end, the timed runs' mean: each run one Mul64 call: a pipelined pass, the next step's upload and the last one's readback overlapping compute", s.EndToEndMS)
 		p("GFLOPS", "%s kernel (mean), %s (median); %s end to end (host memory to host memory)",
 			FormatGFLOPS(s.GFLOPSMean), FormatGFLOPS(s.GFLOPSMedian), FormatGFLOPS(s.GFLOPSEndToEnd))
 		return
