@@ -64,6 +64,15 @@ void main() {
 // it could not run. On the device thread, with a desktop context; it
 // leaves a borrowed context's bindings as it found them.
 func (d *Device) zinkProbe() (wrong []int, err error) {
+	// Saved before anything is made: making a buffer binds it to the copy
+	// target (TestBorrowedEGL on zink caught a host's binding lost so).
+	if d.borrowed {
+		s := glw.SaveState(stateBindings)
+		defer s.Restore()
+	} else {
+		defer glw.Buffer(0).BindStorage(0)
+		defer glw.Program(0).Use()
+	}
 	sum, err := glw.NewComputeProgram("zinkSum", zinkSum)
 	if err != nil {
 		return nil, err
@@ -81,13 +90,6 @@ func (d *Device) zinkProbe() (wrong []int, err error) {
 	defer other.Release()
 	if !ok1 || !ok2 {
 		return nil, d.checkError("the zink probe's buffers")
-	}
-	if d.borrowed {
-		s := glw.SaveState(stateBindings)
-		defer s.Restore()
-	} else {
-		defer glw.Buffer(0).BindStorage(0)
-		defer glw.Program(0).Use()
 	}
 	for i, s := range []struct{ count, n, m uint32 }{{3, 1, 3}, {3, 1, 2}, {1, 2, 3}, {2, 2, 1}} {
 		filler.Use()
