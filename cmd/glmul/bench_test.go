@@ -395,7 +395,7 @@ func TestBenchSplitKSkips(t *testing.T) {
 // one's figures carry every digit.
 func TestBenchCSVSkippedRows(t *testing.T) {
 	rows := []benchRow{
-		{M: 16, K: 16, N: 16, Shape: "16x16x16", Kernel: "fast", Spec: "fast:64x64x8_8x4", Source: "wall", Times: []time.Duration{1234567},
+		{M: 16, K: 16, N: 16, Shape: "16x16x16", Type: "float32", Kernel: "fast", Spec: "fast:64x64x8_8x4", Source: "wall", Times: []time.Duration{1234567},
 			MedianMS: 1.234567, GFLOPS: 0.0066355801, Validation: "full", Valid: true, Splits: 1},
 		{M: 99999999, K: 99999999, N: 99999999, Shape: "99999999x99999999x99999999", Kernel: "fast", Skipped: "needs 112 PiB of host memory"},
 	}
@@ -411,7 +411,7 @@ func TestBenchCSVSkippedRows(t *testing.T) {
 	for i, h := range recs[0] {
 		col[h] = i
 	}
-	if m := recs[1]; m[col["median_ms"]] != "1.234567" || m[col["gflops"]] != "0.0066355801" || m[col["valid"]] != "true" || m[col["skipped"]] != "" {
+	if m := recs[1]; m[col["median_ms"]] != "1.234567" || m[col["gflops"]] != "0.0066355801" || m[col["valid"]] != "true" || m[col["skipped"]] != "" || m[col["type"]] != "float32" {
 		t.Errorf("measured row %q", m)
 	}
 	s := recs[2]

@@ -341,18 +341,26 @@ func TestBenchFloat64(t *testing.T) {
 	}
 	var r struct {
 		Results []struct {
-			Shape, Spec string
-			Times       []int64 `json:"times_ns"`
-			Valid       bool
-			Validation  string
+			Shape, Spec, Type string
+			Times             []int64 `json:"times_ns"`
+			Valid             bool
+			Validation        string
 		}
 	}
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil || len(r.Results) != 2 {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
 	for _, row := range r.Results {
-		if !strings.HasPrefix(row.Spec, "dfast:") || !row.Valid || row.Validation != "full" || len(row.Times) != 2 {
+		if !strings.HasPrefix(row.Spec, "dfast:") || !row.Valid || row.Validation != "full" || len(row.Times) != 2 || row.Type != "float64" {
 			t.Errorf("row %+v", row)
+		}
+	}
+	// The other formats say float64 too; benchstat's names never pair a
+	// float64 product with a float32 one.
+	for format, want := range map[string]string{"text": "float64 (dfast", "csv": ",float64", "bench": "BenchmarkDGEMM/kernel=dfast/shape=64x64x64"} {
+		code, stdout, stderr := glmul("bench", "-type", "f64", "-shapes", "64", "-reps", "1", "-backend", "egl", "-format", format, "-progress", "off")
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("-format %s: exit %d, want %q in:\n%s%s", format, code, want, stdout, stderr)
 		}
 	}
 	for _, args := range [][]string{{"-kernels", "tiled32"}, {"-kernels", "fast,cpu:8x8_8x8"}, {"-split-k", "2"}} {
