@@ -50,14 +50,19 @@ func Naive(c, a, b blas32.General) { NaiveRows(c, a, b, 0, a.Rows) }
 // report progress or stop between chunks of rows.
 func NaiveRows(c, a, b blas32.General, i0, i1 int) {
 	checkShapes(c, a, b)
-	n, l := a.Cols, b.Cols
+	naiveRows(c.Data, a.Data, b.Data, c.Stride, a.Stride, b.Stride, a.Cols, b.Cols, i0, i1)
+}
+
+// naiveRows is the loop of NaiveRows and NaiveRows64: row i of C, column
+// j, the sum over k in order, in E, for the rows [i0, i1).
+func naiveRows[E float32 | float64](c, a, b []E, ldc, lda, ldb, n, l, i0, i1 int) {
 	for i := i0; i < i1; i++ {
 		for j := 0; j < l; j++ {
-			var sum float32
+			var sum E
 			for k := 0; k < n; k++ {
-				sum = sum + a.Data[i*a.Stride+k]*b.Data[k*b.Stride+j]
+				sum = sum + a[i*lda+k]*b[k*ldb+j]
 			}
-			c.Data[i*c.Stride+j] = sum
+			c[i*ldc+j] = sum
 		}
 	}
 }
@@ -74,16 +79,7 @@ func Sgemm(c, a, b blas32.General) {
 // column of glmul table -type f64).
 func NaiveRows64(c, a, b blas64.General, i0, i1 int) {
 	checkShapes64(c, a, b)
-	n, l := a.Cols, b.Cols
-	for i := i0; i < i1; i++ {
-		for j := 0; j < l; j++ {
-			var sum float64
-			for k := 0; k < n; k++ {
-				sum = sum + a.Data[i*a.Stride+k]*b.Data[k*b.Stride+j]
-			}
-			c.Data[i*c.Stride+j] = sum
-		}
-	}
+	naiveRows(c.Data, a.Data, b.Data, c.Stride, a.Stride, b.Stride, a.Cols, b.Cols, i0, i1)
 }
 
 // Dgemm computes C = A·B in float64 with gonum's optimized,
