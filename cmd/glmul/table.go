@@ -313,17 +313,25 @@ func (m *tableMeasurer) row(n int, kernels []string, cpuMax int, seed uint64) (t
 	if err != nil {
 		return r, err
 	}
+	return r, m.gpuColumns(&r, kernels, func(k string) (measure.Result, error) {
+		return measure.Product(m.dev, in, measure.Options{Kernel: k, Warmup: 1, Reps: m.reps, Context: m.ctx, Ramp: true})
+	})
+}
+
+// gpuColumns fills r's GPU columns, a kernel at a time through product,
+// and reports the row done.
+func (m *tableMeasurer) gpuColumns(r *table.Row, kernels []string, product func(kernel string) (measure.Result, error)) error {
 	for _, k := range kernels {
-		res, err := measure.Product(m.dev, in, measure.Options{Kernel: k, Warmup: 1, Reps: m.reps, Context: m.ctx, Ramp: true})
+		res, err := product(k)
 		if err != nil {
-			return r, err
+			return err
 		}
-		if err := m.addGPU(&r, k, res); err != nil {
-			return r, err
+		if err := m.addGPU(r, k, res); err != nil {
+			return err
 		}
 	}
-	m.rowDone(n)
-	return r, nil
+	m.rowDone(r.N)
+	return nil
 }
 
 // cpuColumns fills r's CPU columns: the naive loop (naive computes rows

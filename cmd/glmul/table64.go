@@ -70,17 +70,9 @@ func (m *tableMeasurer) row64(n int, kernels []string, cpuMax int, seed uint64) 
 	if err != nil {
 		return r, err
 	}
-	for _, k := range kernels {
-		res, err := measure.Product64(m.dev, in, measure.Options{Kernel: k, Warmup: 1, Reps: m.reps, Context: m.ctx})
-		if err != nil {
-			return r, err
-		}
-		if err := m.addGPU(&r, k, res); err != nil {
-			return r, err
-		}
-	}
-	m.rowDone(n)
-	return r, nil
+	return r, m.gpuColumns(&r, kernels, func(k string) (measure.Result, error) {
+		return measure.Product64(m.dev, in, measure.Options{Kernel: k, Warmup: 1, Reps: m.reps, Context: m.ctx})
+	})
 }
 
 // checkFromType checks a table read with -from against -type, where it
