@@ -183,6 +183,16 @@ type PreparedRows struct {
 	side []float64 // row i's V projections, then Σ a², then the walk: side[i*(V+2):]
 }
 
+// SetProcs sets how many goroutines PrepareA uses from now on (0:
+// GOMAXPROCS): all of them, say, once the work a check was prepared
+// beside (NewRowsOn) has ended. Not concurrently with PrepareA.
+func (f *Rows) SetProcs(procs int) {
+	if procs <= 0 || procs > runtime.GOMAXPROCS(0) {
+		procs = runtime.GOMAXPROCS(0)
+	}
+	f.procs = procs
+}
+
 // PrepareA computes A's side of the check of rows r0… of C, a holding
 // those rows of A (k columns), over the CPUs. It panics if a's shape
 // disagrees with B's.

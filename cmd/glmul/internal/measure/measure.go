@@ -393,6 +393,7 @@ func (p *PendingCheck) Check(progress func(done, total int)) validate.Result {
 	if !p.banded {
 		return check(p.mode, p.in, progress)
 	}
+	p.f.SetProcs(0) // the product is done: every CPU for the bands left
 	m := p.in.A.Rows
 	for b, r0 := 0, 0; r0 < m; b, r0 = b+1, r0+p.rows {
 		r1 := min(m, r0+p.rows)
