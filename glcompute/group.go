@@ -170,8 +170,9 @@ const groupMinCols = 512
 // fails during the product has its unfinished panels rerun on the others
 // (DeviceShare.Err says why); with none left, Mul returns the errors and
 // C is incomplete. opts apply to each device; Progress counts column
-// panels; SplitK above 1 and Measure are refused with ErrUnsupported.
-// Shapes, panics and empty products are Mul's. Safe from any goroutine.
+// panels; SplitK above 1, Measure and Arrived are refused with
+// ErrUnsupported. Shapes, panics and empty products are Mul's. Safe from
+// any goroutine.
 func (g *Group) Mul(c, a, b blas32.General, opts *MulOptions) (GroupTimings, error) {
 	if checkProduct(dims32(c), dims32(a), dims32(b)) {
 		g.devs[0].emptyProduct(opts)
@@ -187,8 +188,8 @@ func (g *Group) Mul(c, a, b blas32.General, opts *MulOptions) (GroupTimings, err
 		o = *opts
 	}
 	o.check()
-	if o.SplitK > 1 || o.Measure != nil {
-		return GroupTimings{}, fmt.Errorf("%w: a Group's product runs in panels, which neither split K (MulOptions.SplitK) nor take a Measure hook", ErrUnsupported)
+	if o.SplitK > 1 || o.Measure != nil || o.Arrived != nil {
+		return GroupTimings{}, fmt.Errorf("%w: a Group's product runs in panels, which neither split K (MulOptions.SplitK) nor take a Measure hook or an Arrived callback", ErrUnsupported)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -312,6 +312,9 @@ func (sp *streamPass) waitThrough(k int, timeout uint64) {
 		if sp.ends.arrived != nil {
 			sp.ends.arrived(sp.done, b[0], b[1])
 		}
+		if f := sp.h.o.Arrived; f != nil {
+			f(b[0], 0, b[1], sp.h.n)
+		}
 		sp.done++
 		if sp.report != nil {
 			sp.report(sp.done, len(sp.bands))

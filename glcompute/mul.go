@@ -45,6 +45,13 @@ type MulOptions struct {
 	// It runs on the device's thread and must not call the Device. Zero
 	// value: no calls.
 	Progress func(done, total int)
+	// Arrived, if set, is called as each block of C of the pipelined
+	// pass arrives in host memory, before Progress, with its first row
+	// and column and its shape, in elements. The pass writes that block
+	// no more: a caller may read it while Mul goes on (to check C as it
+	// arrives). It runs on the device's thread and must not call the
+	// Device. Group.Mul refuses it. Zero value: no calls.
+	Arrived func(r0, c0, rows, cols int)
 	// Context, if set, is checked between the steps of the pipelined pass
 	// (bands or panels): once it is done, Mul stops after the step in
 	// progress and returns its error. A single dispatch cannot be stopped.

@@ -218,7 +218,7 @@ func (d *Device) mul64(c, a, b blas32.General, hp *hostPlan) (t Timings, err err
 		return t, err
 	}
 	defer d.unbindAll()
-	pl := &pipeline{d: d, o: h.o, steps: h.steps(c, a, b, plan.GroupsX), report: h.o.Progress}
+	pl := &pipeline{d: d, o: h.o, steps: h.steps(c, a, b, plan.GroupsX), report: h.o.Progress, words: float64Words}
 	pt, err := pl.run()
 	pt.fill(&t)
 	t.Dispatches = h.dispatches

@@ -161,7 +161,7 @@ func (d *Device) mulPanels(c, a, b blas32.General, hp *hostPlan, idle time.Durat
 			return t, err
 		}
 	}
-	pl := &pipeline{d: d, o: o, steps: pp.steps(c, a, b), report: o.Progress}
+	pl := &pipeline{d: d, o: o, steps: pp.steps(c, a, b), report: o.Progress, words: pp.words()}
 	pt, err := pl.run()
 	if err != nil {
 		return t, err

@@ -90,6 +90,7 @@ type pipeline struct {
 	steps  []pipeStep
 	more   func() []pipeStep
 	report func(done, total int)
+	words  words // of an element of C (0: float32's 1), for o.Arrived
 	// The pass in progress: its figures, whether the GL timer times the
 	// steps, their queries (a GL_TIMESTAMP before and after each step's
 	// dispatches) and the wall time of their dispatch calls.
@@ -230,8 +231,13 @@ func (pl *pipeline) arrived(finish func() error, i int) error {
 	if err := finish(); err != nil {
 		return err
 	}
-	if f := pl.steps[i].landed; f != nil {
-		f()
+	s := &pl.steps[i]
+	if s.landed != nil {
+		s.landed()
+	}
+	if pl.o.Arrived != nil && s.out.rows > 0 && s.out.cols > 0 {
+		w := max(1, int(pl.words))
+		pl.o.Arrived(s.out.r0, s.out.c0/w, s.out.rows, s.out.cols/w)
 	}
 	if pl.report != nil {
 		pl.report(i+1, len(pl.steps))

@@ -1,0 +1,145 @@
+package glcompute
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/glmul/glmul/cpu"
+)
+
+// arrivals records MulOptions.Arrived's calls: each block's values as
+// they were when it was called, how often each element of C was in a
+// block, and the calls to Arrived and Progress in order.
+type arrivals struct {
+	m, n   int
+	at     func(i, j int) float64 // C's element, read at the call
+	blocks []arrivedBlock
+	cover  []int
+	events []byte // 'a' an Arrived call, 'p' a Progress call
+}
+
+type arrivedBlock struct {
+	r0, c0, rows, cols int
+	values             []float64
+}
+
+func (ar *arrivals) options(o MulOptions) *MulOptions {
+	ar.cover = make([]int, ar.m*ar.n)
+	o.Arrived = func(r0, c0, rows, cols int) {
+		ar.events = append(ar.events, 'a')
+		blk := arrivedBlock{r0: r0, c0: c0, rows: rows, cols: cols}
+		for i := r0; i < r0+rows; i++ {
+			for j := c0; j < c0+cols; j++ {
+				blk.values = append(blk.values, ar.at(i, j))
+				ar.cover[i*ar.n+j]++
+			}
+		}
+		ar.blocks = append(ar.blocks, blk)
+	}
+	o.Progress = func(done, total int) { ar.events = append(ar.events, 'p') }
+	return &o
+}
+
+// check reports blocks that do not tile C once, that changed after their
+// call, or an Arrived call not followed by its step's Progress call.
+func (ar *arrivals) check(t *testing.T, steps int) {
+	t.Helper()
+	if len(ar.blocks) < 2 {
+		t.Fatalf("%d blocks arrived; the case should have several", len(ar.blocks))
+	}
+	for e, n := range ar.cover {
+		if n != 1 {
+			t.Fatalf("C[%d][%d] arrived in %d blocks, want 1", e/ar.n, e%ar.n, n)
+		}
+	}
+	for _, blk := range ar.blocks {
+		v := blk.values
+		for i := blk.r0; i < blk.r0+blk.rows; i++ {
+			for j := blk.c0; j < blk.c0+blk.cols; j++ {
+				if got := ar.at(i, j); math.Float64bits(got) != math.Float64bits(v[0]) {
+					t.Fatalf("C[%d][%d] was %v when its block (rows %d+%d, columns %d+%d) arrived, %v after Mul", i, j, v[0], blk.r0, blk.rows, blk.c0, blk.cols, got)
+				}
+				v = v[1:]
+			}
+		}
+	}
+	for i, e := range ar.events {
+		if e == 'a' && (i+1 == len(ar.events) || ar.events[i+1] != 'p') {
+			t.Fatalf("calls %q: an Arrived call not followed by its step's Progress", ar.events)
+		}
+	}
+	if p := countByte(ar.events, 'p'); p != steps {
+		t.Fatalf("%d Progress calls for %d steps", p, steps)
+	}
+}
+
+func countByte(s []byte, c byte) (n int) {
+	for _, b := range s {
+		if b == c {
+			n++
+		}
+	}
+	return n
+}
+
+// TestArrivedBlocksAreFinal: Arrived names blocks that tile C once, each
+// holding its final values when called, before its step's Progress call:
+// in bands, in panels with K whole and cut, A kept and streamed, a
+// streamed pass, and float64 in bands and panels.
+func TestArrivedBlocksAreFinal(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(21, 22))
+	const kern, kern64 = "fast:64x64x8_4x4", "dfast:32x32x4_4x2"
+	for _, c := range []struct {
+		m, k, n  int
+		o        MulOptions
+		streamed bool
+	}{
+		{300, 20, 70, MulOptions{Kernel: kern}, false},
+		{130, 300, 150, MulOptions{Kernel: kern, MaxBinding: 32 << 10}, false},
+		{130, 3000, 150, MulOptions{Kernel: kern, MaxBinding: 64 << 10}, false},
+		{130, 3000, 150, MulOptions{Kernel: kern, MaxBinding: 64 << 10, MaxGPUMemory: 1 << 20}, false},
+		{4*64 + 37, 301, 203, MulOptions{Kernel: "fast:64x64x8_8x4_db_at", SplitK: 1}, true},
+	} {
+		t.Run(fmt.Sprintf("float32/%d×%d×%d/binding=%d/memory=%d/%s", c.m, c.k, c.n, c.o.MaxBinding, c.o.MaxGPUMemory, c.o.Kernel), func(t *testing.T) {
+			if c.streamed {
+				if d.Tuning().Fits(c.o.Kernel) != nil {
+					t.Skipf("%s does not fit %s", c.o.Kernel, d.Info().Renderer)
+				}
+				streamAnyBands = true
+				defer func() { streamAnyBands = false }()
+			}
+			a, b, cm := cpu.Random(c.m, c.k, rng), cpu.Random(c.k, c.n, rng), cpu.New(c.m, c.n)
+			ar := &arrivals{m: c.m, n: c.n, at: func(i, j int) float64 { return float64(cm.Data[i*cm.Stride+j]) }}
+			tm, err := d.Mul(cm, a, b, ar.options(c.o))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tm.Streamed != c.streamed {
+				t.Fatalf("streamed %v, want %v (%s)", tm.Streamed, c.streamed, tm.Panels)
+			}
+			ar.check(t, tm.Steps)
+		})
+	}
+	for _, c := range []struct {
+		m, k, n int
+		o       MulOptions
+	}{
+		{300, 77, 130, MulOptions{Kernel: kern64}},
+		{300, 77, 310, MulOptions{Kernel: kern64, MaxBinding: 64 << 10}},
+		{130, 3000, 150, MulOptions{Kernel: kern64, MaxBinding: 64 << 10}},
+	} {
+		t.Run(fmt.Sprintf("float64/%d×%d×%d/binding=%d", c.m, c.k, c.n, c.o.MaxBinding), func(t *testing.T) {
+			needFloat64(t, d)
+			a, b, cm := randomFloat64(c.m, c.k, c.k, rng), randomFloat64(c.k, c.n, c.n, rng), randomFloat64(c.m, c.n, c.n, rng)
+			ar := &arrivals{m: c.m, n: c.n, at: func(i, j int) float64 { return cm.Data[i*cm.Stride+j] }}
+			tm, err := d.Mul64(cm, a, b, ar.options(c.o))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ar.check(t, tm.Steps)
+		})
+	}
+}
