@@ -9,11 +9,9 @@ import (
 	"context"
 	"errors"
 	"math"
-	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -326,144 +324,6 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	return r, nil
 }
 
-// PendingCheck is the check of a product's C, started before C is made
-// (StartCheck). Where the check is Freivalds' in bands (checkInBands), a
-// goroutine computes what reads A and B alone, B·x (validate.NewRows)
-// and then A's side of each band in turn (validate.Rows.PrepareA), while
-// the GPU makes C; Check then reads C, with check's result bit for bit.
-// Other checks run whole in Check.
-type PendingCheck struct {
-	mode   validate.Mode
-	in     *Inputs
-	rows   int  // rows a band
-	banded bool // a goroutine prepares Freivalds' check
-	stop   atomic.Bool
-	done   chan struct{} // closed once the goroutine ended
-	// Set by the goroutine, read once done is closed:
-	f     *validate.Rows
-	bands []*validate.PreparedRows // A's side of bands 0, 1, …
-}
-
-// StartCheck starts the check of in.C in mode (Auto resolved by the
-// shape) as check makes it, for a product the caller is about to make:
-// it must not change A or B until Stop or Check. Without beside, nothing
-// runs before Check (for a product computed on the CPU's own cores).
-func StartCheck(mode validate.Mode, in *Inputs, beside bool) *PendingCheck {
-	return startCheck(mode, in, checkBand, beside)
-}
-
-// startCheck is StartCheck with bands of at least minFreivalds
-// multiply-adds (checkInBands).
-func startCheck(mode validate.Mode, in *Inputs, minFreivalds int, beside bool) *PendingCheck {
-	if mode == validate.Auto || mode == "" {
-		mode = validate.Choose(in.A.Rows, in.A.Cols, in.B.Cols)
-	}
-	m := in.A.Rows
-	p := &PendingCheck{mode: mode, in: in, rows: bandRows(mode, in, minFreivalds, validate.AutoFullLimit), done: make(chan struct{})}
-	p.banded = beside && mode == validate.Freivalds && p.rows < m
-	if !p.banded {
-		close(p.done)
-		return p
-	}
-	go func() {
-		defer close(p.done)
-		in.Wait()
-		// Half the CPUs: the pass's copy goroutines need the rest (with
-		// all of them, 32768's pass took 2.4-2.5 s against 1.9-2.0).
-		p.f = validate.NewRowsOn(in.B, validate.FreivaldsVectors, rand.New(rand.NewPCG(in.Seed, 2)), max(1, runtime.GOMAXPROCS(0)/2)) // drawn as checkInBands draws
-		for r0 := 0; r0 < m && !p.stop.Load(); r0 += p.rows {
-			p.bands = append(p.bands, p.f.PrepareA(rowsOf(in.A, r0, min(m, r0+p.rows)), r0))
-		}
-	}()
-	return p
-}
-
-// Stop stops the goroutine after its band in progress, or after B·x,
-// and waits for it: for a product that failed, and for Check.
-func (p *PendingCheck) Stop() {
-	p.stop.Store(true)
-	<-p.done
-}
-
-// Check validates in.C as check does, calling progress, if set, as check
-// does. A's side of the bands not prepared yet is computed here, band by
-// band beside C's, rather than waited for.
-func (p *PendingCheck) Check(progress func(done, total int)) validate.Result {
-	p.Stop()
-	if !p.banded {
-		return check(p.mode, p.in, progress)
-	}
-	p.f.SetProcs(0) // the product is done: every CPU for the bands left
-	m := p.in.A.Rows
-	for b, r0 := 0, 0; r0 < m; b, r0 = b+1, r0+p.rows {
-		r1 := min(m, r0+p.rows)
-		if b == len(p.bands) {
-			p.bands = append(p.bands, p.f.PrepareA(rowsOf(p.in.A, r0, r1), r0))
-		}
-		p.bands[b].Check(rowsOf(p.in.C, r0, r1))
-		if progress != nil {
-			progress(r1, m)
-		}
-	}
-	return p.f.Result()
-}
-
-// check validates in.C as validate.Check(mode, …) does, mode resolved
-// (not Auto). A check long enough to want a progress bar runs in about a
-// hundred bands of rows through validate.Panels, which checks each row
-// exactly as the whole check would, calling progress, if set, after
-// each; a shorter one is one validate.Check. The bands depend on the
-// shape only, never on progress.
-func check(mode validate.Mode, in *Inputs, progress func(done, total int)) validate.Result {
-	return checkInBands(mode, in, progress, checkBand, validate.AutoFullLimit)
-}
-
-// checkInBands is check with bands of at least minFreivalds multiply-adds
-// in mode Freivalds and minFull in mode Full.
-func checkInBands(mode validate.Mode, in *Inputs, progress func(done, total int), minFreivalds, minFull int) validate.Result {
-	rng := rand.New(rand.NewPCG(in.Seed, 2))
-	m, rows := in.A.Rows, bandRows(mode, in, minFreivalds, minFull)
-	if rows >= m {
-		return validate.Check(mode, in.A, in.B, in.C, rng)
-	}
-	p := validate.NewPanels(mode, in.B, rng)
-	for r0 := 0; r0 < m; r0 += rows {
-		r1 := min(m, r0+rows)
-		p.Check(rowsOf(in.A, r0, r1), rowsOf(in.C, r0, r1), r0)
-		if progress != nil {
-			progress(r1, m)
-		}
-	}
-	return p.Result()
-}
-
-// bandRows returns the rows of a band of checkInBands: m where the
-// check is one piece.
-func bandRows(mode validate.Mode, in *Inputs, minFreivalds, minFull int) int {
-	m, k, n := in.A.Rows, in.A.Cols, in.B.Cols
-	switch mode {
-	case validate.Freivalds: // m·(k+n)·vectors multiply-adds
-		return max(m/bands+1, minFreivalds/max(1, (k+n)*validate.FreivaldsVectors))
-	case validate.Full: // m·k·n, Auto's own range in one piece
-		return max(m/bands+1, minFull/max(1, k*n))
-	}
-	return m
-}
-
-// bands is about how many bands of rows a long check runs in, and
-// checkBand the fewest multiply-adds of a band of Freivalds' check: 64
-// times Rows's parallelMin, enough for every CPU of a large machine.
-const (
-	bands     = 100
-	checkBand = 1 << 26
-)
-
-// rowsOf returns rows [r0, r1) of g.
-func rowsOf(g blas32.General, r0, r1 int) blas32.General {
-	return blas32.General{Rows: r1 - r0, Cols: g.Cols, Stride: g.Stride, Data: g.Data[r0*g.Stride : (r1-1)*g.Stride+g.Cols]}
-}
-
-// fillNaN sets the elements of c to NaN, in bands of rows over the CPUs:
 // the first touch of a fresh C, which page faults make slow, shared.
 func fillNaN(c blas32.General) {
 	const band = 1 << 16 // elements, at least, a goroutine sets
