@@ -53,9 +53,9 @@ func NewRows(b blas32.General, vectors int, rng *rand.Rand) *Rows {
 	return NewRowsOn(b, vectors, rng, 0)
 }
 
-// NewRowsOn is NewRows with its work, and PrepareA's, on at most procs
-// goroutines (0: GOMAXPROCS), for a check prepared beside other work
-// that needs CPUs too; Check's results are the same.
+// NewRowsOn is NewRows with its work, PrepareA's and Check's, on at
+// most procs goroutines (0: GOMAXPROCS), for a check prepared beside
+// other work that needs CPUs too; the results are the same.
 func NewRowsOn(b blas32.General, vectors int, rng *rand.Rand, procs int) *Rows {
 	if procs <= 0 || procs > runtime.GOMAXPROCS(0) {
 		procs = runtime.GOMAXPROCS(0)
@@ -183,9 +183,9 @@ type PreparedRows struct {
 	side []float64 // row i's V projections, then Σ a², then the walk: side[i*(V+2):]
 }
 
-// SetProcs sets how many goroutines PrepareA uses from now on (0:
-// GOMAXPROCS): all of them, say, once the work a check was prepared
-// beside (NewRowsOn) has ended. Not concurrently with PrepareA.
+// SetProcs sets how many goroutines PrepareA and the checks use from
+// now on (0: GOMAXPROCS): all of them, say, once the work a check was
+// prepared beside (NewRowsOn) has ended. Not concurrently with them.
 func (f *Rows) SetProcs(procs int) {
 	if procs <= 0 || procs > runtime.GOMAXPROCS(0) {
 		procs = runtime.GOMAXPROCS(0)
@@ -221,7 +221,7 @@ func (f *Rows) check(a, c blas32.General, r0 int, side []float64) {
 	if a.Cols != f.k || c.Cols != f.n || a.Rows != c.Rows {
 		panic("validate: shapes of A, B and C do not agree")
 	}
-	workers := min(runtime.GOMAXPROCS(0), max(1, a.Rows*(f.k+f.n)*f.vectors/parallelMin))
+	workers := min(f.procs, max(1, a.Rows*(f.k+f.n)*f.vectors/parallelMin))
 	per := (a.Rows + workers - 1) / workers
 	worst := make([]Result, workers)
 	var wg sync.WaitGroup
