@@ -3,6 +3,8 @@ package measure
 import (
 	"math/rand/v2"
 	"runtime"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -13,8 +15,9 @@ import (
 // PendingCheck is the check of a product's C, started before C is made
 // (StartCheck). Where the check is Freivalds' in bands (checkInBands), a
 // goroutine computes what reads A and B alone, B·x (validate.NewRows)
-// and then A's side of each band in turn (validate.Rows.PrepareA), while
-// the GPU makes C; Check then reads C, with check's result bit for bit.
+// and A's side of each band in turn (validate.Rows.PrepareA), while the
+// GPU makes C, and checks each band of C whose rows have all arrived
+// (Arrived); Check does the rest, with check's result bit for bit.
 // Other checks run whole in Check.
 type PendingCheck struct {
 	mode   validate.Mode
@@ -22,10 +25,19 @@ type PendingCheck struct {
 	rows   int  // rows a band
 	banded bool // a goroutine prepares Freivalds' check
 	stop   atomic.Bool
+	wake   chan struct{} // a band may have arrived, or stop was set
 	done   chan struct{} // closed once the goroutine ended
 	// Set by the goroutine, read once done is closed:
-	f     *validate.Rows
-	bands []*validate.PreparedRows // A's side of bands 0, 1, …
+	f       *validate.Rows
+	bands   []*validate.PreparedRows // A's side of bands 0, 1, …
+	checked []bool                   // bands whose C was checked
+	beside  atomic.Int32             // how many, counted as they are
+	ready   atomic.Int32             // len(bands), counted as they are made
+	// C's arrivals (Arrived), under mu:
+	mu       sync.Mutex
+	cols     []int32 // columns arrived, per row of C
+	complete []int   // rows with all their columns, per band
+	again    bool    // an element arrived twice: Check starts afresh
 }
 
 // StartCheck starts the check of in.C in mode (Auto resolved by the
@@ -49,6 +61,9 @@ func startCheck(mode validate.Mode, in *Inputs, minFreivalds int, beside bool) *
 		close(p.done)
 		return p
 	}
+	nb := (m + p.rows - 1) / p.rows
+	p.wake, p.checked = make(chan struct{}, 1), make([]bool, nb)
+	p.cols, p.complete = make([]int32, m), make([]int, nb)
 	go func() {
 		defer close(p.done)
 		in.Wait()
@@ -57,24 +72,97 @@ func startCheck(mode validate.Mode, in *Inputs, minFreivalds int, beside bool) *
 		p.f = validate.NewRowsOn(in.B, validate.FreivaldsVectors, rand.New(rand.NewPCG(in.Seed, 2)), max(1, runtime.GOMAXPROCS(0)/2)) // drawn as checkInBands draws
 		for r0 := 0; r0 < m && !p.stop.Load(); r0 += p.rows {
 			p.bands = append(p.bands, p.f.PrepareA(rowsOf(in.A, r0, min(m, r0+p.rows)), r0))
+			p.ready.Add(1)
+			p.checkArrived()
+		}
+		for !p.stop.Load() && !p.allChecked() {
+			<-p.wake
+			p.checkArrived()
 		}
 	}()
 	return p
+}
+
+// Arrived records that rows [r0, r0+rows) and columns [c0, c0+cols) of
+// C are final (glcompute.MulOptions.Arrived): a band whose rows have all
+// their columns is checked beside the pass. Quick, for the device's
+// thread; a no-op where nothing is prepared beside.
+func (p *PendingCheck) Arrived(r0, c0, rows, cols int) {
+	if !p.banded {
+		return
+	}
+	n := int32(p.in.B.Cols)
+	p.mu.Lock()
+	for i := r0; i < r0+rows; i++ {
+		p.cols[i] += int32(cols)
+		switch {
+		case p.cols[i] == n:
+			p.complete[i/p.rows]++
+		case p.cols[i] > n:
+			p.again = true
+		}
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// arrivedBand reports whether every row of band b has arrived whole, and
+// no element twice.
+func (p *PendingCheck) arrivedBand(b int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.again && p.complete[b] == min(p.in.A.Rows, (b+1)*p.rows)-b*p.rows
+}
+
+// arrivedTwice reports whether an element of C arrived twice.
+func (p *PendingCheck) arrivedTwice() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.again
+}
+
+// checkArrived checks C's side of the prepared bands that have arrived.
+func (p *PendingCheck) checkArrived() {
+	m := p.in.A.Rows
+	for b, band := range p.bands {
+		if !p.checked[b] && !p.stop.Load() && p.arrivedBand(b) {
+			r0 := b * p.rows
+			band.Check(rowsOf(p.in.C, r0, min(m, r0+p.rows)))
+			p.checked[b] = true
+			p.beside.Add(1)
+		}
+	}
+}
+
+// allChecked reports whether every band was checked.
+func (p *PendingCheck) allChecked() bool {
+	return len(p.bands) == len(p.checked) && !slices.Contains(p.checked, false)
 }
 
 // Stop stops the goroutine after its band in progress, or after B·x,
 // and waits for it: for a product that failed, and for Check.
 func (p *PendingCheck) Stop() {
 	p.stop.Store(true)
+	if p.wake != nil {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
 	<-p.done
 }
 
 // Check validates in.C as check does, calling progress, if set, as check
-// does. A's side of the bands not prepared yet is computed here, band by
-// band beside C's, rather than waited for.
+// does. The bands not checked beside the pass are checked here, A's side
+// too where it was not prepared, rather than waited for. Where an element
+// of C arrived twice (a block written again after it was checked), the
+// whole check runs afresh.
 func (p *PendingCheck) Check(progress func(done, total int)) validate.Result {
 	p.Stop()
-	if !p.banded {
+	if !p.banded || p.arrivedTwice() {
 		return check(p.mode, p.in, progress)
 	}
 	p.f.SetProcs(0) // the product is done: every CPU for the bands left
@@ -84,7 +172,9 @@ func (p *PendingCheck) Check(progress func(done, total int)) validate.Result {
 		if b == len(p.bands) {
 			p.bands = append(p.bands, p.f.PrepareA(rowsOf(p.in.A, r0, r1), r0))
 		}
-		p.bands[b].Check(rowsOf(p.in.C, r0, r1))
+		if !p.checked[b] {
+			p.bands[b].Check(rowsOf(p.in.C, r0, r1))
+		}
 		if progress != nil {
 			progress(r1, m)
 		}

@@ -286,6 +286,7 @@ func Product(dev *glcompute.Device, in *Inputs, o Options) (Result, error) {
 	// the cores, and their times with the check); an error below stops it.
 	pending := StartCheck(mode, in, !st.onCPU)
 	defer pending.Stop()
+	mo.Arrived = pending.Arrived // C's bands checked as they arrive
 	pass, err := dev.Mul(in.C, in.A, in.B, mo)
 	stopped := errors.Is(err, errRunsStopped)
 	if stopped && !o.KeepRuns {

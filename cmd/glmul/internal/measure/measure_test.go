@@ -146,7 +146,9 @@ func TestCheckInBands(t *testing.T) {
 // TestStartCheck: the check started before C is made (StartCheck) finds
 // what check finds after, bit for bit, with the same progress, for a
 // right C and wrong ones, whether its goroutine prepared every band, was
-// stopped at once by Check or was stopped by Stop; another mode is check
+// stopped at once by Check or was stopped by Stop, or checked C's bands
+// as its blocks arrived (in column panels, as a product in panels gives
+// them, the last one withheld till the end); another mode is check
 // itself. Stop ends the goroutine.
 func TestStartCheck(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
@@ -160,22 +162,33 @@ func TestStartCheck(t *testing.T) {
 		}
 		var wantCalls []int
 		want := checkInBands(validate.Freivalds, in, func(done, _ int) { wantCalls = append(wantCalls, done) }, 1, 1)
-		for _, when := range []string{"prepared", "at once", "stopped"} {
+		for _, when := range []string{"prepared", "at once", "stopped", "arrived"} {
 			fillNaN(in.C) // C is made after the check starts
 			p := startCheck(validate.Freivalds, in, 1, true)
 			switch when {
 			case "prepared":
-				<-p.done
-				if len(p.bands) != len(wantCalls) {
-					t.Fatalf("%d bands prepared of %d", len(p.bands), len(wantCalls))
+				for int(p.ready.Load()) < len(wantCalls) {
+					runtime.Gosched()
 				}
+				p.Stop()
 			case "stopped":
 				p.Stop()
 			}
-			copy(in.C.Data, right.Data)
+			c := slices.Clone(right.Data)
 			if bad >= 0 {
-				in.C.Data[bad] += 1
+				c[bad] += 1
 			}
+			if when == "arrived" { // C written block by block, each then named
+				last := arriveInPanels(p, 300, 250, 64, 100, func(b [4]int) {
+					for i := b[0]; i < b[0]+b[2]; i++ {
+						copy(in.C.Data[i*250+b[1]:i*250+b[1]+b[3]], c[i*250+b[1]:])
+					}
+				})
+				for int(p.beside.Load()) < last[0]/p.rows {
+					runtime.Gosched() // the goroutine checks the bands above the last block
+				}
+			}
+			copy(in.C.Data, c)
 			var calls []int
 			got := p.Check(func(done, total int) {
 				if total != 300 {
@@ -190,11 +203,52 @@ func TestStartCheck(t *testing.T) {
 				t.Errorf("%s: progress %v, want %v", when, calls, wantCalls)
 			}
 			p.Stop() // again: a no-op
+			if n := p.beside.Load(); when == "arrived" && int(n) != 256/p.rows {
+				t.Errorf("C[%d] wrong: %d bands checked beside, want those of rows 0-255, %d", bad, n, 256/p.rows)
+			}
 		}
 	}
 	copy(in.C.Data, right.Data)
 	full := startCheck(validate.Full, in, 1, true)
+	full.Arrived(0, 0, 300, 250) // a no-op: nothing prepared beside
 	if r := full.Check(nil); r.Mode != validate.Full || !r.OK {
 		t.Errorf("full: %+v", r)
+	}
+}
+
+// arriveInPanels calls write and then p.Arrived for each block of an m×n
+// C in panels of rows×cols, column panels outer, as a product in panels
+// delivers them, but the last, which it returns.
+func arriveInPanels(p *PendingCheck, m, n, rows, cols int, write func(block [4]int)) (last [4]int) {
+	var blocks [][4]int
+	for c0 := 0; c0 < n; c0 += cols {
+		for r0 := 0; r0 < m; r0 += rows {
+			blocks = append(blocks, [4]int{r0, c0, min(rows, m-r0), min(cols, n-c0)})
+		}
+	}
+	for _, b := range blocks[:len(blocks)-1] {
+		write(b)
+		p.Arrived(b[0], b[1], b[2], b[3])
+	}
+	return blocks[len(blocks)-1]
+}
+
+// TestCheckArrivedTwice: where a block of C arrives again after its band
+// was checked (written again), Check checks C afresh: a C changed after
+// its first arrival fails, where the check of the first would pass it.
+func TestCheckArrivedTwice(t *testing.T) {
+	in := NewInputs(300, 200, 250, 4)
+	cpu.Sgemm(in.C, in.A, in.B)
+	p := startCheck(validate.Freivalds, in, 1, true)
+	last := arriveInPanels(p, 300, 250, 64, 100, func([4]int) {})
+	p.Arrived(last[0], last[1], last[2], last[3])
+	<-p.done // every band checked beside
+	if !p.allChecked() {
+		t.Fatal("the goroutine ended with bands unchecked")
+	}
+	in.C.Data[177*250+31] += 1
+	p.Arrived(128, 0, 64, 100)
+	if r := p.Check(nil); r.OK || r.Row != 177 {
+		t.Fatalf("C changed after its band was checked, then arrived again: %+v, want a failure at row 177", r)
 	}
 }

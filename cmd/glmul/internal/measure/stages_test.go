@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/glmul/glmul/cmd/glmul/internal/gltest"
+	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/glcompute/tuning"
 
 	"github.com/glmul/glmul/validate"
@@ -335,5 +336,33 @@ func TestProductChecksBeside(t *testing.T) {
 		Progress: func(done, total int) { cancel() }}
 	if _, err := Product(d, in, o); !errors.Is(err, context.Canceled) {
 		t.Errorf("stopped: %v, want context.Canceled", err)
+	}
+}
+
+// TestCheckAsCArrives: a check prepared beside a product in panels, fed
+// the blocks of C as they arrive (glcompute.MulOptions.Arrived), checks
+// every band before Check and finds what check finds after the product.
+func TestCheckAsCArrives(t *testing.T) {
+	d := gltest.Open(t)
+	in := NewInputs(2100, 8, 8000, 3) // two bands of checkBand
+	fillNaN(in.C)
+	p := StartCheck(validate.Freivalds, in, true)
+	defer p.Stop()
+	tm, err := d.Mul(in.C, in.A, in.B, &glcompute.MulOptions{Arrived: p.Arrived, MaxBinding: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tm.Panels == "" || tm.Steps < 4 {
+		t.Fatalf("%q in %d steps: want a product in several panels", tm.Panels, tm.Steps)
+	}
+	for deadline := time.Now().Add(time.Minute); int(p.beside.Load()) < len(p.checked); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d bands checked beside a minute after the product", p.beside.Load(), len(p.checked))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	want := checkInBands(validate.Freivalds, in, nil, checkBand, validate.AutoFullLimit)
+	if got := p.Check(nil); got != want || !got.OK {
+		t.Errorf("checked as C arrived %+v, after the product %+v", got, want)
 	}
 }
