@@ -70,6 +70,47 @@ func BenchmarkRows(b *testing.B) {
 	}
 }
 
+// BenchmarkRowsParts times the three passes of Freivalds' check of an
+// n×n×n product by rows, each on its own so that a kernel's change shows:
+// B·x (NewRows: bx4 over B, with the scans for non-finite columns and the
+// column norms), A's side (PrepareA: dot4 over A) and C's side with A's
+// side prepared (PreparedRows.Check: dotC over C). ns/elem is the wall
+// time per element of the matrix passed over; -cpu 1 gives a kernel's
+// cost per element.
+func BenchmarkRowsParts(b *testing.B) {
+	const n = 4096
+	rng := rand.New(rand.NewPCG(3, 4))
+	a, bm := cpu.Random(n, n, rng), cpu.Random(n, n, rng)
+	c := cpu.New(n, n)
+	for i := range c.Data { // a product's magnitude, without the O(n³) product
+		c.Data[i] = float32(rng.NormFloat64() * math.Sqrt(n/9.0))
+	}
+	perElem := func(b *testing.B) {
+		b.SetBytes(4 * n * n)
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(n*n), "ns/elem")
+	}
+	b.Run("part=Bx/n=4096", func(b *testing.B) {
+		for b.Loop() {
+			NewRows(bm, FreivaldsVectors, rand.New(rand.NewPCG(5, 6)))
+		}
+		perElem(b)
+	})
+	f := NewRows(bm, FreivaldsVectors, rand.New(rand.NewPCG(5, 6)))
+	b.Run("part=A/n=4096", func(b *testing.B) {
+		for b.Loop() {
+			f.PrepareA(a, 0)
+		}
+		perElem(b)
+	})
+	p := f.PrepareA(a, 0)
+	b.Run("part=C/n=4096", func(b *testing.B) {
+		for b.Loop() {
+			p.Check(c)
+		}
+		perElem(b)
+	})
+}
+
 // TestDot4: dot4 gives dotV's sums and walk for 4 vectors, on rows of every length
 // up to a few hundred (float64 sums of float32 products: equal within a
 // rounding or two, where a compiler fuses a multiply-add in one and not
