@@ -343,8 +343,7 @@ func firstFinite[E float](crow []E, mask []bool) int {
 func (f *Rows) dotC(got []float64, crow []float32) float64 {
 	if !f.anyColNF {
 		if len(got) == 4 {
-			sq, _ := dot4(got, crow, f.x)
-			return sq
+			return dotC4(got, crow, f.x)
 		}
 		sq, _ := dotV(got, crow, f.x)
 		return sq
@@ -403,6 +402,40 @@ func dot4(out []float64, row []float32, m []float64) (sq, walk float64) {
 	}
 	out[0], out[1], out[2], out[3] = s0, s1, s2, s3
 	return sq, w0 + w1 + w2 + w3
+}
+
+// dotC4 is dot4 without the walk, which C's side of the check does not
+// use: the same projections and Σ row[p]², bit for bit (the same sums in
+// the same order), in about half the time (BenchmarkRowsParts). Two
+// elements a pass, the slices advanced rather than indexed, leave no
+// bounds check in the loop.
+func dotC4(out []float64, row []float32, m []float64) (sq float64) {
+	var s0, s1, s2, s3 float64
+	m = m[:4*len(row)]
+	for len(row) >= 2 && len(m) >= 8 {
+		x, y := float64(row[0]), float64(row[1])
+		sq += x * x
+		s0 += x * m[0]
+		s1 += x * m[1]
+		s2 += x * m[2]
+		s3 += x * m[3]
+		sq += y * y
+		s0 += y * m[4]
+		s1 += y * m[5]
+		s2 += y * m[6]
+		s3 += y * m[7]
+		row, m = row[2:], m[8:]
+	}
+	if len(row) == 1 && len(m) >= 4 { // an odd row's last element
+		x := float64(row[0])
+		sq += x * x
+		s0 += x * m[0]
+		s1 += x * m[1]
+		s2 += x * m[2]
+		s3 += x * m[3]
+	}
+	out[0], out[1], out[2], out[3] = s0, s1, s2, s3
+	return sq
 }
 
 // Result is the check of every row Checked so far.

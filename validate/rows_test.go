@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -139,6 +140,38 @@ func TestDot4(t *testing.T) {
 		}
 		if d := math.Abs(walkGot - walkWant); d > 1e-12*(1+walkWant) {
 			t.Errorf("k=%d: walks %v and %v", k, walkGot, walkWant)
+		}
+	}
+}
+
+// TestDotC4: dotC4 gives dot4's projections and Σ row[p]² bit for bit
+// (C's side must match what it gave through dot4), on rows of every
+// length up to a few hundred, odd and even, and leaves the slices alone.
+func TestDotC4(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 36))
+	for k := 0; k < 300; k += 1 + k/16 {
+		row := make([]float32, k)
+		m := make([]float64, 4*k+4) // longer than the row: dotC4 reads 4k
+		for p := range row {
+			row[p] = float32(rng.NormFloat64())
+		}
+		for i := range m {
+			m[i] = 2*rng.Float64() - 1
+		}
+		rowWas, mWas := append([]float32(nil), row...), append([]float64(nil), m...)
+		want, got := make([]float64, 4), []float64{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+		sqWant, _ := dot4(want, row, m)
+		sqGot := dotC4(got, row, m)
+		for v := range 4 {
+			if math.Float64bits(got[v]) != math.Float64bits(want[v]) {
+				t.Errorf("k=%d vector %d: dotC4 %v, dot4 %v", k, v, got[v], want[v])
+			}
+		}
+		if math.Float64bits(sqGot) != math.Float64bits(sqWant) {
+			t.Errorf("k=%d: squares %v and %v", k, sqGot, sqWant)
+		}
+		if !slices.Equal(row, rowWas) || !slices.Equal(m, mWas) {
+			t.Errorf("k=%d: dotC4 wrote to its inputs", k)
 		}
 	}
 }
