@@ -457,13 +457,26 @@ func (f *Rows) Result() Result {
 // bx4 is NewRows' pass over a row of B for 4 vectors and no non-finite
 // column, its sums in registers: y[v] = Σⱼ bⱼxⱼᵥ and ya[v] = Σⱼ |bⱼxⱼᵥ|
 // (the general loop, through memory, took 85% of the check at 8192²).
+// Two elements a pass, the slices advanced rather than indexed, leave no
+// bounds check in the loop: 2.4 ns an element at 4096² against 3.8 for
+// one element a pass with its checks, the same sums in the same order.
 func bx4(y, ya []float64, row []float32, x []float64) {
 	var y0, y1, y2, y3, a0, a1, a2, a3 float64
 	x = x[:4*len(row)]
-	for j, bv := range row {
-		b := float64(bv)
-		w := x[4*j : 4*j+4 : 4*j+4]
-		t0, t1, t2, t3 := b*w[0], b*w[1], b*w[2], b*w[3]
+	for len(row) >= 2 && len(x) >= 8 {
+		b := float64(row[0])
+		t0, t1, t2, t3 := b*x[0], b*x[1], b*x[2], b*x[3]
+		y0, y1, y2, y3 = y0+t0, y1+t1, y2+t2, y3+t3
+		a0, a1, a2, a3 = a0+math.Abs(t0), a1+math.Abs(t1), a2+math.Abs(t2), a3+math.Abs(t3)
+		b = float64(row[1])
+		t0, t1, t2, t3 = b*x[4], b*x[5], b*x[6], b*x[7]
+		y0, y1, y2, y3 = y0+t0, y1+t1, y2+t2, y3+t3
+		a0, a1, a2, a3 = a0+math.Abs(t0), a1+math.Abs(t1), a2+math.Abs(t2), a3+math.Abs(t3)
+		row, x = row[2:], x[8:]
+	}
+	if len(row) == 1 && len(x) >= 4 { // an odd row's last element
+		b := float64(row[0])
+		t0, t1, t2, t3 := b*x[0], b*x[1], b*x[2], b*x[3]
 		y0, y1, y2, y3 = y0+t0, y1+t1, y2+t2, y3+t3
 		a0, a1, a2, a3 = a0+math.Abs(t0), a1+math.Abs(t1), a2+math.Abs(t2), a3+math.Abs(t3)
 	}
