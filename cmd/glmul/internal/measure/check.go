@@ -67,9 +67,10 @@ func startCheck(mode validate.Mode, in *Inputs, minFreivalds int, beside bool) *
 	go func() {
 		defer close(p.done)
 		in.Wait()
-		// Half the CPUs: the pass's copy goroutines need the rest (with
-		// all of them, 32768's pass took 2.4-2.5 s against 1.9-2.0).
-		p.f = validate.NewRowsOn(in.B, validate.FreivaldsVectors, rand.New(rand.NewPCG(in.Seed, 2)), max(1, runtime.GOMAXPROCS(0)/2)) // drawn as checkInBands draws
+		// Three quarters of the CPUs: the pass's copy goroutines need
+		// the rest (docs/PERFORMANCE.md, "The whole process at 32768").
+		procs := max(1, runtime.GOMAXPROCS(0)*3/4)
+		p.f = validate.NewRowsOn(in.B, validate.FreivaldsVectors, rand.New(rand.NewPCG(in.Seed, 2)), procs) // drawn as checkInBands draws
 		for r0 := 0; r0 < m && !p.stop.Load(); r0 += p.rows {
 			p.bands = append(p.bands, p.f.PrepareA(rowsOf(in.A, r0, min(m, r0+p.rows)), r0))
 			p.ready.Add(1)
