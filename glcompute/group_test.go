@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/conformance"
 	"github.com/glmul/glmul/validate"
 )
@@ -147,8 +148,14 @@ func TestGroupOfOneIsMul(t *testing.T) {
 	if gt.Devices[0].Panels != gt.Panels || gt.Devices[0].Flop != 2*333*200*1100 {
 		t.Errorf("share %+v of %d panels", gt.Devices[0], gt.Panels)
 	}
-	if _, err := g.Mul(c, a, b, &MulOptions{SplitK: 2}); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("SplitK 2: %v, want ErrUnsupported", err)
+	for name, o := range map[string]*MulOptions{
+		"SplitK 2": {SplitK: 2},
+		"Measure":  {Measure: func(tuning.Stages) error { return nil }},
+		"Arrived":  {Arrived: func(r0, c0, rows, cols int) {}},
+	} {
+		if _, err := g.Mul(c, a, b, o); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%s: %v, want ErrUnsupported", name, err)
+		}
 	}
 	g.Release() // NewGroup's devices stay open
 	if _, err := d.Mul(c, a, b, nil); err != nil {
