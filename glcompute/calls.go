@@ -111,3 +111,23 @@ func (d *Device) checkHostContext() {
 // stateBindings is how many indexed shader storage bindings glmul uses
 // (0, 1, 2), all saved and restored in borrowed mode.
 const stateBindings = 3
+
+// clearErrors drains glGetError before glmul's own calls; never on a
+// borrowed context, whose error flags are the host's.
+func (d *Device) clearErrors() {
+	if !d.borrowed {
+		glw.ClearErrors()
+	}
+}
+
+// checkError returns glmul's GL errors after a step; nil on a borrowed
+// context (see NewDeviceFromCurrent).
+func (d *Device) checkError(what string) error {
+	if d.borrowed {
+		return nil
+	}
+	if err := glw.CheckError(what); err != nil {
+		return driverError(err)
+	}
+	return nil
+}

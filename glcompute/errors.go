@@ -29,26 +29,6 @@ var (
 	ErrReleased = errors.New("glcompute: the Device was released")
 )
 
-// clearErrors drains glGetError before glmul's own calls; never on a
-// borrowed context, whose error flags are the host's.
-func (d *Device) clearErrors() {
-	if !d.borrowed {
-		glw.ClearErrors()
-	}
-}
-
-// checkError returns glmul's GL errors after a step; nil on a borrowed
-// context (see NewDeviceFromCurrent).
-func (d *Device) checkError(what string) error {
-	if d.borrowed {
-		return nil
-	}
-	if err := glw.CheckError(what); err != nil {
-		return driverError(err)
-	}
-	return nil
-}
-
 // driverError classifies a GL error.
 func driverError(err error) error {
 	if errors.Is(err, glw.ErrOutOfMemory) {
