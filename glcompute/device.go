@@ -126,6 +126,10 @@ type boundRange struct {
 	start, size int64
 }
 
+// Info returns the device's strings and limits, also after Release. Safe
+// from any goroutine.
+func (d *Device) Info() Info { return d.info }
+
 // idle is how long ago the device last had work.
 func (d *Device) idle() time.Duration {
 	return time.Since(d.born) - time.Duration(d.lastWork.Load())

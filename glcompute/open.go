@@ -199,3 +199,54 @@ func EGLDevices() []string {
 	}
 	return out
 }
+
+// initInfo fills Info from the current context and checks the version.
+func (d *Device) initInfo() error {
+	i := &d.info
+	i.Vendor, i.Renderer, i.Version, i.GLSLVersion = glw.Vendor(), glw.Renderer(), glw.Version(), glw.GLSLVersion()
+	var ok bool
+	i.Major, i.Minor, ok = glw.ParseVersion(i.Version)
+	if !ok {
+		return fmt.Errorf("%w: cannot read the OpenGL version from %q", ErrUnsupported, i.Version)
+	}
+	major, minor := requiredMajor, requiredMinor
+	if i.ES {
+		major, minor = requiredMajorES, requiredMinorES
+	}
+	if i.Major < major || i.Major == major && i.Minor < minor {
+		return fmt.Errorf("%w: OpenGL %d.%d with compute shaders is needed; %q (%s) offers %d.%d (macOS stops at 4.1)",
+			ErrUnsupported, major, minor, i.Renderer, i.Vendor, i.Major, i.Minor)
+	}
+	trace.Stage("GL: strings and version read")
+	l := glw.QueryLimits()
+	trace.Stage("GL: limits read")
+	i.MaxWorkGroupCount, i.MaxWorkGroupSize = l.MaxWorkGroupCount, l.MaxWorkGroupSize
+	i.MaxWorkGroupInvocations, i.MaxSharedMemory = l.MaxWorkGroupInvocations, l.MaxSharedMemory
+	i.MaxSSBOBlockSize = l.MaxSSBOBlockSize
+	d.named = glw.HaveNamed() && !i.ES && (i.Major > 4 || i.Major == 4 && i.Minor >= 5 || glw.HasExtension("GL_ARB_direct_state_access"))
+	if !i.ES {
+		i.TimerBits = glw.TimerBits()
+		if glw.HasExtension("GL_NV_shader_thread_group") {
+			i.SMCount = d.querySMCount()
+			trace.Stage("SM count: smcount.comp compiled, dispatched, read back")
+		}
+	}
+	if !i.ES || i.Major > 3 || i.Minor >= 2 || glw.HasExtension("GL_OES_texture_buffer") || glw.HasExtension("GL_EXT_texture_buffer") {
+		d.texBlock = 16 * l.MaxTextureBufferTexels
+		if strings.Contains(i.Renderer, "softpipe") {
+			// Mesa 22.3.6's softpipe reports 65536 texels and fetches
+			// the texels past 32768 wrong (TestTexelsPastHalf).
+			d.texBlock /= 2
+		}
+	}
+	d.loopBudget = loopBudget(i.Renderer)
+	d.fp64 = d.checkFloat64()
+	d.bindAlign = 16
+	for d.bindAlign%max(l.SSBOOffsetAlignment, 1) != 0 || d.bindAlign%max(l.TextureBufferOffsetAlignment, 1) != 0 {
+		d.bindAlign += 16
+	}
+	trace.Stage("GL: extensions and alignments read")
+	d.chooseKernels()
+	trace.Stage("kernel choice (tuning cache read, configurations looked up)")
+	return nil
+}
