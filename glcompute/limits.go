@@ -3,6 +3,8 @@ package glcompute
 import (
 	"fmt"
 	"math"
+
+	"github.com/glmul/glmul/glcompute/internal/errs"
 )
 
 // maxIndex is the largest element index the kernels' 32-bit uint arithmetic
@@ -54,15 +56,8 @@ func (d *Device) checkBlock(what string, bytes int64) error {
 	return nil
 }
 
-func formatBytes(b float64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", b/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", b/(1<<20))
-	}
-	return fmt.Sprintf("%.0f bytes", b)
-}
+// formatBytes writes a size for an error message (errs.FormatBytes).
+func formatBytes(b float64) string { return errs.FormatBytes(b) }
 
 // roundUp rounds x up to a multiple of align.
 func roundUp(x, align int) int { return (x + align - 1) / align * align }
