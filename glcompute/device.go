@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/staging"
 	"github.com/glmul/glmul/glcompute/internal/thread"
 )
 
@@ -30,7 +31,7 @@ type Device struct {
 	programs map[string]*program
 	// programsLoaded counts programs loaded from Options.ProgramCache.
 	programsLoaded int
-	stager         *stager                  // created on the first host product
+	stager         *staging.Stager          // created on the first host product
 	hostMats       map[*float32]*HostMatrix // by the address of Data[0]
 	// bindAlign is the byte alignment of bound buffer ranges:
 	// GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT (and that of buffer
@@ -219,7 +220,7 @@ func (d *Device) releaseObjects() {
 		delete(d.programs, name)
 	}
 	if d.stager != nil {
-		d.stager.release()
+		d.stager.Release()
 		d.stager = nil
 	}
 	if d.scratchT != 0 {

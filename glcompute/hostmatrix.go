@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/staging"
 )
 
 // HostMatrix is a float32 matrix in host memory that the GPU reads and
@@ -42,12 +43,12 @@ func (d *Device) NewHostMatrix(rows, cols int) (*HostMatrix, error) {
 	h := &HostMatrix{General: blas32.General{Rows: rows, Cols: cols, Stride: stride}, d: d}
 	var err error
 	d.call(func() {
-		if !d.stage().persistent {
+		if !d.stage().Persistent {
 			err = fmt.Errorf("%w: a HostMatrix needs persistent buffer mappings (glBufferStorage: OpenGL 4.4 or ARB_buffer_storage; not OpenGL ES), which this driver or Options.NoPersistentMapping rules out", ErrUnsupported)
 			return
 		}
 		bytes := int(bytes64)
-		buf, ptr, ok := glw.NewMappedBuffer(bytes, glw.MapReadWrite, d.stage().storage)
+		buf, ptr, ok := glw.NewMappedBuffer(bytes, glw.MapReadWrite, d.stage().Storage)
 		if !ok {
 			err = fmt.Errorf("%w: a %d×%d host matrix (%s of mapped memory)", ErrOutOfMemory, rows, cols, formatBytes(float64(bytes)))
 			return
@@ -92,11 +93,11 @@ func (d *Device) hostMatrix(g blas32.General, ld int) *HostMatrix {
 
 // copyIn queues the GPU copy of h's rows [r0, r0+rows) into dst, their
 // padding zeroed first (the kernels read it); on the device thread.
-func (h *HostMatrix) copyIn(dst view, r0, rows int) {
+func (h *HostMatrix) copyIn(dst staging.View, r0, rows int) {
 	for i := r0; i < r0+rows; i++ {
 		clear(h.Data[i*h.Stride+h.Cols : (i+1)*h.Stride])
 	}
-	h.buf.CopyTo(dst.buf, 4*r0*h.Stride, 4*dst.off, 4*rows*h.Stride)
+	h.buf.CopyTo(dst.Buf, 4*r0*h.Stride, 4*dst.Off, 4*rows*h.Stride)
 }
 
 // copyOut queues the GPU copy of src's rows into h's rows [r0, r0+rows)
@@ -104,12 +105,12 @@ func (h *HostMatrix) copyIn(dst view, r0, rows int) {
 // Where src is h's own buffer (a pass whose kernel wrote C straight into
 // it: hostProduct.outC) nothing is copied: the fence follows the barrier
 // that makes the kernel's writes visible to the host.
-func (h *HostMatrix) copyOut(src view, r0, rows int) glw.Fence {
-	if src.buf == h.buf {
+func (h *HostMatrix) copyOut(src staging.View, r0, rows int) glw.Fence {
+	if src.Buf == h.buf {
 		glw.BarrierClientMapped()
 	} else {
 		glw.BarrierBufferRead()
-		src.buf.CopyTo(h.buf, 4*src.off, 4*r0*h.Stride, 4*rows*h.Stride)
+		src.Buf.CopyTo(h.buf, 4*src.Off, 4*r0*h.Stride, 4*rows*h.Stride)
 	}
 	f := glw.NewFence()
 	glw.Flush()

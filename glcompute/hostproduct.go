@@ -9,6 +9,7 @@ import (
 
 	"github.com/glmul/glmul/glcompute/internal/dispatch"
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/staging"
 	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/shaders"
 )
@@ -114,7 +115,7 @@ func (h *hostProduct) plan(c, a, b blas32.General) error {
 	al := h.p.kernel.Align
 	h.lda, h.ldb, h.ldc = roundUp(h.k, al), roundUp(h.n, al), roundUp(h.n, al)
 	h.mapped = h.allMapped(c, a, b)
-	h.plainAC = h.d.hostMatrix(a, h.lda) == nil && h.d.hostMatrix(c, h.ldc) == nil && h.d.stage().persistent
+	h.plainAC = h.d.hostMatrix(a, h.lda) == nil && h.d.hostMatrix(c, h.ldc) == nil && h.d.stage().Persistent
 	h.splits, h.ksplit = 1, h.k
 	if h.p.kernel.TransposeA {
 		if h.tr, err = h.d.programOf(shaders.Transpose()); err != nil {
@@ -358,8 +359,8 @@ func (h *hostProduct) upload(a, b blas32.General) (time.Duration, error) {
 		ld  int
 	}{{a, h.bufA, h.lda}, {b, h.bufB, h.ldb}} {
 		if hm := h.d.hostMatrix(x.g, x.ld); hm != nil {
-			hm.copyIn(view{buf: x.buf}, 0, hm.Rows)
-		} else if err := st.upload(view{buf: x.buf, stride: x.ld}, x.g); err != nil {
+			hm.copyIn(staging.View{Buf: x.buf}, 0, hm.Rows)
+		} else if err := st.Upload(staging.View{Buf: x.buf, Stride: x.ld}, x.g); err != nil {
 			return 0, err
 		}
 	}
@@ -375,10 +376,10 @@ func (h *hostProduct) upload(a, b blas32.General) (time.Duration, error) {
 func (h *hostProduct) readBack(c blas32.General) (time.Duration, error) {
 	start := time.Now()
 	if hm := h.d.hostMatrix(c, h.ldc); hm != nil {
-		f := hm.copyOut(view{buf: h.bufC}, 0, hm.Rows)
+		f := hm.copyOut(staging.View{Buf: h.bufC}, 0, hm.Rows)
 		f.Signaled(^uint64(0))
 		f.Release()
-	} else if err := h.d.stage().download(c, view{buf: h.bufC, stride: h.ldc}); err != nil {
+	} else if err := h.d.stage().Download(c, staging.View{Buf: h.bufC, Stride: h.ldc}); err != nil {
 		return 0, err
 	}
 	return time.Since(start), h.d.checkError("reading C back")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/glmul/glmul/glcompute/internal/dispatch"
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/staging"
 )
 
 // pipelineBands is how many row bands of C a product in one piece is
@@ -53,8 +54,8 @@ func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total 
 	for r0 := 0; r0 < h.m; r0 += rowsPer {
 		rows := min(rowsPer, h.m-r0)
 		s := pipeStep{
-			up:     []upTransfer{{dst: view{buf: h.bufA, off: r0 * h.lda, stride: h.lda}, src: part{m: a, r0: r0, rows: rows, cols: h.k}}},
-			c:      view{buf: h.cBuf(), off: r0 * h.ldc, stride: h.ldc},
+			up:     []upTransfer{{dst: staging.View{Buf: h.bufA, Off: r0 * h.lda, Stride: h.lda}, src: part{m: a, r0: r0, rows: rows, cols: h.k}}},
+			c:      staging.View{Buf: h.cBuf(), Off: r0 * h.ldc, Stride: h.ldc},
 			out:    part{m: c, r0: r0, rows: rows, cols: h.n},
 			poison: rows * h.ldc,
 			run:    h.band(r0, rows),
@@ -63,7 +64,7 @@ func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total 
 			s.poison = 0
 		}
 		if r0 == 0 {
-			s.up = append([]upTransfer{{dst: view{buf: h.bufB, stride: h.ldb}, src: part{m: b, rows: h.k, cols: h.n}}}, s.up...)
+			s.up = append([]upTransfer{{dst: staging.View{Buf: h.bufB, Stride: h.ldb}, src: part{m: b, rows: h.k, cols: h.n}}}, s.up...)
 		}
 		if rows == h.m {
 			s.run = func() error { h.bind(); h.run(); return nil }
@@ -104,7 +105,7 @@ func (h *hostProduct) runsWhole() bool {
 
 // bandSize is the rows of C of a band of the pipelined pass (bandRows).
 func (h *hostProduct) bandSize() int {
-	return bandRows(h.m, h.p.kernel.TileM, pipelineBands, max(h.lda, h.ldc), h.d.stage().bytes, h.waveRows())
+	return bandRows(h.m, h.p.kernel.TileM, pipelineBands, max(h.lda, h.ldc), h.d.stage().Bytes, h.waveRows())
 }
 
 // waveRows is how many rows of the kernel's tiles the GPU runs in one

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/staging"
 	"github.com/glmul/glmul/glcompute/internal/trace"
 	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/shaders"
@@ -42,7 +43,7 @@ func (h *hostProduct) streams() bool {
 		return false
 	}
 	rows := h.bandSize()
-	if rows >= h.m || !h.mapped && 4*rows*max(h.lda, h.ldc) > h.d.stage().bytes {
+	if rows >= h.m || !h.mapped && 4*rows*max(h.lda, h.ldc) > h.d.stage().Bytes {
 		return false // one band, or bands larger than a staging buffer (bandRows keeps whole tiles)
 	}
 	tileRows := rows / h.p.kernel.TileM
@@ -116,22 +117,22 @@ func (h *hostProduct) stagedEnds(a, c blas32.General) streamEnds {
 	st := h.d.stage()
 	return streamEnds{
 		a: func(i, r0, rows int) (glw.Buffer, int, error) {
-			sl, err := st.slot(&st.up, i%2, true, 4*rows*h.lda)
+			buf, ptr, err := st.UpSlot(i%2, 4*rows*h.lda)
 			if err != nil {
 				return 0, 0, err
 			}
-			st.copyIn(unsafe.Slice((*float32)(sl.ptr), rows*h.lda), a, r0, r0+rows, h.lda)
-			return sl.buf, 0, nil
+			st.CopyIn(unsafe.Slice((*float32)(ptr), rows*h.lda), a, r0, r0+rows, h.lda)
+			return buf, 0, nil
 		},
 		c: func(i, _, rows int) (glw.Buffer, int, error) {
-			sl, err := st.slot(&st.down, i%2, false, 4*rows*h.ldc)
+			buf, _, err := st.DownSlot(i%2, 4*rows*h.ldc)
 			if err != nil {
 				return 0, 0, err
 			}
-			return sl.buf, 0, nil
+			return buf, 0, nil
 		},
 		arrived: func(i, r0, rows int) {
-			st.copyOut(c, unsafe.Slice((*float32)(st.down[i%2].ptr), rows*h.ldc), r0, r0+rows, h.ldc)
+			st.CopyOut(c, unsafe.Slice((*float32)(st.DownMapping(i%2)), rows*h.ldc), r0, r0+rows, h.ldc)
 		},
 	}
 }
@@ -148,7 +149,7 @@ func (h *hostProduct) streamed(b blas32.General, ends streamEnds, report func(do
 	}
 	defer sp.release()
 	st := h.d.stage()
-	in0, out0 := st.copiedIn, st.copiedOut
+	in0, out0 := st.CopiedIn, st.CopiedOut
 	start := time.Now()
 	trace.Stage("stream: before the pass")
 	if err := sp.prologue(b); err != nil {
@@ -172,7 +173,7 @@ func (h *hostProduct) streamed(b blas32.General, ends streamEnds, report func(do
 	sp.waitThrough(len(sp.fences)-1, ^uint64(0))
 	trace.Stage("stream: the last bands of C out")
 	pt := passTimes{wall: time.Since(start), steps: len(sp.bands), streamed: true}
-	pt.hostIn, pt.hostOut = st.copiedIn-in0, st.copiedOut-out0
+	pt.hostIn, pt.hostOut = st.CopiedIn-in0, st.CopiedOut-out0
 	pt.upBytes = 4 * int64(h.k*h.ldb+h.m*h.lda)
 	pt.downBytes = 4 * int64(h.m*h.ldc)
 	pl := &pipeline{d: h.d, o: h.o}
@@ -239,8 +240,8 @@ func (sp *streamPass) release() {
 func (sp *streamPass) prologue(b blas32.General) error {
 	h := sp.h
 	if hb := h.d.hostMatrix(b, h.ldb); hb != nil {
-		hb.copyIn(view{buf: h.bufB}, 0, hb.Rows)
-	} else if err := h.d.stage().upload(view{buf: h.bufB, stride: h.ldb}, b); err != nil {
+		hb.copyIn(staging.View{Buf: h.bufB}, 0, hb.Rows)
+	} else if err := h.d.stage().Upload(staging.View{Buf: h.bufB, Stride: h.ldb}, b); err != nil {
 		return err
 	}
 	if err := h.d.poison(h.bufC, 4*h.m*h.ldc); err != nil {

@@ -229,12 +229,12 @@ func TestUploadDoesNotWait(t *testing.T) {
 				}
 				before := 0
 				if d.stager != nil {
-					before = d.stager.waits
+					before = d.stager.Waits
 				}
 				if err := m.Upload(blas32.General{Rows: n, Cols: n, Stride: n, Data: src}); err != nil {
 					t.Fatal(err)
 				}
-				if d.stager != nil && d.stager.waits != before {
+				if d.stager != nil && d.stager.Waits != before {
 					t.Errorf("%d×%d, frame %d: Upload waited for the GPU", n, n, frame)
 				}
 				if frame%2 == 1 { // every other frame the engine reads it back

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/staging"
 )
 
 // Matrix is a row-major float32 matrix in a GPU buffer: one the Device
@@ -252,7 +253,7 @@ const directUploadBytes = 1 << 20
 // uploads of more than twice the staging size (Options.StagingBytes)
 // wait, smaller ones do not.
 func (m *Matrix) Upload(src blas32.General) error {
-	staged := func(st *stager, v view) error { return st.upload(v, src) }
+	staged := func(st *staging.Stager, v staging.View) error { return st.Upload(v, src) }
 	if 4*int64(m.Rows)*int64(m.Cols) <= directUploadBytes {
 		staged = nil
 	}
@@ -265,7 +266,7 @@ func (m *Matrix) Upload(src blas32.General) error {
 // stride gaps are left alone. It waits for the GPU work that writes m: a
 // stall, meant for tests and final results.
 func (m *Matrix) Download(dst blas32.General) error {
-	return m.transfer(dst, "downloading a matrix", func(st *stager, v view) error { return st.download(dst, v) },
+	return m.transfer(dst, "downloading a matrix", func(st *staging.Stager, v staging.View) error { return st.Download(dst, v) },
 		func(offset, size int, host unsafe.Pointer) {
 			glw.BarrierBufferRead()
 			m.buf.Read(offset, size, host)
@@ -276,7 +277,7 @@ func (m *Matrix) Download(dst blas32.General) error {
 // with staged (through the staging buffers) or, where staged is nil or a
 // row is larger than a staging buffer (but on ES), with direct over the
 // blocks of eachBlock; GL errors are reported as what.
-func (m *Matrix) transfer(host blas32.General, what string, staged func(*stager, view) error, direct func(offset, size int, host unsafe.Pointer)) error {
+func (m *Matrix) transfer(host blas32.General, what string, staged func(*staging.Stager, staging.View) error, direct func(offset, size int, host unsafe.Pointer)) error {
 	empty := m.checkView(m.d)
 	if host.Rows != m.Rows || host.Cols != m.Cols {
 		panic("glcompute: Upload or Download: shapes differ")
@@ -293,10 +294,10 @@ func (m *Matrix) transfer(host blas32.General, what string, staged func(*stager,
 		switch st := m.d.stage(); {
 		case staged == nil:
 			m.eachBlock(host, direct)
-		case 4*m.Stride <= st.bytes || m.d.info.ES:
+		case 4*m.Stride <= st.Bytes || m.d.info.ES:
 			// A row larger than a staging buffer goes through it in pieces
 			// on ES, which has no glGetBufferSubData.
-			err = staged(st, view{buf: m.buf, off: m.Offset, stride: m.Stride, keepGaps: true})
+			err = staged(st, staging.View{Buf: m.buf, Off: m.Offset, Stride: m.Stride, KeepGaps: true})
 		default:
 			m.eachBlock(host, direct)
 		}

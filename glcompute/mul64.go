@@ -236,7 +236,7 @@ func (h *hostProduct64) steps(c, a, b blas32.General, groupsX int) []pipeStep {
 	if slots := h.d.slots(h.p.kernel); slots > 0 {
 		waveRows = slots / groupsX
 	}
-	per := bandRows(h.m, h.p.kernel.TileM, pipelineBands, int(w)*max(h.lda, h.ldc), h.d.stage().bytes, waveRows)
+	per := bandRows(h.m, h.p.kernel.TileM, pipelineBands, int(w)*max(h.lda, h.ldc), h.d.stage().Bytes, waveRows)
 	var steps []pipeStep
 	for r0 := 0; r0 < h.m; r0 += per {
 		rows := min(per, h.m-r0)

@@ -345,7 +345,7 @@ func (pp *panelProduct) runFirst() error {
 func (pp *panelProduct) alloc() error {
 	pp.d.drainPool()
 	pl := pp.plan
-	storage := pp.d.stage().storage
+	storage := pp.d.stage().Storage
 	nA := 2
 	if pl.KeepA {
 		nA = pl.RowPanels() * pl.KPanels()

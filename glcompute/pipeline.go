@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/staging"
 	"github.com/glmul/glmul/glcompute/tuning"
 )
 
@@ -60,7 +61,7 @@ func (p part) general() blas32.General {
 
 // upTransfer is one host block bound for the GPU before a step runs.
 type upTransfer struct {
-	dst view
+	dst staging.View
 	src part
 }
 
@@ -70,7 +71,7 @@ type upTransfer struct {
 // c.off, to poison with NaN first (0: none).
 type pipeStep struct {
 	up     []upTransfer
-	c      view
+	c      staging.View
 	out    part
 	poison int
 	run    func() error
@@ -129,7 +130,7 @@ func (pt passTimes) fill(t *Timings) {
 // run runs the pass; on the device thread.
 func (pl *pipeline) run() (passTimes, error) {
 	d, st := pl.d, pl.d.stage()
-	in0, out0 := st.copiedIn, st.copiedOut
+	in0, out0 := st.CopiedIn, st.CopiedOut
 	pl.pt, pl.timed = passTimes{}, d.info.TimerBits > 0 && !glw.TimerBusy()
 	pl.queries, pl.calls = nil, make([]time.Duration, 0, len(pl.steps))
 	defer func() {
@@ -156,7 +157,7 @@ func (pl *pipeline) run() (passTimes, error) {
 	}
 	pt := &pl.pt
 	pt.wall, pt.steps = time.Since(start), len(pl.steps)
-	pt.hostIn, pt.hostOut = st.copiedIn-in0, st.copiedOut-out0
+	pt.hostIn, pt.hostOut = st.CopiedIn-in0, st.CopiedOut-out0
 	pt.compute, pt.gpuTimer = pl.computeTime(pl.queries, pl.calls)
 	return *pt, d.checkError("running the pipelined product")
 }
@@ -197,7 +198,7 @@ func (pl *pipeline) step(i int) error {
 // compute poisons a step's block of C and queues its dispatches, timed.
 func (pl *pipeline) compute(s *pipeStep) error {
 	if s.poison > 0 {
-		if err := pl.d.poisonRange(s.c.buf, s.c.off, s.poison); err != nil {
+		if err := pl.d.poisonRange(s.c.Buf, s.c.Off, s.poison); err != nil {
 			return err
 		}
 	}
@@ -319,12 +320,12 @@ func (pl *pipeline) upload(s *pipeStep) error {
 	pt := &pl.pt
 	st := pl.d.stage()
 	for _, u := range s.up {
-		pt.upBytes += 4 * int64(u.src.rows) * int64(u.dst.stride)
-		if hm := pl.hostPart(u.src, u.dst.stride); hm != nil && !u.dst.keepGaps {
+		pt.upBytes += 4 * int64(u.src.rows) * int64(u.dst.Stride)
+		if hm := pl.hostPart(u.src, u.dst.Stride); hm != nil && !u.dst.KeepGaps {
 			hm.copyIn(u.dst, u.src.r0, u.src.rows)
 			continue
 		}
-		if err := st.upload(u.dst, u.src.general()); err != nil {
+		if err := st.Upload(u.dst, u.src.general()); err != nil {
 			return err
 		}
 	}
@@ -338,9 +339,9 @@ func (pl *pipeline) startDownload(s *pipeStep) (func() error, error) {
 		return func() error { return nil }, nil
 	}
 	pt := &pl.pt
-	pt.downBytes += 4 * int64(s.out.rows) * int64(s.c.stride)
+	pt.downBytes += 4 * int64(s.out.rows) * int64(s.c.Stride)
 	st := pl.d.stage()
-	if hm := pl.hostPart(s.out, s.c.stride); hm != nil {
+	if hm := pl.hostPart(s.out, s.c.Stride); hm != nil {
 		f := hm.copyOut(s.c, s.out.r0, s.out.rows)
 		return func() error {
 			f.Signaled(^uint64(0))
@@ -348,11 +349,11 @@ func (pl *pipeline) startDownload(s *pipeStep) (func() error, error) {
 			return nil
 		}, nil
 	}
-	pd, err := st.startDownload(s.out.general(), s.c)
+	pd, err := st.StartDownload(s.out.general(), s.c)
 	if err != nil {
 		return nil, err
 	}
-	return pd.finish, nil
+	return pd.Finish, nil
 }
 
 // minGPUTime is the least time a GL timer may give a run of dispatches:

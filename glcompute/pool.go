@@ -76,7 +76,7 @@ func (d *Device) takeBuffers(o *MulOptions, held *[]pooled, bufs ...wanted) erro
 	if o.MaxGPUMemory > 0 {
 		d.drainPool()
 	}
-	storage := d.stage().storage
+	storage := d.stage().Storage
 	for _, x := range bufs {
 		b, ok := d.takeBuffer(x.bytes, storage)
 		if !ok {

@@ -51,7 +51,7 @@ func (h *hostProduct) planStreamK() error {
 	}
 	// From the device's pool, as A, B and C are (alloc), and back to it
 	// with them (release): a next product of the size makes none.
-	w, ok := h.d.takeBuffer(int(sk.bytes), h.d.stage().storage)
+	w, ok := h.d.takeBuffer(int(sk.bytes), h.d.stage().Storage)
 	if !ok {
 		// The split it replaces needs a larger workspace still, but a
 		// product may fit without either (planWorkspace): keep the split.

@@ -3,6 +3,7 @@ package glcompute
 import (
 	"fmt"
 
+	"github.com/glmul/glmul/glcompute/internal/staging"
 	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/shaders"
 )
@@ -66,13 +67,13 @@ func (t tuner) ProgramBinary(spec string) ([]byte, error) {
 
 func (t tuner) Staging() string {
 	d := t.d
-	var s *stager
+	var s *staging.Stager
 	d.call(func() { s = d.stage() })
 	how := "glMapBufferRange per chunk"
-	if s.persistent {
+	if s.Persistent {
 		how = "persistent mapping"
 	}
-	return fmt.Sprintf("%s, 2×2 staging buffers of up to %s, %d copy goroutines", how, formatBytes(float64(s.bytes)), s.workers)
+	return fmt.Sprintf("%s, 2×2 staging buffers of up to %s, %d copy goroutines", how, formatBytes(float64(s.Bytes)), s.Workers)
 }
 
 // PrepareStaging: allocating and pinning host-visible memory costs tens
@@ -83,7 +84,7 @@ func (t tuner) PrepareStaging() {
 	d := t.d
 	d.mustBeOpen()
 	if d.borrowed {
-		d.call(func() { d.stage().prepare() })
+		d.call(func() { d.stage().Prepare() })
 		return
 	}
 	d.mu.Lock()
@@ -91,5 +92,5 @@ func (t tuner) PrepareStaging() {
 	if d.released {
 		panic("glcompute: use of a released Device")
 	}
-	d.thread.Go(func() { d.stage().prepare() }) // the thread is idle: no call holds d.mu
+	d.thread.Go(func() { d.stage().Prepare() }) // the thread is idle: no call holds d.mu
 }

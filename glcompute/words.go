@@ -7,13 +7,14 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/staging"
 	"github.com/glmul/glmul/shaders"
 )
 
 // Host products of both element types share one transfer layer. The
-// staging buffers (staging.go) and the steps of a pipelined pass
-// (pipeline.go: view, part, upTransfer) move 4-byte words: they copy
-// bits and never read them as numbers. A row-major float64 matrix is bit
+// staging buffers (internal/staging) and the steps of a pipelined pass
+// (pipeline.go: staging.View, part, upTransfer) move 4-byte words: they
+// copy bits and never read them as numbers. A row-major float64 matrix is bit
 // for bit a matrix of words with twice the columns (words64), so Mul64
 // goes through the same staging, pipelined pass and panels as Mul. What
 // differs is the kernel side: the program and the units of its uniforms
@@ -31,8 +32,8 @@ func wordsOf(size int) words { return words(size / 4) }
 
 // view is where a matrix of ld elements a row lies in buf, from element
 // off.
-func (w words) view(buf glw.Buffer, off, ld int) view {
-	return view{buf: buf, off: int(w) * off, stride: int(w) * ld}
+func (w words) view(buf glw.Buffer, off, ld int) staging.View {
+	return staging.View{Buf: buf, Off: int(w) * off, Stride: int(w) * ld}
 }
 
 // part is rows [r0, r0+rows) and columns [c0, c0+cols), in elements, of
