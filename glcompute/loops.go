@@ -26,10 +26,10 @@ import (
 // refused.
 const gallivmLoopBudget = 65535
 
-// loopBudget returns the loop iterations the driver lets one shader
+// driverLoopBudget returns the loop iterations the driver lets one shader
 // invocation run, all loops together: gallivmLoopBudget on Mesa's
 // llvmpipe, 0 (no limit) elsewhere.
-func loopBudget(renderer string) int {
+func driverLoopBudget(renderer string) int {
 	if strings.Contains(renderer, "llvmpipe") {
 		return gallivmLoopBudget
 	}

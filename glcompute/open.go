@@ -239,7 +239,7 @@ func (d *Device) initInfo() error {
 			d.texBlock /= 2
 		}
 	}
-	d.loopBudget = loopBudget(i.Renderer)
+	d.loopBudget = driverLoopBudget(i.Renderer)
 	d.fp64 = d.checkFloat64()
 	d.bindAlign = 16
 	for d.bindAlign%max(l.SSBOOffsetAlignment, 1) != 0 || d.bindAlign%max(l.TextureBufferOffsetAlignment, 1) != 0 {
