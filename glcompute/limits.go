@@ -3,6 +3,7 @@ package glcompute
 import (
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/glmul/glmul/glcompute/internal/errs"
 )
@@ -61,3 +62,13 @@ func formatBytes(b float64) string { return errs.FormatBytes(b) }
 
 // roundUp rounds x up to a multiple of align.
 func roundUp(x, align int) int { return (x + align - 1) / align * align }
+
+// floatBytes is the size of rows×cols float32s in bytes; ok is false
+// where it does not fit an int64 (or the element count an int).
+func floatBytes(rows, cols int) (bytes int64, ok bool) {
+	hi, lo := bits.Mul64(uint64(rows), uint64(cols))
+	if hi != 0 || lo > math.MaxInt64/4 || lo > math.MaxInt {
+		return 0, false
+	}
+	return 4 * int64(lo), true
+}

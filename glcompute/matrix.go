@@ -3,7 +3,6 @@ package glcompute
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"unsafe"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -61,16 +60,6 @@ func (d *Device) NewMatrix(rows, cols int) (*Matrix, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-// floatBytes is the size of rows×cols float32s in bytes; ok is false
-// where it does not fit an int64 (or the element count an int).
-func floatBytes(rows, cols int) (bytes int64, ok bool) {
-	hi, lo := bits.Mul64(uint64(rows), uint64(cols))
-	if hi != 0 || lo > math.MaxInt64/4 || lo > math.MaxInt {
-		return 0, false
-	}
-	return 4 * int64(lo), true
 }
 
 // newBuffer creates a storage buffer of size bytes holding data (nil:
