@@ -275,16 +275,17 @@ func runStream(ctx context.Context, dev *Device, p streamPlan, a, b RowReader, c
 // release releases them the product holds the Device: Release stops it and
 // waits for it (Device.stopStreams).
 func holdGPU(dev *Device, st *streamStages, p streamPlan, kernel string) (g *streamGPU, release func(), err error) {
-	if err := dev.startStream(st); err != nil {
+	n, err := dev.startStream(st.cancel)
+	if err != nil {
 		return nil, nil, err
 	}
 	if g, err = newStreamGPU(dev, p, kernel); err != nil {
-		dev.endStream(st)
+		dev.endStream(n)
 		return nil, nil, err
 	}
 	return g, func() {
 		g.release()
-		dev.endStream(st)
+		dev.endStream(n)
 	}, nil
 }
 
