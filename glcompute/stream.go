@@ -364,7 +364,7 @@ func zeroStream(ctx context.Context, c RowWriter, p streamPlan, progress func(do
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		if err := timed(&r.Write, func() error { return c.WriteRows(rowsView(z, p.rowsOf(i), p.n)) }); err != nil {
+		if err := timeInto(&r.Write, func() error { return c.WriteRows(rowsView(z, p.rowsOf(i), p.n)) }); err != nil {
 			return err
 		}
 		if progress != nil {

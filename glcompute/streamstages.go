@@ -289,8 +289,8 @@ func holdGPU(dev *Device, st *streamStages, p streamPlan, kernel string) (g *str
 	}, nil
 }
 
-// timed adds f's wall time to *busy and returns f's error.
-func timed(busy *time.Duration, f func() error) error {
+// timeInto adds f's wall time to *busy and returns f's error.
+func timeInto(busy *time.Duration, f func() error) error {
 	t0 := time.Now()
 	err := f()
 	*busy += time.Since(t0)
@@ -306,7 +306,7 @@ func (st *streamStages) reader(a RowReader, busy *time.Duration) {
 			return
 		}
 		pn.i = i
-		if err := timed(busy, func() error { return a.ReadRows(rowsView(pn.a, st.p.rowsOf(i), st.p.k), i*st.p.rows) }); err != nil {
+		if err := timeInto(busy, func() error { return a.ReadRows(rowsView(pn.a, st.p.rowsOf(i), st.p.k), i*st.p.rows) }); err != nil {
 			st.cancel(err)
 			return
 		}
@@ -327,13 +327,13 @@ func (st *streamStages) gpu(g *streamGPU, busy *time.Duration) {
 			return
 		}
 		if ok {
-			if err := timed(busy, func() error { return g.multiply(pn) }); err != nil {
+			if err := timeInto(busy, func() error { return g.multiply(pn) }); err != nil {
 				st.cancel(err)
 				return
 			}
 		}
 		if prev != nil {
-			if err := timed(busy, func() error { return g.readBack(prev) }); err != nil {
+			if err := timeInto(busy, func() error { return g.readBack(prev) }); err != nil {
 				st.cancel(err)
 				return
 			}
@@ -357,7 +357,7 @@ func (st *streamStages) checker(check PanelCheck, busy *time.Duration) {
 			return
 		}
 		if rows := st.p.rowsOf(pn.i); check != nil {
-			timed(busy, func() error {
+			timeInto(busy, func() error {
 				check(rowsView(pn.a, rows, st.p.k), rowsView(pn.c, rows, st.p.n), pn.i*st.p.rows)
 				return nil
 			})
@@ -376,7 +376,7 @@ func (st *streamStages) writer(c RowWriter, progress func(done, total int), busy
 		if !ok {
 			return
 		}
-		if err := timed(busy, func() error { return c.WriteRows(rowsView(pn.c, st.p.rowsOf(pn.i), st.p.n)) }); err != nil {
+		if err := timeInto(busy, func() error { return c.WriteRows(rowsView(pn.c, st.p.rowsOf(pn.i), st.p.n)) }); err != nil {
 			st.cancel(err)
 			return
 		}
