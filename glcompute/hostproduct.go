@@ -344,7 +344,7 @@ func (h *hostProduct) alloc() error {
 	if h.tr != nil {
 		bufs = append(bufs, wanted{&h.bufT, 4 * h.k * h.ldt, "A's transpose"})
 	}
-	return h.d.takeBuffers(h.o, &h.held, bufs...)
+	return h.d.takeBuffers(h.o.MaxGPUMemory > 0, &h.held, bufs...)
 }
 
 // upload copies A and B into their buffers through the staging buffers

@@ -213,7 +213,7 @@ func (d *Device) mul64(c, a, b blas32.General, hp *hostPlan) (t Timings, err err
 		return t, err
 	}
 	t.Kernel, t.Splits, t.Groups = h.p.kernel.Spec(), 1, [2]int{plan.GroupsX, plan.GroupsY}
-	err = d.takeBuffers(h.o, &h.held, wanted{&h.bufA, 8 * h.m * h.lda, "A"}, wanted{&h.bufB, 8 * h.k * h.ldb, "B"}, wanted{&h.bufC, 8 * h.m * h.ldc, "C"})
+	err = d.takeBuffers(h.o.MaxGPUMemory > 0, &h.held, wanted{&h.bufA, 8 * h.m * h.lda, "A"}, wanted{&h.bufB, 8 * h.k * h.ldb, "B"}, wanted{&h.bufC, 8 * h.m * h.ldc, "C"})
 	if err != nil {
 		return t, err
 	}

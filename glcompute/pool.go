@@ -69,11 +69,11 @@ type wanted struct {
 // takeBuffers takes the buffers a host product (Mul's or Mul64's in one
 // piece) wants from the device's pool, or creates them (device memory,
 // never mapped, where the driver has glBufferStorage), appending each to
-// held for keepBuffers. Where MulOptions.MaxGPUMemory caps the product it
-// empties the pool first: a cap counts that product's buffers only. On
-// the device thread.
-func (d *Device) takeBuffers(o *MulOptions, held *[]pooled, bufs ...wanted) error {
-	if o.MaxGPUMemory > 0 {
+// held for keepBuffers. Where the product is capped
+// (MulOptions.MaxGPUMemory) it empties the pool first: a cap counts that
+// product's buffers only. On the device thread.
+func (d *Device) takeBuffers(capped bool, held *[]pooled, bufs ...wanted) error {
+	if capped {
 		d.drainPool()
 	}
 	storage := d.stage().Storage
