@@ -59,8 +59,8 @@ func (bt Batch) spanA() int { return (bt.M-1)*bt.LdA + bt.K }
 func (bt Batch) spanB() int { return (bt.K-1)*bt.LdB + bt.N }
 func (bt Batch) spanC() int { return (bt.M-1)*bt.LdC + bt.N }
 
-// extent is the floats from a batch's first element to one past its last.
-func extent(count, stride, span int) int { return (count-1)*stride + span }
+// batchExtent is the floats from a batch's first element to one past its last.
+func batchExtent(count, stride, span int) int { return (count-1)*stride + span }
 
 // MulBatched queues the products C[i] = A[i]·B[i] of bt (GemmBatched with
 // α = 1, β = 0).
@@ -91,7 +91,7 @@ func (d *Device) GemmBatched(c *Matrix, alpha float32, a, b *Matrix, beta float3
 		d.checkOpen()
 		return nil
 	}
-	ext := [3]int{extent(bt.Count, bt.StrideA, bt.spanA()), extent(bt.Count, bt.StrideB, bt.spanB()), extent(bt.Count, bt.StrideC, bt.spanC())}
+	ext := [3]int{batchExtent(bt.Count, bt.StrideA, bt.spanA()), batchExtent(bt.Count, bt.StrideB, bt.spanB()), batchExtent(bt.Count, bt.StrideC, bt.spanC())}
 	if overlaps(c, c.Offset, ext[2], a, a.Offset, ext[0]) || overlaps(c, c.Offset, ext[2], b, b.Offset, ext[1]) {
 		panic("glcompute: GemmBatched: C overlaps A or B")
 	}
