@@ -96,19 +96,20 @@ func TestGroupSharesFollowSpeed(t *testing.T) {
 	}
 }
 
-// TestGroupDeviceFails makes one device fail as it takes its second panel:
-// its unfinished panels run on the other, C is right, and the share says
-// so. With every device failing, Mul fails and names each.
+// TestGroupDeviceFails makes the device that takes the product's third
+// panel fail (which one depends on the threads' timing): its unfinished
+// panels run on the other, C is right, and the shares say so. With every
+// device failing, Mul fails and names each.
 func TestGroupDeviceFails(t *testing.T) {
 	g := openGroup(t)
 	lost := errors.New("context lost (test)")
 	var mu sync.Mutex
-	taken := map[int]int{}
-	g.fault = func(dev, panel int) error {
+	taken, faulty := 0, -1
+	g.fault = func(dev, panel int) error { // the third panel taken fails, whichever device took it
 		mu.Lock()
 		defer mu.Unlock()
-		taken[dev]++
-		if dev == 0 && taken[dev] == 2 {
+		if taken++; taken == 3 {
+			faulty = dev
 			return lost
 		}
 		return nil
@@ -119,11 +120,15 @@ func TestGroupDeviceFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGroupProduct(t, c, a, b)
-	if !errors.Is(gt.Devices[0].Err, lost) || gt.Devices[1].Err != nil {
-		t.Errorf("device errors: %v, %v; want the first lost, the second none", gt.Devices[0].Err, gt.Devices[1].Err)
+	if faulty < 0 {
+		t.Fatalf("%d panels taken: none failed", taken)
 	}
-	if gt.Devices[1].Reruns == 0 || gt.Devices[0].Panels+gt.Devices[1].Panels != gt.Panels {
-		t.Errorf("shares %+v, %+v of %d panels: want the second to rerun the first's", gt.Devices[0], gt.Devices[1], gt.Panels)
+	other := 1 - faulty
+	if !errors.Is(gt.Devices[faulty].Err, lost) || gt.Devices[other].Err != nil {
+		t.Errorf("device errors: %v, %v; want device %d's lost, the other's none", gt.Devices[0].Err, gt.Devices[1].Err, faulty+1)
+	}
+	if gt.Devices[other].Reruns == 0 || gt.Devices[0].Panels+gt.Devices[1].Panels != gt.Panels {
+		t.Errorf("shares %+v, %+v of %d panels: want device %d to rerun device %d's", gt.Devices[0], gt.Devices[1], gt.Panels, other+1, faulty+1)
 	}
 
 	g.fault = func(dev, panel int) error { return lost }
