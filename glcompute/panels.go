@@ -12,35 +12,6 @@ import (
 	"github.com/glmul/glmul/shaders"
 )
 
-// Plan says how Mul would run an m×k by k×n product with opts: "" for
-// one piece, else the panel plan; an error (matching ErrTooLarge or
-// ErrUnsupported) where it cannot run at all: an unknown kernel or one the
-// device cannot run, too many groups a dispatch, a product beyond
-// bindings or memory that this kernel cannot split. It lets a caller refuse a
-// product before making its inputs. Safe from any goroutine.
-//
-// An empty product (a dimension 0) runs in one piece, on no GPU (see Mul);
-// a negative dimension panics.
-func (d *Device) Plan(m, k, n int, opts *MulOptions) (string, error) {
-	if m < 0 || k < 0 || n < 0 {
-		panic("glcompute: negative matrix dimension")
-	}
-	if d.isReleased() {
-		panic("glcompute: use of a released Device")
-	}
-	if m == 0 || k == 0 || n == 0 {
-		if opts != nil {
-			opts.check()
-		}
-		return "", nil
-	}
-	hp, err := d.planHost(m, k, n, opts)
-	if err != nil || !hp.paneled {
-		return "", err
-	}
-	return hp.panels.String(), nil
-}
-
 // planPanels decides whether an m×k by k×n product runs in one piece or
 // in panels, and plans the panels. A kernel that reads A transposed gives
 // way to its natural stand-in (hp.kernels) where A's transpose does not
