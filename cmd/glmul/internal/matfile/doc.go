@@ -36,10 +36,12 @@
 // NaN and ±Inf in a file are data: kept as they are. Integer MatrixMarket
 // entries are converted; pattern entries are 1.
 //
-// glmul mul -type f64 computes in float64: Read64 reads a whole matrix as
-// float64, nothing rounded (float32 data widened), and Write64 writes C
-// as '<f8' .npy or a .mtx of 17-digit decimals. They read and write whole
-// matrices: float64 products run in one piece (glcompute.Device.Mul64).
+// glmul mul -type f64 computes in float64: ReadRows64 reads a block of
+// rows as float64, nothing rounded (float32 data widened), and a Sink64
+// (NewSink64) writes C a block of rows at a time as '<f8' .npy or a .mtx
+// of 17-digit decimals, so that a float64 product streams by panels of
+// rows as a float32 one does; Read64 and Write64 read and write whole
+// matrices.
 //
 // # Duplicates and symmetry
 //

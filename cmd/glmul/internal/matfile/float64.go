@@ -12,151 +12,283 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 )
 
-// Float64 matrices, for glmul mul -type f64: read whole (Read64) and
-// written whole (Write64), for a product that runs in one piece
-// (glcompute.Device.Mul64). float64 values stay what the file holds;
-// float32 values are widened, exactly.
+// Float64 matrices, for glmul mul -type f64: read a block of rows at a
+// time (ReadRows64) or whole (Read64), and written a block of rows at a
+// time (NewSink64) or whole (Write64). float64 values stay what the file
+// holds; float32 values are widened, exactly.
 
-// Read64 reads the whole matrix of s, just opened (no ReadRows before),
-// as float64: a .npy file's '<f8' or '>f8' data as they are, its '<f4' or
-// '>f4' data widened; a .mtx file's values as float64 parses them (one
-// beyond float64's range is ±Inf, as NumPy reads it), duplicates summed in
-// float64. ReadInfo counts a .mtx file's duplicates; nothing is rounded,
-// so it counts no overflow or underflow. A stream must end after the
-// matrix, as for ReadRows. The result is row-major, Stride == Cols.
-func Read64(s Source) (blas64.General, ReadInfo, error) {
+// ReadRows64 fills dst (dst.Rows rows, dst.Cols == s.Cols(), any Stride
+// >= Cols) with rows [r0, r0+dst.Rows) of s's matrix as float64, as
+// Source.ReadRows does as float32: a .npy file's '<f8' or '>f8' data as
+// they are (straight into dst's memory where its rows are contiguous,
+// then put in the host's byte order), its '<f4' or '>f4' data widened; a
+// .mtx file's values as float64 parses them (one beyond float64's range
+// is ±Inf, as NumPy reads it), duplicates summed in float64, the file
+// parsed whole at the first read. Nothing is rounded, so Info counts no
+// overflow or underflow. The errors and the rules for streams are
+// ReadRows's. A .mtx source read as float32 before cannot be read as
+// float64, nor the other way round: ReadRows64 panics.
+func ReadRows64(s Source, dst blas64.General, r0 int) error {
 	switch s := s.(type) {
 	case *npySource:
-		m, err := s.read64()
-		return m, ReadInfo{}, err
+		return s.readRows64(dst, r0)
 	case *npyStream:
-		m, err := s.read64()
-		if err == nil && s.fr != nil {
-			err = checkEnd(s.fr.r, s.l, s.name)
+		if err := s.readRows64(dst, r0); err != nil {
+			return err
 		}
-		return m, ReadInfo{}, err
+		// The last rows read, or the empty read of a matrix without rows.
+		if s.fr != nil && r0+dst.Rows == s.l.rows && (dst.Rows > 0 || s.l.rows == 0) {
+			return checkEnd(s.fr.r, s.l, s.name)
+		}
+		return nil
 	case *mtxSource:
-		if s.parsed {
-			panic("matfile: Read64 of a .mtx source already read")
+		checkShape(dst.Rows, dst.Cols, dst.Stride, len(dst.Data), r0, s.rows, s.cols)
+		if err := s.parse64(); err != nil {
+			return err
 		}
-		s.r.wide = true
-		if err := s.parse(); err != nil {
+		c := s.cols
+		for i := range dst.Rows {
+			copy(dst.Data[i*dst.Stride:i*dst.Stride+c], s.m64.Data[(r0+i)*c:(r0+i+1)*c])
+		}
+		return nil
+	}
+	panic(fmt.Sprintf("matfile: ReadRows64 of a %T", s))
+}
+
+// Read64 reads the whole matrix of s, just opened (no ReadRows before),
+// as float64: ReadRows64 of every row, a .mtx file's matrix as it was
+// parsed, with no copy. ReadInfo counts a .mtx file's duplicates. The
+// result is row-major, Stride == Cols.
+func Read64(s Source) (blas64.General, ReadInfo, error) {
+	if ms, ok := s.(*mtxSource); ok {
+		if err := ms.parse64(); err != nil {
 			return blas64.General{}, ReadInfo{}, err
 		}
-		return s.m64, s.info, nil
+		return ms.m64, ms.info, nil
 	}
-	panic(fmt.Sprintf("matfile: Read64 of a %T", s))
+	m := blas64.General{Rows: s.Rows(), Cols: s.Cols(), Stride: s.Cols(), Data: make([]float64, s.Rows()*s.Cols())}
+	if err := ReadRows64(s, m, 0); err != nil {
+		return blas64.General{}, ReadInfo{}, err
+	}
+	return m, s.Info(), nil
 }
 
-// read64 reads the whole matrix as float64: the file's data in one read
-// (8-byte items straight into the matrix's memory, then put in the host's
-// byte order; 4-byte ones through the buffer, widened), then, for a
-// Fortran-order file, transposed into rows.
-func (s *npySource) read64() (blas64.General, error) {
-	l := s.l
-	m := blas64.General{Rows: l.rows, Cols: l.cols, Stride: l.cols, Data: make([]float64, l.n)}
+// parse64 parses a .mtx file's entries as float64, once.
+func (s *mtxSource) parse64() error {
+	switch {
+	case !s.parsed:
+		s.r.wide = true
+	case s.err == nil && s.m64.Data == nil && s.rows*s.cols > 0:
+		panic("matfile: a .mtx source read as float32 is read as float64")
+	}
+	return s.parse()
+}
+
+// readRows64 reads rows [r0, r0+dst.Rows) into dst as float64.
+func (s *npySource) readRows64(dst blas64.General, r0 int) error {
+	checkShape(dst.Rows, dst.Cols, dst.Stride, len(dst.Data), r0, s.l.rows, s.l.cols)
+	if dst.Rows == 0 {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.r0, s.n = 0, l.rows
-	if err := s.checkSize(); err != nil || l.n == 0 {
-		return m, err
+	s.r0, s.n = r0, dst.Rows
+	if err := s.checkSize(); err != nil {
+		return err
 	}
-	data := m.Data // in the file's order
-	if l.fortran {
-		data = make([]float64, l.n)
+	if s.l.fortran {
+		return s.readFortran64(dst, r0)
 	}
-	if l.item == 8 {
-		if err := s.readAtParallel(float64Bytes(data), l.hdr); err != nil {
-			return blas64.General{}, err
-		}
-		if l.order != hostOrder {
-			for i, v := range data {
-				data[i] = math.Float64frombits(bits.ReverseBytes64(math.Float64bits(v)))
-			}
-		}
-	} else {
-		buf := s.buffer()
-		per := len(buf) / 4
-		for e := 0; e < len(data); e += per {
-			k := min(per, len(data)-e)
-			if err := s.readAt(buf[:4*k], l.hdr+4*int64(e)); err != nil {
-				return blas64.General{}, err
-			}
-			for i := range k {
-				data[e+i] = float64(math.Float32frombits(l.order.Uint32(buf[4*i:])))
-			}
-		}
-	}
-	if l.fortran {
-		transpose64(m.Data, data, l.rows, l.cols)
-	}
-	return m, nil
+	return s.readC64(dst, r0)
 }
 
-// transpose64 sets dst (rows×cols, row-major) from src (the same matrix
-// column-major), in blocks that stay in cache both ways.
-func transpose64(dst, src []float64, rows, cols int) {
-	const tile = 32
-	for j0 := 0; j0 < cols; j0 += tile {
-		for i0 := 0; i0 < rows; i0 += tile {
-			for j := j0; j < min(j0+tile, cols); j++ {
-				col := src[j*rows:]
-				for i := i0; i < min(i0+tile, rows); i++ {
-					dst[i*cols+j] = col[i]
+// readC64 reads rows of a C-order file: 8-byte items straight into dst's
+// memory, a read for all its rows where they are contiguous, else one a
+// row, then put in the host's byte order; 4-byte ones through the
+// buffer, widened.
+func (s *npySource) readC64(dst blas64.General, r0 int) error {
+	l := s.l
+	rowBytes := int64(l.cols) * int64(l.item)
+	off := l.hdr + int64(r0)*rowBytes
+	if l.item == 8 {
+		if dst.Stride == l.cols {
+			data := dst.Data[:dst.Rows*l.cols]
+			if err := s.readAtParallel(float64Bytes(data), off); err != nil {
+				return err
+			}
+			s.toHost64(data)
+			return nil
+		}
+		for i := range dst.Rows {
+			row := dst.Data[i*dst.Stride : i*dst.Stride+l.cols]
+			if err := s.readAt(float64Bytes(row), off+int64(i)*rowBytes); err != nil {
+				return err
+			}
+			s.toHost64(row)
+		}
+		return nil
+	}
+	buf := s.buffer()
+	per, total := len(buf)/4, dst.Rows*l.cols
+	for e := 0; e < total; e += per {
+		k := min(per, total-e)
+		if err := s.readAt(buf[:4*k], off+4*int64(e)); err != nil {
+			return err
+		}
+		for d := 0; d < k; { // the chunk's piece of each row
+			i, j := (e+d)/l.cols, (e+d)%l.cols
+			m := min(k-d, l.cols-j)
+			row := dst.Data[i*dst.Stride+j : i*dst.Stride+j+m]
+			for c := range row {
+				row[c] = float64(math.Float32frombits(l.order.Uint32(buf[4*(d+c):])))
+			}
+			d += m
+		}
+	}
+	return nil
+}
+
+// toHost64 puts float64s read as they are from the file in the host's
+// byte order.
+func (s *npySource) toHost64(data []float64) {
+	if s.l.order != hostOrder {
+		for i, v := range data {
+			data[i] = math.Float64frombits(bits.ReverseBytes64(math.Float64bits(v)))
+		}
+	}
+}
+
+// readFortran64 reads rows [r0, r0+dst.Rows) of a Fortran-order file,
+// where those rows of column j are contiguous: a tile of k rows of at
+// most tileCols columns at a time, a read a column, into the buffer, then
+// converted into dst's rows a row at a time (the tile's columns, read
+// across, stay in cache).
+func (s *npySource) readFortran64(dst blas64.General, r0 int) error {
+	l := s.l
+	item := l.item
+	buf := s.buffer()
+	g := max(1, min(l.cols, tileCols, len(buf)/item))
+	k := max(1, min(dst.Rows, len(buf)/item/g))
+	for j0 := 0; j0 < l.cols; j0 += g {
+		gg := min(g, l.cols-j0)
+		for a := 0; a < dst.Rows; a += k {
+			kk := min(k, dst.Rows-a)
+			seg := kk * item
+			for c := range gg {
+				off := l.hdr + (int64(j0+c)*int64(l.rows)+int64(r0+a))*int64(item)
+				if err := s.readAt(buf[c*seg:(c+1)*seg], off); err != nil {
+					return err
+				}
+			}
+			for i := range kk {
+				row := dst.Data[(a+i)*dst.Stride+j0 : (a+i)*dst.Stride+j0+gg]
+				for c := range row {
+					row[c] = s.value64(buf[c*seg+i*item:])
 				}
 			}
 		}
 	}
+	return nil
+}
+
+// value64 is the element whose bytes begin b, as float64.
+func (s *npySource) value64(b []byte) float64 {
+	if s.l.item == 8 {
+		return math.Float64frombits(s.l.order.Uint64(b))
+	}
+	return float64(math.Float32frombits(s.l.order.Uint32(b)))
+}
+
+// Sink64 is Sink for float64 matrices.
+type Sink64 interface {
+	// WriteRows appends m's rows (m.Cols == the sink's cols) after those
+	// written so far; more rows than the matrix has, in all, are an
+	// error, and nothing of m is written.
+	WriteRows(m blas64.General) error
+	// Close checks that exactly rows rows were written (an error
+	// otherwise) and flushes.
+	Close() error
+}
+
+// NewSink64 returns a Sink64 that writes a rows×cols float64 matrix to w
+// in the format that path's extension names (OutputFormat), as NewSink
+// does a float32 one: .npy with dtype '<f8', C order; .mtx as "coordinate
+// real general" listing every element row by row, each the shortest
+// decimal that reads back as the same float64. path is only for the
+// format and messages; the caller owns w. Close flushes.
+func NewSink64(w io.Writer, path string, rows, cols int) (Sink64, error) {
+	if rows < 0 || cols < 0 {
+		panic("matfile: NewSink64: a negative number of rows or columns")
+	}
+	format, err := OutputFormat(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &sink64{sinkBase: sinkBase{bw: bufio.NewWriterSize(w, bufSize), name: path, rows: rows, cols: cols}, mtx: format == ".mtx"}
+	if s.mtx {
+		fmt.Fprintf(s.bw, "%%%%MatrixMarket matrix coordinate real general\n%% written by glmul (float64)\n%d %d %d\n", rows, cols, int64(rows)*int64(cols))
+	} else {
+		s.bw.Write(npyHeaderOf("<f8", rows, cols))
+	}
+	return s, nil
+}
+
+// sink64 writes rows as little-endian float64 (.npy) or as MatrixMarket
+// coordinate entries "i j v", 1-based (.mtx).
+type sink64 struct {
+	sinkBase
+	mtx bool
+	buf []byte // a run of lines, or of converted items, reused
+}
+
+// WriteRows writes m's rows.
+func (s *sink64) WriteRows(m blas64.General) error {
+	if err := s.check(m.Rows, m.Cols, m.Stride, len(m.Data)); err != nil {
+		return err
+	}
+	var err error
+	for i := 0; i < m.Rows && err == nil; i++ {
+		row := m.Data[i*m.Stride : i*m.Stride+m.Cols]
+		switch {
+		case s.mtx:
+			for j, v := range row {
+				s.buf = strconv.AppendInt(s.buf, int64(s.written+i+1), 10)
+				s.buf = append(s.buf, ' ')
+				s.buf = strconv.AppendInt(s.buf, int64(j+1), 10)
+				s.buf = append(s.buf, ' ')
+				s.buf = strconv.AppendFloat(s.buf, v, 'g', -1, 64)
+				s.buf = append(s.buf, '\n')
+			}
+		case hostOrder == binary.LittleEndian:
+			_, err = s.bw.Write(float64Bytes(row))
+			continue
+		default:
+			for _, v := range row {
+				s.buf = binary.LittleEndian.AppendUint64(s.buf, math.Float64bits(v))
+			}
+		}
+		if len(s.buf) >= 64<<10 || i == m.Rows-1 {
+			_, err = s.bw.Write(s.buf)
+			s.buf = s.buf[:0]
+		}
+	}
+	s.written += m.Rows
+	return err
 }
 
 // Write64 writes m to w in the format that path's extension names
-// (OutputFormat), as float64: .npy with dtype '<f8', C order; .mtx as
-// "coordinate real general" listing every element row by row, each the
-// shortest decimal that reads back as the same float64. path is only for
-// the format; the caller owns w (outfile, as Write's is).
+// (OutputFormat), as float64: NewSink64 and one WriteRows. path is only
+// for the format; the caller owns w (outfile, as Write's is).
 func Write64(w io.Writer, path string, m blas64.General) error {
 	if m.Rows < 0 || m.Cols < 0 || m.Rows > 0 && (m.Stride < m.Cols || len(m.Data) < (m.Rows-1)*m.Stride+m.Cols) {
 		panic("matfile: Write64: m's Rows, Stride and Data do not agree")
 	}
-	format, err := OutputFormat(path)
+	s, err := NewSink64(w, path, m.Rows, m.Cols)
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(w, bufSize)
-	if format == ".mtx" {
-		fmt.Fprintf(bw, "%%%%MatrixMarket matrix coordinate real general\n%% written by glmul (float64)\n%d %d %d\n", m.Rows, m.Cols, int64(m.Rows)*int64(m.Cols))
-		var line []byte
-		for i := range m.Rows {
-			for j, v := range m.Data[i*m.Stride : i*m.Stride+m.Cols] {
-				line = strconv.AppendInt(line[:0], int64(i+1), 10)
-				line = append(line, ' ')
-				line = strconv.AppendInt(line, int64(j+1), 10)
-				line = append(line, ' ')
-				line = strconv.AppendFloat(line, v, 'g', -1, 64)
-				line = append(line, '\n')
-				if _, err := bw.Write(line); err != nil {
-					return err
-				}
-			}
-		}
-		return bw.Flush()
+	if err := s.WriteRows(m); err != nil {
+		return err
 	}
-	bw.Write(npyHeaderOf("<f8", m.Rows, m.Cols))
-	var item [8]byte
-	for i := range m.Rows {
-		row := m.Data[i*m.Stride : i*m.Stride+m.Cols]
-		if hostOrder == binary.LittleEndian {
-			if _, err := bw.Write(float64Bytes(row)); err != nil {
-				return err
-			}
-			continue
-		}
-		for _, v := range row {
-			binary.LittleEndian.PutUint64(item[:], math.Float64bits(v))
-			if _, err := bw.Write(item[:]); err != nil {
-				return err
-			}
-		}
-	}
-	return bw.Flush()
+	return s.Close()
 }

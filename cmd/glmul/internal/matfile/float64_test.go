@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -132,6 +133,128 @@ func TestWrite64RoundTrip(t *testing.T) {
 		back, _, err := read64Bytes(t, "c"+ext, b.Bytes())
 		if err != nil || back.Rows != 2 || back.Cols != 3 || !slices.Equal(back.Data, want) {
 			t.Errorf("%s: read back %v %v, want %v", ext, back.Data, err, want)
+		}
+	}
+}
+
+// TestReadRows64Blocks: ReadRows64 reads any block of rows, in any
+// order, into a strided or a compact dst, as Read64 reads them all, in
+// each byte order and order of elements, through a buffer of a few
+// elements and the usual one; a .npy stream in order.
+func TestReadRows64Blocks(t *testing.T) {
+	const rows, cols = 11, 7
+	want := make([]float64, rows*cols)
+	for i := range want {
+		want[i] = float64(i+1) / 3 // not float32s: rounding would show
+	}
+	colMajor := make([]float64, rows*cols)
+	for i := range rows {
+		for j := range cols {
+			colMajor[j*rows+i] = want[i*cols+j]
+		}
+	}
+	narrow := make([]float64, len(want)) // what '<f4' holds, widened
+	for i, v := range want {
+		narrow[i] = float64(float32(v))
+	}
+	var mtx bytes.Buffer
+	if err := Write64(&mtx, "a.mtx", blas64.General{Rows: rows, Cols: cols, Stride: cols, Data: want}); err != nil {
+		t.Fatal(err)
+	}
+	shape := "(11, 7)"
+	for _, c := range []struct {
+		name string
+		file []byte
+		want []float64
+	}{
+		{"c.npy", npyBytes("<f8", false, shape, floats(binary.LittleEndian, true, want...)), want},
+		{"big.npy", npyBytes(">f8", false, shape, floats(binary.BigEndian, true, want...)), want},
+		{"fortran.npy", npyBytes("<f8", true, shape, floats(binary.LittleEndian, true, colMajor...)), want},
+		{"bigfortran.npy", npyBytes(">f8", true, shape, floats(binary.BigEndian, true, colMajor...)), want},
+		{"f4.npy", npyBytes("<f4", false, shape, floats(binary.LittleEndian, false, want...)), narrow},
+		{"f4fortran.npy", npyBytes(">f4", true, shape, floats(binary.BigEndian, false, colMajor...)), narrow},
+		{"a.mtx", mtx.Bytes(), want},
+	} {
+		path := filepath.Join(t.TempDir(), c.name)
+		if err := os.WriteFile(path, c.file, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, small := range []bool{false, true} {
+			s, err := Open(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ns, ok := s.(*npySource); ok && small {
+				ns.bufLen = 3 * ns.l.item
+			}
+			for _, b := range []struct{ r0, n, stride int }{{4, 6, cols}, {0, 1, cols + 2}, {10, 1, cols}, {0, 11, cols + 1}, {3, 0, cols}, {2, 5, cols}} {
+				dst := blas64.General{Rows: b.n, Cols: cols, Stride: b.stride, Data: make([]float64, max(0, (b.n-1)*b.stride+cols))}
+				if err := ReadRows64(s, dst, b.r0); err != nil {
+					t.Fatalf("%s: rows %d+%d: %v", c.name, b.r0, b.n, err)
+				}
+				for i := range b.n {
+					if got, w := dst.Data[i*b.stride:i*b.stride+cols], c.want[(b.r0+i)*cols:(b.r0+i+1)*cols]; !slices.Equal(got, w) {
+						t.Errorf("%s (small buffer %v): row %d: %v, want %v", c.name, small, b.r0+i, got, w)
+					}
+				}
+			}
+			s.Close()
+		}
+	}
+	// A stream, in bands of 4 rows, in order; it must end after them.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { w.Write(npyBytes("<f8", false, shape, floats(binary.LittleEndian, true, want...))); w.Close() }()
+	s, err := readStream(bufio.NewReaderSize(r, bufSize), r, "x", "the stream", ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for r0 := 0; r0 < rows; r0 += 4 {
+		n := min(4, rows-r0)
+		dst := blas64.General{Rows: n, Cols: cols, Stride: cols, Data: make([]float64, n*cols)}
+		if err := ReadRows64(s, dst, r0); err != nil || !slices.Equal(dst.Data, want[r0*cols:(r0+n)*cols]) {
+			t.Errorf("stream: rows %d+%d: %v %v", r0, n, dst.Data, err)
+		}
+	}
+}
+
+// TestSink64Blocks: a Sink64 written in blocks of rows, strided, writes
+// what Write64 writes of the whole matrix, in both formats; rows beyond
+// the matrix are an error, and so is a Close before the last row.
+func TestSink64Blocks(t *testing.T) {
+	const rows, cols, stride = 9, 5, 6
+	m := blas64.General{Rows: rows, Cols: cols, Stride: stride, Data: make([]float64, rows*stride)}
+	for i := range m.Data {
+		m.Data[i] = math.Sqrt(float64(i)) - 3
+	}
+	for _, ext := range []string{".npy", ".mtx"} {
+		var whole, blocks bytes.Buffer
+		if err := Write64(&whole, "c"+ext, m); err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewSink64(&blocks, "c"+ext, rows, cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r0 := 0
+		for _, n := range []int{0, 3, 1, 5} {
+			if err := s.WriteRows(blas64.General{Rows: n, Cols: cols, Stride: stride, Data: m.Data[r0*stride:]}); err != nil {
+				t.Fatal(err)
+			}
+			r0 += n
+		}
+		if err := s.WriteRows(blas64.General{Rows: 1, Cols: cols, Stride: stride, Data: m.Data}); err == nil || !strings.Contains(err.Error(), "more rows") {
+			t.Errorf("%s: a row too many: %v", ext, err)
+		}
+		if err := s.Close(); err != nil || !bytes.Equal(blocks.Bytes(), whole.Bytes()) {
+			t.Errorf("%s: %v; blocks differ from the whole:\n%q\n%q", ext, err, blocks.Bytes(), whole.Bytes())
+		}
+		short, _ := NewSink64(io.Discard, "c"+ext, rows, cols)
+		if err := short.Close(); err == nil || !strings.Contains(err.Error(), "0 of the matrix's 9 rows") {
+			t.Errorf("%s: Close before the last row: %v", ext, err)
 		}
 	}
 }

@@ -135,14 +135,21 @@ func (s *npySource) ReadRows(dst blas32.General, r0 int) error {
 // checkDst panics unless dst can take rows [r0, r0+dst.Rows) of a
 // rows×cols matrix.
 func checkDst(dst blas32.General, r0, rows, cols int) {
+	checkShape(dst.Rows, dst.Cols, dst.Stride, len(dst.Data), r0, rows, cols)
+}
+
+// checkShape panics unless a dst of dRows×dCols, its rows stride
+// elements apart in n elements, can take rows [r0, r0+dRows) of a
+// rows×cols matrix: checkDst for any element type.
+func checkShape(dRows, dCols, stride, n, r0, rows, cols int) {
 	switch {
-	case dst.Cols != cols:
+	case dCols != cols:
 		panic("matfile: ReadRows: dst.Cols is not the matrix's number of columns")
-	case dst.Rows < 0 || r0 < 0 || r0 > rows-dst.Rows:
+	case dRows < 0 || r0 < 0 || r0 > rows-dRows:
 		panic("matfile: ReadRows: rows beyond the matrix's")
-	case dst.Stride < dst.Cols:
+	case stride < dCols:
 		panic("matfile: ReadRows: dst.Stride is less than dst.Cols")
-	case dst.Rows > 0 && len(dst.Data) < (dst.Rows-1)*dst.Stride+dst.Cols:
+	case dRows > 0 && n < (dRows-1)*stride+dCols:
 		panic("matfile: ReadRows: dst.Data is too short for dst's rows")
 	}
 }

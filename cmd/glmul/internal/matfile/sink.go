@@ -57,14 +57,20 @@ type sinkBase struct {
 // start checks that m's rows fit after those written so far: a panic
 // for the wrong number of columns, an error for rows beyond the matrix.
 func (s *sinkBase) start(m blas32.General) error {
+	return s.check(m.Rows, m.Cols, m.Stride, len(m.Data))
+}
+
+// check is start for any element type: rows×cols, the rows stride
+// elements apart in n elements.
+func (s *sinkBase) check(rows, cols, stride, n int) error {
 	switch {
-	case m.Cols != s.cols:
+	case cols != s.cols:
 		panic("matfile: WriteRows: m.Cols is not the sink's number of columns")
-	case m.Rows < 0 || m.Rows > 0 && (m.Stride < m.Cols || len(m.Data) < (m.Rows-1)*m.Stride+m.Cols):
+	case rows < 0 || rows > 0 && (stride < cols || n < (rows-1)*stride+cols):
 		panic("matfile: WriteRows: m's Rows, Stride and Data do not agree")
-	case m.Rows > s.rows-s.written:
+	case rows > s.rows-s.written:
 		return fmt.Errorf("%s: %d more rows after %d of a matrix of %d rows: glmul wrote more rows than the matrix has (a bug: please report it)",
-			s.name, m.Rows, s.written, s.rows)
+			s.name, rows, s.written, s.rows)
 	}
 	return nil
 }
