@@ -100,15 +100,31 @@ func (o *options) checkTypeAndKernel() error {
 	return err
 }
 
-// checkHostMemory64 is checkHostMemory for float64 matrices, twice the
-// bytes.
-func checkHostMemory64(m, k, n int) error {
-	need := 2 * productBytes(m, k, n)
-	if total, ok := hostMemory(); ok && need > total {
+// checkHostMemory64 is checkHostMemory for float64 matrices held whole
+// (glmul -n, bench, table): A, B and C.
+func checkHostMemory64(m, k, n int) error { return checkPanelMemory64(m, k, n, m, false) }
+
+// checkPanelMemory64 is checkHostMemory for an m×k by k×n float64
+// product that holds B and a panel of rows of A and C (rows of them:
+// glmul mul's, panelRows64), or all of them (rows = m); full adds the
+// full check's four float64s an element of C's panel (its double-double
+// reference, magnitudes and peaks).
+func checkPanelMemory64(m, k, n, rows int, full bool) error {
+	per := float64(k + n) // a row's of A and C
+	if full {
+		per += 4 * float64(n)
+	}
+	need := 8 * (float64(k)*float64(n) + float64(rows)*per)
+	total, ok := hostMemory()
+	switch {
+	case !ok || need <= total:
+		return nil
+	case rows >= m:
 		return fmt.Errorf("the float64 %d×%d by %d×%d product needs %.1f GiB of host memory for A, B and C; this machine has %.1f GiB",
 			m, k, k, n, need/(1<<30), total/(1<<30))
 	}
-	return nil
+	return fmt.Errorf("the float64 %d×%d by %d×%d product needs %.1f GiB of host memory for B and a panel of %d rows of A and C; this machine has %.1f GiB",
+		m, k, k, n, need/(1<<30), rows, total/(1<<30))
 }
 
 // probeFloat64 multiplies 1×1 float64 matrices on dev with kernel: the

@@ -50,8 +50,7 @@ an error unless -allow-overflow; nonzero values too small for float32 (below
 With -type f64 glmul computes in float64 (the dfast kernel; desktop OpenGL,
 not ES): float64 input stays float64, float32 input is widened, C is float64
 ('<f8' .npy, or .mtx with 17 significant digits), validated against a
-double-double reference; A, B and C are then held whole in memory, not
-streamed.
+double-double reference; it streams too (below).
 A coordinate .mtx file that lists a position more than once means the sum of
 its entries (MatrixMarket's convention, as SciPy reads it): glmul sums them
 and says on stderr how many entries were added to an earlier one.
@@ -61,8 +60,10 @@ GPU: 5×0 by 0×4 is 5×4 zeros, 0×5 by 5×4 a 0×4 matrix.
 
 The product streams: A is read, multiplied and checked, and C written, in
 panels of rows (at most 64 MiB of A and C rows a panel; three panels in host
-memory and two on the GPU), so that memory holds B and the panels, not A and C
-(a .mtx input is read whole, as is a Fortran-order .npy from a stream). C is written to a temporary file beside -o and
+memory and two on the GPU; with -type f64 one panel at a time, of 64 MiB or
+B's size where B is larger, B uploaded again for each), so that memory holds
+B and the panels, not A and C (a .mtx input is read whole, as is a
+Fortran-order .npy from a stream). C is written to a temporary file beside -o and
 renamed over it at the end: the file system needs C's size free, and an error,
 a failed validation or Ctrl-C leaves -o as it was. Products up to 2^20
 multiply-adds are validated in full, larger ones by Freivalds' method, panel by
@@ -81,7 +82,7 @@ func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 	mode := fs.String("validate", "auto", "check C on the CPU: auto|full|freivalds|none")
 	format := fs.String("format", "text", "report: text (on stderr) or json (on stdout)")
 	fs.StringVar(&f.progress, "progress", "auto", "a progress bar of the panels of C written, on stderr: auto|on|off (auto: when stderr is a terminal)")
-	fs.StringVar(&f.typ, "type", typeF32, "element `type`: f32 (float32: float64 input rounded to float32, C float32) or f64 (float64 from file to file: the dfast kernel, not streamed; not on OpenGL ES)")
+	fs.StringVar(&f.typ, "type", typeF32, "element `type`: f32 (float32: float64 input rounded to float32, C float32) or f64 (float64 from file to file: the dfast kernel, streamed by panels as f32 is; not on OpenGL ES)")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,12 +18,16 @@ import (
 	"github.com/glmul/glmul/validate"
 )
 
-// glmul mul -type f64: A and B read whole as float64 (matfile.Read64),
-// multiplied in one piece by glcompute.Device.Mul64, checked by
-// validate.Check64 and C written whole as float64 (matfile.Write64),
-// through outfile as the float32 product's C is: -o is replaced only
-// once C is validated. Not streamed: float64 products do not run in
-// panels yet.
+// glmul mul -type f64 streams as the float32 product does, at the
+// command's level: B is read whole as float64, then A a panel of rows at
+// a time (matfile.ReadRows64); each panel is multiplied by
+// glcompute.Device.Mul64, checked by validate.Check64 as the product of
+// A's panel by B (check64), and written as float64 through a
+// matfile.Sink64, through outfile as the float32 product's C is: -o is
+// replaced only once every panel is validated. Host memory holds B, one
+// panel of A and one of C (panelRows64). The panels run one after the
+// other: reading, the GPU, the check and writing do not overlap as
+// MulStream's stages do.
 
 // c64Bytes is the least an m×n float64 C takes in out's format: .npy's
 // 8 bytes an element, or .mtx's 6 ("i j v" and a newline).
@@ -33,26 +38,57 @@ func c64Bytes(out string, m, n int) uint64 {
 	return 8 * uint64(m) * uint64(n)
 }
 
-// mul64 multiplies A by B in float64 into f.out, as runMul does in
-// float32, and reports it.
+// mul64PanelBytes is the least host memory a float64 panel's rows of A
+// and C take together (8·(K+N) bytes a row), as MulStream's float32
+// panels take at most 64 MiB.
+const mul64PanelBytes = 64 << 20
+
+// panelRows64 returns the rows of A (and C) in a panel of an m×k by k×n
+// float64 product: as many as make mul64PanelBytes, or as many bytes as
+// B where B is larger. Device.Mul64 multiplies whole matrices, so B is
+// uploaded again for each panel: a panel of A and C at least B's size
+// keeps that upload to at most what the panel's own rows cost to move
+// (and Freivalds' projection of B, made again for each panel's check, to
+// at most its rows' side of the check). So host memory holds B and a
+// panel of at most max(64 MiB, B), but no more than half the memory
+// beside B, where the machine's is known; at least one row, at most m.
+// A variable, so that a test can make the panels a few rows.
+var panelRows64 = func(m, k, n int) int {
+	row, b := 8*(float64(k)+float64(n)), 8*float64(k)*float64(n)
+	want := max(mul64PanelBytes, b)
+	if total, ok := hostMemory(); ok && b+want > total {
+		want = max(0, total-b) / 2
+	}
+	return max(1, min(m, int(math.Min(want/max(row, 1), math.MaxInt32))))
+}
+
+// mul64 multiplies A by B in float64 into f.out, panel by panel, as
+// runMul does in float32, and reports it.
 func mul64(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) error {
 	m, k, n := a.Rows(), a.Cols(), b.Cols()
-	if err := checkHostMemory64(m, k, n); err != nil {
+	chk := &check64{mode: newMulCheck(f.mode, m, k, n).mode, rng: rand.New(rand.NewPCG(1, 2))}
+	rows := panelRows64(m, k, n)
+	if err := checkPanelMemory64(m, k, n, rows, chk.mode == validate.Full); err != nil {
 		return err
 	}
 	ctx, stop := notifyInterrupt()
 	defer stop()
-	var r mulResult
-	r.M, r.K, r.N = m, k, n
+	p := &panels64{ctx: ctx, f: f, a: a, b: b, rows: rows, chk: chk}
+	p.r.M, p.r.K, p.r.N = m, k, n
+	if bar := newBar(f.progress, stderr, "panels of C written"); bar != nil {
+		defer bar.Finish()
+		p.progress = func(done, total int) { bar.ChangeMax(total); bar.Set(done) }
+	}
 	err, abandoned := awaitWork(ctx, stderr, "glmul mul", func() error {
 		return outfile.WriteSized(f.out, stdout, c64Bytes(f.out, m, n), func(w io.Writer) error {
-			return mul64Into(ctx, w, f, a, b, &r, stderr)
+			return p.run(w, stderr)
 		})
 	})
-	if abandoned {
+	if abandoned { // the work goroutine may still write p.r, and C's temporary file
 		outfile.Abandon()
 		return interruptedError{fmt.Sprintf("the float64 %d×%d×%d product did not stop within a second; %s", m, k, n, leftAs(f.out))}
 	}
+	r := p.r
 	err = mulError(f, m, k, n, err)
 	invalid := errors.Is(err, errNotValidated)
 	if err != nil && !invalid {
@@ -69,59 +105,165 @@ func mul64(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// mul64Into opens the device (an OpenGL ES one fails here, before the
-// files are read), reads B and A, multiplies them, checks C and writes
-// it to w in f.out's format; r gets the figures. A failed check returns
-// errNotValidated, leaving w incomplete for outfile to discard.
-func mul64Into(ctx context.Context, w io.Writer, f *mulFlags, a, b matfile.Source, r *mulResult, stderr io.Writer) error {
-	m, k, n := r.M, r.K, r.N
-	r.Validation = validate.Result{Mode: validate.None, OK: true, Row: -1, Col: -1}
-	var dev *glcompute.Device
-	if !emptyDims(m, k, n) { // an empty product is NumPy's, without a GPU
-		h, err := f.dev.hold(stderr, nil)
+// panels64 is a float64 product streamed by panels of rows of A and C.
+type panels64 struct {
+	ctx      context.Context
+	f        *mulFlags
+	a, b     matfile.Source
+	rows     int                   // a panel's: panelRows64's
+	chk      *check64              // each panel's check, and their worst
+	progress func(done, total int) // nil: no bar
+	dev      *glcompute.Device     // nil for an empty product: NumPy's, without a GPU
+	r        mulResult             // the figures
+}
+
+// run opens the device (an OpenGL ES one fails here, before the files
+// are read), reads B, then multiplies, checks and writes C panel by
+// panel to w in f.out's format, stopping at the first error, at a panel
+// that fails its check (errNotValidated: C is discarded, so the rest
+// need not be computed) or when ctx is done. An error leaves w
+// incomplete, for outfile to discard.
+func (p *panels64) run(w io.Writer, stderr io.Writer) error {
+	m, k, n := p.r.M, p.r.K, p.r.N
+	sink, err := matfile.NewSink64(w, p.f.out, m, n)
+	if err != nil {
+		return err
+	}
+	p.r.Validation = validate.Result{Mode: validate.None, OK: true, Row: -1, Col: -1}
+	if !emptyDims(m, k, n) {
+		h, err := p.f.dev.hold(stderr, nil)
 		if err != nil {
 			return err
 		}
 		defer h.release() // on this goroutine, after the product
-		if err := probeFloat64(h.Device, f.kernel); err != nil {
+		if err := probeFloat64(h.Device, p.f.kernel); err != nil {
 			return err
 		}
-		dev, r.Device = h.Device, h.Info()
+		p.dev, p.r.Device = h.Device, h.Info()
 	}
 	t0 := time.Now()
-	bm, _, err := matfile.Read64(b)
-	if err != nil {
+	bm := blas64.General{Rows: k, Cols: n, Stride: n, Data: make([]float64, k*n)}
+	if err := matfile.ReadRows64(p.b, bm, 0); err != nil {
 		return err
 	}
-	r.ReadB = time.Since(t0)
-	am, _, err := matfile.Read64(a)
-	if err != nil {
+	p.r.ReadB = time.Since(t0)
+	rows := min(p.rows, m)
+	total := max(1, (m+rows-1)/max(rows, 1)) // one empty panel where m is 0: a stream must still end
+	p.r.Panels, p.r.PanelRows, p.r.HostBytes = total, rows, 8*(int64(k)*int64(n)+int64(rows)*(int64(k)+int64(n)))
+	a := blas64.General{Rows: rows, Cols: k, Stride: k, Data: make([]float64, rows*k)}
+	c := blas64.General{Rows: rows, Cols: n, Stride: n, Data: make([]float64, rows*n)}
+	for i := range total {
+		if err := p.ctx.Err(); err != nil {
+			return err
+		}
+		r0 := i * rows
+		h := min(rows, m-r0)
+		a.Rows, c.Rows = h, h
+		if err := p.panel(sink, a, bm, c, r0); err != nil {
+			return err
+		}
+		if p.progress != nil {
+			p.progress(i+1, total)
+		}
+	}
+	if err := sink.Close(); err != nil {
 		return err
 	}
-	r.Read = time.Since(t0) - r.ReadB
-	r.Panels, r.PanelRows, r.HostBytes = 1, m, 8*(int64(m)*int64(k)+int64(k)*int64(n)+int64(m)*int64(n))
-	c := blas64.General{Rows: m, Cols: n, Stride: n, Data: make([]float64, m*n)} // zeros: C of an empty K
-	if dev != nil {
-		for i := range c.Data {
+	p.r.Wall = time.Since(t0)
+	return nil
+}
+
+// mulPanel64 multiplies a panel: Device.Mul64, a variable so that a test
+// can make it wrong.
+var mulPanel64 = func(dev *glcompute.Device, c, a, b blas64.General, o *glcompute.MulOptions) (glcompute.Timings, error) {
+	return dev.Mul64(c, a, b, o)
+}
+
+// panel reads rows r0… of A into a (a.Rows of them), multiplies them by
+// B into c, checks c and writes it to sink; p.r gets the times.
+func (p *panels64) panel(sink matfile.Sink64, a, b, c blas64.General, r0 int) error {
+	t0 := time.Now()
+	if err := matfile.ReadRows64(p.a, a, r0); err != nil {
+		return err
+	}
+	t1 := time.Now()
+	p.r.Read += t1.Sub(t0)
+	if p.dev == nil { // K = 0: C = A·B is zero
+		clear(c.Data[:c.Rows*c.Cols])
+	} else {
+		for i := range c.Data[:c.Rows*c.Cols] {
 			c.Data[i] = math.NaN() // an element the GPU leaves fails
 		}
-		t1 := time.Now()
-		t, err := dev.Mul64(c, am, bm, &glcompute.MulOptions{Kernel: f.kernel, Context: ctx})
+		t, err := mulPanel64(p.dev, c, a, b, &glcompute.MulOptions{Kernel: p.f.kernel, Context: p.ctx})
 		if err != nil {
 			return err
 		}
-		r.GPU, r.Kernel = time.Since(t1), t.Kernel
 		t2 := time.Now()
-		r.Validation = validate.Check64(newMulCheck(f.mode, m, k, n).mode, am, bm, c, rand.New(rand.NewPCG(1, 2)))
-		r.Check = time.Since(t2)
-		if r.Validation.Err() != nil {
+		p.r.GPU += t2.Sub(t1)
+		p.r.Kernel = cmp.Or(p.r.Kernel, t.Kernel)
+		p.chk.panel(a, b, c, r0)
+		p.r.Check += time.Since(t2)
+		if p.r.Validation = p.chk.result(); p.r.Validation.Err() != nil {
 			return errNotValidated
 		}
 	}
 	t3 := time.Now()
-	if err := matfile.Write64(w, f.out, c); err != nil {
-		return err
+	err := sink.WriteRows(c)
+	p.r.Write += time.Since(t3)
+	return err
+}
+
+// check64 checks a float64 product panel by panel, each as the product
+// of A's panel by B (validate.Check64: its Freivalds vectors drawn anew
+// for each panel from rng), and keeps the worst: validate has no float64
+// check by rows of one product, as Panels is for float32.
+type check64 struct {
+	mode    validate.Mode // Full, Freivalds or None: newMulCheck's
+	rng     *rand.Rand
+	worst   validate.Result
+	checked bool
+	// Full's relative Frobenius error over the panels: each panel's
+	// squared, weighted by its ‖C‖², which is the reference's to the
+	// product's own error (the reference's own norm is validate's), and
+	// the weights' sum.
+	diff2, ref2 float64
+}
+
+// panel checks c, rows r0… of C, against a, the same rows of A, and b.
+func (k *check64) panel(a, b, c blas64.General, r0 int) {
+	if k.mode == validate.None || c.Rows == 0 {
+		return
 	}
-	r.Write, r.Wall = time.Since(t3), time.Since(t0)
-	return nil
+	r := validate.Check64(k.mode, a, b, c, k.rng)
+	if r.Row >= 0 {
+		r.Row += r0
+	}
+	if k.mode == validate.Full {
+		w := 1e-300 // a panel of zeros: next to no weight, none divided by zero
+		for _, v := range c.Data[:c.Rows*c.Cols] {
+			if v-v == 0 {
+				w += v * v
+			}
+		}
+		k.diff2 += r.RelFrobenius * r.RelFrobenius * w
+		k.ref2 += w
+	}
+	ok := r.OK && (k.worst.OK || !k.checked)
+	if !k.checked || r.WorstRatio > k.worst.WorstRatio || k.worst.Row < 0 && r.Row >= 0 {
+		k.worst = r
+	}
+	k.worst.OK, k.checked = ok, true
+}
+
+// result is the worst panel's check so far: none where the mode is None
+// or no panel was checked.
+func (k *check64) result() validate.Result {
+	if !k.checked {
+		return validate.Result{Mode: k.mode, OK: true, Row: -1, Col: -1}
+	}
+	r := k.worst
+	if k.mode == validate.Full {
+		r.RelFrobenius = math.Sqrt(k.diff2 / k.ref2)
+	}
+	return r
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/glmul/glmul/cmd/glmul/internal/matfile"
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/validate"
 )
 
 // TestMulStreams: A or B from standard input ("-") or a FIFO (a shell's
@@ -108,4 +109,29 @@ func pipeStdin(t *testing.T, b []byte) {
 	os.Stdin = r
 	t.Cleanup(func() { os.Stdin = saved; r.Close() })
 	go func() { w.Write(b); w.Close() }()
+}
+
+// TestMulFloat64Streams: glmul mul -type f64 reads A from a FIFO or
+// standard input by panels (4 rows here), once, in order, as the float32
+// product does.
+func TestMulFloat64Streams(t *testing.T) {
+	needGL(t)
+	panelRowsFor64(t, 4)
+	dir := t.TempDir()
+	a, b, pa, pb, before := files64(t, dir, 13, 7, 5)
+	for i, args := range [][]string{{fifoOf(t, before[0]), pb}, {"-", pb}} {
+		if args[0] == "-" {
+			pipeStdin(t, before[0])
+		}
+		out := filepath.Join(dir, fmt.Sprintf("c%d.npy", i))
+		code, _, stderr := glmul(append([]string{"mul", "-type", "f64", "-backend", "egl", "-validate", "full", "-o", out}, args...)...)
+		if code != 0 || !strings.Contains(stderr, "4 of 4 rows of A and C") {
+			t.Errorf("%v: exit %d\n%s", args, code, stderr)
+			continue
+		}
+		if r := validate.CheckFull64(a, b, readNPY64(t, out)); !r.OK {
+			t.Errorf("%v: C %v", args, r)
+		}
+	}
+	sameFiles(t, []string{pa, pb}, before)
 }

@@ -82,13 +82,14 @@ func (r *Mul) Write(w io.Writer, f Format) error {
 		dest = r.Output
 	}
 	if typ == "float64" {
-		p("kernel", "%s", r.Kernel)
-		p("one piece", "A, B and C whole in host memory (%s): float64 products are not streamed", mib(r.HostBytes))
-		p("read", "%8.2f ms  B, then %8.2f ms  A", ms(r.ReadB), ms(r.Read))
-		p("gpu", "%8.2f ms  upload, product and readback", ms(r.GPU))
-		p("check", "%8.2f ms  validation on the CPU (double-double reference)", ms(r.Check))
+		p("kernel", "%s (for a whole panel)", r.Kernel)
+		p("panels", "%d of %d rows of A and C, streamed from the files to %s one after the other, B uploaded for each; %s of host memory for them and B",
+			r.Panels, r.PanelRows, dest, mib(r.HostBytes))
+		p("read", "%8.2f ms  B whole, then %8.2f ms  A by panels", ms(r.ReadB), ms(r.Read))
+		p("gpu", "%8.2f ms  uploads, products and readbacks of the panels", ms(r.GPU))
+		p("check", "%8.2f ms  validation on the CPU, panel by panel (double-double reference)", ms(r.Check))
 		p("write", "%8.2f ms  C to %s", ms(r.WriteC), r.Output)
-		p("files", "%8.2f ms  from the first read to C written; %s GFLOPS files to %s", ms(r.Wall), FormatGFLOPS(r.GFLOPS), dest)
+		p("files", "%8.2f ms  from the first read to the last row written; %s GFLOPS files to %s", ms(r.Wall), FormatGFLOPS(r.GFLOPS), dest)
 		p("validate", "%s", r.Validation)
 		return ew.err
 	}
