@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -132,26 +131,43 @@ func TestFillUniformBadStridePanics(t *testing.T) {
 	FillUniform(blas32.General{Rows: 2, Cols: 3, Stride: 2, Data: make([]float32, 6)}, 1, 0, nil)
 }
 
-// BenchmarkFillUniform fills an 8192² matrix (256 MiB, touched once
-// before) with 1 goroutine and with GOMAXPROCS, beside Fill.
+// BenchmarkFillUniform fills a 4096² matrix (touched once before), compact
+// and through a stride of 4099, in float32 and float64, and reports ns per
+// element; run it with -cpu 1,2 for one goroutine and two. Fill, serial,
+// is there to compare.
 func BenchmarkFillUniform(b *testing.B) {
-	m := New(8192, 8192)
-	FillUniform(m, 1, 0, nil)
+	const n, stride = 4096, 4099
+	perElement := func(b *testing.B) {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(n*n), "ns/element")
+	}
+	m := New(n, n)
 	b.Run("Fill", func(b *testing.B) {
-		b.SetBytes(int64(4 * len(m.Data)))
 		rng := rand.New(rand.NewPCG(1, 1))
 		for b.Loop() {
 			Fill(m, rng)
 		}
+		perElement(b)
 	})
-	for _, procs := range []int{1, runtime.GOMAXPROCS(0)} {
-		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
-			withProcs(procs, func() {
-				b.SetBytes(int64(4 * len(m.Data)))
-				for b.Loop() {
-					FillUniform(m, 1, 0, nil)
-				}
-			})
+	for _, layout := range []string{"compact", "strided"} {
+		s := n
+		if layout == "strided" {
+			s = stride
+		}
+		m32 := blas32.General{Rows: n, Cols: n, Stride: s, Data: make([]float32, (n-1)*s+n)}
+		m64 := blas64.General{Rows: n, Cols: n, Stride: s, Data: make([]float64, (n-1)*s+n)}
+		FillUniform(m32, 1, 0, nil)
+		FillUniform64(m64, 1, 0, nil)
+		b.Run("type=float32/layout="+layout, func(b *testing.B) {
+			for b.Loop() {
+				FillUniform(m32, 1, 0, nil)
+			}
+			perElement(b)
+		})
+		b.Run("type=float64/layout="+layout, func(b *testing.B) {
+			for b.Loop() {
+				FillUniform64(m64, 1, 0, nil)
+			}
+			perElement(b)
 		})
 	}
 }
