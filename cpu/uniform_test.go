@@ -45,6 +45,169 @@ func TestFillUniformWhateverTheThreads(t *testing.T) {
 	}
 }
 
+// TestFillUniformMatchesReference: FillUniform and FillUniform64 give
+// refFill's values bit for bit, and leave the stride gaps alone, for
+// matrices smaller than a block, rows of odd and even lengths that
+// straddle the blocks' edges, compact and through strides, with 1 and 3
+// goroutines.
+func TestFillUniformMatchesReference(t *testing.T) {
+	shapes := [][2]int{
+		{0, 5}, {5, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {2, 3}, {3, 7}, {17, 31},
+		{1, UniformBlock - 1}, {1, UniformBlock}, {1, UniformBlock + 1}, {2, UniformBlock + 1},
+		{301, 517}, {3, 70001}, {UniformBlock + 1, 1}, {256, 256}, {255, 257}, {129, 1025},
+	}
+	for _, s := range shapes {
+		for _, gap := range []int{0, 1, 4} {
+			rows, cols, stride := s[0], s[1], s[1]+gap
+			want32, want64 := refFill(rows, cols, stride, 42, 3)
+			for _, procs := range []int{1, 3} {
+				got32 := blas32.General{Rows: rows, Cols: cols, Stride: stride, Data: nan32(len(want32.Data))}
+				got64 := blas64.General{Rows: rows, Cols: cols, Stride: stride, Data: nan64(len(want64.Data))}
+				withProcs(procs, func() {
+					FillUniform(got32, 42, 3, nil)
+					FillUniform64(got64, 42, 3, nil)
+				})
+				for k := range want32.Data {
+					if math.Float32bits(got32.Data[k]) != math.Float32bits(want32.Data[k]) {
+						t.Fatalf("%dx%d stride %d, %d goroutines: float32 Data[%d] = %v, want %v",
+							rows, cols, stride, procs, k, got32.Data[k], want32.Data[k])
+					}
+					if math.Float64bits(got64.Data[k]) != math.Float64bits(want64.Data[k]) {
+						t.Fatalf("%dx%d stride %d, %d goroutines: float64 Data[%d] = %v, want %v",
+							rows, cols, stride, procs, k, got64.Data[k], want64.Data[k])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestFillUniformGolden: a few elements of a few matrices keep the values
+// FillUniform and FillUniform64 gave when first written, so that neither
+// they nor refFill can drift.
+func TestFillUniformGolden(t *testing.T) {
+	for _, g := range []struct {
+		rows, cols   int
+		seed, stream uint64
+		e            int
+		bits32       uint32
+		bits64       uint64
+	}{
+		{301, 517, 42, 0, 0, 0xbf3679b9, 0xbfe6cf3722506e55},
+		{301, 517, 42, 0, 1, 0xbd941b98, 0xbfd6b80274677a3a},
+		{301, 517, 42, 0, 516, 0x3f200eab, 0x3fea648d37821209},
+		{301, 517, 42, 0, 517, 0x3e8cb90a, 0x3fcf5e13b4b9abdc},
+		{301, 517, 42, 0, 65535, 0x3f1fdd67, 0x3fe54c1b49a9b9b1},
+		{301, 517, 42, 0, 65536, 0x3f07c6c9, 0x3fe0f8d908037fd9},
+		{301, 517, 42, 0, 65537, 0xbf3fe401, 0x3fdc11c1c4c33dba},
+		{301, 517, 42, 0, 131073, 0xbebe5dc6, 0x3fb0c276248d0358},
+		{301, 517, 42, 0, 155616, 0x3c2aa440, 0xbfee0a09978bfbb5},
+		{1, 1, 1, 1, 0, 0xbf0e2c53, 0xbfe1c58a792a82ab},
+		{3, 70001, 7, 1, 0, 0x3f3fb60d, 0x3fe7f6c18910d2dd},
+		{3, 70001, 7, 1, 1, 0xbf377969, 0xbfe374178e27e813},
+		{3, 70001, 7, 1, 516, 0x3f7e5925, 0x3fc3d06aa45b64b4},
+		{3, 70001, 7, 1, 517, 0xbf0d4a27, 0xbfc96ce593f73d3c},
+		{3, 70001, 7, 1, 65535, 0xbece7fc2, 0xbfbbb68e8a1f87d8},
+		{3, 70001, 7, 1, 65536, 0x3f6e8109, 0x3fedd02133de6ea3},
+		{3, 70001, 7, 1, 65537, 0x3f1ef375, 0xbfe9d4ad41825cab},
+		{3, 70001, 7, 1, 131073, 0x3f6c3a8f, 0x3fedc849f5831ccf},
+		{3, 70001, 7, 1, 210002, 0xbf5fdab3, 0x3fe6b68ec87fb943},
+	} {
+		m32 := Uniform(g.rows, g.cols, g.seed, g.stream)
+		m64 := blas64.General{Rows: g.rows, Cols: g.cols, Stride: g.cols, Data: make([]float64, g.rows*g.cols)}
+		FillUniform64(m64, g.seed, g.stream, nil)
+		r32, r64 := refFill(g.rows, g.cols, g.cols, g.seed, g.stream)
+		for _, got := range []uint32{math.Float32bits(m32.Data[g.e]), math.Float32bits(r32.Data[g.e])} {
+			if got != g.bits32 {
+				t.Errorf("%dx%d seed %d stream %d: float32 element %d is %#08x, want %#08x", g.rows, g.cols, g.seed, g.stream, g.e, got, g.bits32)
+			}
+		}
+		for _, got := range []uint64{math.Float64bits(m64.Data[g.e]), math.Float64bits(r64.Data[g.e])} {
+			if got != g.bits64 {
+				t.Errorf("%dx%d seed %d stream %d: float64 element %d is %#016x, want %#016x", g.rows, g.cols, g.seed, g.stream, g.e, got, g.bits64)
+			}
+		}
+	}
+}
+
+// refFill returns rows×cols matrices of the given stride, float32 and
+// float64, filled one block after another by refFillBlock and
+// refFillBlock64, their stride gaps NaN.
+func refFill(rows, cols, stride int, seed, stream uint64) (blas32.General, blas64.General) {
+	n := 0
+	if rows > 0 {
+		n = (rows-1)*stride + cols
+	}
+	m32 := blas32.General{Rows: rows, Cols: cols, Stride: stride, Data: nan32(n)}
+	m64 := blas64.General{Rows: rows, Cols: cols, Stride: stride, Data: nan64(n)}
+	base := splitMix(splitMix(seed) ^ stream)
+	total := rows * cols
+	for b := 0; b*UniformBlock < total; b++ {
+		lo, hi := b*UniformBlock, min(total, (b+1)*UniformBlock)
+		refFillBlock(m32, lo, hi, base, uint64(b))
+		refFillBlock64(m64, lo, hi, base, uint64(b))
+	}
+	return m32, m64
+}
+
+func nan32(n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(math.NaN())
+	}
+	return s
+}
+
+func nan64(n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = math.NaN()
+	}
+	return s
+}
+
+// refFillBlock is fillBlock as first written, drawing from math/rand/v2's
+// PCG element by element: the reference for its values.
+func refFillBlock(m blas32.General, lo, hi int, base, block uint64) {
+	s1 := splitMix(base ^ block)
+	pcg := rand.NewPCG(s1, splitMix(s1))
+	var spare uint64 // the second value of the last draw
+	haveSpare := false
+	for e := lo; e < hi; {
+		i, j := e/m.Cols, e%m.Cols
+		row := m.Data[i*m.Stride+j : i*m.Stride+min(m.Cols, j+hi-e)]
+		k := 0
+		if haveSpare && len(row) > 0 {
+			row[0], haveSpare = value(spare), false
+			k = 1
+		}
+		for ; k+1 < len(row); k += 2 {
+			u := pcg.Uint64()
+			row[k], row[k+1] = value(u>>40), value(u>>16&(1<<24-1))
+		}
+		if k < len(row) {
+			u := pcg.Uint64()
+			row[k], spare, haveSpare = value(u>>40), u>>16&(1<<24-1), true
+		}
+		e += len(row)
+	}
+}
+
+// refFillBlock64 is fillBlock64 as first written: the reference for its
+// values.
+func refFillBlock64(m blas64.General, lo, hi int, base, block uint64) {
+	s1 := splitMix(base ^ block)
+	pcg := rand.NewPCG(s1, splitMix(s1))
+	for e := lo; e < hi; {
+		i, j := e/m.Cols, e%m.Cols
+		row := m.Data[i*m.Stride+j : i*m.Stride+min(m.Cols, j+hi-e)]
+		for k := range row {
+			row[k] = value64(pcg.Uint64() >> 11)
+		}
+		e += len(row)
+	}
+}
+
 // TestFillUniformSeedsStreamsBlocks: another seed, another stream, or the
 // next block gives other values.
 func TestFillUniformSeedsStreamsBlocks(t *testing.T) {
