@@ -1,7 +1,7 @@
 package cpu
 
 import (
-	"math/rand/v2"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -110,44 +110,131 @@ func fillBlocks(total int, seed, stream uint64, progress func(done, total int), 
 }
 
 // fillBlock fills elements [lo, hi) of m, counted in row order, from the
-// block's own generator.
+// block's own generator: a value of a draw left over at a row's end
+// starts the next row. A compact m's block is one run of Data.
 func fillBlock(m blas32.General, lo, hi int, base, block uint64) {
-	s1 := splitMix(base ^ block)
-	pcg := rand.NewPCG(s1, splitMix(s1))
+	p := blockPCG(base, block)
 	var spare uint64 // the second value of the last draw
 	haveSpare := false
-	for e := lo; e < hi; {
-		i, j := e/m.Cols, e%m.Cols
-		row := m.Data[i*m.Stride+j : i*m.Stride+min(m.Cols, j+hi-e)]
-		k := 0
-		if haveSpare && len(row) > 0 {
-			row[0], haveSpare = value(spare), false
-			k = 1
+	i, j := lo/m.Cols, lo%m.Cols
+	for e := lo; e < hi; i, j = i+1, 0 {
+		n := min(m.Cols-j, hi-e)
+		if m.Stride == m.Cols {
+			n = hi - e
 		}
-		for ; k+1 < len(row); k += 2 {
-			u := pcg.Uint64()
-			row[k], row[k+1] = value(u>>40), value(u>>16&(1<<24-1))
+		row := m.Data[i*m.Stride+j:][:n]
+		e += n
+		if haveSpare {
+			row[0], row = value(spare), row[1:]
 		}
-		if k < len(row) {
-			u := pcg.Uint64()
-			row[k], spare, haveSpare = value(u>>40), u>>16&(1<<24-1), true
-		}
-		e += len(row)
+		p, spare = p.fill(row)
+		haveSpare = len(row)%2 == 1
 	}
 }
 
 // fillBlock64 is fillBlock for a float64 matrix: a draw a value.
 func fillBlock64(m blas64.General, lo, hi int, base, block uint64) {
-	s1 := splitMix(base ^ block)
-	pcg := rand.NewPCG(s1, splitMix(s1))
-	for e := lo; e < hi; {
-		i, j := e/m.Cols, e%m.Cols
-		row := m.Data[i*m.Stride+j : i*m.Stride+min(m.Cols, j+hi-e)]
-		for k := range row {
-			row[k] = value64(pcg.Uint64() >> 11)
+	p := blockPCG(base, block)
+	i, j := lo/m.Cols, lo%m.Cols
+	for e := lo; e < hi; i, j = i+1, 0 {
+		n := min(m.Cols-j, hi-e)
+		if m.Stride == m.Cols {
+			n = hi - e
 		}
-		e += len(row)
+		p = p.fill64(m.Data[i*m.Stride+j:][:n])
+		e += n
 	}
+}
+
+// pcg is math/rand/v2's PCG, the same state, step and DXSM output, so the
+// same draws as its Uint64, but held by value so that a loop keeps it in
+// registers. The fills draw twice from one state, its next and the one
+// after (one step of pcgMul², pcgInc·(pcgMul+1)), so that two
+// multiplications are in flight instead of one after the other.
+type pcg struct{ hi, lo uint64 }
+
+// The PCG's step, state·pcgMul + pcgInc modulo 2¹²⁸, and the step of two.
+const (
+	pcgMul  = 2549297995355413924<<64 | 4865540595714422341
+	pcgInc  = 6364136223846793005<<64 | 1442695040888963407
+	pcgMul2 = pcgMul * pcgMul % (1 << 128)
+	pcgInc2 = (pcgInc*pcgMul + pcgInc) % (1 << 128)
+)
+
+// blockPCG is the generator of a block: rand.NewPCG(s, splitMix(s)) for
+// s = splitMix(base ^ block).
+func blockPCG(base, block uint64) pcg {
+	s := splitMix(base ^ block)
+	return pcg{s, splitMix(s)}
+}
+
+// affine returns p's state times mul plus inc, modulo 2¹²⁸.
+func (p pcg) affine(mulHi, mulLo, incHi, incLo uint64) pcg {
+	hi, lo := bits.Mul64(p.lo, mulLo)
+	hi += p.hi*mulLo + p.lo*mulHi
+	lo, c := bits.Add64(lo, incLo, 0)
+	hi, _ = bits.Add64(hi, incHi, c)
+	return pcg{hi, lo}
+}
+
+// next is the state after p's; next2 the one after that.
+func (p pcg) next() pcg {
+	return p.affine(pcgMul>>64, pcgMul&(1<<64-1), pcgInc>>64, pcgInc&(1<<64-1))
+}
+
+func (p pcg) next2() pcg {
+	return p.affine(pcgMul2>>64, pcgMul2&(1<<64-1), pcgInc2>>64, pcgInc2&(1<<64-1))
+}
+
+// out is the draw of state p (DXSM): PCG.Uint64 steps, then returns out.
+func (p pcg) out() uint64 {
+	const cheapMul = 0xda942042e4dd58b5
+	hi := p.hi
+	hi ^= hi >> 32
+	hi *= cheapMul
+	hi ^= hi >> 48
+	return hi * (p.lo | 1)
+}
+
+// fill sets dst from p's next draws, two values a draw, high bits first,
+// and returns the generator after them and, where len(dst) is odd, the
+// unused second value of the last draw.
+func (p pcg) fill(dst []float32) (pcg, uint64) {
+	const mask = 1<<24 - 1
+	for len(dst) >= 4 {
+		a, b := p.next(), p.next2()
+		u, v := a.out(), b.out()
+		dst[0], dst[1], dst[2], dst[3] = value(u>>40), value(u>>16&mask), value(v>>40), value(v>>16&mask)
+		p, dst = b, dst[4:]
+	}
+	if len(dst) >= 2 {
+		p = p.next()
+		u := p.out()
+		dst[0], dst[1] = value(u>>40), value(u>>16&mask)
+		dst = dst[2:]
+	}
+	if len(dst) == 1 {
+		p = p.next()
+		u := p.out()
+		dst[0] = value(u >> 40)
+		return p, u >> 16 & mask
+	}
+	return p, 0
+}
+
+// fill64 sets dst from p's next draws, a value a draw, and returns the
+// generator after them.
+func (p pcg) fill64(dst []float64) pcg {
+	for len(dst) >= 2 {
+		a, b := p.next(), p.next2()
+		dst[0], dst[1] = value64(a.out()>>11), value64(b.out()>>11)
+		p, dst = b, dst[2:]
+	}
+	if len(dst) == 1 {
+		p = p.next()
+		dst[0] = value64(p.out() >> 11)
+	}
+	return p
 }
 
 // value64 maps u, 53 random bits, to (2u+1)·2⁻⁵³ − 1: an odd integer

@@ -82,6 +82,27 @@ func TestFillUniformMatchesReference(t *testing.T) {
 	}
 }
 
+// TestPCGMatchesRand: pcg's draws, a step or two at a time, are
+// math/rand/v2's PCG's, for seeds with high bits, low bits and all bits.
+func TestPCGMatchesRand(t *testing.T) {
+	for _, seed := range [][2]uint64{{0, 0}, {1, 0}, {0, 1}, {1 << 63, 1 << 63}, {^uint64(0), ^uint64(0)}, {42, splitMix(42)}} {
+		p, r := pcg{seed[0], seed[1]}, rand.NewPCG(seed[0], seed[1])
+		for k := range 1000 {
+			if k%3 == 0 {
+				a, b := p.next(), p.next2()
+				if u, v := a.out(), b.out(); u != r.Uint64() || v != r.Uint64() {
+					t.Fatalf("seed %#x: draws %d and %d (a step of two) differ from rand.PCG's", seed, k, k+1)
+				}
+				p = b
+				continue
+			}
+			if p = p.next(); p.out() != r.Uint64() {
+				t.Fatalf("seed %#x: draw %d differs from rand.PCG's", seed, k)
+			}
+		}
+	}
+}
+
 // TestFillUniformGolden: a few elements of a few matrices keep the values
 // FillUniform and FillUniform64 gave when first written, so that neither
 // they nor refFill can drift.
