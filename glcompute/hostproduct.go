@@ -14,6 +14,18 @@ import (
 	"github.com/glmul/glmul/shaders"
 )
 
+// hostPlan is how one host product runs: its options with the defaults
+// filled in, its kernels, and its panels where it runs in panels.
+type hostPlan struct {
+	o       MulOptions
+	kernels hostKernels
+	panels  dispatch.PanelPlan
+	paneled bool
+	// forcePanels: panels even where the product fits (a Group's device
+	// runs its column panels as a panel product).
+	forcePanels bool
+}
+
 // hostProduct is one Mul of host matrices: its kernel and plan, its GPU
 // buffers (rows padded as the kernel needs), the split-K workspace, and the
 // progress of its dispatches. Every method runs on the device thread.

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
-
-	"github.com/glmul/glmul/glcompute/internal/dispatch"
 )
 
 // Mul computes C = A·B on the GPU in one pipelined pass (A and B going up
@@ -82,18 +80,6 @@ func (d *Device) emptyProduct(opts *MulOptions) {
 		opts.check()
 	}
 	d.checkOpen()
-}
-
-// hostPlan is how one host product runs: its options with the defaults
-// filled in, its kernels, and its panels where it runs in panels.
-type hostPlan struct {
-	o       MulOptions
-	kernels hostKernels
-	panels  dispatch.PanelPlan
-	paneled bool
-	// forcePanels: panels even where the product fits (a Group's device
-	// runs its column panels as a panel product).
-	forcePanels bool
 }
 
 // planHost plans an m×k by k×n product of host matrices with opts: the

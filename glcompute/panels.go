@@ -128,7 +128,7 @@ func (d *Device) mulPanels(c, a, b blas32.General, hp *hostPlan, idle time.Durat
 		return t, err
 	}
 	if o.Measure != nil {
-		if err := o.Measure(&stages{pp: pp, idle: idle}); err != nil {
+		if err := o.Measure(&stages{first: pp.runFirst, d: pp.d, idle: idle}); err != nil {
 			return t, err
 		}
 	}
@@ -435,3 +435,15 @@ func ptrs(bs []glw.Buffer) []*glw.Buffer {
 	}
 	return out
 }
+
+// words is the words of an element of the panels' matrices.
+func (pp *panelProduct) words() words { return wordsOf(pp.plan.Size) }
+
+// cols is the columns of m, a matrix of words, in elements of the
+// panels' matrices.
+func (pp *panelProduct) cols(m blas32.General) int { return m.Cols / int(pp.words()) }
+
+// vec4s is elements of the panels' matrices in reduce.comp's 16-byte
+// units (vec4s of float32, dvec2s of float64); a panel's rows are whole
+// units (its Align).
+func (pp *panelProduct) vec4s(elements int) int { return elements * pp.plan.Size / 16 }

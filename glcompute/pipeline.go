@@ -5,8 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"gonum.org/v1/gonum/blas/blas32"
-
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/glcompute/internal/staging"
 	"github.com/glmul/glmul/glcompute/tuning"
@@ -46,17 +44,6 @@ func bandRows(m, tile, bands, ld, stagingBytes, waveRows int) int {
 		}
 	}
 	return rows
-}
-
-// part is a block of a host matrix: rows [r0, r0+rows) and columns
-// [c0, c0+cols) of m.
-type part struct {
-	m                  blas32.General
-	r0, c0, rows, cols int
-}
-
-func (p part) general() blas32.General {
-	return blas32.General{Rows: p.rows, Cols: p.cols, Stride: p.m.Stride, Data: p.m.Data[p.r0*p.m.Stride+p.c0:]}
 }
 
 // upTransfer is one host block bound for the GPU before a step runs.

@@ -17,10 +17,12 @@ import (
 //
 // A stages is valid only during the hook's call, on the device's thread.
 type stages struct {
-	h       *hostProduct  // a product in one piece
-	pp      *panelProduct // or one in panels
+	h       *hostProduct // a product in one piece
 	c, a, b blas32.General
-	idle    time.Duration
+	// A product in panels: first runs its first panel's product, on d.
+	first func() error
+	d     *Device
+	idle  time.Duration
 }
 
 // Idle is how long the device had had no work (no Mul, since its creation
@@ -32,14 +34,14 @@ func (s *stages) Idle() time.Duration { return s.idle }
 // stages then cannot be run alone: Upload and ReadBack do nothing and
 // return zero, and Run runs the first panel's product on whatever its
 // buffers hold (enough to warm the GPU up).
-func (s *stages) Panels() bool { return s.pp != nil }
+func (s *stages) Panels() bool { return s.first != nil }
 
 // Dispatches is the number of compute dispatches of one Run: the
 // progress reports (onDispatch) it makes. A stream-K product's dispatches
 // report once, together.
 func (s *stages) Dispatches() int {
 	switch {
-	case s.pp != nil:
+	case s.first != nil:
 		return 0 // counted as they are queued
 	case s.h.sk != nil:
 		return 1
@@ -55,7 +57,7 @@ func (s *stages) Dispatches() int {
 // upload into new buffers costs the driver more than later ones
 // (docs/PERFORMANCE.md, "The data path: host matrices to the GPU and back").
 func (s *stages) Upload() (time.Duration, int64, error) {
-	if s.pp != nil {
+	if s.first != nil {
 		return 0, 0, nil
 	}
 	h := s.h
@@ -80,9 +82,9 @@ func (s *stages) TimerUsable() bool {
 // onDispatch, if set, is called as each of the Dispatches completes (a
 // fence and a flush after each, which costs some time).
 func (s *stages) Run(timer bool, onDispatch func()) (wall, gpu time.Duration, err error) {
-	if s.pp != nil {
+	if s.first != nil {
 		start := time.Now()
-		err := s.pp.runFirst()
+		err := s.first()
 		return time.Since(start), 0, err
 	}
 	h := s.h
@@ -117,7 +119,7 @@ func (s *stages) Run(timer bool, onDispatch func()) (wall, gpu time.Duration, er
 // ReadBack copies C into host memory, where Mul's C is, and returns how
 // long that took and the bytes read back.
 func (s *stages) ReadBack() (time.Duration, int64, error) {
-	if s.pp != nil {
+	if s.first != nil {
 		return 0, 0, nil
 	}
 	d, err := s.h.readBack(s.c)
@@ -125,8 +127,8 @@ func (s *stages) ReadBack() (time.Duration, int64, error) {
 }
 
 func (s *stages) device() *Device {
-	if s.pp != nil {
-		return s.pp.d
+	if s.first != nil {
+		return s.d
 	}
 	return s.h.d
 }

@@ -55,17 +55,16 @@ func words64(m blas64.General) blas32.General {
 	return blas32.General{Rows: m.Rows, Cols: 2 * m.Cols, Stride: 2 * m.Stride, Data: data}
 }
 
-// words is the words of an element of the panels' matrices.
-func (pp *panelProduct) words() words { return wordsOf(pp.plan.Size) }
+// part is a block of a host matrix: rows [r0, r0+rows) and columns
+// [c0, c0+cols) of m.
+type part struct {
+	m                  blas32.General
+	r0, c0, rows, cols int
+}
 
-// cols is the columns of m, a matrix of words, in elements of the
-// panels' matrices.
-func (pp *panelProduct) cols(m blas32.General) int { return m.Cols / int(pp.words()) }
-
-// vec4s is elements of the panels' matrices in reduce.comp's 16-byte
-// units (vec4s of float32, dvec2s of float64); a panel's rows are whole
-// units (its Align).
-func (pp *panelProduct) vec4s(elements int) int { return elements * pp.plan.Size / 16 }
+func (p part) general() blas32.General {
+	return blas32.General{Rows: p.rows, Cols: p.cols, Stride: p.m.Stride, Data: p.m.Data[p.r0*p.m.Stride+p.c0:]}
+}
 
 // reduceFor is the reduction that adds kernel k's partial results:
 // Reduce, or Reduce64 for a float64 kernel.
