@@ -105,72 +105,6 @@ type StreamResult struct {
 // Flop is the product's floating-point operations, 2·M·N·K.
 func (r StreamResult) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * float64(r.K) }
 
-// MulStream computes C = A·B for matrices that need not fit in memory: A
-// is read by panels of rows from a, B whole from b, and C's rows are
-// written in order to c, so that memory holds B and a few panels
-// (streamHostBytes). Reading, the GPU, the check (StreamOptions.Check)
-// and writing overlap, each on a goroutine of its own. An error from any
-// stage stops the others (c's rows are then incomplete); Release during
-// MulStream stops it with ErrReleased. Panels of B and of K, and empty
-// products: docs/LIBRARY.md.
-//
-// It panics on a borrowed Device (it needs Open's), if A's columns differ
-// from B's rows, or if a dimension is negative.
-func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (StreamResult, error) {
-	d.mustBeOpen()
-	if d.isReleased() {
-		panic("glcompute: use of a released Device")
-	}
-	if d.borrowed {
-		panic("glcompute: MulStream needs a Device that owns its context (Open): its GPU stage runs on a goroutine of its own, where a borrowed context is not current")
-	}
-	if a.Rows() < 0 || a.Cols() < 0 || b.Rows() < 0 || b.Cols() < 0 {
-		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d: no dimension may be negative", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
-	}
-	if a.Cols() != b.Rows() {
-		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d: A's columns must equal B's rows", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
-	}
-	if o == nil {
-		o = &StreamOptions{}
-	}
-	if o.MaxBinding < 0 {
-		panic("glcompute: StreamOptions.MaxBinding is negative")
-	}
-	p := newStreamPlan(a.Rows(), a.Cols(), b.Cols(), o.PanelBytes)
-	if !p.empty() {
-		if err := p.fitBinding(d.streamBinding(o.MaxBinding)); err != nil {
-			return StreamResult{}, err
-		}
-		// The kernel, on a panel's shape, before anything is read.
-		if _, err := d.Plan(p.rows, p.kper, p.cols, &MulOptions{Kernel: o.Kernel, MaxBinding: o.MaxBinding}); err != nil {
-			return StreamResult{}, err
-		}
-	}
-	if need := p.hostBytes(); o.HostLimit > 0 && need > o.HostLimit {
-		return StreamResult{}, fmt.Errorf("glcompute: the %d×%d by %d×%d product needs %.1f GiB of host memory for B and its panels of A and C, over the limit of %.1f GiB: %w",
-			p.m, p.k, p.k, p.n, float64(need)/(1<<30), float64(o.HostLimit)/(1<<30), ErrHostMemory)
-	}
-	r := StreamResult{M: p.m, K: p.k, N: p.n, Panels: p.panels, PanelRows: p.rows, BPanels: p.bpanels, KPanels: p.kpanels, Kernel: o.Kernel}
-	ctx := o.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	start := time.Now()
-	var err error
-	if p.empty() {
-		r.Kernel = "" // none runs
-		err = zeroStream(ctx, c, p, o.Progress, &r)
-	} else {
-		if o.Kernel == "" || o.Kernel == "fast" {
-			r.Kernel = d.kernelFor(p.rows, p.kper, p.cols)
-		}
-		err = runStream(ctx, d, p, a, b, c, o, &r)
-	}
-	r.Wall = time.Since(start)
-	r.HostBytes = p.hostBytes()
-	return r, err
-}
-
 // streamPanels returns how many panels, of how many rows, MulStream cuts
 // an m×k by k×n product into with StreamOptions.PanelBytes panelBytes.
 func streamPanels(m, k, n int, panelBytes int64) (panels, rows int) {
@@ -322,16 +256,16 @@ func readB(ctx context.Context, b RowReader, p streamPlan, r *StreamResult) (bla
 	return hb, nil
 }
 
-// panel is one panel's host memory: its rows of A (kp floats a row, the
+// streamPanel is one panel's host memory: its rows of A (kp floats a row, the
 // padding zero) and of C (np floats a row).
-type panel struct {
+type streamPanel struct {
 	i    int
 	a, c blas32.General
 }
 
 // newPanel allocates a panel of p.rows rows.
-func newPanel(p streamPlan) *panel {
-	return &panel{a: blas32.General{Rows: p.rows, Cols: p.kp, Stride: p.kp, Data: make([]float32, p.rows*p.kp)},
+func newPanel(p streamPlan) *streamPanel {
+	return &streamPanel{a: blas32.General{Rows: p.rows, Cols: p.kp, Stride: p.kp, Data: make([]float32, p.rows*p.kp)},
 		c: blas32.General{Rows: p.rows, Cols: p.np, Stride: p.np, Data: make([]float32, p.rows*p.np)}}
 }
 

@@ -11,6 +11,72 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 )
 
+// MulStream computes C = A·B for matrices that need not fit in memory: A
+// is read by panels of rows from a, B whole from b, and C's rows are
+// written in order to c, so that memory holds B and a few panels
+// (streamHostBytes). Reading, the GPU, the check (StreamOptions.Check)
+// and writing overlap, each on a goroutine of its own. An error from any
+// stage stops the others (c's rows are then incomplete); Release during
+// MulStream stops it with ErrReleased. Panels of B and of K, and empty
+// products: docs/LIBRARY.md.
+//
+// It panics on a borrowed Device (it needs Open's), if A's columns differ
+// from B's rows, or if a dimension is negative.
+func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (StreamResult, error) {
+	d.mustBeOpen()
+	if d.isReleased() {
+		panic("glcompute: use of a released Device")
+	}
+	if d.borrowed {
+		panic("glcompute: MulStream needs a Device that owns its context (Open): its GPU stage runs on a goroutine of its own, where a borrowed context is not current")
+	}
+	if a.Rows() < 0 || a.Cols() < 0 || b.Rows() < 0 || b.Cols() < 0 {
+		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d: no dimension may be negative", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
+	}
+	if a.Cols() != b.Rows() {
+		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d: A's columns must equal B's rows", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
+	}
+	if o == nil {
+		o = &StreamOptions{}
+	}
+	if o.MaxBinding < 0 {
+		panic("glcompute: StreamOptions.MaxBinding is negative")
+	}
+	p := newStreamPlan(a.Rows(), a.Cols(), b.Cols(), o.PanelBytes)
+	if !p.empty() {
+		if err := p.fitBinding(d.streamBinding(o.MaxBinding)); err != nil {
+			return StreamResult{}, err
+		}
+		// The kernel, on a panel's shape, before anything is read.
+		if _, err := d.Plan(p.rows, p.kper, p.cols, &MulOptions{Kernel: o.Kernel, MaxBinding: o.MaxBinding}); err != nil {
+			return StreamResult{}, err
+		}
+	}
+	if need := p.hostBytes(); o.HostLimit > 0 && need > o.HostLimit {
+		return StreamResult{}, fmt.Errorf("glcompute: the %d×%d by %d×%d product needs %.1f GiB of host memory for B and its panels of A and C, over the limit of %.1f GiB: %w",
+			p.m, p.k, p.k, p.n, float64(need)/(1<<30), float64(o.HostLimit)/(1<<30), ErrHostMemory)
+	}
+	r := StreamResult{M: p.m, K: p.k, N: p.n, Panels: p.panels, PanelRows: p.rows, BPanels: p.bpanels, KPanels: p.kpanels, Kernel: o.Kernel}
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	start := time.Now()
+	var err error
+	if p.empty() {
+		r.Kernel = "" // none runs
+		err = zeroStream(ctx, c, p, o.Progress, &r)
+	} else {
+		if o.Kernel == "" || o.Kernel == "fast" {
+			r.Kernel = d.kernelFor(p.rows, p.kper, p.cols)
+		}
+		err = runStream(ctx, d, p, a, b, c, o, &r)
+	}
+	r.Wall = time.Since(start)
+	r.HostBytes = p.hostBytes()
+	return r, err
+}
+
 // hostPanels is how many panels of host memory circulate: one being read,
 // one on the GPU, one being checked or written. More let the stages run
 // further apart, at a panel of memory each.
@@ -125,7 +191,7 @@ func (g *streamGPU) slot(i int) (a, c []*Matrix, release func(), err error) {
 // multiply uploads panel pn's rows of A, a K panel at a time, and queues
 // their products by B's column panels: the first K panel's with the
 // kernel, the later ones added to it (Gemm's β = 1).
-func (g *streamGPU) multiply(pn *panel) error {
+func (g *streamGPU) multiply(pn *streamPanel) error {
 	return g.on(pn, func(a, c []*Matrix) error {
 		for q, aq := range a {
 			k0, kc := g.p.kOf(q)
@@ -152,7 +218,7 @@ func (g *streamGPU) multiply(pn *panel) error {
 
 // readBack copies panel pn's C into its host memory, a column panel at a
 // time.
-func (g *streamGPU) readBack(pn *panel) error {
+func (g *streamGPU) readBack(pn *streamPanel) error {
 	return g.on(pn, func(_, c []*Matrix) error {
 		for j, cj := range c {
 			c0, cols := g.p.colsOf(j)
@@ -165,7 +231,7 @@ func (g *streamGPU) readBack(pn *panel) error {
 }
 
 // on calls f with panel pn's matrices of A and C (slot).
-func (g *streamGPU) on(pn *panel, f func(a, c []*Matrix) error) error {
+func (g *streamGPU) on(pn *streamPanel, f func(a, c []*Matrix) error) error {
 	a, c, release, err := g.slot(pn.i)
 	if err != nil {
 		return err
@@ -180,14 +246,14 @@ type streamStages struct {
 	p      streamPlan
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	free   chan *panel // panels to read into
-	read   chan *panel // A read: to the GPU
-	back   chan *panel // C read back: to the check
-	ready  chan *panel // checked: to the writer
+	free   chan *streamPanel // panels to read into
+	read   chan *streamPanel // A read: to the GPU
+	back   chan *streamPanel // C read back: to the check
+	ready  chan *streamPanel // checked: to the writer
 }
 
 // take receives from ch, or reports false once the product stopped.
-func (st *streamStages) take(ch chan *panel) (*panel, bool) {
+func (st *streamStages) take(ch chan *streamPanel) (*streamPanel, bool) {
 	select {
 	case pn, ok := <-ch:
 		return pn, ok
@@ -197,7 +263,7 @@ func (st *streamStages) take(ch chan *panel) (*panel, bool) {
 }
 
 // give sends pn on ch, or reports false once the product stopped.
-func (st *streamStages) give(ch chan *panel, pn *panel) bool {
+func (st *streamStages) give(ch chan *streamPanel, pn *streamPanel) bool {
 	select {
 	case ch <- pn:
 		return true
@@ -211,7 +277,7 @@ func (st *streamStages) give(ch chan *panel, pn *panel) bool {
 // is up (StreamOptions.Check prepared meanwhile), the writer on the
 // caller's.
 func runStream(ctx context.Context, dev *Device, p streamPlan, a, b RowReader, c RowWriter, o *StreamOptions, r *StreamResult) error {
-	st := &streamStages{p: p, free: make(chan *panel, hostPanels), read: make(chan *panel, 1), back: make(chan *panel, 1), ready: make(chan *panel, 1)}
+	st := &streamStages{p: p, free: make(chan *streamPanel, hostPanels), read: make(chan *streamPanel, 1), back: make(chan *streamPanel, 1), ready: make(chan *streamPanel, 1)}
 	st.ctx, st.cancel = context.WithCancelCause(ctx)
 	for range min(hostPanels, p.panels) {
 		st.free <- newPanel(p)
@@ -320,7 +386,7 @@ func (st *streamStages) reader(a RowReader, busy *time.Duration) {
 // whose product ran meanwhile.
 func (st *streamStages) gpu(g *streamGPU, busy *time.Duration) {
 	defer close(st.back)
-	var prev *panel
+	var prev *streamPanel
 	for {
 		pn, ok := st.take(st.read)
 		if !ok && st.ctx.Err() != nil {
