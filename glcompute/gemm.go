@@ -228,7 +228,7 @@ func (d *Device) mulFilled(spec string, c, a, b *Matrix) error {
 // error, what resident calls remember of their bindings is forgotten;
 // not on errGrowWork, which comes before anything is bound.
 func (d *Device) planFast(spec string, m, k, n int, grow bool) (p *program, plan dispatch.Plan, f fillPlan, err error) {
-	if p, err = d.program(spec); err == nil {
+	if p, err = d.programNamed(spec); err == nil {
 		if plan, err = p.plan(m, n, DefaultMaxGroups); err == nil {
 			if f, err = d.planFill(p, plan, m, k, n); err == nil {
 				f, err = d.workFor(f, k, grow)

@@ -202,7 +202,7 @@ func (h *hostProduct) planSplit() error {
 // where the bands' waves of work groups add up to no more than the
 // product's and each runs at least minBandWaves (transposeBandRows); for a
 // product that runs unsplit, without stream-K or edge strips, unpaced
-// (pacing.go: a streamed transpose is one long dispatch), and that runs
+// (program.go: a streamed transpose is one long dispatch), and that runs
 // whole at all (under Measure, or a pass in one step). Bands only make it
 // faster: where the streamed transpose does not compile, the product runs
 // whole.

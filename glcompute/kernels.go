@@ -3,8 +3,6 @@ package glcompute
 import (
 	"errors"
 	"fmt"
-	"math"
-	"strings"
 	"unsafe"
 
 	"github.com/glmul/glmul/glcompute/internal/dispatch"
@@ -13,177 +11,14 @@ import (
 	"github.com/glmul/glmul/shaders"
 )
 
-// This file is the one place that knows kernels: parsing a spec, the
-// compiled programs and their uniforms, what fits the device, and which
-// configuration runs by default (tuned, built-in, or the small-grid one).
+// This file is the one place that knows kernels: parsing a spec,
+// compiling it, what fits the device, and which configuration runs by
+// default (tuned, built-in, or the small-grid one). A compiled program,
+// its uniforms and how its dispatches are issued are program.go's.
 
-// program is a compiled kernel and its uniform locations.
-type program struct {
-	kernel shaders.Kernel
-	prog   glw.Program
-	locs   map[string]int32 // uniform locations, looked up once
-	set    map[int32]uint32 // the last value set per uniform (a float's bits)
-	// planned is the last dispatch plan and its rows, columns and group
-	// cap: a resident product re-plans the same shape every call.
-	planned    dispatch.Plan
-	plannedFor [3]int
-	// pace, if set, sizes dispatches to a time budget (pacing.go).
-	pace *pacer
-}
-
-// plan returns the dispatch plan of a rows×cols result in chunks of at
-// most maxGroups work groups an axis (dispatch.New), reusing the last one
-// for the same arguments. The plan is shared: read it, do not change it.
-func (p *program) plan(rows, cols, maxGroups int) (dispatch.Plan, error) {
-	key := [3]int{rows, cols, maxGroups}
-	if p.planned.Chunks != nil && p.plannedFor == key {
-		return p.planned, nil
-	}
-	plan, err := dispatch.New(rows, cols, p.kernel.TileM, p.kernel.TileN, maxGroups)
-	if err != nil {
-		return plan, fmt.Errorf("glcompute: %w", err)
-	}
-	p.planned, p.plannedFor = plan, key
-	return plan, nil
-}
-
-// setUint sets the uint uniform name of p, the current program, unless it
-// already holds v (a resident product re-sets the same values every call).
-// Every uniform of glmul's programs is set through setUint, setUints or
-// setFloat, so the cache stays true; a uniform the kernel lacks (location
-// −1) is ignored.
-func (p *program) setUint(name string, v uint32) {
-	if l, ok := p.changed(name, v); ok {
-		glw.SetUint(l, v)
-	}
-}
-
-// setFloat sets the float uniform name of p, as setUint does.
-func (p *program) setFloat(name string, v float32) {
-	if l, ok := p.changed(name, math.Float32bits(v)); ok {
-		glw.SetFloat(l, v)
-	}
-}
-
-// dispatchTiles queues p, the current program with its other uniforms
-// set, over a rows×cols result in chunks of at most maxGroups work groups
-// an axis (x0 and y0 say where each starts), and returns how many
-// dispatches it made.
-func (p *program) dispatchTiles(rows, cols, maxGroups int) (int, error) {
-	plan, err := p.plan(rows, cols, maxGroups)
-	if err != nil {
-		return 0, err
-	}
-	p.dispatchChunks(plan)
-	return len(plan.Chunks), nil
-}
-
-// dispatchChunks queues p, the current program, over plan's chunks (each
-// in dispatches sized to the budget, with a pacer).
-func (p *program) dispatchChunks(plan dispatch.Plan) {
-	for _, ch := range plan.Chunks {
-		p.dispatchChunk(ch, 1)
-	}
-}
-
-// dispatchChunk queues p, the current program, over one chunk of a plan
-// in splits slices of K (the dispatch's z): paced where p has a pacer and
-// K is not split (pacing.go: a split's slices are not paced).
-func (p *program) dispatchChunk(ch dispatch.Chunk, splits int) {
-	if p.pace != nil && splits == 1 {
-		p.dispatchPaced(ch)
-		return
-	}
-	p.setUint("x0", uint32(ch.X0))
-	p.setUint("y0", uint32(ch.Y0))
-	glw.Dispatch3(ch.GroupsX, ch.GroupsY, splits)
-}
-
-// dispatchLinear runs chunks, a one-dimensional plan (dispatch.Linear),
-// with p in use: each chunk's first index, plus off, in uniform first.
-func (p *program) dispatchLinear(chunks []dispatch.LinearChunk, off int) {
-	for _, ch := range chunks {
-		p.setUint("first", uint32(off+ch.First))
-		glw.Dispatch(ch.GroupsX, ch.GroupsY)
-	}
-}
-
-// uniform is a uint uniform's name and value, for setUints.
-type uniform struct {
-	name string
-	v    int
-}
-
-// setUints sets several uint uniforms with setUint.
-func (p *program) setUints(us ...uniform) {
-	for _, u := range us {
-		p.setUint(u.name, uint32(u.v))
-	}
-}
-
-// setLayout sets the shape of a product for p, the current program (M,
-// K, N), and the row strides and offsets of A, B and C in elements, in
-// the units of the kernel's uniforms: a strided float32 kernel's offsets
-// in vec4s (offA4, offB4, offC4; each a multiple of 4 floats), a float64
-// kernel's in doubles (offA, offB, offC).
-func (p *program) setLayout(m, k, n, lda, ldb, ldc, offA, offB, offC int) {
-	if p.kernel.Float64 {
-		p.setUints(uniform{"M", m}, uniform{"K", k}, uniform{"N", n}, uniform{"lda", lda}, uniform{"ldb", ldb},
-			uniform{"ldc", ldc}, uniform{"offA", offA}, uniform{"offB", offB}, uniform{"offC", offC})
-		return
-	}
-	p.setUints(uniform{"M", m}, uniform{"K", k}, uniform{"N", n}, uniform{"lda", lda}, uniform{"ldb", ldb},
-		uniform{"ldc", ldc}, uniform{"offA4", offA / 4}, uniform{"offB4", offB / 4}, uniform{"offC4", offC / 4})
-}
-
-// changed returns the location of uniform name and whether its cached
-// value differs from bits, recording bits as its value.
-func (p *program) changed(name string, bits uint32) (int32, bool) {
-	l := p.loc(name)
-	if old, ok := p.set[l]; ok && old == bits {
-		return l, false
-	}
-	if p.set == nil {
-		p.set = map[int32]uint32{}
-	}
-	p.set[l] = bits
-	return l, true
-}
-
-func (p *program) release() { p.prog.Release() }
-
-// loc returns the location of a uniform, looked up once. It panics on a
-// name the kernel's source does not declare: a misspelt uniform would
-// otherwise be set nowhere, silently (location −1 is also what a declared
-// uniform that the compiler removed gets, which is harmless).
-func (p *program) loc(name string) int32 {
-	if l, ok := p.locs[name]; ok {
-		return l
-	}
-	if p.locs == nil {
-		p.locs = map[string]int32{}
-	}
-	l := p.prog.Uniform(name)
-	if l < 0 && !declaresUniform(p.kernel.Source, name) {
-		panic("glcompute: kernel " + p.kernel.File + " has no uniform " + name)
-	}
-	p.locs[name] = l
-	return l
-}
-
-// declaresUniform reports whether GLSL source declares a uniform name.
-func declaresUniform(source, name string) bool {
-	for _, line := range strings.Split(source, "\n") {
-		f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(line), ";"))
-		if len(f) >= 3 && f[0] == "uniform" && strings.TrimSuffix(f[2], ";") == name {
-			return true
-		}
-	}
-	return false
-}
-
-// program returns the compiled kernel that spec names; on the device thread.
-func (d *Device) program(spec string) (*program, error) {
+// programNamed returns the compiled kernel that spec names; on the
+// device thread.
+func (d *Device) programNamed(spec string) (*program, error) {
 	if p, ok := d.programs[spec]; ok {
 		return p, nil
 	}

@@ -53,13 +53,13 @@ func (c *Matrix) mulKernel(spec string, a, b *Matrix) error {
 		return d.mulFilled(spec, c, a, b) // split as the driver's loop budget needs (loops.go)
 	}
 	if k.Strided {
-		return d.resident(func() (*program, error) { return d.program(spec) }, a, b, c,
+		return d.resident(func() (*program, error) { return d.programNamed(spec) }, a, b, c,
 			func(p *program, offA, offB, offC int) { setResidentFast(p, c, a.Stride, b, offA, offB, offC) })
 	}
 	if d.kSlices(k, a.Cols) > 1 {
 		return d.errLoopBudget(k, a.Cols)
 	}
-	return d.resident(func() (*program, error) { return d.program(spec) }, a, b, c,
+	return d.resident(func() (*program, error) { return d.programNamed(spec) }, a, b, c,
 		func(p *program, _, _, _ int) {
 			p.setUints(uniform{"M", c.Rows}, uniform{"K", a.Cols}, uniform{"N", c.Cols})
 		})

@@ -75,7 +75,7 @@ type Options struct {
 	StagingBytes int
 	// MaxDispatchTime is the longest one compute dispatch should run:
 	// glmul times a kernel's first dispatches as they grow and sizes the
-	// rest to half of it (pacing.go). Zero value: for an owned Device on
+	// rest to half of it (program.go). Zero value: for an owned Device on
 	// Windows, whose GPU watchdog (TDR) resets a GPU after 2 s of work
 	// without a pause, defaultMaxDispatchTimeWindows (500 ms); elsewhere,
 	// and for a borrowed Device (measuring takes glFinish calls), no

@@ -54,7 +54,7 @@ var errGrowWork = errors.New("glcompute: the resident workspace must grow")
 
 // planFill returns the fill of a resident product of p, a fast kernel,
 // over plan's groups, m×k×n; on the device thread. Unsplit where nothing
-// is gained, the kernel is paced (pacing.go: each dispatch's groups are
+// is gained, the kernel is paced (program.go: each dispatch's groups are
 // budgeted unsplit), or the workspace would pass maxResidentWorkBytes or
 // one binding.
 func (d *Device) planFill(p *program, plan dispatch.Plan, m, k, n int) (fillPlan, error) {

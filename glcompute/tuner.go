@@ -54,7 +54,7 @@ func (t tuner) ProgramBinary(spec string) ([]byte, error) {
 	var err error
 	d.call(func() {
 		var p *program
-		if p, err = d.program(spec); err != nil {
+		if p, err = d.programNamed(spec); err != nil {
 			return
 		}
 		_, data = p.prog.Binary()
