@@ -51,15 +51,21 @@ const mul64PanelBytes = 64 << 20
 // (and Freivalds' projection of B, made again for each panel's check, to
 // at most its rows' side of the check). So host memory holds B and a
 // panel of at most max(64 MiB, B), but no more than half the memory
-// beside B, where the machine's is known; at least one row, at most m.
-// A variable, so that a test can make the panels a few rows.
-var panelRows64 = func(m, k, n int) int {
-	row, b := 8*(float64(k)+float64(n)), 8*float64(k)*float64(n)
-	want := max(mul64PanelBytes, b)
-	if total, ok := hostMemory(); ok && b+want > total {
-		want = max(0, total-b) / 2
+// beside B, where the machine's is known, counting the full check's four
+// float64s an element of C's panel where full is set (as
+// checkPanelMemory64 does); at least one row, at most m. A variable, so
+// that a test can make the panels a few rows.
+var panelRows64 = func(m, k, n int, full bool) int {
+	row, b := max(8*(float64(k)+float64(n)), 1), 8*float64(k)*float64(n)
+	held := row // host bytes a row of the panel holds
+	if full {
+		held += 32 * float64(n)
 	}
-	return max(1, min(m, int(math.Min(want/max(row, 1), math.MaxInt32))))
+	rows := max(mul64PanelBytes, b) / row
+	if total, ok := hostMemory(); ok && b+rows*held > total {
+		rows = max(0, total-b) / 2 / held
+	}
+	return max(1, min(m, int(math.Min(rows, math.MaxInt32))))
 }
 
 // mul64 multiplies A by B in float64 into f.out, panel by panel, as
@@ -67,8 +73,9 @@ var panelRows64 = func(m, k, n int) int {
 func mul64(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) error {
 	m, k, n := a.Rows(), a.Cols(), b.Cols()
 	chk := &check64{mode: newMulCheck(f.mode, m, k, n).mode, rng: rand.New(rand.NewPCG(1, 2))}
-	rows := panelRows64(m, k, n)
-	if err := checkPanelMemory64(m, k, n, rows, chk.mode == validate.Full); err != nil {
+	full := chk.mode == validate.Full
+	rows := panelRows64(m, k, n, full)
+	if err := checkPanelMemory64(m, k, n, rows, full); err != nil {
 		return err
 	}
 	ctx, stop := notifyInterrupt()
@@ -142,8 +149,8 @@ func (p *panels64) run(w io.Writer, stderr io.Writer) error {
 		p.dev, p.r.Device = h.Device, h.Info()
 	}
 	t0 := time.Now()
-	bm := blas64.General{Rows: k, Cols: n, Stride: n, Data: make([]float64, k*n)}
-	if err := matfile.ReadRows64(p.b, bm, 0); err != nil {
+	bm, _, err := matfile.Read64(p.b) // a .mtx B as parsed, not a copy of it
+	if err != nil {
 		return err
 	}
 	p.r.ReadB = time.Since(t0)

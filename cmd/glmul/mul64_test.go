@@ -24,7 +24,7 @@ import (
 func panelRowsFor64(t *testing.T, rows int) {
 	saved := panelRows64
 	t.Cleanup(func() { panelRows64 = saved })
-	panelRows64 = func(m, k, n int) int { return max(1, min(m, rows)) }
+	panelRows64 = func(m, k, n int, _ bool) int { return max(1, min(m, rows)) }
 }
 
 // mulPanelsWith64 makes mulPanel64 wrong by f (given the panel's index
@@ -272,7 +272,7 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 func TestMulFloat64CtrlC(t *testing.T) {
 	if os.Getenv("GLMUL_TEST_CHILD") == "mul64" {
 		dir := os.Getenv("GLMUL_TEST_DIR")
-		panelRows64 = func(m, k, n int) int { return 256 }
+		panelRows64 = func(m, k, n int, _ bool) int { return 256 }
 		os.Exit(exitCode(run([]string{"mul", "-type", "f64", filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy"), "-o", filepath.Join(dir, "c.npy"),
 			"-backend", "egl", "-progress", "on"}, os.Stdout, os.Stderr), os.Stderr))
 	}
@@ -294,5 +294,23 @@ func TestMulFloat64CtrlC(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
 		t.Errorf("files beside the inputs and c.npy: %v", entries)
+	}
+}
+
+// TestPanelRows64FitsItsCheck: the panels panelRows64 sizes pass the
+// memory check that mul64 then makes, with the full check's memory
+// counted where it runs: a forced full check of a large product was
+// refused for panels sized without it.
+func TestPanelRows64FitsItsCheck(t *testing.T) {
+	total, ok := hostMemory()
+	if !ok {
+		t.Skip("the host's memory is unknown here")
+	}
+	n := int(math.Sqrt(total / 8 / 3)) // B a third of the memory
+	for _, full := range []bool{false, true} {
+		rows := panelRows64(1<<30, n, n, full)
+		if err := checkPanelMemory64(1<<30, n, n, rows, full); err != nil || rows < 1 {
+			t.Errorf("full %v: %d rows of %d-column panels: %v", full, rows, n, err)
+		}
 	}
 }
