@@ -42,7 +42,7 @@ type Rows struct {
 	maxCol float64 // the largest ‖B:,ⱼ‖₂ of B's finite columns
 	g      float64 // γ_k in float32, mayOverflow's slack
 	full   *lazyFull
-	procs  int // goroutines for NewRowsOn's and PrepareA's work
+	procs  int // goroutines for NewRowsOn's, PrepareA's and the checks' work
 	mu     sync.Mutex
 	r      Result
 }

@@ -37,7 +37,7 @@ type PendingCheck struct {
 	mu       sync.Mutex
 	cols     []int32 // columns arrived, per row of C
 	complete []int   // rows with all their columns, per band
-	again    bool    // an element arrived twice: Check starts afresh
+	again    bool    // a row received more than n columns: Check starts afresh
 }
 
 // StartCheck starts the check of in.C in mode (Auto resolved by the
@@ -110,15 +110,16 @@ func (p *PendingCheck) Arrived(r0, c0, rows, cols int) {
 	}
 }
 
-// arrivedBand reports whether every row of band b has arrived whole, and
-// no element twice.
+// arrivedBand reports whether every row of band b has received all its
+// columns, and no row of C more than that.
 func (p *PendingCheck) arrivedBand(b int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return !p.again && p.complete[b] == min(p.in.A.Rows, (b+1)*p.rows)-b*p.rows
 }
 
-// arrivedTwice reports whether an element of C arrived twice.
+// arrivedTwice reports whether a row of C received more columns than it
+// has: a block named twice.
 func (p *PendingCheck) arrivedTwice() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -157,10 +158,10 @@ func (p *PendingCheck) Stop() {
 }
 
 // Check validates in.C as check does, calling progress, if set, as check
-// does. The bands not checked beside the pass are checked here, A's side
-// too where it was not prepared, rather than waited for. Where an element
-// of C arrived twice (a block written again after it was checked), the
-// whole check runs afresh.
+// does; once. The bands not checked beside the pass are checked here,
+// A's side too where it was not prepared, rather than waited for. Where
+// a row of C received more columns than it has (a block named again,
+// perhaps after its band was checked), the whole check runs afresh.
 func (p *PendingCheck) Check(progress func(done, total int)) validate.Result {
 	p.Stop()
 	if !p.banded || p.arrivedTwice() {
