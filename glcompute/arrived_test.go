@@ -1,10 +1,14 @@
 package glcompute
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cpu"
 )
@@ -46,8 +50,8 @@ func (ar *arrivals) options(o MulOptions) *MulOptions {
 // call, or an Arrived call not followed by its step's Progress call.
 func (ar *arrivals) check(t *testing.T, steps int) {
 	t.Helper()
-	if len(ar.blocks) < 2 {
-		t.Fatalf("%d blocks arrived; the case should have several", len(ar.blocks))
+	if len(ar.blocks) < min(2, steps) {
+		t.Fatalf("%d blocks arrived in %d steps; the case should have several", len(ar.blocks), steps)
 	}
 	for e, n := range ar.cover {
 		if n != 1 {
@@ -96,14 +100,17 @@ func TestArrivedBlocksAreFinal(t *testing.T) {
 		m, k, n  int
 		o        MulOptions
 		streamed bool
+		mapped   bool // A, B and C host matrices: the GPU copies C into host memory itself
 	}{
-		{300, 20, 70, MulOptions{Kernel: kern}, false},
-		{130, 300, 150, MulOptions{Kernel: kern, MaxBinding: 32 << 10}, false},
-		{130, 3000, 150, MulOptions{Kernel: kern, MaxBinding: 64 << 10}, false},
-		{130, 3000, 150, MulOptions{Kernel: kern, MaxBinding: 64 << 10, MaxGPUMemory: 1 << 20}, false},
-		{4*64 + 37, 301, 203, MulOptions{Kernel: "fast:64x64x8_8x4_db_at", SplitK: 1}, true},
+		{300, 20, 70, MulOptions{Kernel: kern}, false, false},
+		{300, 20, 70, MulOptions{Kernel: kern}, false, true},
+		{130, 300, 150, MulOptions{Kernel: kern, MaxBinding: 32 << 10}, false, false},
+		{130, 3000, 150, MulOptions{Kernel: kern, MaxBinding: 64 << 10}, false, false},
+		{130, 3000, 150, MulOptions{Kernel: kern, MaxBinding: 64 << 10, MaxGPUMemory: 1 << 20}, false, false},
+		{4*64 + 37, 301, 203, MulOptions{Kernel: "fast:64x64x8_8x4_db_at", SplitK: 1}, true, false},
+		{4*64 + 37, 301, 203, MulOptions{Kernel: "fast:64x64x8_8x4_db_at", SplitK: 1}, true, true},
 	} {
-		t.Run(fmt.Sprintf("float32/%d×%d×%d/binding=%d/memory=%d/%s", c.m, c.k, c.n, c.o.MaxBinding, c.o.MaxGPUMemory, c.o.Kernel), func(t *testing.T) {
+		t.Run(fmt.Sprintf("float32/%d×%d×%d/binding=%d/memory=%d/%s/mapped=%v", c.m, c.k, c.n, c.o.MaxBinding, c.o.MaxGPUMemory, c.o.Kernel, c.mapped), func(t *testing.T) {
 			if c.streamed {
 				if d.Tuning().Fits(c.o.Kernel) != nil {
 					t.Skipf("%s does not fit %s", c.o.Kernel, d.Info().Renderer)
@@ -112,6 +119,9 @@ func TestArrivedBlocksAreFinal(t *testing.T) {
 				defer func() { streamAnyBands = false }()
 			}
 			a, b, cm := cpu.Random(c.m, c.k, rng), cpu.Random(c.k, c.n, rng), cpu.New(c.m, c.n)
+			if c.mapped {
+				a, b, cm = hostCopy(t, d, a), hostCopy(t, d, b), hostCopy(t, d, cm)
+			}
 			ar := &arrivals{m: c.m, n: c.n, at: func(i, j int) float64 { return float64(cm.Data[i*cm.Stride+j]) }}
 			tm, err := d.Mul(cm, a, b, ar.options(c.o))
 			if err != nil {
@@ -141,5 +151,57 @@ func TestArrivedBlocksAreFinal(t *testing.T) {
 			}
 			ar.check(t, tm.Steps)
 		})
+	}
+}
+
+// hostCopy returns g copied into a host matrix of d's, released when the
+// test ends.
+func hostCopy(t *testing.T, d *Device, g blas32.General) blas32.General {
+	t.Helper()
+	h, err := d.NewHostMatrix(g.Rows, g.Cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Release)
+	for r := range g.Rows {
+		copy(h.Data[r*h.Stride:r*h.Stride+g.Cols], g.Data[r*g.Stride:r*g.Stride+g.Cols])
+	}
+	return h.General
+}
+
+// TestArrivedUntilStopped: a pass that its Context stops names only the
+// blocks that landed before it stopped, each holding what it held when
+// named.
+func TestArrivedUntilStopped(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(23, 24))
+	a, b, cm := cpu.Random(1000, 20, rng), cpu.Random(20, 70, rng), cpu.New(1000, 70)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ar := &arrivals{m: 1000, n: 70, at: func(i, j int) float64 { return float64(cm.Data[i*cm.Stride+j]) }}
+	o := ar.options(MulOptions{Kernel: "fast:64x64x8_4x4", Context: ctx}) // in bands, a block each
+	progress := o.Progress
+	o.Progress = func(done, total int) {
+		progress(done, total)
+		if done == 2 {
+			cancel()
+		}
+	}
+	if _, err := d.Mul(cm, a, b, o); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Mul stopped after two steps: %v, want context.Canceled", err)
+	}
+	if len(ar.blocks) == 0 || len(ar.blocks) > 3 {
+		t.Fatalf("%d blocks named; want those of the steps before the stop", len(ar.blocks))
+	}
+	for _, blk := range ar.blocks {
+		v := blk.values
+		for i := blk.r0; i < blk.r0+blk.rows; i++ {
+			for j := blk.c0; j < blk.c0+blk.cols; j++ {
+				if got := ar.at(i, j); math.Float64bits(got) != math.Float64bits(v[0]) {
+					t.Fatalf("C[%d][%d] was %v when named, %v after Mul stopped", i, j, v[0], got)
+				}
+				v = v[1:]
+			}
+		}
 	}
 }
