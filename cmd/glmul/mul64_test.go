@@ -314,3 +314,21 @@ func TestPanelRows64FitsItsCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestPanelMemory64RefusesLargeB: a B larger than the host's memory is
+// refused before anything is read, the error naming B and a panel; the
+// whole-product check names A, B and C.
+func TestPanelMemory64RefusesLargeB(t *testing.T) {
+	total, ok := hostMemory()
+	if !ok {
+		t.Skip("the host's memory is unknown here")
+	}
+	n := int(math.Sqrt(total/8)) + 1 // B alone over the memory
+	err := checkPanelMemory64(1<<20, n, n, panelRows64(1<<20, n, n, false), false)
+	if err == nil || !strings.Contains(err.Error(), "for B and a panel of") {
+		t.Errorf("a B of %.1f GiB: %v, want a refusal naming B and a panel", 8*float64(n)*float64(n)/(1<<30), err)
+	}
+	if err := checkHostMemory64(n, n, n); err == nil || !strings.Contains(err.Error(), "for A, B and C") {
+		t.Errorf("the whole product: %v, want a refusal naming A, B and C", err)
+	}
+}
