@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"strconv"
 
 	"gonum.org/v1/gonum/blas/blas64"
 )
@@ -226,7 +225,7 @@ func NewSink64(w io.Writer, path string, rows, cols int) (Sink64, error) {
 	}
 	s := &sink64{sinkBase: sinkBase{bw: bufio.NewWriterSize(w, bufSize), name: path, rows: rows, cols: cols}, mtx: format == ".mtx"}
 	if s.mtx {
-		fmt.Fprintf(s.bw, "%%%%MatrixMarket matrix coordinate real general\n%% written by glmul (float64)\n%d %d %d\n", rows, cols, int64(rows)*int64(cols))
+		writeMTXBanner(s.bw, "float64", rows, cols)
 	} else {
 		s.bw.Write(npyHeaderOf("<f8", rows, cols))
 	}
@@ -252,12 +251,7 @@ func (s *sink64) WriteRows(m blas64.General) error {
 		switch {
 		case s.mtx:
 			for j, v := range row {
-				s.buf = strconv.AppendInt(s.buf, int64(s.written+i+1), 10)
-				s.buf = append(s.buf, ' ')
-				s.buf = strconv.AppendInt(s.buf, int64(j+1), 10)
-				s.buf = append(s.buf, ' ')
-				s.buf = strconv.AppendFloat(s.buf, v, 'g', -1, 64)
-				s.buf = append(s.buf, '\n')
+				s.buf = appendEntry(s.buf, s.written+i, j, v, 64)
 			}
 		case hostOrder == binary.LittleEndian:
 			_, err = s.bw.Write(float64Bytes(row))

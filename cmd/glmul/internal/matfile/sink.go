@@ -39,7 +39,7 @@ func NewSink(w io.Writer, path string, rows, cols int) (Sink, error) {
 	}
 	base := sinkBase{bw: bufio.NewWriterSize(w, bufSize), name: path, rows: rows, cols: cols}
 	if format == ".mtx" {
-		fmt.Fprintf(base.bw, "%%%%MatrixMarket matrix coordinate real general\n%% written by glmul (float32)\n%d %d %d\n", rows, cols, int64(rows)*int64(cols))
+		writeMTXBanner(base.bw, "float32", rows, cols)
 		return &mtxSink{sinkBase: base}, nil
 	}
 	base.bw.Write(npyHeader(rows, cols))
@@ -141,12 +141,7 @@ func (s *mtxSink) WriteRows(m blas32.General) error {
 	var err error
 	for i := 0; i < m.Rows && err == nil; i++ {
 		for j, v := range m.Data[i*m.Stride : i*m.Stride+m.Cols] {
-			s.buf = strconv.AppendInt(s.buf, int64(s.written+i+1), 10)
-			s.buf = append(s.buf, ' ')
-			s.buf = strconv.AppendInt(s.buf, int64(j+1), 10)
-			s.buf = append(s.buf, ' ')
-			s.buf = strconv.AppendFloat(s.buf, float64(v), 'g', -1, 32)
-			s.buf = append(s.buf, '\n')
+			s.buf = appendEntry(s.buf, s.written+i, j, float64(v), 32)
 			if len(s.buf) >= 64<<10 {
 				_, err = s.bw.Write(s.buf)
 				s.buf = s.buf[:0]
@@ -159,4 +154,23 @@ func (s *mtxSink) WriteRows(m blas32.General) error {
 	}
 	s.written += m.Rows
 	return err
+}
+
+// writeMTXBanner writes the MatrixMarket banner and size line of a
+// rows×cols matrix whose every element is listed as a coordinate entry,
+// naming the element type glmul wrote ("float32", "float64").
+func writeMTXBanner(w io.Writer, elem string, rows, cols int) {
+	fmt.Fprintf(w, "%%%%MatrixMarket matrix coordinate real general\n%% written by glmul (%s)\n%d %d %d\n", elem, rows, cols, int64(rows)*int64(cols))
+}
+
+// appendEntry appends the entry of element (i, j), 0-based, as
+// MatrixMarket writes it ("i j v", 1-based), v the shortest decimal that
+// reads back as the same float of bits bits (32 or 64).
+func appendEntry(buf []byte, i, j int, v float64, bits int) []byte {
+	buf = strconv.AppendInt(buf, int64(i+1), 10)
+	buf = append(buf, ' ')
+	buf = strconv.AppendInt(buf, int64(j+1), 10)
+	buf = append(buf, ' ')
+	buf = strconv.AppendFloat(buf, v, 'g', -1, bits)
+	return append(buf, '\n')
 }
