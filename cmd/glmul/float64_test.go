@@ -279,18 +279,7 @@ func TestMulFloat64(t *testing.T) {
 		if code != 0 || !strings.Contains(stderr, "C = A·B in float64") || !strings.Contains(stderr, "wrote C (37×29 float64)") {
 			t.Fatalf("%v: exit %d\n%s", c, code, stderr)
 		}
-		got := readNPY64(t, out)
-		if r := validate.CheckFull64(a, b, got); !r.OK || r.RelFrobenius > 1e-14 {
-			t.Errorf("%v: C %v", c, r)
-		}
-		var d2, n2 float64
-		for i, v := range got.Data {
-			d2 += (v - blas.Data[i]) * (v - blas.Data[i])
-			n2 += blas.Data[i] * blas.Data[i]
-		}
-		if rel := math.Sqrt(d2 / n2); rel > 1e-14 {
-			t.Errorf("%v: C is %.3g from dgemm's product (relative Frobenius)", c, rel)
-		}
+		checkC64(t, c, a, b, readNPY64(t, out), blas)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "c.npy")); !bytes.Contains(b, []byte("'<f8'")) {
 		t.Errorf("C is not '<f8'")
@@ -368,5 +357,23 @@ func TestBenchFloat64(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "-type f64") {
 			t.Errorf("bench -type f64 %v: exit %d\n%s", args, code, stderr)
 		}
+	}
+}
+
+// checkC64 fails t unless got, the C of case what, is within the float64
+// bound of a·b (CheckFull64, relative Frobenius error at most 1e-14) and
+// within 1e-14 of dgemm's product in relative Frobenius norm.
+func checkC64(t *testing.T, what any, a, b, got, dgemm blas64.General) {
+	t.Helper()
+	if r := validate.CheckFull64(a, b, got); !r.OK || r.RelFrobenius > 1e-14 {
+		t.Errorf("%v: C %v", what, r)
+	}
+	var d2, n2 float64
+	for i, v := range got.Data {
+		d2 += (v - dgemm.Data[i]) * (v - dgemm.Data[i])
+		n2 += dgemm.Data[i] * dgemm.Data[i]
+	}
+	if rel := math.Sqrt(d2 / n2); rel > 1e-14 {
+		t.Errorf("%v: C is %.3g from dgemm's product (relative Frobenius)", what, rel)
 	}
 }

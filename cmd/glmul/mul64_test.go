@@ -16,7 +16,6 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/glmul/glmul/glcompute"
-	"github.com/glmul/glmul/validate"
 )
 
 // panelRowsFor64 makes glmul mul -type f64's panels rows rows for the
@@ -97,18 +96,7 @@ func TestMulFloat64Panels(t *testing.T) {
 		if r.Type != "float64" || r.Panels != 5 || r.PanelRows != 8 || r.HostBytes != 8*(300*29+8*(300+29)) || r.Validation.Mode != c.mode || !r.Validation.OK {
 			t.Errorf("%v: report %+v", c, r)
 		}
-		got := readNPY64(t, out)
-		if res := validate.CheckFull64(a, b, got); !res.OK || res.RelFrobenius > 1e-14 {
-			t.Errorf("%v: C %v", c, res)
-		}
-		var d2, n2 float64
-		for i, v := range got.Data {
-			d2 += (v - blas.Data[i]) * (v - blas.Data[i])
-			n2 += blas.Data[i] * blas.Data[i]
-		}
-		if rel := math.Sqrt(d2 / n2); rel > 1e-14 {
-			t.Errorf("%v: C is %.3g from dgemm's product (relative Frobenius)", c, rel)
-		}
+		checkC64(t, c, a, b, readNPY64(t, out), blas)
 	}
 	sameFiles(t, []string{pa, pb}, before)
 	// In text, the report says how it streamed.
