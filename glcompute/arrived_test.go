@@ -58,17 +58,7 @@ func (ar *arrivals) check(t *testing.T, steps int) {
 			t.Fatalf("C[%d][%d] arrived in %d blocks, want 1", e/ar.n, e%ar.n, n)
 		}
 	}
-	for _, blk := range ar.blocks {
-		v := blk.values
-		for i := blk.r0; i < blk.r0+blk.rows; i++ {
-			for j := blk.c0; j < blk.c0+blk.cols; j++ {
-				if got := ar.at(i, j); math.Float64bits(got) != math.Float64bits(v[0]) {
-					t.Fatalf("C[%d][%d] was %v when its block (rows %d+%d, columns %d+%d) arrived, %v after Mul", i, j, v[0], blk.r0, blk.rows, blk.c0, blk.cols, got)
-				}
-				v = v[1:]
-			}
-		}
-	}
+	ar.unchanged(t)
 	for i, e := range ar.events {
 		if e == 'a' && (i+1 == len(ar.events) || ar.events[i+1] != 'p') {
 			t.Fatalf("calls %q: an Arrived call not followed by its step's Progress", ar.events)
@@ -76,6 +66,23 @@ func (ar *arrivals) check(t *testing.T, steps int) {
 	}
 	if p := countByte(ar.events, 'p'); p != steps {
 		t.Fatalf("%d Progress calls for %d steps", p, steps)
+	}
+}
+
+// unchanged fails t where an element of a named block no longer holds
+// the value it held when its block was named.
+func (ar *arrivals) unchanged(t *testing.T) {
+	t.Helper()
+	for _, blk := range ar.blocks {
+		v := blk.values
+		for i := blk.r0; i < blk.r0+blk.rows; i++ {
+			for j := blk.c0; j < blk.c0+blk.cols; j++ {
+				if got := ar.at(i, j); math.Float64bits(got) != math.Float64bits(v[0]) {
+					t.Fatalf("C[%d][%d] was %v when its block (rows %d+%d, columns %d+%d) was named, %v after Mul", i, j, v[0], blk.r0, blk.rows, blk.c0, blk.cols, got)
+				}
+				v = v[1:]
+			}
+		}
 	}
 }
 
@@ -193,15 +200,5 @@ func TestArrivedUntilStopped(t *testing.T) {
 	if len(ar.blocks) == 0 || len(ar.blocks) > 3 {
 		t.Fatalf("%d blocks named; want those of the steps before the stop", len(ar.blocks))
 	}
-	for _, blk := range ar.blocks {
-		v := blk.values
-		for i := blk.r0; i < blk.r0+blk.rows; i++ {
-			for j := blk.c0; j < blk.c0+blk.cols; j++ {
-				if got := ar.at(i, j); math.Float64bits(got) != math.Float64bits(v[0]) {
-					t.Fatalf("C[%d][%d] was %v when named, %v after Mul stopped", i, j, v[0], got)
-				}
-				v = v[1:]
-			}
-		}
-	}
+	ar.unchanged(t)
 }
