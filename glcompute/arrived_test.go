@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/glcompute/internal/glw"
 )
 
 // arrivals records MulOptions.Arrived's calls: each block's values as
@@ -201,4 +202,36 @@ func TestArrivedUntilStopped(t *testing.T) {
 		t.Fatalf("%d blocks named; want those of the steps before the stop", len(ar.blocks))
 	}
 	ar.unchanged(t)
+}
+
+// TestHostMatrixCWithTimerBusy: a product into a HostMatrix C returns C
+// written while a timer query of the caller's runs, so that the pass
+// reads no timestamps back. On zink a kernel's writes into mapped memory
+// arrived after the fence and glFinish (lateMappedWrites; docs/DRIVERS.md):
+// without the copy there, C's first element was still 0 in 10 of 20 runs.
+func TestHostMatrixCWithTimerBusy(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	var q glw.Query
+	d.call(func() { q = glw.NewQuery(); q.BeginTimeElapsed() })
+	defer d.call(func() { glw.EndTimeElapsed(); q.Release() })
+	rng := rand.New(rand.NewPCG(25, 26))
+	for range 20 {
+		a, b := cpu.Random(300, 20, rng), cpu.Random(20, 70, rng)
+		want := cpu.Reference(a, b, false)
+		c := hostCopy(t, d, cpu.New(300, 70))
+		for i := range c.Data {
+			c.Data[i] = -7
+		}
+		if _, err := d.Mul(c, hostCopy(t, d, a), hostCopy(t, d, b), &MulOptions{Kernel: "fast:64x64x8_4x4"}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 300 {
+			for j := range 70 {
+				g, w := float64(c.Data[i*c.Stride+j]), want.Data[i*want.Stride+j]
+				if math.Abs(g-w) > 1e-4*(1+math.Abs(w)) {
+					t.Fatalf("C[%d][%d] = %v when Mul returned, want %v", i, j, g, w)
+				}
+			}
+		}
+	}
 }

@@ -24,7 +24,7 @@ const pipelineBands = 4
 // the pass runs streamed instead (streamed).
 //
 // Where C is a mapped host matrix and the pass does not stream, the kernel
-// writes C there directly (outC) and nothing is copied back: a small gain,
+// writes C there directly (outC; not on zink: lateMappedWrites) and nothing is copied back: a small gain,
 // the kernel's writes over PCIe, a wave's all at once at its end, costing
 // back most of the copy's time (docs/PERFORMANCE.md, "Streamed passes",
 // step 1). C is then not
@@ -39,7 +39,7 @@ func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total 
 		}
 		return h.streamed(b, h.stagedEnds(a, c), report)
 	}
-	if hc != nil {
+	if hc != nil && !h.d.lateMappedWrites() {
 		h.outC = hc.buf
 		defer func() { h.outC = 0 }()
 		if h.o.Measure != nil {
@@ -60,7 +60,7 @@ func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total 
 			poison: rows * h.ldc,
 			run:    h.band(r0, rows),
 		}
-		if hc != nil {
+		if h.outC != 0 {
 			s.poison = 0
 		}
 		if r0 == 0 {

@@ -125,3 +125,14 @@ func (d *Device) zinkFault() bool {
 	wrong, err := d.zinkProbe()
 	return err != nil || len(wrong) > 0
 }
+
+// lateMappedWrites reports whether a kernel's writes into a persistently
+// mapped buffer may reach the host after the fence that follows them:
+// on zink (Mesa 22.3.6 over lavapipe) a pass that wrote a HostMatrix's C
+// directly left C unwritten when its fence had passed and glFinish had
+// returned, its values arriving moments later (docs/DRIVERS.md,
+// "zink and kernel writes to mapped memory"). GPU copies into such
+// buffers arrive in time, so there C goes through a copy.
+func (d *Device) lateMappedWrites() bool {
+	return strings.Contains(d.info.Renderer, "zink")
+}
