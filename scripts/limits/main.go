@@ -58,7 +58,8 @@ var layers = []layer{
 		"cmd/glmul/internal/...", // packages private to the glmul command
 	}},
 	{rank: 3, name: "library", patterns: []string{
-		"glcompute/...", // glcompute and glcompute/glfw: glcompute/X, X not internal
+		"glcompute/...",       // glcompute and glcompute/glfw: glcompute/X, X not internal
+		"internal/gltest/...", // the test device every package above glcompute opens
 	}},
 	{rank: 2, name: "library-internal", patterns: []string{
 		"glcompute/internal/...", // the library's private packages

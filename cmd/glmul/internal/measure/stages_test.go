@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glmul/glmul/cmd/glmul/internal/gltest"
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/glcompute/tuning"
+	"github.com/glmul/glmul/internal/gltest"
 
 	"github.com/glmul/glmul/validate"
 )

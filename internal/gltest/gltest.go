@@ -1,4 +1,4 @@
-// Package gltest opens the GL device that the command's packages test on:
+// Package gltest opens the GL device that packages outside glcompute test on:
 // headless EGL, released when the test ends. Where no context can be made
 // the test skips, except with GLMUL_REQUIRE_GL=1 (CI), where it fails.
 package gltest
