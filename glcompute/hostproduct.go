@@ -21,7 +21,7 @@ type hostPlan struct {
 	kernels hostKernels
 	panels  dispatch.PanelPlan
 	paneled bool
-	// forcePanels: panels even where the product fits (a Group's device
+	// forcePanels: panels even where the product fits (a device group's device
 	// runs its column panels as a panel product).
 	forcePanels bool
 }

@@ -46,7 +46,7 @@ type MulOptions struct {
 	// and column and its shape, in elements. The pass writes that block
 	// no more: a caller may read it while Mul goes on (to check C as it
 	// arrives). It runs on the device's thread and must not call the
-	// Device. Group.Mul refuses it. Zero value: no calls.
+	// Device. A device group (devgroup) refuses it. Zero value: no calls.
 	Arrived func(r0, c0, rows, cols int)
 	// Context, if set, is checked between the steps of the pipelined pass
 	// (bands or panels): once it is done, Mul stops after the step in

@@ -146,7 +146,7 @@ func (d *Device) mulPanels(c, a, b blas32.General, hp *hostPlan, idle time.Durat
 // panel, row panel by row panel: a step a band of rows (rowsPer) or, where
 // K is cut, a step a K panel, C's block poisoned before its first and read
 // back after its last. c and b may be a column range of the planned
-// product's (a Group's column panel): their columns are cut by the plan's
+// product's (a device group's column panel): their columns are cut by the plan's
 // ColsPer. A's panels are uploaded where the device does not hold them
 // yet (KeepA: once, for the first column panel), and C's blocks take the
 // two C buffers in turn.

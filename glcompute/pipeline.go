@@ -70,7 +70,7 @@ type pipeStep struct {
 // pipeline runs steps in order; report, if set, is called as each step's
 // block of C arrives. more, if set, is called when the last step listed
 // is about to run, for the steps after it (none: the pass ends there): a
-// device of a Group takes its next column panel of C so, just in time to
+// device of a group (devgroup) takes its next column panel of C so, just in time to
 // upload its operands during the step before.
 type pipeline struct {
 	d      *Device

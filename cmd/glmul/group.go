@@ -15,6 +15,7 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/devgroup"
 	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/validate"
 )
@@ -59,19 +60,19 @@ func (o *options) checkGroupFlags() error {
 // groupRun is one glmul -devices product: the group's figures over the
 // timed runs, and the validation of the last one.
 type groupRun struct {
-	M          int                    `json:"m"`
-	K          int                    `json:"k"`
-	N          int                    `json:"n"`
-	Seed       uint64                 `json:"seed"`
-	Panels     int                    `json:"panels"`
-	PanelCols  int                    `json:"panel_cols"`
-	Warmup     int                    `json:"warmup"`
-	Runs       []time.Duration        `json:"runs_ns"`
-	EndToEnd   time.Duration          `json:"end_to_end_ns"` // the median run
-	GFLOPS     float64                `json:"gflops_end_to_end"`
-	Devices    []groupDeviceRow       `json:"devices"`
-	Validation validate.Result        `json:"validation"`
-	Timings    glcompute.GroupTimings `json:"-"`
+	M          int              `json:"m"`
+	K          int              `json:"k"`
+	N          int              `json:"n"`
+	Seed       uint64           `json:"seed"`
+	Panels     int              `json:"panels"`
+	PanelCols  int              `json:"panel_cols"`
+	Warmup     int              `json:"warmup"`
+	Runs       []time.Duration  `json:"runs_ns"`
+	EndToEnd   time.Duration    `json:"end_to_end_ns"` // the median run
+	GFLOPS     float64          `json:"gflops_end_to_end"`
+	Devices    []groupDeviceRow `json:"devices"`
+	Validation validate.Result  `json:"validation"`
+	Timings    devgroup.Timings `json:"-"`
 }
 
 // groupDeviceRow is one device's share of the last timed run.
@@ -99,7 +100,7 @@ func multiplyGroup(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, err := glcompute.OpenGroup(list, &glcompute.Options{Backend: glcompute.BackendEGL, Verbose: o.dev.verbose,
+	g, err := devgroup.Open(list, &glcompute.Options{Backend: glcompute.BackendEGL, Verbose: o.dev.verbose,
 		IgnoreTuned: o.dev.ignoreTuned, Unseen: o.dev.unseen, NoPersistentMapping: o.dev.mapPerChunk, ProgramCache: o.dev.programs})
 	if err != nil {
 		return err
@@ -152,7 +153,7 @@ func multiplyGroup(o *options, stdout, stderr io.Writer) error {
 }
 
 // fill derives the figures of r from its runs and last timings.
-func (r *groupRun) fill(g *glcompute.Group) {
+func (r *groupRun) fill(g *devgroup.Group) {
 	t := r.Timings
 	r.Panels, r.PanelCols = t.Panels, t.PanelCols
 	r.EndToEnd = measure.Median(r.Runs)

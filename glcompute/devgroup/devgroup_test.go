@@ -1,4 +1,4 @@
-package glcompute
+package devgroup
 
 import (
 	"errors"
@@ -12,8 +12,10 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/conformance"
+	"github.com/glmul/glmul/internal/gltest"
 	"github.com/glmul/glmul/validate"
 )
 
@@ -22,7 +24,7 @@ import (
 // that small products are shared out in several.
 func openGroup(t *testing.T) *Group {
 	t.Helper()
-	g := NewGroup(openDevice(t, BackendEGL), openDevice(t, BackendEGL))
+	g := New(gltest.Open(t), gltest.Open(t))
 	g.minCols = 16
 	return g
 }
@@ -48,7 +50,7 @@ func TestGroupConformance(t *testing.T) {
 		{"streamed", 0, 96 << 10, 300, 77, "A streamed"},
 	} {
 		t.Run(lim.name, func(t *testing.T) {
-			o := &MulOptions{Kernel: "fast:64x64x8_8x4", MaxBinding: lim.binding, MaxGPUMemory: lim.memory}
+			o := &glcompute.MulOptions{Kernel: "fast:64x64x8_8x4", MaxBinding: lim.binding, MaxGPUMemory: lim.memory}
 			conformance.Run(t, groupShapes, func(c, a, b blas32.General) error {
 				gt, err := g.Mul(c, a, b, o)
 				if err != nil {
@@ -142,8 +144,8 @@ func TestGroupDeviceFails(t *testing.T) {
 // TestGroupOfOneIsMul: a group of one device computes what its Mul does,
 // and refuses what a panel product cannot take.
 func TestGroupOfOneIsMul(t *testing.T) {
-	d := openDevice(t, BackendEGL)
-	g := NewGroup(d)
+	d := gltest.Open(t)
+	g := New(d)
 	c, a, b := groupOperands(333, 200, 1100, 4)
 	gt, err := g.Mul(c, a, b, nil)
 	if err != nil {
@@ -153,16 +155,16 @@ func TestGroupOfOneIsMul(t *testing.T) {
 	if gt.Devices[0].Panels != gt.Panels || gt.Devices[0].Flop != 2*333*200*1100 {
 		t.Errorf("share %+v of %d panels", gt.Devices[0], gt.Panels)
 	}
-	for name, o := range map[string]*MulOptions{
+	for name, o := range map[string]*glcompute.MulOptions{
 		"SplitK 2": {SplitK: 2},
 		"Measure":  {Measure: func(tuning.Stages) error { return nil }},
 		"Arrived":  {Arrived: func(r0, c0, rows, cols int) {}},
 	} {
-		if _, err := g.Mul(c, a, b, o); !errors.Is(err, ErrUnsupported) {
-			t.Errorf("%s: %v, want ErrUnsupported", name, err)
+		if _, err := g.Mul(c, a, b, o); !errors.Is(err, glcompute.ErrUnsupported) {
+			t.Errorf("%s: %v, want glcompute.ErrUnsupported", name, err)
 		}
 	}
-	g.Release() // NewGroup's devices stay open
+	g.Release() // New's devices stay open
 	if _, err := d.Mul(c, a, b, nil); err != nil {
 		t.Errorf("Mul after the group's Release: %v", err)
 	}

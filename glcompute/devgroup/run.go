@@ -1,0 +1,145 @@
+package devgroup
+
+import (
+	"cmp"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/glmul/glmul/glcompute/internal/link"
+)
+
+// panelsPer is how many column panels of C a group hands out per device:
+// enough that a faster device takes more and the last panels finish
+// together; few enough that each fills the GPU.
+const panelsPer = 4
+
+// minCols is the narrowest column panel a group hands out.
+const minCols = 512
+
+// run is one Group.Mul's column panels: which are handed out, which are
+// done and by whom, and the panels a failed device gives back.
+type run struct {
+	mu       sync.Mutex
+	n        int // C's columns
+	cols     int // a panel's
+	panels   int
+	next     int   // the next panel never handed out
+	retry    []int // panels given back by a failed device
+	claimed  [][]int
+	landed   []bool
+	left_    int
+	done     []int // panels done, by device
+	doneCols []int // their columns
+	reruns   []int
+	progress func(done, total int)
+	fault    func(device, panel int) error
+}
+
+// newRun cuts C's n columns into panels for g's devices.
+func (g *Group) newRun(n int, progress func(done, total int)) *run {
+	devices := len(g.devs)
+	panels := min(devices*panelsPer, max(1, n/cmp.Or(g.minCols, minCols)))
+	cols := roundUp((n+panels-1)/panels, 4)
+	if cols >= 256 {
+		cols = roundUp(cols, 64) // whole tiles of the fast kernels
+	}
+	panels = (n + cols - 1) / cols
+	return &run{n: n, cols: cols, panels: panels, claimed: make([][]int, devices), landed: make([]bool, panels),
+		left_: panels, done: make([]int, devices), doneCols: make([]int, devices), reruns: make([]int, devices),
+		progress: progress, fault: g.fault}
+}
+
+func roundUp(x, align int) int { return (x + align - 1) / align * align }
+
+// claimer is how device dev takes its panels from r.
+func (r *run) claimer(dev int) link.Claim {
+	return func() (c0, cols int, landed func(), fault error, ok bool) {
+		p, rerun, ok := r.claim(dev)
+		if !ok {
+			return 0, 0, nil, nil, false
+		}
+		if r.fault != nil {
+			fault = r.fault(dev, p)
+		}
+		c0 = p * r.cols
+		return c0, min(r.cols, r.n-c0), func() { r.land(dev, p, rerun) }, fault, true
+	}
+}
+
+// claim hands device dev its next panel: one given back first, else the
+// next never handed out; false when none is left.
+func (r *run) claim(dev int) (p int, rerun bool, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case len(r.retry) > 0:
+		p, r.retry = r.retry[0], r.retry[1:]
+		rerun = true
+	case r.next < r.panels:
+		p = r.next
+		r.next++
+	default:
+		return 0, false, false
+	}
+	r.claimed[dev] = append(r.claimed[dev], p)
+	return p, rerun, true
+}
+
+// land records panel p done by device dev.
+func (r *run) land(dev, p int, rerun bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.landed[p] = true
+	r.left_--
+	r.done[dev]++
+	r.doneCols[dev] += min(r.cols, r.n-p*r.cols)
+	if rerun {
+		r.reruns[dev]++
+	}
+	if r.progress != nil {
+		r.progress(r.panels-r.left_, r.panels)
+	}
+}
+
+// requeue gives back the panels device dev took and did not finish.
+func (r *run) requeue(dev int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.claimed[dev] {
+		if !r.landed[p] {
+			r.retry = append(r.retry, p)
+		}
+	}
+	r.claimed[dev] = nil
+}
+
+// retried reports whether panels wait to be rerun.
+func (r *run) retried() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.retry) > 0
+}
+
+// left is how many panels are not done.
+func (r *run) left() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.left_
+}
+
+// failure is the error of a product every device failed.
+func (r *run) failure(shares []Share) error {
+	var errs []string
+	var first error
+	for i, sh := range shares {
+		if sh.Err != nil {
+			errs = append(errs, fmt.Sprintf("device %d: %v", i+1, sh.Err))
+			if first == nil {
+				first = sh.Err
+			}
+		}
+	}
+	return fmt.Errorf("devgroup: every device of the group failed, %d of %d column panels of C not computed (%s): %w",
+		r.left(), r.panels, strings.Join(errs, "; "), first)
+}

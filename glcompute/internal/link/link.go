@@ -1,0 +1,31 @@
+// Package link lets glcompute's sibling packages (devgroup) reach the
+// parts of a Device they are built on without glcompute exporting them.
+// glcompute sets these functions when it is initialised; their device,
+// options, plan and timings are glcompute's own types (*Device,
+// *MulOptions, its plan, Timings) passed as any, which only the two
+// packages that meet here convert.
+package link
+
+import "gonum.org/v1/gonum/blas/blas32"
+
+// Claim hands a device of a group its next column panel of C: its first
+// column and width, landed to call once the panel is in host memory, and
+// fault, an error the panel must fail with (tests); ok is false once
+// none is left.
+type Claim func() (c0, cols int, landed func(), fault error, ok bool)
+
+var (
+	// Member panics unless dev may join a group: open, and not borrowed
+	// (a group runs each device's work on its own thread).
+	Member func(dev any)
+	// Product panics unless c = a·b is a product dev's Mul takes, checks
+	// opts (nil: none) and reports an empty product.
+	Product func(dev any, c, a, b blas32.General, opts any) (empty bool)
+	// PlanUnit plans dev's part of a group product, one m×k by k×cols
+	// column panel at a time, with opts.
+	PlanUnit func(dev, opts any, m, k, cols int) (plan any, err error)
+	// RunUnits runs on dev's thread, in one pipelined pass, the column
+	// panels claim hands it, until none is left or the device fails.
+	// ready is called once its buffers are made (or it failed first).
+	RunUnits func(dev, plan any, c, a, b blas32.General, claim Claim, ready func()) (timings any, err error)
+)

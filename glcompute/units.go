@@ -1,0 +1,79 @@
+package glcompute
+
+import (
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/glcompute/internal/link"
+)
+
+// planUnit plans a device's part of a group product: the m×k by k×w
+// product of one column panel of C, in panels whatever its size, A in
+// about four row panels where M allows, so that the device's first
+// column panel computes while the rest of A goes up.
+func (d *Device) planUnit(m, k, w int, o *MulOptions) (hostPlan, error) {
+	hp, err := d.planHostPanels(m, k, w, o, true)
+	if err != nil {
+		return hp, err
+	}
+	pl := &hp.panels
+	tile := hp.kernels.kern.TileM
+	if rows := roundUp((m+3)/4, tile); pl.RowsPer > rows && rows >= 256 {
+		pl.RowsPer = rows
+	}
+	return hp, nil
+}
+
+// mulUnits runs, on the device's thread, its part of a group product:
+// the column panels claim hands it, one after another in one pipelined
+// pass, until none is left or the device fails. ready is called once the
+// device's buffers are made (or it failed before): it returns when every
+// device's are, so that the group's EndToEnd, like Mul's, leaves out
+// making them.
+func (d *Device) mulUnits(c, a, b blas32.General, hp *hostPlan, claim link.Claim, ready func()) (t Timings, err error) {
+	readied := false
+	signal := func() { // once, after the buffers are made or on the way out
+		if !readied {
+			readied = true
+			ready()
+		}
+	}
+	defer signal()
+	d.clearErrors()
+	o := &hp.o
+	pp := &panelProduct{d: d, o: o, plan: hp.panels}
+	defer pp.release()
+	defer d.unbindAll()
+	if pp.p, err = d.programOf(hp.kernels.kern); err != nil {
+		return t, err
+	}
+	t.Kernel, t.Panels = pp.p.kernel.Spec(), hp.panels.String()
+	if err := pp.planSplit(); err != nil {
+		return t, err
+	}
+	t.Splits = pp.splits
+	if err := pp.alloc(); err != nil {
+		return t, err
+	}
+	signal()
+	next := func() []pipeStep {
+		c0, w, landed, fault, ok := claim()
+		if !ok {
+			return nil
+		}
+		steps := pp.steps(blockView(c, 0, c.Rows, c0, w), a, blockView(b, 0, b.Rows, c0, w))
+		steps[len(steps)-1].landed = landed
+		if fault != nil {
+			steps[0].run = func() error { return fault }
+		}
+		return steps
+	}
+	first := next()
+	if first == nil {
+		return t, nil
+	}
+	pl := &pipeline{d: d, o: o, steps: first, more: next}
+	pt, err := pl.run()
+	pt.fill(&t)
+	t.Dispatches = pp.dispatches
+	return t, err
+}
