@@ -346,7 +346,6 @@ func TestMatrixFieldsChecked(t *testing.T) {
 		"PrepareStaging": func() { zero.Tuning().PrepareStaging() },
 		"Release":        func() { zero.Release() },
 		"WrapBuffer":     func() { zero.WrapBuffer(1, 0, 1, 1, 1) },
-		"MulStream":      func() { zero.MulStream(&memWriter{failAfter: -1}, shapeReader{2, 2}, shapeReader{2, 2}, nil) },
 		"KernelFor":      func() { zero.Tuning().KernelFor(2, 2, 2) },
 		"Plan":           func() { zero.Plan(2, 2, 2, nil) },
 		"Fence":          func() { zero.Fence() },

@@ -101,7 +101,7 @@ type Device struct {
 	// bound is what the last resident call left bound, while no other
 	// call can have changed it (see boundState).
 	bound boundState
-	// streams cancel the MulStreams whose GPU stage holds GPU matrices
+	// streams cancel the streamed products whose GPU stage holds GPU matrices
 	// of the Device, each under the number startStream gave it
 	// (lastStream the latest), streamWG counting them: Release stops
 	// them and waits for them before it deletes anything (stopStreams).

@@ -19,11 +19,9 @@
 // Device.Mul multiplies host matrices: upload, kernel and readback
 // overlap, and products larger than one storage binding or
 // MulOptions.MaxGPUMemory run in panels (K too, where it must, the
-// panels' products summed on the GPU). MulStream multiplies a matrix
-// read by panels of rows (a RowReader) by one read whole, writing C's
-// rows in order, so that memory holds B and three panels (B on the GPU in
-// column panels where it is over one binding, K in panels where a row
-// is). Matrix keeps a
+// panels' products summed on the GPU). Package stream multiplies
+// matrices read and written by panels of rows, package devgroup one
+// product over several GPUs. Matrix keeps a
 // matrix on the GPU (NewMatrix) or views a host's buffer (WrapBuffer);
 // Matrix.Gemm (C = α·op(A)·op(B) + β·C) and Device.GemmBatched queue work
 // and return at once; Device.Fence tells when the GPU is done;

@@ -149,44 +149,6 @@ func gemmEmpty(t *testing.T, d *Device, borrowed bool) {
 	mustPanic(t, "Cols -1", func() { c.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0) })
 }
 
-// TestMulStreamEmpty: k = 0 writes C's zeros in panels, reading nothing
-// (the readers fail if read) and checking nothing; m or n = 0 writes
-// nothing. It panicked ("every dimension must be at least 1").
-func TestMulStreamEmpty(t *testing.T) {
-	d := openDevice(t, BackendEGL)
-	for _, s := range [][3]int{{300, 0, 5}, {0, 4, 4}, {4, 4, 0}, {0, 0, 0}} {
-		m, k, n := s[0], s[1], s[2]
-		w := &memWriter{failAfter: -1}
-		var progress, checks int
-		r, err := d.MulStream(w, shapeReader{m, k}, shapeReader{k, n}, &StreamOptions{
-			PanelBytes: 4 * 64 * 8, Progress: func(done, total int) { progress = done },
-			Check: func(blas32.General) PanelCheck { checks++; return nil }})
-		if err != nil {
-			t.Fatalf("%v: %v", s, err)
-		}
-		want := 0
-		if k == 0 && m > 0 && n > 0 {
-			want = m
-		}
-		if len(w.rows) != want || r.M != m || r.K != k || r.N != n || checks != 0 || progress != r.Panels {
-			t.Fatalf("%v: %d rows written, want %d; result %+v, %d checks, progress %d", s, len(w.rows), want, r, checks, progress)
-		}
-		for i, row := range w.rows {
-			if len(row) != n {
-				t.Fatalf("%v: row %d has %d columns", s, i, len(row))
-			}
-			for j, v := range row {
-				if v != 0 {
-					t.Fatalf("%v: C[%d][%d] = %v", s, i, j, v)
-				}
-			}
-		}
-		if k == 0 && m > 0 && n > 0 && r.Panels < 2 {
-			t.Errorf("%v: %d panels", s, r.Panels)
-		}
-	}
-}
-
 // TestSgemmEmpty: the gonum drop-in follows BLAS on empty products (it
 // hands them to gonum, whose slice-length rules apply: A of m×0 with lda
 // 1 still takes m−1 floats): k = 0 gives C = β·C, m or n = 0 leaves C

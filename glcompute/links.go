@@ -1,13 +1,15 @@
 package glcompute
 
 import (
+	"context"
+
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/glcompute/internal/link"
 )
 
-// The packages built on a Device's internals, devgroup (units.go), reach
-// them through package link, set here.
+// The packages built on a Device's internals, devgroup (units.go) and
+// stream, reach them through package link, set here.
 func init() {
 	link.Member = func(dev any) {
 		d := dev.(*Device)
@@ -38,4 +40,36 @@ func init() {
 		d.worked()
 		return t, err
 	}
+	link.Own = func(dev any, who string) {
+		d := dev.(*Device)
+		d.mustBeOpen()
+		if d.isReleased() {
+			panic("glcompute: use of a released Device")
+		}
+		if d.borrowed {
+			panic(who)
+		}
+	}
+	link.Binding = func(dev any, max int64) int64 { return dev.(*Device).streamBinding(max) }
+	link.MulKernel = func(c, a, b any, spec string) error {
+		return c.(*Matrix).mulKernel(spec, a.(*Matrix), b.(*Matrix))
+	}
+	link.Hold = func(dev any, cancel context.CancelCauseFunc) (func(), error) {
+		d := dev.(*Device)
+		n, err := d.startStream(cancel)
+		if err != nil {
+			return nil, err
+		}
+		return func() { d.endStream(n) }, nil
+	}
+}
+
+// streamBinding is the most bytes a streamed product puts in one storage
+// binding: the driver's block, lowered to max where positive.
+func (d *Device) streamBinding(max int64) int64 {
+	binding := min(d.info.MaxSSBOBlockSize, 4*maxIndex)
+	if max > 0 {
+		binding = min(binding, max)
+	}
+	return binding
 }

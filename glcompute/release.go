@@ -13,7 +13,7 @@ import (
 // afterwards panics, except Info, which goes on describing it. Owned: safe from any goroutine. Borrowed: call it on
 // the host's thread with its context current.
 //
-// A call in progress (a Mul, say) ends first. A MulStream in progress
+// A call in progress (a Mul, say) ends first. A streamed product (package stream) in progress
 // stops between panels, returning an error matching ErrReleased, and
 // Release waits until its GPU stage has stopped.
 func (d *Device) Release() {
@@ -38,9 +38,9 @@ func (d *Device) Release() {
 	d.thread.Stop()
 }
 
-// stopStreams stops the MulStreams whose GPU stage runs, with
+// stopStreams stops the streamed products whose GPU stage runs, with
 // ErrReleased, and waits until those stages have released their GPU
-// matrices; a MulStream that comes to its GPU stage later fails
+// matrices; a streamed product that comes to its GPU stage later fails
 // (startStream).
 func (d *Device) stopStreams() {
 	d.mu.Lock()
@@ -52,17 +52,17 @@ func (d *Device) stopStreams() {
 	d.streamWG.Wait()
 }
 
-// errReleasedDuringStream stops a MulStream that Release interrupted.
-var errReleasedDuringStream = fmt.Errorf("%w during MulStream: the product stopped between panels; C is incomplete", ErrReleased)
+// errReleasedDuringStream stops a streamed product that Release interrupted.
+var errReleasedDuringStream = fmt.Errorf("%w during a streamed product: it stopped between panels; C is incomplete", ErrReleased)
 
-// startStream records that a MulStream's GPU stage, which cancel stops,
+// startStream records that a streamed product's GPU stage, which cancel stops,
 // is about to start, and returns its number for endStream; or it returns
 // ErrReleased once Release has begun.
 func (d *Device) startStream(cancel context.CancelCauseFunc) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.releasing {
-		return 0, fmt.Errorf("%w before MulStream's GPU stage could start", ErrReleased)
+		return 0, fmt.Errorf("%w before the streamed product's GPU stage could start", ErrReleased)
 	}
 	if d.streams == nil {
 		d.streams = map[int]context.CancelCauseFunc{}

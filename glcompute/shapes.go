@@ -63,3 +63,9 @@ func (m dims) checkLayout() {
 		panic("glcompute: matrix data shorter than its shape")
 	}
 }
+
+// blockView returns rows [r0, r0+rows) of m's columns [c0, c0+cols).
+func blockView(m blas32.General, r0, rows, c0, cols int) blas32.General {
+	first := r0*m.Stride + c0
+	return blas32.General{Rows: rows, Cols: cols, Stride: m.Stride, Data: m.Data[first : first+(rows-1)*m.Stride+cols]}
+}

@@ -8,7 +8,7 @@ import (
 
 // Panels checks a product C = A·B that arrives a panel of rows at a time
 // beside the rows of A that made it (a streamed product,
-// glcompute.MulStream): by Freivalds' method (Rows) where the mode is
+// stream.Mul): by Freivalds' method (Rows) where the mode is
 // Freivalds and the panel's rows of A are finite, in full (FullRows)
 // otherwise, since Freivalds' sums cannot tell where a NaN belongs. A B
 // with NaN or Inf makes every panel full.

@@ -17,6 +17,7 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/stream"
 	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/outfile"
 	"github.com/glmul/glmul/validate"
@@ -265,7 +266,7 @@ var errNotValidated = errors.New("C failed validation")
 
 // mulResult is a streamed product's figures, its check and its device.
 type mulResult struct {
-	glcompute.StreamResult
+	stream.Result
 	Validation validate.Result
 	Device     glcompute.Info
 }
@@ -303,14 +304,14 @@ func newMulCheck(mode validate.Mode, m, k, n int) *mulCheck {
 // check fail.
 var newPanels = validate.NewPanels
 
-// prepare is the product's glcompute.StreamOptions.Check.
-func (c *mulCheck) prepare(b blas32.General) glcompute.PanelCheck {
+// prepare is the product's stream.Options.Check.
+func (c *mulCheck) prepare(b blas32.General) stream.PanelCheck {
 	c.panels = newPanels(c.mode, b, rand.New(rand.NewPCG(1, 2)))
 	return c.panels.Check
 }
 
 // streamProduct multiplies A by B into f.out, panel by panel
-// (glcompute.MulStream), through outfile: a regular file is replaced only
+// (stream.Mul), through outfile: a regular file is replaced only
 // once every row is written and C validated, and refused at the start
 // where its file system has not the room. The device is opened once the
 // output is known to be writable. Ctrl-C stops the product between
@@ -320,7 +321,7 @@ func streamProduct(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) (
 	defer stop()
 	m, k, n := a.Rows(), a.Cols(), b.Cols()
 	chk := newMulCheck(f.mode, m, k, n)
-	o := &glcompute.StreamOptions{Context: ctx, Check: chk.prepare, HostLimit: int64(hostMemoryOr(0))}
+	o := &stream.Options{Context: ctx, Check: chk.prepare, HostLimit: int64(hostMemoryOr(0))}
 	if bar := newBar(f.progress, stderr, "panels of C written"); bar != nil {
 		defer bar.Finish()
 		o.Progress = func(done, total int) { bar.ChangeMax(total); bar.Set(done) }
@@ -342,13 +343,13 @@ func streamProduct(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) (
 // format, with f's kernel and o's other options, and checks it (chk); r
 // gets the figures. An error or a failed check leaves w incomplete, for
 // outfile to discard.
-func mulInto(w io.Writer, f *mulFlags, a, b matfile.Source, o *glcompute.StreamOptions, chk *mulCheck, r *mulResult, stderr io.Writer) error {
+func mulInto(w io.Writer, f *mulFlags, a, b matfile.Source, o *stream.Options, chk *mulCheck, r *mulResult, stderr io.Writer) error {
 	m, n := a.Rows(), b.Cols()
 	sink, err := matfile.NewSink(w, f.out, m, n)
 	if err != nil {
 		return err
 	}
-	// No shape to check: MulStream checks the kernel on its panels' shape
+	// No shape to check: stream.Mul checks the kernel on its panels' shape
 	// (not Mul's plan of the whole product) before it reads anything.
 	h, err := f.dev.hold(stderr, []string{f.kernel})
 	if err != nil {
@@ -362,8 +363,8 @@ func mulInto(w io.Writer, f *mulFlags, a, b matfile.Source, o *glcompute.StreamO
 
 // mulOn multiplies A by B on dev into sink and checks C (chk); r gets
 // the figures.
-func mulOn(dev *glcompute.Device, sink matfile.Sink, a, b matfile.Source, o *glcompute.StreamOptions, chk *mulCheck, r *mulResult) (err error) {
-	if r.StreamResult, err = dev.MulStream(sink, a, b, o); err != nil {
+func mulOn(dev *glcompute.Device, sink matfile.Sink, a, b matfile.Source, o *stream.Options, chk *mulCheck, r *mulResult) (err error) {
+	if r.Result, err = stream.Mul(dev, sink, a, b, o); err != nil {
 		return err
 	}
 	if r.Validation = chk.panels.Result(); r.Validation.Err() != nil {
@@ -382,7 +383,7 @@ func mulError(f *mulFlags, m, k, n int, err error) error {
 		return err // reported by runMul
 	case errors.Is(err, outfile.ErrNoRoom):
 		return fmt.Errorf("mul: C is %d×%d %s as %s: %w", m, n, typeName(f.typ), filepath.Ext(f.out), err)
-	case errors.Is(err, glcompute.ErrHostMemory):
+	case errors.Is(err, stream.ErrHostMemory):
 		return fmt.Errorf("mul: %w (this machine's memory)", err)
 	}
 	return overflowHint(err)

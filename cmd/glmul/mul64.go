@@ -27,7 +27,7 @@ import (
 // replaced only once every panel is validated. Host memory holds B, one
 // panel of A and one of C (panelRows64). The panels run one after the
 // other: reading, the GPU, the check and writing do not overlap as
-// MulStream's stages do.
+// stream.Mul's stages do.
 
 // c64Bytes is the least an m×n float64 C takes in out's format: .npy's
 // 8 bytes an element, or .mtx's 6 ("i j v" and a newline).
@@ -39,7 +39,7 @@ func c64Bytes(out string, m, n int) uint64 {
 }
 
 // mul64PanelBytes is the least host memory a float64 panel's rows of A
-// and C take together (8·(K+N) bytes a row), as MulStream's float32
+// and C take together (8·(K+N) bytes a row), as stream.Mul's float32
 // panels take at most 64 MiB.
 const mul64PanelBytes = 64 << 20
 

@@ -9,7 +9,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cmd/glmul/internal/matfile"
-	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/stream"
 	"github.com/glmul/glmul/internal/outfile"
 	"github.com/glmul/glmul/validate"
 )
@@ -27,7 +27,7 @@ func emptyProduct(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) er
 	ctx, stop := notifyInterrupt()
 	defer stop()
 	m, k, n := a.Rows(), a.Cols(), b.Cols()
-	r := mulResult{StreamResult: dimsOnly(m, k, n), Validation: validate.Result{Mode: validate.None, OK: true, Row: -1, Col: -1}}
+	r := mulResult{Result: dimsOnly(m, k, n), Validation: validate.Result{Mode: validate.None, OK: true, Row: -1, Col: -1}}
 	err, abandoned := awaitWork(ctx, stderr, "glmul mul", func() error {
 		t0 := time.Now()
 		if err := drain(ctx, b); err != nil {
@@ -55,8 +55,8 @@ func emptyProduct(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) er
 	return writeMulReport(f, r, true, stdout, stderr)
 }
 
-// dimsOnly is the StreamResult of an empty product: its dimensions.
-func dimsOnly(m, k, n int) (r glcompute.StreamResult) {
+// dimsOnly is the stream.Result of an empty product: its dimensions.
+func dimsOnly(m, k, n int) (r stream.Result) {
 	r.M, r.K, r.N = m, k, n
 	return r
 }

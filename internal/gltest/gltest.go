@@ -4,7 +4,10 @@
 package gltest
 
 import (
+	"fmt"
 	"os"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/glmul/glmul/glcompute"
@@ -22,4 +25,44 @@ func Open(t testing.TB) *glcompute.Device {
 	}
 	t.Cleanup(d.Release)
 	return d
+}
+
+// Borrowed calls f with a Device borrowed (NewDeviceFromCurrent) from a
+// headless context made current on f's thread, locked, as an engine's
+// would be; skips or fails as Open does where none can be made.
+func Borrowed(t *testing.T, f func(d *glcompute.Device)) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	hc, err := glcompute.NewHeadlessContext(0)
+	if err != nil {
+		if os.Getenv("GLMUL_REQUIRE_GL") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	defer hc.Release()
+	d, err := glcompute.NewDeviceFromCurrent(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	f(d)
+}
+
+// MustPanic fails t unless f panics with a message holding want.
+func MustPanic(t *testing.T, want string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		if r == nil {
+			t.Errorf("no panic, want one with %q", want)
+			return
+		}
+		if msg := fmt.Sprint(r); !strings.Contains(msg, want) {
+			t.Errorf("panic %q, want one with %q", msg, want)
+		}
+	}()
+	f()
 }

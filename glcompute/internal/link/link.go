@@ -1,4 +1,4 @@
-// Package link lets glcompute's sibling packages (devgroup) reach the
+// Package link lets glcompute's sibling packages (devgroup, stream) reach the
 // parts of a Device they are built on without glcompute exporting them.
 // glcompute sets these functions when it is initialised; their device,
 // options, plan and timings are glcompute's own types (*Device,
@@ -6,7 +6,11 @@
 // packages that meet here convert.
 package link
 
-import "gonum.org/v1/gonum/blas/blas32"
+import (
+	"context"
+
+	"gonum.org/v1/gonum/blas/blas32"
+)
 
 // Claim hands a device of a group its next column panel of C: its first
 // column and width, landed to call once the panel is in host memory, and
@@ -28,4 +32,21 @@ var (
 	// panels claim hands it, until none is left or the device fails.
 	// ready is called once its buffers are made (or it failed first).
 	RunUnits func(dev, plan any, c, a, b blas32.General, claim Claim, ready func()) (timings any, err error)
+)
+
+// For package stream: a product streamed through one Device's matrices.
+var (
+	// Own panics unless dev is open and owns its context (made by Open):
+	// who names what needs it and why.
+	Own func(dev any, who string)
+	// Binding is the most bytes dev puts in one shader storage binding,
+	// lowered to max where positive.
+	Binding func(dev any, max int64) int64
+	// MulKernel computes c = a·b, dev's Matrices, with the kernel spec
+	// names ("" or "fast": Gemm's choice), as Gemm with β = 0.
+	MulKernel func(c, a, b any, spec string) error
+	// Hold records that a streamed product holds dev's GPU matrices until
+	// it calls done: the Device's Release stops it with cancel and waits
+	// for done. It fails where Release has begun.
+	Hold func(dev any, cancel context.CancelCauseFunc) (done func(), err error)
 )

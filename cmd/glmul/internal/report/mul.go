@@ -12,7 +12,7 @@ import (
 )
 
 // Mul is the report of glmul mul: a product streamed from files to a
-// file in panels of rows, its stages overlapping (glcompute.MulStream).
+// file in panels of rows, its stages overlapping (stream.Mul).
 type Mul struct {
 	Device Device `json:"device"`
 	// Type is the element type: "float32", streamed in panels, or

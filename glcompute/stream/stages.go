@@ -1,4 +1,4 @@
-package glcompute
+package stream
 
 import (
 	"context"
@@ -9,54 +9,52 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/internal/errs"
+	"github.com/glmul/glmul/glcompute/internal/link"
 )
 
-// MulStream computes C = A·B for matrices that need not fit in memory: A
+// Mul computes C = A·B on d for matrices that need not fit in memory: A
 // is read by panels of rows from a, B whole from b, and C's rows are
 // written in order to c, so that memory holds B and a few panels
-// (streamHostBytes). Reading, the GPU, the check (StreamOptions.Check)
-// and writing overlap, each on a goroutine of its own. An error from any
-// stage stops the others (c's rows are then incomplete); Release during
-// MulStream stops it with ErrReleased. Panels of B and of K, and empty
+// (hostBytes). Reading, the GPU, the check (Options.Check) and writing
+// overlap, each on a goroutine of its own. An error from any stage stops
+// the others (c's rows are then incomplete); d's Release during Mul stops
+// it with glcompute.ErrReleased. Panels of B and of K, and empty
 // products: docs/LIBRARY.md.
 //
 // It panics on a borrowed Device (it needs Open's), if A's columns differ
 // from B's rows, or if a dimension is negative.
-func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (StreamResult, error) {
-	d.mustBeOpen()
-	if d.isReleased() {
-		panic("glcompute: use of a released Device")
-	}
-	if d.borrowed {
-		panic("glcompute: MulStream needs a Device that owns its context (Open): its GPU stage runs on a goroutine of its own, where a borrowed context is not current")
-	}
+func Mul(d *glcompute.Device, c RowWriter, a, b RowReader, o *Options) (Result, error) {
+	link.Own(d, "stream.Mul needs a Device that owns its context (Open): its GPU stage runs on a goroutine of its own, where a borrowed context is not current")
 	if a.Rows() < 0 || a.Cols() < 0 || b.Rows() < 0 || b.Cols() < 0 {
-		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d: no dimension may be negative", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
+		panic(fmt.Sprintf("stream: Mul: A is %d×%d and B %d×%d: no dimension may be negative", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
 	}
 	if a.Cols() != b.Rows() {
-		panic(fmt.Sprintf("glcompute: MulStream: A is %d×%d and B %d×%d: A's columns must equal B's rows", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
+		panic(fmt.Sprintf("stream: Mul: A is %d×%d and B %d×%d: A's columns must equal B's rows", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
 	}
 	if o == nil {
-		o = &StreamOptions{}
+		o = &Options{}
 	}
 	if o.MaxBinding < 0 {
-		panic("glcompute: StreamOptions.MaxBinding is negative")
+		panic("stream: Options.MaxBinding is negative")
 	}
-	p := newStreamPlan(a.Rows(), a.Cols(), b.Cols(), o.PanelBytes)
+	p := newPlan(a.Rows(), a.Cols(), b.Cols(), o.PanelBytes)
 	if !p.empty() {
-		if err := p.fitBinding(d.streamBinding(o.MaxBinding)); err != nil {
-			return StreamResult{}, err
+		if err := p.fitBinding(link.Binding(d, o.MaxBinding)); err != nil {
+			return Result{}, err
 		}
 		// The kernel, on a panel's shape, before anything is read.
-		if _, err := d.Plan(p.rows, p.kper, p.cols, &MulOptions{Kernel: o.Kernel, MaxBinding: o.MaxBinding}); err != nil {
-			return StreamResult{}, err
+		if _, err := d.Plan(p.rows, p.kper, p.cols, &glcompute.MulOptions{Kernel: o.Kernel, MaxBinding: o.MaxBinding}); err != nil {
+			return Result{}, err
 		}
 	}
 	if need := p.hostBytes(); o.HostLimit > 0 && need > o.HostLimit {
-		return StreamResult{}, fmt.Errorf("glcompute: the %d×%d by %d×%d product needs %.1f GiB of host memory for B and its panels of A and C, over the limit of %.1f GiB: %w",
+		return Result{}, fmt.Errorf("stream: the %d×%d by %d×%d product needs %.1f GiB of host memory for B and its panels of A and C, over the limit of %.1f GiB: %w",
 			p.m, p.k, p.k, p.n, float64(need)/(1<<30), float64(o.HostLimit)/(1<<30), ErrHostMemory)
 	}
-	r := StreamResult{M: p.m, K: p.k, N: p.n, Panels: p.panels, PanelRows: p.rows, BPanels: p.bpanels, KPanels: p.kpanels, Kernel: o.Kernel}
+	r := Result{M: p.m, K: p.k, N: p.n, Panels: p.panels, PanelRows: p.rows, BPanels: p.bpanels, KPanels: p.kpanels, Kernel: o.Kernel}
 	ctx := o.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -68,9 +66,9 @@ func (d *Device) MulStream(c RowWriter, a, b RowReader, o *StreamOptions) (Strea
 		err = zeroStream(ctx, c, p, o.Progress, &r)
 	} else {
 		if o.Kernel == "" || o.Kernel == "fast" {
-			r.Kernel = d.kernelFor(p.rows, p.kper, p.cols)
+			r.Kernel = d.Tuning().KernelFor(p.rows, p.kper, p.cols)
 		}
-		err = runStream(ctx, d, p, a, b, c, o, &r)
+		err = run(ctx, d, p, a, b, c, o, &r)
 	}
 	r.Wall = time.Since(start)
 	r.HostBytes = p.hostBytes()
@@ -88,25 +86,25 @@ const hostPanels = 3
 // the next one's product runs. A slot's A is a matrix for each K panel
 // (a[s][q]), its C one for each column panel of B (c[s][j]).
 type streamGPU struct {
-	dev    *Device
-	p      streamPlan
-	kernel string // StreamOptions.Kernel
-	b      [][]*Matrix
-	a, c   [2][]*Matrix
+	dev    *glcompute.Device
+	p      plan
+	kernel string // Options.Kernel
+	b      [][]*glcompute.Matrix
+	a, c   [2][]*glcompute.Matrix
 }
 
 // newStreamGPU allocates the product's matrices, before anything is
 // read: a product the driver has not the memory for fails at once.
-func newStreamGPU(dev *Device, p streamPlan, kernel string) (_ *streamGPU, err error) {
-	g := &streamGPU{dev: dev, p: p, kernel: kernel, b: make([][]*Matrix, p.kpanels)}
+func newStreamGPU(dev *glcompute.Device, p plan, kernel string) (_ *streamGPU, err error) {
+	g := &streamGPU{dev: dev, p: p, kernel: kernel, b: make([][]*glcompute.Matrix, p.kpanels)}
 	defer func() {
 		if err != nil {
 			g.release() // what was made before the failure
-			err = fmt.Errorf("glcompute: the %d×%d by %d×%d product needs %s of GPU memory for B and two panels of A and C: %w",
-				p.m, p.k, p.k, p.n, formatBytes(float64(p.gpuBytes())), err)
+			err = fmt.Errorf("stream: the %d×%d by %d×%d product needs %s of GPU memory for B and two panels of A and C: %w",
+				p.m, p.k, p.k, p.n, errs.FormatBytes(float64(p.gpuBytes())), err)
 		}
 	}()
-	matrices := func(ms *[]*Matrix, n int, shape func(i int) (rows, cols int)) error {
+	matrices := func(ms *[]*glcompute.Matrix, n int, shape func(i int) (rows, cols int)) error {
 		for i := range n {
 			m, err := dev.NewMatrix(shape(i))
 			if err != nil {
@@ -136,7 +134,7 @@ func newStreamGPU(dev *Device, p streamPlan, kernel string) (_ *streamGPU, err e
 
 // gpuBytes is the GPU memory of a streamed product: B and two panels of
 // A and C.
-func (p streamPlan) gpuBytes() int64 {
+func (p plan) gpuBytes() int64 {
 	return 4 * (int64(p.kp)*int64(p.np) + int64(min(2, p.panels))*int64(p.rows)*int64(p.kp+p.np))
 }
 
@@ -166,12 +164,12 @@ func (g *streamGPU) release() {
 // slot returns panel i's matrices of A and C: the slot's own, or views of
 // their first rows for a last panel that is shorter; release frees the
 // views.
-func (g *streamGPU) slot(i int) (a, c []*Matrix, release func(), err error) {
+func (g *streamGPU) slot(i int) (a, c []*glcompute.Matrix, release func(), err error) {
 	s, rows := i%2, g.p.rowsOf(i)
 	if rows == g.p.rows {
 		return g.a[s], g.c[s], func() {}, nil
 	}
-	var views []*Matrix
+	var views []*glcompute.Matrix
 	release = func() {
 		for _, v := range views {
 			v.Release()
@@ -192,7 +190,7 @@ func (g *streamGPU) slot(i int) (a, c []*Matrix, release func(), err error) {
 // their products by B's column panels: the first K panel's with the
 // kernel, the later ones added to it (Gemm's β = 1).
 func (g *streamGPU) multiply(pn *streamPanel) error {
-	return g.on(pn, func(a, c []*Matrix) error {
+	return g.on(pn, func(a, c []*glcompute.Matrix) error {
 		for q, aq := range a {
 			k0, kc := g.p.kOf(q)
 			if err := aq.Upload(blockView(pn.a, 0, aq.Rows, k0, kc)); err != nil {
@@ -203,7 +201,7 @@ func (g *streamGPU) multiply(pn *streamPanel) error {
 			for q, aq := range a {
 				var err error
 				if q == 0 {
-					err = cj.mulKernel(g.kernel, aq, g.b[q][j])
+					err = link.MulKernel(cj, aq, g.b[q][j], g.kernel)
 				} else {
 					err = cj.Gemm(blas.NoTrans, blas.NoTrans, 1, aq, g.b[q][j], 1)
 				}
@@ -219,7 +217,7 @@ func (g *streamGPU) multiply(pn *streamPanel) error {
 // readBack copies panel pn's C into its host memory, a column panel at a
 // time.
 func (g *streamGPU) readBack(pn *streamPanel) error {
-	return g.on(pn, func(_, c []*Matrix) error {
+	return g.on(pn, func(_, c []*glcompute.Matrix) error {
 		for j, cj := range c {
 			c0, cols := g.p.colsOf(j)
 			if err := cj.Download(blockView(pn.c, 0, cj.Rows, c0, cols)); err != nil {
@@ -231,7 +229,7 @@ func (g *streamGPU) readBack(pn *streamPanel) error {
 }
 
 // on calls f with panel pn's matrices of A and C (slot).
-func (g *streamGPU) on(pn *streamPanel, f func(a, c []*Matrix) error) error {
+func (g *streamGPU) on(pn *streamPanel, f func(a, c []*glcompute.Matrix) error) error {
 	a, c, release, err := g.slot(pn.i)
 	if err != nil {
 		return err
@@ -243,7 +241,7 @@ func (g *streamGPU) on(pn *streamPanel, f func(a, c []*Matrix) error) error {
 // streamStages is one streamed product's pipeline: its channels and the
 // first error.
 type streamStages struct {
-	p      streamPlan
+	p      plan
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	free   chan *streamPanel // panels to read into
@@ -272,11 +270,11 @@ func (st *streamStages) give(ch chan *streamPanel, pn *streamPanel) bool {
 	}
 }
 
-// runStream runs the four stages, once the GPU's matrices are made
+// run runs the four stages, once the GPU's matrices are made
 // (holdGPU): the reader starts at once, beside B's read and upload; the GPU and the check on goroutines of their own once B
-// is up (StreamOptions.Check prepared meanwhile), the writer on the
+// is up (Options.Check prepared meanwhile), the writer on the
 // caller's.
-func runStream(ctx context.Context, dev *Device, p streamPlan, a, b RowReader, c RowWriter, o *StreamOptions, r *StreamResult) error {
+func run(ctx context.Context, dev *glcompute.Device, p plan, a, b RowReader, c RowWriter, o *Options, r *Result) error {
 	st := &streamStages{p: p, free: make(chan *streamPanel, hostPanels), read: make(chan *streamPanel, 1), back: make(chan *streamPanel, 1), ready: make(chan *streamPanel, 1)}
 	st.ctx, st.cancel = context.WithCancelCause(ctx)
 	for range min(hostPanels, p.panels) {
@@ -339,19 +337,19 @@ func runStream(ctx context.Context, dev *Device, p streamPlan, a, b RowReader, c
 // holdGPU makes st's GPU matrices, before anything is read (a product
 // the driver has not the memory for fails at once), and from then until
 // release releases them the product holds the Device: Release stops it and
-// waits for it (Device.stopStreams).
-func holdGPU(dev *Device, st *streamStages, p streamPlan, kernel string) (g *streamGPU, release func(), err error) {
-	n, err := dev.startStream(st.cancel)
+// waits for it (link.Hold).
+func holdGPU(dev *glcompute.Device, st *streamStages, p plan, kernel string) (g *streamGPU, release func(), err error) {
+	done, err := link.Hold(dev, st.cancel)
 	if err != nil {
 		return nil, nil, err
 	}
 	if g, err = newStreamGPU(dev, p, kernel); err != nil {
-		dev.endStream(n)
+		done()
 		return nil, nil, err
 	}
 	return g, func() {
 		g.release()
-		dev.endStream(n)
+		done()
 	}, nil
 }
 

@@ -1,4 +1,8 @@
-package glcompute
+// Package stream multiplies matrices that need not fit in memory on one
+// glcompute Device: A read by panels of rows (a RowReader: a file, say),
+// B whole, C written by rows as it comes (a RowWriter), with reading, the
+// GPU, a check and writing overlapping (Mul). glmul mul is built on it.
+package stream
 
 import (
 	"context"
@@ -7,6 +11,9 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/internal/errs"
 )
 
 // RowReader is a matrix read by blocks of rows: a file read by panels
@@ -30,10 +37,10 @@ type RowWriter interface {
 // goroutine of its own, while later panels are read and computed.
 type PanelCheck func(a, c blas32.General, r0 int)
 
-// StreamOptions are the options of one MulStream. The zero value (or a
-// nil *StreamOptions) checks nothing and uses panels of at most
+// Options are the options of one MulStream. The zero value (or a
+// nil *Options) checks nothing and uses panels of at most
 // defaultPanelBytes.
-type StreamOptions struct {
+type Options struct {
 	// Kernel names the kernel as MulOptions.Kernel does. Zero value "":
 	// the device's choice for a panel's shape.
 	Kernel string
@@ -62,26 +69,26 @@ type StreamOptions struct {
 	HostLimit int64
 	// MaxBinding lowers the bytes one matrix may take in one shader
 	// storage binding below the driver's, as MulOptions.MaxBinding does:
-	// a B over it is held on the GPU in column panels (StreamResult.BPanels),
-	// a K too long for it cut into panels (StreamResult.KPanels), so small
+	// a B over it is held on the GPU in column panels (Result.BPanels),
+	// a K too long for it cut into panels (Result.KPanels), so small
 	// products exercise those paths. Zero value: the driver's limit.
 	MaxBinding int64
 }
 
 // ErrHostMemory is the error, wrapped, of a MulStream that needs more
-// host memory than StreamOptions.HostLimit.
+// host memory than Options.HostLimit.
 var ErrHostMemory = errors.New("not enough host memory")
 
-// Panel sizes (StreamOptions.PanelBytes).
+// Panel sizes (Options.PanelBytes).
 const (
 	defaultPanelBytes = 64 << 20
 	minPanelBytes     = 4 << 20
 )
 
-// StreamResult is one streamed product's figures: its shape and panels,
+// Result is one streamed product's figures: its shape and panels,
 // and each stage's busy time (the stages overlap, so they add up to more
 // than Wall).
-type StreamResult struct {
+type Result struct {
 	M, K, N   int
 	Kernel    string // the kernel of a whole panel
 	Panels    int
@@ -103,23 +110,23 @@ type StreamResult struct {
 }
 
 // Flop is the product's floating-point operations, 2·M·N·K.
-func (r StreamResult) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * float64(r.K) }
+func (r Result) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * float64(r.K) }
 
 // streamPanels returns how many panels, of how many rows, MulStream cuts
-// an m×k by k×n product into with StreamOptions.PanelBytes panelBytes.
+// an m×k by k×n product into with Options.PanelBytes panelBytes.
 func streamPanels(m, k, n int, panelBytes int64) (panels, rows int) {
-	p := newStreamPlan(m, k, n, panelBytes)
+	p := newPlan(m, k, n, panelBytes)
 	return p.panels, p.rows
 }
 
 // streamHostBytes is the host memory MulStream takes for an m×k by k×n
-// product with StreamOptions.PanelBytes panelBytes: B, and the panels of
+// product with Options.PanelBytes panelBytes: B, and the panels of
 // A and C.
 func streamHostBytes(m, k, n int, panelBytes int64) int64 {
-	return newStreamPlan(m, k, n, panelBytes).hostBytes()
+	return newPlan(m, k, n, panelBytes).hostBytes()
 }
 
-// streamPlan is a streamed product's panels: A (m×k) by B (k×n) in panels
+// plan is a streamed product's panels: A (m×k) by B (k×n) in panels
 // of rows rows; kp and np are k and n rounded up to 4 floats, the padded
 // layout the fast kernel reads and writes whole vec4s of. On the GPU, B is
 // held in bpanels column panels of cols columns (the last one what is
@@ -127,18 +134,18 @@ func streamHostBytes(m, k, n int, panelBytes int64) int64 {
 // of its C, and K, where a row of A is too long for that, in kpanels
 // panels of kper (the last one what is left of kp), so that every matrix
 // there fits one storage binding (fitBinding).
-type streamPlan struct {
+type plan struct {
 	m, k, n, kp, np int
 	rows, panels    int
 	cols, bpanels   int
 	kper, kpanels   int
 }
 
-// newStreamPlan sizes the panels of an m×k by k×n product to panelBytes
+// newPlan sizes the panels of an m×k by k×n product to panelBytes
 // of A and C (zero: an eighth of both, within [minPanelBytes,
 // defaultPanelBytes]), rows a multiple of 64 where more than 64.
-func newStreamPlan(m, k, n int, panelBytes int64) streamPlan {
-	p := streamPlan{m: m, k: k, n: n, kp: (k + 3) / 4 * 4, np: (n + 3) / 4 * 4}
+func newPlan(m, k, n int, panelBytes int64) plan {
+	p := plan{m: m, k: k, n: n, kp: (k + 3) / 4 * 4, np: (n + 3) / 4 * 4}
 	p.cols, p.bpanels, p.kper, p.kpanels = p.np, 1, p.kp, 1
 	if m == 0 || n == 0 {
 		return p // no panels
@@ -157,17 +164,7 @@ func newStreamPlan(m, k, n int, panelBytes int64) streamPlan {
 
 // empty reports whether the product runs nothing on the GPU: K = 0
 // (zeroStream), or no panels.
-func (p streamPlan) empty() bool { return p.k == 0 || p.panels == 0 }
-
-// streamBinding is the most bytes a streamed product puts in one storage
-// binding: the driver's block, lowered to max where positive.
-func (d *Device) streamBinding(max int64) int64 {
-	binding := min(d.info.MaxSSBOBlockSize, 4*maxIndex)
-	if max > 0 {
-		binding = min(binding, max)
-	}
-	return binding
-}
+func (p plan) empty() bool { return p.k == 0 || p.panels == 0 }
 
 // fitBinding makes every matrix of the product on the GPU fit binding
 // bytes: where a row of A and 4 columns of B do not, K in panels with
@@ -175,7 +172,7 @@ func (d *Device) streamBinding(max int64) int64 {
 // fewer rows where needed) and, where B does not fit whole, B and each
 // panel's C in column panels (a multiple of 64 columns, or of 4 under
 // 64). It fails, in the user's shapes, where not even 4 rows of B fit.
-func (p *streamPlan) fitBinding(binding int64) error {
+func (p *plan) fitBinding(binding int64) error {
 	if 16*int64(p.kp) > binding {
 		p.kper = int(binding / (4 * int64(min(p.np, 64))))
 		if p.kper >= 64 {
@@ -185,7 +182,7 @@ func (p *streamPlan) fitBinding(binding int64) error {
 		}
 		if p.kper < 4 {
 			return fmt.Errorf("%w: the %d×%d by %d×%d product cannot run: 4 rows of B take more than one shader storage binding (%s)",
-				ErrTooLarge, p.m, p.k, p.k, p.n, formatBytes(float64(binding)))
+				glcompute.ErrTooLarge, p.m, p.k, p.k, p.n, errs.FormatBytes(float64(binding)))
 		}
 		p.kpanels = (p.kp + p.kper - 1) / p.kper
 	}
@@ -212,20 +209,20 @@ func (p *streamPlan) fitBinding(binding int64) error {
 }
 
 // kOf returns the first column of A and the columns of K panel q.
-func (p streamPlan) kOf(q int) (k0, cols int) {
+func (p plan) kOf(q int) (k0, cols int) {
 	k0 = q * p.kper
 	return k0, min(p.kper, p.kp-k0)
 }
 
 // colsOf returns the first column and the columns of B's column panel j.
-func (p streamPlan) colsOf(j int) (c0, cols int) {
+func (p plan) colsOf(j int) (c0, cols int) {
 	c0 = j * p.cols
 	return c0, min(p.cols, p.np-c0)
 }
 
 // hostBytes is B's memory and the panels'; with K = 0, one panel of C's
 // zeros (zeroStream); with no panels, nothing.
-func (p streamPlan) hostBytes() int64 {
+func (p plan) hostBytes() int64 {
 	if p.empty() {
 		return 4 * int64(p.rows) * int64(p.np)
 	}
@@ -233,13 +230,13 @@ func (p streamPlan) hostBytes() int64 {
 }
 
 // rowsOf returns the number of rows of panel i.
-func (p streamPlan) rowsOf(i int) int { return min(p.rows, p.m-i*p.rows) }
+func (p plan) rowsOf(i int) int { return min(p.rows, p.m-i*p.rows) }
 
 // readB reads B whole into a host matrix with its rows and columns padded
 // to p's multiples of 4 with zeros, in blocks of rows of about
 // defaultPanelBytes: once ctx is done (Release, say, which waits for the
 // product), it stops between them with ctx's cause.
-func readB(ctx context.Context, b RowReader, p streamPlan, r *StreamResult) (blas32.General, error) {
+func readB(ctx context.Context, b RowReader, p plan, r *Result) (blas32.General, error) {
 	t0 := time.Now()
 	defer func() { r.ReadB = time.Since(t0) }()
 	hb := blas32.General{Rows: p.kp, Cols: p.np, Stride: p.np, Data: make([]float32, p.kp*p.np)}
@@ -264,7 +261,7 @@ type streamPanel struct {
 }
 
 // newPanel allocates a panel of p.rows rows.
-func newPanel(p streamPlan) *streamPanel {
+func newPanel(p plan) *streamPanel {
 	return &streamPanel{a: blas32.General{Rows: p.rows, Cols: p.kp, Stride: p.kp, Data: make([]float32, p.rows*p.kp)},
 		c: blas32.General{Rows: p.rows, Cols: p.np, Stride: p.np, Data: make([]float32, p.rows*p.np)}}
 }
@@ -281,7 +278,7 @@ func blockView(m blas32.General, r0, rows, c0, cols int) blas32.General {
 }
 
 // errPanel wraps a GPU error with the panel it was at.
-func errPanel(what string, p streamPlan, i int, err error) error {
+func errPanel(what string, p plan, i int, err error) error {
 	r0 := i * p.rows
 	return fmt.Errorf("%s rows %d to %d of C (panel %d of %d): %w", what, r0, r0+p.rowsOf(i)-1, i+1, p.panels, err)
 }
@@ -289,7 +286,7 @@ func errPanel(what string, p streamPlan, i int, err error) error {
 // zeroStream writes the rows of an empty product's C, zeros where K = 0
 // (none where C has no rows or columns), by p's panels, stopping between
 // them once ctx is done.
-func zeroStream(ctx context.Context, c RowWriter, p streamPlan, progress func(done, total int), r *StreamResult) error {
+func zeroStream(ctx context.Context, c RowWriter, p plan, progress func(done, total int), r *Result) error {
 	if p.panels == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package glcompute
+package stream
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/gltest"
 	"github.com/glmul/glmul/validate"
 )
 
@@ -64,7 +66,7 @@ func (w *memWriter) WriteRows(m blas32.General) error {
 	return nil
 }
 
-// checkRecorder is a StreamOptions.Check that records what MulStream
+// checkRecorder is a Options.Check that records what MulStream
 // hands it: B, and each panel's rows of A and C, which must be A's own
 // rows, and C's with n columns, in order.
 type checkRecorder struct {
@@ -107,7 +109,7 @@ func (cr *checkRecorder) rows() int {
 // (padding), one row, one column; each C against float64 with γ_K
 // tolerances, every row written once, in order, each after its check.
 func TestMulStream(t *testing.T) {
-	d := openDevice(t, BackendEGL)
+	d := gltest.Open(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, c := range []struct {
 		m, k, n    int
@@ -118,8 +120,8 @@ func TestMulStream(t *testing.T) {
 		a, b := cpu.Random(c.m, c.k, rng), cpu.Random(c.k, c.n, rng)
 		cr := &checkRecorder{t: t, a: a, n: c.n}
 		w := &memWriter{failAfter: -1, checked: cr.rows}
-		r, err := d.MulStream(w, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1},
-			&StreamOptions{PanelBytes: c.panelBytes, Check: cr.prepare, Kernel: []string{"", "tiled32", "fast:64x64x8_4x4"}[c.m%3]})
+		r, err := Mul(d, w, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1},
+			&Options{PanelBytes: c.panelBytes, Check: cr.prepare, Kernel: []string{"", "tiled32", "fast:64x64x8_4x4"}[c.m%3]})
 		if err != nil {
 			t.Fatalf("%d×%d×%d: %v", c.m, c.k, c.n, err)
 		}
@@ -153,25 +155,25 @@ func TestMulStream(t *testing.T) {
 // each stop the product with that error, whatever stage it reached, and
 // no row is written past the failure.
 func TestMulStreamStops(t *testing.T) {
-	d := openDevice(t, BackendEGL)
+	d := gltest.Open(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	a, b := cpu.Random(300, 40, rng), cpu.Random(40, 30, rng)
-	o := &StreamOptions{PanelBytes: 4 * 64 * (40 + 32)} // 64-row panels: 5 of them
-	_, err := d.MulStream(&memWriter{failAfter: -1}, &memReader{m: a, failAt: 200}, &memReader{m: b, failAt: -1}, o)
+	o := &Options{PanelBytes: 4 * 64 * (40 + 32)} // 64-row panels: 5 of them
+	_, err := Mul(d, &memWriter{failAfter: -1}, &memReader{m: a, failAt: 200}, &memReader{m: b, failAt: -1}, o)
 	if !errors.Is(err, errTruncated) {
 		t.Errorf("truncated A: %v", err)
 	}
 	w := &memWriter{failAfter: 100}
-	if _, err := d.MulStream(w, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, o); err == nil || len(w.rows) > 100 {
+	if _, err := Mul(d, w, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, o); err == nil || len(w.rows) > 100 {
 		t.Errorf("disk full after 100 rows: %v, %d rows written", err, len(w.rows))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	o.Context = ctx
-	if _, err := d.MulStream(&memWriter{failAfter: -1}, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, o); !errors.Is(err, context.Canceled) {
+	if _, err := Mul(d, &memWriter{failAfter: -1}, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, o); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
-	if _, err := d.MulStream(&memWriter{failAfter: -1}, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: 10}, nil); !errors.Is(err, errTruncated) {
+	if _, err := Mul(d, &memWriter{failAfter: -1}, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: 10}, nil); !errors.Is(err, errTruncated) {
 		t.Errorf("truncated B: %v", err)
 	}
 }
@@ -187,10 +189,10 @@ func (w *memWriter) written(n int) blas32.General {
 
 // streamChecked runs MulStream of a by b with o and checks C against
 // float64 (validate.CheckFull).
-func streamChecked(t *testing.T, d *Device, a, b blas32.General, o *StreamOptions) StreamResult {
+func streamChecked(t *testing.T, d *glcompute.Device, a, b blas32.General, o *Options) Result {
 	t.Helper()
 	w := &memWriter{failAfter: -1}
-	r, err := d.MulStream(w, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, o)
+	r, err := Mul(d, w, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, o)
 	if err != nil {
 		t.Fatalf("%d×%d×%d: %v", a.Rows, a.Cols, b.Cols, err)
 	}
@@ -204,10 +206,10 @@ func streamChecked(t *testing.T, d *Device, a, b blas32.General, o *StreamOption
 }
 
 // TestMulStreamBPanels: a B over one storage binding (lowered by
-// StreamOptions.MaxBinding) is held in column panels, each panel of A
+// Options.MaxBinding) is held in column panels, each panel of A
 // multiplied by each; a panel of A over it gets fewer rows.
 func TestMulStreamBPanels(t *testing.T) {
-	d := openDevice(t, BackendEGL)
+	d := gltest.Open(t)
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, c := range []struct {
 		m, k, n            int
@@ -219,7 +221,7 @@ func TestMulStreamBPanels(t *testing.T) {
 		{65, 9, 1000, 8 << 10, 36, 65},  // the user's case in small: K 9 padded to 12
 	} {
 		a, b := cpu.Random(c.m, c.k, rng), cpu.Random(c.k, c.n, rng)
-		r := streamChecked(t, d, a, b, &StreamOptions{MaxBinding: c.binding, Kernel: []string{"", "tiled32", "fast:64x64x8_4x4"}[c.m%3]})
+		r := streamChecked(t, d, a, b, &Options{MaxBinding: c.binding, Kernel: []string{"", "tiled32", "fast:64x64x8_4x4"}[c.m%3]})
 		if r.BPanels != c.bpanels || r.PanelRows != c.panelRows {
 			t.Errorf("%d×%d×%d under %d bytes a binding: B in %d column panels, A in panels of %d rows; want %d and %d",
 				c.m, c.k, c.n, c.binding, r.BPanels, r.PanelRows, c.bpanels, c.panelRows)
@@ -228,12 +230,12 @@ func TestMulStreamBPanels(t *testing.T) {
 }
 
 // TestMulStreamKPanels: a K whose row of A and 4 columns of B do not fit
-// a binding (lowered by StreamOptions.MaxBinding) is cut into K panels
+// a binding (lowered by Options.MaxBinding) is cut into K panels
 // whose products add up in C, B in column panels too where needed (it was
 // refused); a binding that not even 4 rows of B fit is refused before
 // anything is read, in the user's shapes.
 func TestMulStreamKPanels(t *testing.T) {
-	d := openDevice(t, BackendEGL)
+	d := gltest.Open(t)
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, c := range []struct {
 		m, k, n                     int
@@ -243,15 +245,15 @@ func TestMulStreamKPanels(t *testing.T) {
 		{70, 1100, 300, 18, 5, 64}, // K in 64s, B in 64-column panels
 	} {
 		a, b := cpu.Random(c.m, c.k, rng), cpu.Random(c.k, c.n, rng)
-		r := streamChecked(t, d, a, b, &StreamOptions{MaxBinding: 16 << 10, Kernel: []string{"", "tiled32", "fast:64x64x8_4x4"}[c.m%3]})
+		r := streamChecked(t, d, a, b, &Options{MaxBinding: 16 << 10, Kernel: []string{"", "tiled32", "fast:64x64x8_4x4"}[c.m%3]})
 		if r.KPanels != c.kpanels || r.BPanels != c.bpanels || r.PanelRows != c.panelRows {
 			t.Errorf("%d×%d×%d under 16 KiB a binding: K in %d panels, B in %d, A in panels of %d rows; want %d, %d and %d",
 				c.m, c.k, c.n, r.KPanels, r.BPanels, r.PanelRows, c.kpanels, c.bpanels, c.panelRows)
 		}
 	}
 	a, b := &memReader{m: cpu.Random(3, 1100, rng), failAt: -1}, &memReader{m: cpu.Random(1100, 5, rng), failAt: -1}
-	_, err := d.MulStream(&memWriter{failAfter: -1}, a, b, &StreamOptions{MaxBinding: 40})
-	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "the 3×1100 by 1100×5 product") || a.calls+b.calls > 0 {
+	_, err := Mul(d, &memWriter{failAfter: -1}, a, b, &Options{MaxBinding: 40})
+	if !errors.Is(err, glcompute.ErrTooLarge) || !strings.Contains(err.Error(), "the 3×1100 by 1100×5 product") || a.calls+b.calls > 0 {
 		t.Errorf("K = 1100 under 40 bytes a binding: %v after %d reads", err, a.calls+b.calls)
 	}
 }
@@ -302,13 +304,13 @@ func (r hashReader) block(c0, cols int) blas32.General {
 // was read. (2.5 to 6 s on llvmpipe here, two shared cores: most of it
 // B's 128 MiB.)
 func TestMulStreamBOverBlock(t *testing.T) {
-	d := openDevice(t, BackendEGL)
+	d := gltest.Open(t)
 	if limit := d.Info().MaxSSBOBlockSize; limit != 128<<20 {
 		t.Skipf("a storage block of %d MiB, not llvmpipe's 128", limit>>20)
 	}
 	a, b := cpu.Random(8, 1024, rand.New(rand.NewPCG(9, 9))), hashReader{1024, 32772, 9}
 	w := &memWriter{failAfter: -1}
-	r, err := d.MulStream(w, &memReader{m: a, failAt: -1}, b, nil)
+	r, err := Mul(d, w, &memReader{m: a, failAt: -1}, b, nil)
 	if err != nil || r.BPanels != 2 {
 		t.Fatalf("%v; B in %d column panels", err, r.BPanels)
 	}
@@ -331,7 +333,7 @@ func (r shapeReader) ReadRows(dst blas32.General, r0 int) error { return errTrun
 // as a mismatch does (it was a division by zero or a makeslice panic deep
 // inside: a reviewer's finding). Empty products: TestMulStreamEmpty.
 func TestMulStreamShapes(t *testing.T) {
-	d := openDevice(t, BackendEGL)
+	d := gltest.Open(t)
 	for _, c := range []struct {
 		a, b shapeReader
 		want string
@@ -340,7 +342,7 @@ func TestMulStreamShapes(t *testing.T) {
 		{shapeReader{4, 4}, shapeReader{4, -1}, "no dimension may be negative"},
 		{shapeReader{4, 5}, shapeReader{4, 4}, "A is 4×5 and B 4×4: A's columns must equal B's rows"},
 	} {
-		mustPanic(t, c.want, func() { d.MulStream(&memWriter{failAfter: -1}, c.a, c.b, nil) })
+		gltest.MustPanic(t, c.want, func() { Mul(d, &memWriter{failAfter: -1}, c.a, c.b, nil) })
 	}
 }
 
@@ -365,27 +367,27 @@ func (r *gateReader) ReadRows(dst blas32.General, r0 int) error {
 }
 
 // TestReleaseDuringMulStream: a Release while MulStream's GPU stage still
-// has panels to go stops the product with ErrReleased and returns once the
+// has panels to go stops the product with glcompute.ErrReleased and returns once the
 // stage has stopped; the stage panicked ("use of a released Device") on a
 // goroutine of its own, which killed the process (a new user's audit).
 func TestReleaseDuringMulStream(t *testing.T) {
-	d := openDevice(t, BackendEGL)
+	d := gltest.Open(t)
 	rng := rand.New(rand.NewPCG(11, 12))
 	a, b := cpu.Random(320, 16, rng), cpu.Random(16, 16, rng)
 	r := &gateReader{memReader: memReader{m: a, failAt: -1}, at: 3 * 64, reached: make(chan struct{}), gate: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() {
-		_, err := d.MulStream(&memWriter{failAfter: -1}, r, &memReader{m: b, failAt: -1}, &StreamOptions{PanelBytes: 4 * 64 * (16 + 16)})
+		_, err := Mul(d, &memWriter{failAfter: -1}, r, &memReader{m: b, failAt: -1}, &Options{PanelBytes: 4 * 64 * (16 + 16)})
 		done <- err
 	}()
 	<-r.reached // panels 0 to 2 read: the GPU stage has panel 3 and 4 to go
 	d.Release()
 	close(r.gate)
-	if err := <-done; !errors.Is(err, ErrReleased) {
-		t.Fatalf("MulStream with the Device released during it: %v, want ErrReleased", err)
+	if err := <-done; !errors.Is(err, glcompute.ErrReleased) {
+		t.Fatalf("MulStream with the Device released during it: %v, want glcompute.ErrReleased", err)
 	}
-	mustPanic(t, "use of a released Device", func() {
-		d.MulStream(&memWriter{failAfter: -1}, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, nil)
+	gltest.MustPanic(t, "use of a released Device", func() {
+		Mul(d, &memWriter{failAfter: -1}, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, nil)
 	})
 }
 
@@ -394,13 +396,60 @@ func TestReleaseDuringMulStream(t *testing.T) {
 // goroutine of its own where the host's context is not current, panicked
 // there, which killed the process.
 func TestMulStreamBorrowed(t *testing.T) {
-	withBorrowedEGL(t, func(d *Device) {
+	gltest.Borrowed(t, func(d *glcompute.Device) {
 		rng := rand.New(rand.NewPCG(15, 16))
 		a, b := cpu.Random(8, 4, rng), cpu.Random(4, 4, rng)
 		ra := &memReader{m: a, failAt: -1}
-		mustPanic(t, "owns its context", func() { d.MulStream(&memWriter{failAfter: -1}, ra, &memReader{m: b, failAt: -1}, nil) })
+		gltest.MustPanic(t, "owns its context", func() { Mul(d, &memWriter{failAfter: -1}, ra, &memReader{m: b, failAt: -1}, nil) })
 		if ra.calls != 0 {
 			t.Errorf("A read %d times before the panic", ra.calls)
 		}
+	})
+}
+
+// TestMulEmpty: k = 0 writes C's zeros in panels, reading nothing
+// (the readers fail if read) and checking nothing; m or n = 0 writes
+// nothing. It panicked ("every dimension must be at least 1").
+func TestMulEmpty(t *testing.T) {
+	d := gltest.Open(t)
+	for _, s := range [][3]int{{300, 0, 5}, {0, 4, 4}, {4, 4, 0}, {0, 0, 0}} {
+		m, k, n := s[0], s[1], s[2]
+		w := &memWriter{failAfter: -1}
+		var progress, checks int
+		r, err := Mul(d, w, shapeReader{m, k}, shapeReader{k, n}, &Options{
+			PanelBytes: 4 * 64 * 8, Progress: func(done, total int) { progress = done },
+			Check: func(blas32.General) PanelCheck { checks++; return nil }})
+		if err != nil {
+			t.Fatalf("%v: %v", s, err)
+		}
+		want := 0
+		if k == 0 && m > 0 && n > 0 {
+			want = m
+		}
+		if len(w.rows) != want || r.M != m || r.K != k || r.N != n || checks != 0 || progress != r.Panels {
+			t.Fatalf("%v: %d rows written, want %d; result %+v, %d checks, progress %d", s, len(w.rows), want, r, checks, progress)
+		}
+		for i, row := range w.rows {
+			if len(row) != n {
+				t.Fatalf("%v: row %d has %d columns", s, i, len(row))
+			}
+			for j, v := range row {
+				if v != 0 {
+					t.Fatalf("%v: C[%d][%d] = %v", s, i, j, v)
+				}
+			}
+		}
+		if k == 0 && m > 0 && n > 0 && r.Panels < 2 {
+			t.Errorf("%v: %d panels", s, r.Panels)
+		}
+	}
+}
+
+// TestMulZeroDevice: Mul on a Device not made by Open panics, as every
+// method of one does.
+func TestMulZeroDevice(t *testing.T) {
+	var zero glcompute.Device
+	gltest.MustPanic(t, "not made by Open or NewDeviceFromCurrent", func() {
+		Mul(&zero, &memWriter{failAfter: -1}, shapeReader{2, 2}, shapeReader{2, 2}, nil)
 	})
 }
