@@ -18,7 +18,7 @@ import (
 // Mul computes C = A·B on d for matrices that need not fit in memory: A
 // is read by panels of rows from a, B whole from b, and C's rows are
 // written in order to c, so that memory holds B and a few panels
-// (hostBytes). Reading, the GPU, the check (Options.Check) and writing
+// (Result.HostBytes). Reading, the GPU, the check (Options.Check) and writing
 // overlap, each on a goroutine of its own. An error from any stage stops
 // the others (c's rows are then incomplete); d's Release during Mul stops
 // it with glcompute.ErrReleased. Panels of B and of K, and empty

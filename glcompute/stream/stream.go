@@ -33,11 +33,11 @@ type RowWriter interface {
 }
 
 // PanelCheck checks rows r0… of a streamed product's C (c) against the
-// same rows of A (a). MulStream calls it once a panel, in order, on a
+// same rows of A (a). Mul calls it once a panel, in order, on a
 // goroutine of its own, while later panels are read and computed.
 type PanelCheck func(a, c blas32.General, r0 int)
 
-// Options are the options of one MulStream. The zero value (or a
+// Options are the options of one Mul. The zero value (or a
 // nil *Options) checks nothing and uses panels of at most
 // defaultPanelBytes.
 type Options struct {
@@ -45,7 +45,7 @@ type Options struct {
 	// the device's choice for a panel's shape.
 	Kernel string
 	// PanelBytes bounds the host memory of one panel of A and C together:
-	// MulStream keeps three of each (one being read or written, one on the
+	// Mul keeps three of each (one being read or written, one on the
 	// GPU, one being checked) and the GPU two. Zero value: an eighth of A
 	// and C together, between minPanelBytes and defaultPanelBytes.
 	PanelBytes int64
@@ -53,7 +53,7 @@ type Options struct {
 	// of its own while B is uploaded, and returns the check of each panel
 	// of C (nil: none). A panel is written only after its check returned,
 	// but a check cannot stop the product: it records what it finds, for
-	// the caller to act on once MulStream returns (or it cancels Context,
+	// the caller to act on once Mul returns (or it cancels Context,
 	// which stops the product between panels). glmul mul writes C to a
 	// temporary file that a failed check discards; rows written to a FIFO
 	// or a device before then stay written.
@@ -64,8 +64,8 @@ type Options struct {
 	// Context, if set, stops the product between panels.
 	Context context.Context
 	// HostLimit, if positive, is the most host memory the product may
-	// take (streamHostBytes): a product that needs more fails with
-	// ErrHostMemory before anything is read.
+	// take (B and its panels, Result.HostBytes): a product that needs
+	// more fails with ErrHostMemory before anything is read.
 	HostLimit int64
 	// MaxBinding lowers the bytes one matrix may take in one shader
 	// storage binding below the driver's, as MulOptions.MaxBinding does:
@@ -75,7 +75,7 @@ type Options struct {
 	MaxBinding int64
 }
 
-// ErrHostMemory is the error, wrapped, of a MulStream that needs more
+// ErrHostMemory is the error, wrapped, of a Mul that needs more
 // host memory than Options.HostLimit.
 var ErrHostMemory = errors.New("not enough host memory")
 
@@ -104,27 +104,13 @@ type Result struct {
 	ReadB, Read, GPU, Check, Write time.Duration
 	// Wall runs from the first read to the last panel written.
 	Wall time.Duration
-	// HostBytes is the host memory of the panels and B that MulStream
+	// HostBytes is the host memory of the panels and B that Mul
 	// allocated.
 	HostBytes int64
 }
 
 // Flop is the product's floating-point operations, 2·M·N·K.
 func (r Result) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * float64(r.K) }
-
-// streamPanels returns how many panels, of how many rows, MulStream cuts
-// an m×k by k×n product into with Options.PanelBytes panelBytes.
-func streamPanels(m, k, n int, panelBytes int64) (panels, rows int) {
-	p := newPlan(m, k, n, panelBytes)
-	return p.panels, p.rows
-}
-
-// streamHostBytes is the host memory MulStream takes for an m×k by k×n
-// product with Options.PanelBytes panelBytes: B, and the panels of
-// A and C.
-func streamHostBytes(m, k, n int, panelBytes int64) int64 {
-	return newPlan(m, k, n, panelBytes).hostBytes()
-}
 
 // plan is a streamed product's panels: A (m×k) by B (k×n) in panels
 // of rows rows; kp and np are k and n rounded up to 4 floats, the padded

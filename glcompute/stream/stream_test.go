@@ -66,7 +66,7 @@ func (w *memWriter) WriteRows(m blas32.General) error {
 	return nil
 }
 
-// checkRecorder is a Options.Check that records what MulStream
+// checkRecorder is an Options.Check that records what Mul
 // hands it: B, and each panel's rows of A and C, which must be A's own
 // rows, and C's with n columns, in order.
 type checkRecorder struct {
@@ -187,7 +187,7 @@ func (w *memWriter) written(n int) blas32.General {
 	return c
 }
 
-// streamChecked runs MulStream of a by b with o and checks C against
+// streamChecked runs Mul of a by b with o and checks C against
 // float64 (validate.CheckFull).
 func streamChecked(t *testing.T, d *glcompute.Device, a, b blas32.General, o *Options) Result {
 	t.Helper()
