@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/internal/cause"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -21,7 +22,7 @@ import (
 // the device thread, once (initInfo keeps it in d.fp64).
 func (d *Device) checkFloat64() error {
 	if d.info.ES {
-		return fmt.Errorf("%w: OpenGL ES shaders have no float64 (double); float64 kernels need desktop OpenGL 4.0 or GL_ARB_gpu_shader_fp64", ErrUnsupported)
+		return cause.Mark(fmt.Errorf("%w: OpenGL ES shaders have no float64 (double); float64 kernels need desktop OpenGL 4.0 or GL_ARB_gpu_shader_fp64", ErrUnsupported), cause.NoFloat64)
 	}
 	if d.zinkFault() {
 		return fmt.Errorf("%w: %w", ErrUnsupported, errFloat64Refused)

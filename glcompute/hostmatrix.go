@@ -9,6 +9,7 @@ import (
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/glcompute/internal/staging"
+	"github.com/glmul/glmul/internal/cause"
 )
 
 // HostMatrix is a float32 matrix in host memory that the GPU reads and
@@ -44,7 +45,7 @@ func (d *Device) NewHostMatrix(rows, cols int) (*HostMatrix, error) {
 	var err error
 	d.call(func() {
 		if !d.stage().Persistent {
-			err = fmt.Errorf("%w: a HostMatrix needs persistent buffer mappings (glBufferStorage: OpenGL 4.4 or ARB_buffer_storage; not OpenGL ES), which this driver or Options.NoPersistentMapping rules out", ErrUnsupported)
+			err = cause.Mark(fmt.Errorf("%w: a HostMatrix needs persistent buffer mappings (glBufferStorage: OpenGL 4.4 or ARB_buffer_storage; not OpenGL ES), which this driver or Options.NoPersistentMapping rules out", ErrUnsupported), cause.NoPersistentMapping)
 			return
 		}
 		bytes := int(bytes64)

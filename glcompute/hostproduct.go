@@ -11,6 +11,7 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/glcompute/internal/staging"
 	"github.com/glmul/glmul/glcompute/tuning"
+	"github.com/glmul/glmul/internal/cause"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -185,8 +186,8 @@ func (h *hostProduct) planSplit() error {
 			why = fmt.Sprintf("K = %d needs at least %d on this driver, %s; raise the cap", h.k, need, h.d.loopLimit())
 		}
 		if h.o.SplitK > 1 || need > 1 {
-			return fmt.Errorf("%w: split-K in %d slices needs a workspace of %s beside A, B and C, over MulOptions.MaxGPUMemory (%s); %s",
-				ErrTooLarge, h.splits, formatBytes(float64(4*h.splits*h.m*h.ldc)), formatBytes(float64(h.o.MaxGPUMemory)), why)
+			return cause.Mark(fmt.Errorf("%w: split-K in %d slices needs a workspace of %s beside A, B and C, over MulOptions.MaxGPUMemory (%s); %s",
+				ErrTooLarge, h.splits, formatBytes(float64(4*h.splits*h.m*h.ldc)), formatBytes(float64(h.o.MaxGPUMemory)), why), cause.SplitKOverCap)
 		}
 		h.splits, h.ksplit, h.waveSplit = 1, h.k, false
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/dispatch"
 	"github.com/glmul/glmul/glcompute/internal/glw"
 	"github.com/glmul/glmul/glcompute/tuning"
+	"github.com/glmul/glmul/internal/cause"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -78,11 +79,11 @@ func (d *Device) compile(file, src string) (glw.Program, error) {
 func (d *Device) fits(k shaders.Kernel) error {
 	switch {
 	case k.SharedBytes > d.info.MaxSharedMemory:
-		return fmt.Errorf("%w: kernel %s needs %d bytes of shared memory, the driver offers %d (GL_MAX_COMPUTE_SHARED_MEMORY_SIZE)",
-			ErrUnsupported, k.Spec(), k.SharedBytes, d.info.MaxSharedMemory)
+		return cause.Mark(fmt.Errorf("%w: kernel %s needs %d bytes of shared memory, the driver offers %d (GL_MAX_COMPUTE_SHARED_MEMORY_SIZE)",
+			ErrUnsupported, k.Spec(), k.SharedBytes, d.info.MaxSharedMemory), cause.KernelOverLimits)
 	case k.Threads > d.info.MaxWorkGroupInvocations:
-		return fmt.Errorf("%w: kernel %s needs %d invocations per work group, the driver offers %d",
-			ErrUnsupported, k.Spec(), k.Threads, d.info.MaxWorkGroupInvocations)
+		return cause.Mark(fmt.Errorf("%w: kernel %s needs %d invocations per work group, the driver offers %d",
+			ErrUnsupported, k.Spec(), k.Threads, d.info.MaxWorkGroupInvocations), cause.KernelOverLimits)
 	case k.Textures && d.texBlock == 0:
 		return fmt.Errorf("%w: kernel %s reads through buffer textures, which this OpenGL ES context lacks (OpenGL ES 3.2 or GL_OES_texture_buffer)",
 			ErrUnsupported, k.Spec())

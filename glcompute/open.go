@@ -12,6 +12,7 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/thread"
 	"github.com/glmul/glmul/glcompute/internal/trace"
 	"github.com/glmul/glmul/glcompute/internal/window"
+	"github.com/glmul/glmul/internal/cause"
 )
 
 // Open creates a context as opts say, checks that it offers OpenGL 4.3
@@ -91,7 +92,7 @@ func (d *Device) openGLFW(major, minor int) error {
 	c, err := w.New(major, minor)
 	if err != nil {
 		if errors.Is(err, window.ErrNoDisplay) {
-			return fmt.Errorf("%w: %w", ErrNoContext, err)
+			return cause.Mark(fmt.Errorf("%w: %w", ErrNoContext, err), cause.NoDisplay)
 		}
 		// The display works but refused a 4.3 core context: find out what
 		// it offers, for an error that says so.
@@ -99,7 +100,7 @@ func (d *Device) openGLFW(major, minor int) error {
 			if probe, perr := w.New(0, 0); perr == nil {
 				found := describeCurrent(w.GetProcAddress)
 				probe.Release()
-				return fmt.Errorf("%w: OpenGL %d.%d core with compute shaders is needed; the GLFW (GLX) driver offers %s", ErrUnsupported, major, minor, found)
+				return cause.Mark(fmt.Errorf("%w: OpenGL %d.%d core with compute shaders is needed; the GLFW (GLX) driver offers %s", ErrUnsupported, major, minor, found), cause.GLVersion)
 			}
 		}
 		return fmt.Errorf("%w: %w", ErrNoContext, err)
@@ -119,7 +120,7 @@ func (d *Device) openEGL(major, minor int) error {
 				probe.ReleaseCurrent()
 			}
 			probe.Release()
-			return fmt.Errorf("%w: OpenGL %d.%d core with compute shaders is needed; the EGL driver offers %s", ErrUnsupported, major, minor, found)
+			return cause.Mark(fmt.Errorf("%w: OpenGL %d.%d core with compute shaders is needed; the EGL driver offers %s", ErrUnsupported, major, minor, found), cause.GLVersion)
 		}
 		return fmt.Errorf("%w: %w", ErrNoContext, err)
 	}
@@ -214,8 +215,8 @@ func (d *Device) initInfo() error {
 		major, minor = requiredMajorES, requiredMinorES
 	}
 	if i.Major < major || i.Major == major && i.Minor < minor {
-		return fmt.Errorf("%w: OpenGL %d.%d with compute shaders is needed; %q (%s) offers %d.%d (macOS stops at 4.1)",
-			ErrUnsupported, major, minor, i.Renderer, i.Vendor, i.Major, i.Minor)
+		return cause.Mark(fmt.Errorf("%w: OpenGL %d.%d with compute shaders is needed; %q (%s) offers %d.%d (macOS stops at 4.1)",
+			ErrUnsupported, major, minor, i.Renderer, i.Vendor, i.Major, i.Minor), cause.GLVersion)
 	}
 	trace.Stage("GL: strings and version read")
 	l := glw.QueryLimits()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/glmul/glmul/glcompute/internal/dispatch"
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/internal/cause"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -59,8 +60,8 @@ func (d *Device) planPanels(m, k, n int, hp *hostPlan) (plan dispatch.PanelPlan,
 		return plan, false, nil
 	}
 	if !kern.Strided {
-		return plan, false, fmt.Errorf("%w: the %d×%d by %d×%d product does not fit one shader storage binding (%s) or the GPU memory allowed, and kernel %s cannot run in panels; use fast",
-			ErrTooLarge, m, k, k, n, formatBytes(float64(binding)), kern.Spec())
+		return plan, false, cause.Mark(fmt.Errorf("%w: the %d×%d by %d×%d product does not fit one shader storage binding (%s) or the GPU memory allowed, and kernel %s cannot run in panels; use fast",
+			ErrTooLarge, m, k, k, n, formatBytes(float64(binding)), kern.Spec()), cause.NoPanels)
 	}
 	if o.SplitK > 1 {
 		return plan, false, fmt.Errorf("%w: the %d×%d by %d×%d product needs panels, and split-K does not run in panels; drop the split", ErrTooLarge, m, k, k, n)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/cause"
 )
 
 // TestHintsNameTheCause: where the environment, not the driver, keeps
@@ -73,14 +74,38 @@ func TestHintsNameTheCause(t *testing.T) {
 // Xvfb (issue 26).
 func TestHintsOnWindows(t *testing.T) {
 	for _, err := range []error{
-		fmt.Errorf("%w: egl: EGL is not part of OpenGL on this platform", glcompute.ErrNoContext),
-		fmt.Errorf("%w: glfw: no display: GLFW cannot make a window here", glcompute.ErrNoContext),
-		fmt.Errorf("%w: OpenGL 4.3 core with compute shaders is needed", glcompute.ErrUnsupported),
+		cause.Mark(fmt.Errorf("%w: egl: EGL is not part of OpenGL on this platform", glcompute.ErrNoContext), cause.NoEGL),
+		cause.Mark(fmt.Errorf("%w: glfw: no display: GLFW cannot make a window here", glcompute.ErrNoContext), cause.NoDisplay),
+		cause.Mark(fmt.Errorf("%w: OpenGL 4.3 core with compute shaders is needed", glcompute.ErrUnsupported), cause.GLVersion),
 	} {
 		h := hintOn(err, "windows")
 		if h == "" || strings.Contains(h, "make deps") || strings.Contains(h, "-backend egl") || strings.Contains(h, "xvfb") {
 			t.Errorf("%v: hint %q", err, h)
 		}
+	}
+}
+
+// TestHintsFromCauses: the library's errors over the limits a flag sets
+// carry their cause, and glmul names the flag to change; the hints came
+// from the errors' text, which a reworded message silently broke.
+func TestHintsFromCauses(t *testing.T) {
+	needGL(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-kernel", "tiled32", "-max-binding", "64KiB"}, "hint: use -kernel fast"},
+		{[]string{"-max-binding", "1KiB"}, "hint: raise -max-binding"},
+		{[]string{"-max-gpu-mem", "16KiB"}, "hint: raise -max-gpu-mem"},
+		{[]string{"-kernel", "fast:128x128x128_8x8"}, "hint: choose a smaller fast configuration"}, // 128 KiB of shared memory
+	} {
+		code, _, stderr := glmul(append([]string{"-n", "512", "-backend", "egl"}, c.args...)...)
+		if code != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("glmul %v: exit %d, want 1 and %q in:\n%s", c.args, code, c.want, stderr)
+		}
+	}
+	if h := hintOn(fmt.Errorf("%w: a message that names no cause", glcompute.ErrTooLarge), "linux"); h != "" {
+		t.Errorf("an error without a cause: hint %q", h)
 	}
 }
 

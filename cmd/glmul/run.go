@@ -16,6 +16,7 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/cause"
 	"github.com/glmul/glmul/validate"
 )
 
@@ -99,24 +100,24 @@ func exitCode(err error, stderr io.Writer) int {
 // what caps the version.
 func hintFor(err error) string { return hintOn(err, runtime.GOOS) }
 
-// hintOn is hintFor on operating system goos.
+// hintOn is hintFor on operating system goos. It reads the library's
+// causes (internal/cause), never its error text.
 func hintOn(err error, goos string) string {
-	msg := err.Error()
-	needed := errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "is needed")
+	is := func(c error) bool { return errors.Is(err, c) }
 	switch {
-	case goos == "windows" && errors.Is(err, glcompute.ErrNoContext) && strings.Contains(msg, "EGL is not part"):
+	case goos == "windows" && is(cause.NoEGL):
 		return "on Windows glmul makes its context through GLFW (WGL): leave -backend out, or use -backend glfw"
 	case goos == "windows" && errors.Is(err, glcompute.ErrNoContext):
 		return "glmul needs a desktop session and an OpenGL 4.3 driver: your GPU vendor's (NVIDIA, AMD, Intel); Windows' own driver stops at OpenGL 1.1"
-	case goos == "windows" && needed:
+	case goos == "windows" && is(cause.GLVersion):
 		return "glmul needs OpenGL 4.3 compute shaders: install your GPU vendor's current driver (Windows Update's may lack OpenGL)"
-	case errors.Is(err, glcompute.ErrNoContext) && strings.Contains(msg, "glfw: no display"):
+	case is(cause.NoDisplay):
 		return "-backend glfw needs a display (X11 or Wayland: DISPLAY or WAYLAND_DISPLAY); on a server use -backend egl (headless), or run glmul under xvfb-run"
-	case errors.Is(err, glcompute.ErrNoContext) && strings.Contains(msg, "OpenGL ES") && len(mesaOverrides("MESA_GLES_VERSION_OVERRIDE")) > 0:
+	case is(cause.ESContext) && len(mesaOverrides("MESA_GLES_VERSION_OVERRIDE")) > 0:
 		return overrideHint(mesaOverrides("MESA_GLES_VERSION_OVERRIDE"), "OpenGL ES 3.1 is needed")
 	case errors.Is(err, glcompute.ErrNoContext):
 		return "install an OpenGL 4.3 driver (on Debian/Ubuntu 'make deps' installs Mesa, which runs on the CPU), or choose a backend with -backend egl|glfw"
-	case needed && len(mesaOverrides("MESA_GL_VERSION_OVERRIDE", "MESA_GLSL_VERSION_OVERRIDE")) > 0:
+	case is(cause.GLVersion) && len(mesaOverrides("MESA_GL_VERSION_OVERRIDE", "MESA_GLSL_VERSION_OVERRIDE")) > 0:
 		set := mesaOverrides("MESA_GL_VERSION_OVERRIDE", "MESA_GLSL_VERSION_OVERRIDE")
 		hint := overrideHint(set, "OpenGL 4.3 core and GLSL 4.30 are needed")
 		if !strings.HasPrefix(set[0], "MESA_GL_VERSION_OVERRIDE=") {
@@ -126,21 +127,21 @@ func hintOn(err error, goos string) string {
 			hint += "; below GLSL 4.30 Mesa makes no 4.3 core context, whatever OpenGL version it reports"
 		}
 		return hint
-	case needed:
+	case is(cause.GLVersion):
 		return "glmul needs OpenGL 4.3 compute shaders: a GPU driver from 2012 or later, or Mesa 20+ (llvmpipe) on the CPU"
-	case errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "have no float64"):
+	case is(cause.NoFloat64):
 		return "-type f64 needs desktop OpenGL (4.0 or later): use -backend egl or glfw (or leave -backend out), or multiply in float32 (-type f32)"
-	case errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "persistent buffer mappings"):
+	case is(cause.NoPersistentMapping):
 		return "-mapped needs glBufferStorage (OpenGL 4.4; OpenGL ES has it only through EXT_buffer_storage): leave -mapped out, or use -backend egl or glfw for desktop OpenGL"
-	case errors.Is(err, glcompute.ErrUnsupported) && strings.Contains(msg, "the driver offers"):
+	case is(cause.KernelOverLimits):
 		return "choose a smaller fast configuration (glmul tune -show names the one this device uses)"
-	case errors.Is(err, glcompute.ErrTooLarge) && strings.Contains(msg, "cannot run in panels"):
+	case is(cause.NoPanels):
 		return "use -kernel fast: it runs products of any size in panels"
-	case errors.Is(err, glcompute.ErrTooLarge) && strings.Contains(msg, "smallest panels"):
+	case is(cause.BindingTooSmall):
 		return "raise -max-binding (or choose a smaller tile configuration)"
-	case errors.Is(err, glcompute.ErrTooLarge) && strings.Contains(msg, "GPU memory allowed"):
+	case is(cause.GPUMemoryCap):
 		return "raise -max-gpu-mem"
-	case errors.Is(err, glcompute.ErrTooLarge) && strings.Contains(msg, "split-K") && strings.Contains(msg, "MaxGPUMemory"):
+	case is(cause.SplitKOverCap):
 		return "raise -max-gpu-mem, or drop -split-k (-split-k 0 splits only where the cap leaves room)"
 	}
 	return ""

@@ -1,6 +1,10 @@
 package dispatch
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/glmul/glmul/internal/cause"
+)
 
 // PanelPlan splits a product too large for one shader storage binding, or
 // for the GPU memory it may use, into panels: C in blocks of RowsPer rows
@@ -125,7 +129,7 @@ func (l Limits) Panels(m, k, n, align, tileM, tileN int) (PanelPlan, error) {
 		}
 	}
 	if kk <= 0 || p.ColsPer <= 0 || !fits(tm, kk) {
-		return p, fmt.Errorf("dispatch: the smallest panels do not fit the %d-byte binding: a %d-column panel of B (K = %d, cut to %d) or a %d-row panel of A or C is over it", maxBinding, tileN, k, kk, tileM)
+		return p, cause.Mark(fmt.Errorf("dispatch: the smallest panels do not fit the %d-byte binding: a %d-column panel of B (K = %d, cut to %d) or a %d-row panel of A or C is over it", maxBinding, tileN, k, kk, tileM), cause.BindingTooSmall)
 	}
 	// Rows: all of M, else the most tiles whose A and C panels fit.
 	p.RowsPer = m
@@ -150,7 +154,7 @@ func (l Limits) Panels(m, k, n, align, tileM, tileN int) (PanelPlan, error) {
 		case p.ColsPer > tileN:
 			p.ColsPer = max(tileN, p.ColsPer/2/tileN*tileN)
 		default:
-			return p, fmt.Errorf("dispatch: one tile's panels need %d bytes, over the %d bytes of GPU memory allowed", p.Bytes(), maxMemory)
+			return p, cause.Mark(fmt.Errorf("dispatch: one tile's panels need %d bytes, over the %d bytes of GPU memory allowed", p.Bytes(), maxMemory), cause.GPUMemoryCap)
 		}
 	}
 	return p, nil

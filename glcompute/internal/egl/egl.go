@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/glmul/glmul/glcompute/internal/trace"
+	"github.com/glmul/glmul/internal/cause"
 )
 
 // ErrNoContext is returned when no EGL display could give an OpenGL context
@@ -141,10 +142,20 @@ func Available() bool { return unavailable == "" }
 
 // newContextFor creates a context on the EGL devices (device 0: the
 // hardware ones first, then software; n: the nth only), else on Mesa's
-// surfaceless platform, and names every attempt that failed.
+// surfaceless platform, and names every attempt that failed; where an
+// OpenGL ES context was asked for, its error has cause.ESContext.
 func newContextFor(es bool, device, major, minor int) (*Context, error) {
+	c, err := newContextOn(es, device, major, minor)
+	if err != nil && es && !errors.Is(err, cause.NoEGL) {
+		err = cause.Mark(err, cause.ESContext)
+	}
+	return c, err
+}
+
+// newContextOn is newContextFor without the cause.
+func newContextOn(es bool, device, major, minor int) (*Context, error) {
 	if unavailable != "" {
-		return nil, fmt.Errorf("%w: %s", ErrNoContext, unavailable)
+		return nil, cause.Mark(fmt.Errorf("%w: %s", ErrNoContext, unavailable), cause.NoEGL)
 	}
 	client := eglClientExtensions()
 	trace.Stage("EGL: client extensions (libEGL and its vendors loaded)")
