@@ -310,64 +310,74 @@ func (c *mulCheck) prepare(b blas32.General) stream.PanelCheck {
 	return c.panels.Check
 }
 
+// mulJob is one float32 glmul mul: its flags, its inputs, the options
+// and check of its streamed product, and its figures (r).
+type mulJob struct {
+	f      *mulFlags
+	a, b   matfile.Source
+	o      *stream.Options
+	chk    *mulCheck
+	r      mulResult
+	stderr io.Writer
+}
+
 // streamProduct multiplies A by B into f.out, panel by panel
 // (stream.Mul), through outfile: a regular file is replaced only
 // once every row is written and C validated, and refused at the start
-// where its file system has not the room. The device is opened once the
-// output is known to be writable. Ctrl-C stops the product between
-// panels, within a second (awaitWork), leaving the output as it was.
-func streamProduct(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) (r mulResult, err error) {
+// where its file system has not the room. Ctrl-C stops the product
+// between panels, within a second (awaitWork), leaving the output as it
+// was.
+func streamProduct(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) (mulResult, error) {
 	ctx, stop := notifyInterrupt()
 	defer stop()
 	m, k, n := a.Rows(), a.Cols(), b.Cols()
-	chk := newMulCheck(f.mode, m, k, n)
-	o := &stream.Options{Context: ctx, Check: chk.prepare, HostLimit: int64(hostMemoryOr(0))}
+	j := &mulJob{f: f, a: a, b: b, chk: newMulCheck(f.mode, m, k, n), stderr: stderr}
+	j.o = &stream.Options{Context: ctx, Check: j.chk.prepare, HostLimit: int64(hostMemoryOr(0)), Kernel: f.kernel}
 	if bar := newBar(f.progress, stderr, "panels of C written"); bar != nil {
 		defer bar.Finish()
-		o.Progress = func(done, total int) { bar.ChangeMax(total); bar.Set(done) }
+		j.o.Progress = func(done, total int) { bar.ChangeMax(total); bar.Set(done) }
 	}
-	size := cBytes(f.out, m, n)
-	err, abandoned := awaitWork(ctx, stderr, "glmul mul", func() error {
-		return outfile.WriteSized(f.out, stdout, size, func(w io.Writer) error {
-			return mulInto(w, f, a, b, o, chk, &r, stderr)
-		})
-	})
-	if abandoned { // the work goroutine may still write r, and C's temporary file
+	err, abandoned := awaitWork(ctx, stderr, "glmul mul", func() error { return j.run(stdout) })
+	if abandoned { // the work goroutine may still write j.r, and C's temporary file
 		outfile.Abandon()
 		return mulResult{}, interruptedError{fmt.Sprintf("the %d×%d×%d product did not stop within a second; %s", m, k, n, leftAs(f.out))}
 	}
-	return r, mulError(f, m, k, n, err)
+	return j.r, mulError(f, m, k, n, err)
 }
 
-// mulInto opens the device and multiplies A by B into w, C as f.out's
-// format, with f's kernel and o's other options, and checks it (chk); r
-// gets the figures. An error or a failed check leaves w incomplete, for
-// outfile to discard.
-func mulInto(w io.Writer, f *mulFlags, a, b matfile.Source, o *stream.Options, chk *mulCheck, r *mulResult, stderr io.Writer) error {
-	m, n := a.Rows(), b.Cols()
-	sink, err := matfile.NewSink(w, f.out, m, n)
-	if err != nil {
+// run checks that f.out can take C (outfile.CheckSized: a file that
+// cannot be kept fails before the device opens), opens the device, then
+// writes C to f.out as it is computed and checked; the device is released
+// on this goroutine, after the product, never while an abandoned product
+// still runs on it.
+func (j *mulJob) run(stdout io.Writer) error {
+	size := cBytes(j.f.out, j.a.Rows(), j.b.Cols())
+	if err := outfile.CheckSized(j.f.out, size); err != nil {
 		return err
 	}
 	// No shape to check: stream.Mul checks the kernel on its panels' shape
 	// (not Mul's plan of the whole product) before it reads anything.
-	h, err := f.dev.hold(stderr, []string{f.kernel})
+	h, err := j.f.dev.hold(j.stderr, []string{j.f.kernel})
 	if err != nil {
 		return err
 	}
-	defer h.release() // on this goroutine, after the product: never abandoned here
-	r.Device = h.Info()
-	o.Kernel = f.kernel
-	return mulOn(h.Device, sink, a, b, o, chk, r)
+	defer h.release()
+	j.r.Device = h.Info()
+	return outfile.WriteSized(j.f.out, stdout, size, func(w io.Writer) error { return j.into(h.Device, w) })
 }
 
-// mulOn multiplies A by B on dev into sink and checks C (chk); r gets
-// the figures.
-func mulOn(dev *glcompute.Device, sink matfile.Sink, a, b matfile.Source, o *stream.Options, chk *mulCheck, r *mulResult) (err error) {
-	if r.Result, err = stream.Mul(dev, sink, a, b, o); err != nil {
+// into multiplies A by B on dev into w, C as f.out's format, and checks
+// it (chk). An error or a failed check leaves w incomplete, for outfile
+// to discard.
+func (j *mulJob) into(dev *glcompute.Device, w io.Writer) (err error) {
+	sink, err := matfile.NewSink(w, j.f.out, j.a.Rows(), j.b.Cols())
+	if err != nil {
 		return err
 	}
-	if r.Validation = chk.panels.Result(); r.Validation.Err() != nil {
+	if j.r.Result, err = stream.Mul(dev, sink, j.a, j.b, j.o); err != nil {
+		return err
+	}
+	if j.r.Validation = j.chk.panels.Result(); j.r.Validation.Err() != nil {
 		return errNotValidated
 	}
 	return sink.Close()

@@ -86,11 +86,7 @@ func mul64(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) error {
 		defer bar.Finish()
 		p.progress = func(done, total int) { bar.ChangeMax(total); bar.Set(done) }
 	}
-	err, abandoned := awaitWork(ctx, stderr, "glmul mul", func() error {
-		return outfile.WriteSized(f.out, stdout, c64Bytes(f.out, m, n), func(w io.Writer) error {
-			return p.run(w, stderr)
-		})
-	})
+	err, abandoned := awaitWork(ctx, stderr, "glmul mul", func() error { return p.run(stdout, stderr) })
 	if abandoned { // the work goroutine may still write p.r, and C's temporary file
 		outfile.Abandon()
 		return interruptedError{fmt.Sprintf("the float64 %d×%d×%d product did not stop within a second; %s", m, k, n, leftAs(f.out))}
@@ -124,29 +120,41 @@ type panels64 struct {
 	r        mulResult             // the figures
 }
 
-// run opens the device (an OpenGL ES one fails here, before the files
-// are read), reads B, then multiplies, checks and writes C panel by
-// panel to w in f.out's format, stopping at the first error, at a panel
-// that fails its check (errNotValidated: C is discarded, so the rest
-// need not be computed) or when ctx is done. An error leaves w
-// incomplete, for outfile to discard.
-func (p *panels64) run(w io.Writer, stderr io.Writer) error {
+// run checks that f.out can take C (outfile.CheckSized), opens the
+// device (an OpenGL ES one fails here, before the files are read), then
+// writes C to f.out as write computes it; the device is released on this
+// goroutine, after the product.
+func (p *panels64) run(stdout, stderr io.Writer) error {
 	m, k, n := p.r.M, p.r.K, p.r.N
-	sink, err := matfile.NewSink64(w, p.f.out, m, n)
-	if err != nil {
+	p.r.Validation = validate.Result{Mode: validate.None, OK: true, Row: -1, Col: -1}
+	size := c64Bytes(p.f.out, m, n)
+	if err := outfile.CheckSized(p.f.out, size); err != nil {
 		return err
 	}
-	p.r.Validation = validate.Result{Mode: validate.None, OK: true, Row: -1, Col: -1}
 	if !emptyDims(m, k, n) {
 		h, err := p.f.dev.hold(stderr, nil)
 		if err != nil {
 			return err
 		}
-		defer h.release() // on this goroutine, after the product
+		defer h.release()
 		if err := probeFloat64(h.Device, p.f.kernel); err != nil {
 			return err
 		}
 		p.dev, p.r.Device = h.Device, h.Info()
+	}
+	return outfile.WriteSized(p.f.out, stdout, size, p.write)
+}
+
+// write reads B, then multiplies, checks and writes C panel by panel to
+// w in f.out's format, stopping at the first error, at a panel that
+// fails its check (errNotValidated: C is discarded, so the rest need not
+// be computed) or when ctx is done. An error leaves w incomplete, for
+// outfile to discard.
+func (p *panels64) write(w io.Writer) error {
+	m, k, n := p.r.M, p.r.K, p.r.N
+	sink, err := matfile.NewSink64(w, p.f.out, m, n)
+	if err != nil {
+		return err
 	}
 	t0 := time.Now()
 	bm, _, err := matfile.Read64(p.b) // a .mtx B as parsed, not a copy of it

@@ -320,3 +320,20 @@ func TestPanelMemory64RefusesLargeB(t *testing.T) {
 		t.Errorf("the whole product: %v, want a refusal naming A, B and C", err)
 	}
 }
+
+// TestMulChecksOutputBeforeDevice: an -o that cannot be written fails
+// before the device opens, in float32 and float64: with -backend glfw and
+// no display, the error names the missing directory, not the display.
+func TestMulChecksOutputBeforeDevice(t *testing.T) {
+	dir := t.TempDir()
+	_, _, pa, pb, _ := files64(t, dir, 3, 4, 5)
+	t.Setenv("DISPLAY", "")
+	t.Setenv("WAYLAND_DISPLAY", "")
+	out := filepath.Join(dir, "missing", "c.npy")
+	for _, typ := range []string{"f32", "f64"} {
+		code, _, stderr := glmul("mul", "-type", typ, pa, pb, "-o", out, "-backend", "glfw")
+		if code != 1 || !strings.Contains(stderr, filepath.Join(dir, "missing")) || strings.Contains(stderr, "display") {
+			t.Errorf("-type %s: exit %d, want 1 and the directory named, no display:\n%s", typ, code, stderr)
+		}
+	}
+}

@@ -65,6 +65,15 @@ func WriteSized(path string, stdout io.Writer, size uint64, write func(io.Writer
 	if err := t.replaceable(); err != nil {
 		return err
 	}
+	if err := t.room(size); err != nil {
+		return err
+	}
+	return t.replace(write)
+}
+
+// room returns ErrNoRoom, wrapped, where t's directory's file system has
+// less than size bytes free.
+func (t dest) room(size uint64) error {
 	dir, err := t.dir()
 	if err != nil {
 		return err
@@ -72,7 +81,26 @@ func WriteSized(path string, stdout io.Writer, size uint64, write func(io.Writer
 	if room, ok := freeBytes(dir); ok && size > room {
 		return fmt.Errorf("%s: %w: at least %s to write, %s free there", t, ErrNoRoom, gib(size), gib(room))
 	}
-	return t.replace(write)
+	return nil
+}
+
+// CheckSized is Check for a write of at least size bytes: a file that
+// would be replaced is also refused, with ErrNoRoom, where its file
+// system has less free space, as WriteSized will refuse it. For a command
+// to call before it opens what the work needs (a GPU), so that a file
+// that cannot be kept fails first.
+func CheckSized(path string, size uint64) error {
+	if err := Check(path); err != nil || path == Stdout {
+		return err
+	}
+	t, err := resolve(path)
+	if err != nil {
+		return err
+	}
+	if inPlace, err := t.classify(); err != nil || inPlace {
+		return err
+	}
+	return t.room(size)
 }
 
 // Check returns an error unless WriteWith could write path, writing

@@ -458,8 +458,9 @@ func onlyEntries(t *testing.T, dir string, names ...string) {
 }
 
 // TestWriteSized: a replacement larger than its file system's free space
-// is refused with ErrNoRoom before write is called, the old file left as
-// it was; one that fits is written; a FIFO is written whatever the size.
+// is refused with ErrNoRoom before write is called (and by CheckSized),
+// the old file left as it was; one that fits is written; a FIFO is
+// written whatever the size.
 func TestWriteSized(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "c.npy")
@@ -467,6 +468,12 @@ func TestWriteSized(t *testing.T) {
 	room, ok := freeBytes(dir)
 	if !ok {
 		t.Skip("no free-space query on this platform")
+	}
+	if err := CheckSized(path, room+1<<40); !errors.Is(err, ErrNoRoom) {
+		t.Errorf("CheckSized, a TiB over the free space: %v", err)
+	}
+	if err := CheckSized(path, 5); err != nil {
+		t.Errorf("CheckSized, 5 bytes: %v", err)
 	}
 	called := false
 	err := WriteSized(path, nil, room+1<<40, func(w io.Writer) error { called = true; return nil })
@@ -495,6 +502,9 @@ func TestWriteSized(t *testing.T) {
 	}()
 	if err := WriteSized(fifo, nil, room+1<<40, func(w io.Writer) error { _, err := w.Write([]byte("x")); return err }); err != nil {
 		t.Errorf("a FIFO: %v", err)
+	}
+	if err := CheckSized(fifo, room+1<<40); err != nil {
+		t.Errorf("CheckSized, a FIFO: %v", err)
 	}
 }
 
