@@ -4,7 +4,8 @@
 # path a Windows user takes.
 #
 #   scripts/windows.sh build [OUT]   cross-compile glmul.exe (default bin/glmul.exe)
-#   scripts/windows.sh test          the library's GL suite (glcompute), glmul.exe -n 64
+#   scripts/windows.sh test          the library's GL suites (glcompute, its stream and
+#                                    devgroup), glmul.exe -n 64
 #                                    and glmul.exe table -sizes 32,64, under Wine
 #
 # Needs gcc-mingw-w64-x86-64 (build), wine, wine64 and xvfb (test): `make
@@ -55,8 +56,22 @@ test_windows() {
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	build "$tmp/glmul.exe"
-	$GO test -c -o "$tmp/glcompute.test.exe" ./glcompute
-	echo "== glcompute tests under Wine (WGL through GLFW, Mesa llvmpipe)"
+	# glcompute, and its packages built on a Device (their tests open it
+	# through internal/gltest, which takes GLFW on Windows).
+	for pkg in glcompute glcompute/stream glcompute/devgroup; do
+		$GO test -c -o "$tmp/$(basename "$pkg").test.exe" "./$pkg"
+		wine_tests "$pkg" "$tmp/$(basename "$pkg").test.exe"
+	done
+	echo "== glmul.exe -n 64"
+	exe_run "$tmp/glmul.exe" -n 64
+	echo "== glmul.exe table -sizes 32,64"
+	exe_run "$tmp/glmul.exe" table -sizes 32,64 -format markdown
+}
+
+wine_tests() { # wine_tests PKG EXE: a package's test binary under Wine, from its directory
+	local pkg=$1 exe=$2 log
+	log="$tmp/$(basename "$pkg").log"
+	echo "== $pkg tests under Wine (WGL through GLFW, Mesa llvmpipe)"
 	# Wine 8 with Mesa 22's llvmpipe has crashed the test process now and
 	# then, every test before the crash passing: twice in about a dozen CI
 	# runs (2026-11-27), in different tests (exit status 5 at
@@ -72,11 +87,11 @@ test_windows() {
 	while :; do
 		tries=$((tries + 1))
 		rc=0
-		GLMUL_REQUIRE_GL=1 wine_run glcompute "$tmp/glcompute.test.exe" -test.count=1 -test.v -test.timeout 600s >"$tmp/glcompute.log" 2>&1 || rc=$?
-		if [ "$rc" -ne 0 ] && [ "$tries" -eq 1 ] && grep -q 'Unhandled page fault' "$tmp/glcompute.log" && ! grep -qE -- '--- FAIL|panic:' "$tmp/glcompute.log"; then
-			echo "windows: the glcompute test process crashed under Wine (exit status $rc) with no test failed; its last lines:"
-			grep -B3 -A3 'Unhandled page fault' "$tmp/glcompute.log" | head -20
-			echo "windows: running the glcompute tests once more"
+		GLMUL_REQUIRE_GL=1 wine_run "$pkg" "$exe" -test.count=1 -test.v -test.timeout 600s >"$log" 2>&1 || rc=$?
+		if [ "$rc" -ne 0 ] && [ "$tries" -eq 1 ] && grep -q 'Unhandled page fault' "$log" && ! grep -qE -- '--- FAIL|panic:' "$log"; then
+			echo "windows: the $pkg test process crashed under Wine (exit status $rc) with no test failed; its last lines:"
+			grep -B3 -A3 'Unhandled page fault' "$log" | head -20
+			echo "windows: running the $pkg tests once more"
 			continue
 		fi
 		break
@@ -85,18 +100,15 @@ test_windows() {
 		# A failed test's messages follow its line. Without one (Xvfb or
 		# Wine failed to start, a crash), the log's end says why. grep
 		# finding nothing must not end the script here (pipefail).
-		grep -E -A12 -- '--- FAIL|panic:' "$tmp/glcompute.log" | head -80 || true
+		grep -E -A12 -- '--- FAIL|panic:' "$log" | head -80 || true
 		echo "-- the log's last lines:"
-		tail -20 "$tmp/glcompute.log"
-		echo "windows: glcompute tests FAILED under Wine (exit status $rc)" >&2
+		tail -20 "$log"
+		echo "windows: $pkg tests FAILED under Wine (exit status $rc)" >&2
 		exit 1
 	}
-	echo "ok   glcompute   $(grep -c -- '--- PASS' "$tmp/glcompute.log") passed $(grep -c -- '--- SKIP' "$tmp/glcompute.log") skipped"
-	grep -E -- '--- SKIP' "$tmp/glcompute.log" | sed 's/^ *//' | sort | uniq -c | sed 's/^/     /' | head -20
-	echo "== glmul.exe -n 64"
-	exe_run "$tmp/glmul.exe" -n 64
-	echo "== glmul.exe table -sizes 32,64"
-	exe_run "$tmp/glmul.exe" table -sizes 32,64 -format markdown
+	echo "ok   $pkg   $(grep -c -- '--- PASS' "$log") passed $(grep -c -- '--- SKIP' "$log") skipped"
+	# (grep finds no skip in a package without any: not a failure)
+	{ grep -E -- '--- SKIP' "$log" || true; } | sed 's/^ *//' | sort | uniq -c | sed 's/^/     /' | head -20
 }
 
 exe_run() { # exe_run PROGRAM ARGS...: wine_run, once more after the crash above

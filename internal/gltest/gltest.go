@@ -1,9 +1,10 @@
 // Package gltest opens the GL device that packages outside glcompute test on:
-// headless EGL, released when the test ends. Where no context can be made
+// headless EGL (on Windows, GLFW's WGL), released when the test ends. Where no context can be made
 // the test skips, except with GLMUL_REQUIRE_GL=1 (CI), where it fails.
 package gltest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -11,12 +12,13 @@ import (
 	"testing"
 
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/cause"
 )
 
 // Open returns a device for t, or skips (fails with GLMUL_REQUIRE_GL=1).
 func Open(t testing.TB) *glcompute.Device {
 	t.Helper()
-	d, err := glcompute.Open(&glcompute.Options{Backend: glcompute.BackendEGL})
+	d, err := glcompute.Open(&glcompute.Options{Backend: backend})
 	if err != nil {
 		if os.Getenv("GLMUL_REQUIRE_GL") == "1" {
 			t.Fatal(err)
@@ -29,12 +31,16 @@ func Open(t testing.TB) *glcompute.Device {
 
 // Borrowed calls f with a Device borrowed (NewDeviceFromCurrent) from a
 // headless context made current on f's thread, locked, as an engine's
-// would be; skips or fails as Open does where none can be made.
+// would be; skips or fails as Open does where none can be made, and
+// skips where the platform has no EGL (Windows).
 func Borrowed(t *testing.T, f func(d *glcompute.Device)) {
 	t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	hc, err := glcompute.NewHeadlessContext(0)
+	if errors.Is(err, cause.NoEGL) {
+		t.Skip(err)
+	}
 	if err != nil {
 		if os.Getenv("GLMUL_REQUIRE_GL") == "1" {
 			t.Fatal(err)
