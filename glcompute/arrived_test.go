@@ -120,7 +120,7 @@ func TestArrivedBlocksAreFinal(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("float32/%d×%d×%d/binding=%d/memory=%d/%s/mapped=%v", c.m, c.k, c.n, c.o.MaxBinding, c.o.MaxGPUMemory, c.o.Kernel, c.mapped), func(t *testing.T) {
 			if c.streamed {
-				if d.Tuning().Fits(c.o.Kernel) != nil {
+				if d.tuning().Fits(c.o.Kernel) != nil {
 					t.Skipf("%s does not fit %s", c.o.Kernel, d.Info().Renderer)
 				}
 				streamAnyBands = true

@@ -341,12 +341,12 @@ func TestMatrixFieldsChecked(t *testing.T) {
 	for name, call := range map[string]func(){
 		"Mul":            func() { zero.Mul(cpu.New(2, 2), cpu.New(2, 2), cpu.New(2, 2), nil) },
 		"NewMatrix":      func() { zero.NewMatrix(2, 2) },
-		"Fits":           func() { zero.Tuning().Fits("fast") },
+		"Fits":           func() { zero.tuning().Fits("fast") },
 		"Scope":          func() { zero.Scope(func() error { return nil }) },
-		"PrepareStaging": func() { zero.Tuning().PrepareStaging() },
+		"PrepareStaging": func() { zero.tuning().PrepareStaging() },
 		"Release":        func() { zero.Release() },
 		"WrapBuffer":     func() { zero.WrapBuffer(1, 0, 1, 1, 1) },
-		"KernelFor":      func() { zero.Tuning().KernelFor(2, 2, 2) },
+		"KernelFor":      func() { zero.tuning().KernelFor(2, 2, 2) },
 		"Plan":           func() { zero.Plan(2, 2, 2, nil) },
 		"Fence":          func() { zero.Fence() },
 	} {

@@ -179,7 +179,7 @@ func (d *Device) mulFloat64(spec string, off int, c, a, b blas64.General) ([]flo
 			return
 		}
 		defer g.release()
-		if _, err = g.run(0, g.k, DefaultMaxGroups); err == nil {
+		if _, err = g.run(0, g.k, defaultMaxGroups); err == nil {
 			out = g.read()
 		}
 	})

@@ -121,7 +121,7 @@ func benchDgemm(b *testing.B, spec string, flop float64, c, a, bm blas64.General
 			return
 		}
 		// llvmpipe compiles at the first dispatch: not timed.
-		if _, err = g.run(0, g.k, DefaultMaxGroups); err == nil {
+		if _, err = g.run(0, g.k, defaultMaxGroups); err == nil {
 			glw.Finish()
 		}
 	})
@@ -137,7 +137,7 @@ func benchDgemm(b *testing.B, spec string, flop float64, c, a, bm blas64.General
 	d.call(func() {
 		defer g.release()
 		for b.Loop() {
-			if _, err = g.run(0, g.k, DefaultMaxGroups); err != nil {
+			if _, err = g.run(0, g.k, defaultMaxGroups); err != nil {
 				return
 			}
 			glw.Finish()

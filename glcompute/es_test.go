@@ -22,12 +22,12 @@ func TestESBufferStorage(t *testing.T) {
 		if _, err := d.NewHostMatrix(2, 2); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("NewHostMatrix on OpenGL ES: %v, want ErrUnsupported", err)
 		}
-		if got := d.Tuning().Staging(); strings.Contains(got, "persistent") {
+		if got := d.tuning().Staging(); strings.Contains(got, "persistent") {
 			t.Errorf("Staging() = %q on OpenGL ES, want no persistent mapping", got)
 		}
 		return
 	}
-	if got := d.Tuning().Staging(); !strings.Contains(got, "persistent") {
+	if got := d.tuning().Staging(); !strings.Contains(got, "persistent") {
 		t.Errorf("Staging() = %q on OpenGL ES with GL_EXT_buffer_storage, want persistent mapping", got)
 	}
 	hostMatrices(t, d, 67, 45, 90)

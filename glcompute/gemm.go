@@ -169,7 +169,7 @@ func (d *Device) mulFilled(spec string, c, a, b *Matrix) error {
 // not on errGrowWork, which comes before anything is bound.
 func (d *Device) planFast(spec string, m, k, n int, grow bool) (p *program, plan dispatch.Plan, f fillPlan, err error) {
 	if p, err = d.programNamed(spec); err == nil {
-		if plan, err = p.plan(m, n, DefaultMaxGroups); err == nil {
+		if plan, err = p.plan(m, n, defaultMaxGroups); err == nil {
 			if f, err = d.planFill(p, plan, m, k, n); err == nil {
 				f, err = d.workFor(f, k, grow)
 			}
@@ -264,7 +264,7 @@ func (d *Device) transposedProduct(spec string, tk shaders.Kernel, c, a, b *Matr
 	tr.prog.Use() // a resident product leaves its kernel in use, never the transpose
 	offA := d.bind(tr, 0, a, a.Offset, a.span())
 	d.bindScratch(tr, 2, scratch)
-	if err := tr.transpose(m, ldt, k, a.Stride, ldt, offA, 0, DefaultMaxGroups); err != nil {
+	if err := tr.transpose(m, ldt, k, a.Stride, ldt, offA, 0, defaultMaxGroups); err != nil {
 		d.bound = boundState{}
 		return err
 	}

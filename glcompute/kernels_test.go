@@ -46,7 +46,7 @@ func TestKernelChoiceAPI(t *testing.T) {
 		t.Errorf("%d fast candidates", len(tuning.FastCandidates()))
 	}
 	d := openDevice(t, BackendEGL)
-	if err := d.Tuning().Fits(d.Info().DefaultKernel); err != nil {
+	if err := d.tuning().Fits(d.Info().DefaultKernel); err != nil {
 		t.Errorf("the default kernel does not fit: %v", err)
 	}
 	huge := "fast:256x256x32_16x16" // 2·256·32·4 bytes of shared memory at least
@@ -54,7 +54,7 @@ func TestKernelChoiceAPI(t *testing.T) {
 	if err != nil || k.SharedBytes <= d.Info().MaxSharedMemory {
 		t.Fatalf("%s should parse and need more shared memory than %d bytes: %v, %d", huge, d.Info().MaxSharedMemory, err, k.SharedBytes)
 	}
-	if err := d.Tuning().Fits(huge); !errors.Is(err, ErrUnsupported) {
+	if err := d.tuning().Fits(huge); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("Fits(%s) = %v, want ErrUnsupported", huge, err)
 	}
 }

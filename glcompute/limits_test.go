@@ -85,7 +85,7 @@ func TestCacheKernelOutsideFamily(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := d.Info()
-		long := d.Tuning().KernelFor(8, 100, 8)
+		long := d.tuning().KernelFor(8, 100, 8)
 		d.Release()
 		if got.DefaultKernel == bad || long == bad || got.ClassKernels[string(tuning.LongK)] != "" {
 			t.Errorf("cache naming %q: default %s, long-k %s, class kernels %v", bad, got.DefaultKernel, long, got.ClassKernels)
@@ -106,7 +106,7 @@ func TestWideNaturalBuiltinOnly(t *testing.T) {
 	if info.NaturalWideKernel == "" {
 		t.Skipf("%s has no wide natural stand-in (NVIDIA's built-in choice only)", info.Renderer)
 	}
-	if got := builtin.Tuning().KernelFor(8192, 8192, 256); got != info.NaturalWideKernel {
+	if got := builtin.tuning().KernelFor(8192, 8192, 256); got != info.NaturalWideKernel {
 		t.Errorf("8192×8192×256 with the built-in default runs %s, want %s", got, info.NaturalWideKernel)
 	}
 	path := filepath.Join(tempDir(t), "tuned.json")
@@ -126,7 +126,7 @@ func TestWideNaturalBuiltinOnly(t *testing.T) {
 	if got.DefaultKernel != tuned || got.NaturalWideKernel != "" || got.NaturalKernel == "" {
 		t.Fatalf("tuned default %s: default %s, natural %q, wide natural %q", tuned, got.DefaultKernel, got.NaturalKernel, got.NaturalWideKernel)
 	}
-	if k := d.Tuning().KernelFor(8192, 8192, 256); k != got.NaturalKernel {
+	if k := d.tuning().KernelFor(8192, 8192, 256); k != got.NaturalKernel {
 		t.Errorf("8192×8192×256 beside a tuned default runs %s, want %s", k, got.NaturalKernel)
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/link"
 )
 
-// The packages built on a Device's internals, devgroup (units.go) and
-// stream, reach them through package link, set here.
+// The packages built on a Device's internals, devgroup (units.go),
+// stream and tuner, reach them through package link, set here.
 func init() {
 	link.Member = func(dev any) {
 		d := dev.(*Device)
@@ -50,6 +50,7 @@ func init() {
 			panic(who)
 		}
 	}
+	link.Tuning = func(dev any) any { return dev.(*Device).tuning() }
 	link.Binding = func(dev any, max int64) int64 { return dev.(*Device).streamBinding(max) }
 	link.MulKernel = func(c, a, b any, spec string) error {
 		return c.(*Matrix).mulKernel(spec, a.(*Matrix), b.(*Matrix))

@@ -98,7 +98,7 @@ func (d *Device) planHostPanels(m, k, n int, opts *MulOptions, forcePanels bool)
 	}
 	hp.o.check()
 	if hp.o.MaxGroups == 0 {
-		hp.o.MaxGroups = DefaultMaxGroups
+		hp.o.MaxGroups = defaultMaxGroups
 	}
 	if err := d.checkMaxGroups(hp.o.MaxGroups); err != nil {
 		return hp, err

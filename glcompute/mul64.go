@@ -49,7 +49,7 @@ func (d *Device) planHost64(m, k, n int, opts *MulOptions) (hp hostPlan, err err
 		hp.o = *opts
 	}
 	hp.o.check()
-	hp.o.MaxGroups = cmp.Or(hp.o.MaxGroups, DefaultMaxGroups)
+	hp.o.MaxGroups = cmp.Or(hp.o.MaxGroups, defaultMaxGroups)
 	if err := d.float64Support(); err != nil {
 		return hp, err
 	}

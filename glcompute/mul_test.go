@@ -254,7 +254,7 @@ func TestConformanceEveryCandidate(t *testing.T) {
 func TestConformanceOddRows(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	for _, spec := range []string{"fast:64x192x8_4x4_db", "fast:32x160x8_4x4"} {
-		if d.Tuning().Fits(spec) != nil {
+		if d.tuning().Fits(spec) != nil {
 			continue
 		}
 		t.Run(spec, func(t *testing.T) {
@@ -418,8 +418,8 @@ func TestStagingPaths(t *testing.T) {
 				noGL(t, err.Error())
 			}
 			defer d.Release()
-			d.Tuning().PrepareStaging()
-			if got := d.Tuning().Staging(); strings.Contains(got, "persistent") == mapOnce {
+			d.tuning().PrepareStaging()
+			if got := d.tuning().Staging(); strings.Contains(got, "persistent") == mapOnce {
 				t.Fatalf("Staging() = %q with NoPersistentMapping %v", got, mapOnce)
 			}
 			conformance.Run(t, nil, func(c, a, b blas32.General) error {

@@ -19,7 +19,7 @@ func TestMulKernel(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	pad := func(x int) int { return (x + 3) / 4 * 4 }
 	for _, spec := range []string{"", "tiled32", "fast:64x64x8_4x4", "fast:128x128x8_8x8_db_at", "cpu:8x8_8x8"} {
-		if d.Tuning().Fits(spec) != nil && spec != "" {
+		if d.tuning().Fits(spec) != nil && spec != "" {
 			continue
 		}
 		t.Run(fmt.Sprintf("kernel=%s", spec), func(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 	"github.com/glmul/glmul/glcompute/tuning"
 )
 
-// DefaultMaxGroups is the paper's cap on work groups per dispatch and axis
+// defaultMaxGroups is the paper's cap on work groups per dispatch and axis
 // (64×64), which keeps each dispatch short enough for Windows' GPU watchdog.
-const DefaultMaxGroups = dispatch.DefaultMaxGroups
+const defaultMaxGroups = dispatch.DefaultMaxGroups
 
 // MulOptions configure one Mul. A nil *MulOptions means the zero value of
 // every field.
@@ -23,7 +23,8 @@ type MulOptions struct {
 	// "fast:128x128x8_8x8". Zero value "": "fast".
 	Kernel string
 	// MaxGroups caps the work groups per dispatch along each axis. Zero
-	// value: DefaultMaxGroups (64).
+	// value: 64, the paper's cap, which keeps each dispatch short enough
+	// for Windows' GPU watchdog.
 	MaxGroups int
 	// SplitK splits the inner dimension across this many slices of work
 	// groups, each writing a partial C that a second pass adds up: for

@@ -70,8 +70,7 @@ type Options struct {
 	NoPersistentMapping bool
 	// StagingBytes is the size of each of the four staging buffers that
 	// carry host matrices to and from the GPU in chunks of rows (a row
-	// larger than one in pieces). Zero value: DefaultStagingBytes
-	// (32 MiB).
+	// larger than one in pieces). Zero value: 32 MiB.
 	StagingBytes int
 	// MaxDispatchTime is the longest one compute dispatch should run:
 	// glmul times a kernel's first dispatches as they grow and sizes the

@@ -152,7 +152,7 @@ func TestBandRows(t *testing.T) {
 func TestWaveSplitBands(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	const kern = "fast:128x256x8_8x8_db"
-	if d.Info().SMCount == 0 || d.Tuning().Fits(kern) != nil {
+	if d.Info().SMCount == 0 || d.tuning().Fits(kern) != nil {
 		t.Skipf("%s reports no multiprocessor count (or lacks the shared memory for %s)", d.Info().Renderer, kern)
 	}
 	// Rows of tiles enough for a wave and 10% more: 132 SMs take 18 rows
@@ -260,7 +260,7 @@ func TestMergedSpan(t *testing.T) {
 func TestStreamed(t *testing.T) {
 	const kern = "fast:64x64x8_8x4_db_at"
 	d := openDevice(t, BackendEGL)
-	if d.Tuning().Fits(kern) != nil {
+	if d.tuning().Fits(kern) != nil {
 		t.Skipf("%s does not fit %s", kern, d.Info().Renderer)
 	}
 	small := []conformance.Shape{{M: 4*64 + 37, K: 301, N: 203}, {M: 9 * 64, K: 64, N: 128}, {M: 257, K: 5, N: 66}}

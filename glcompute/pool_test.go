@@ -122,7 +122,7 @@ func TestClassKernels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		long, square := d.Tuning().KernelFor(8, 100, 8), d.Tuning().KernelFor(64, 64, 64)
+		long, square := d.tuning().KernelFor(8, 100, 8), d.tuning().KernelFor(64, 64, 64)
 		d.Release()
 		if (long == spec) == ignore || square == spec {
 			t.Errorf("IgnoreTuned %v: long-k product runs %s, square %s; the cached long-k kernel is %s", ignore, long, square, spec)
@@ -153,7 +153,7 @@ func TestUnseen(t *testing.T) {
 		t.Fatalf("Unseen device chose %s, %s, %s, %s (%s); the model says %+v", got.DefaultKernel, got.NaturalKernel, got.NaturalWideKernel, got.SmallGridKernel, got.DefaultKernelSource, want)
 	}
 	for _, s := range [][3]int{{4096, 4096, 4096}, {2048, 64, 2}, {1024, 1024, 1024}, {64, 64, 64}} {
-		k := d.Tuning().KernelFor(s[0], s[1], s[2])
+		k := d.tuning().KernelFor(s[0], s[1], s[2])
 		if k != want.Default && k != want.Natural && k != want.SmallGrid {
 			t.Errorf("Unseen: %v runs %s, none of the model's %+v", s, k, want)
 		}
@@ -178,10 +178,10 @@ func TestTransposedADefault(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	const at, natural = "fast:128x128x8_8x8_db_at", "fast:64x64x8_4x4"
 	d.info.DefaultKernel, d.info.NaturalKernel, d.info.NaturalWideKernel, d.info.SmallGridKernel, d.info.ClassKernels = at, natural, "", "", nil
-	if got := d.Tuning().KernelFor(4096, 4096, 4096); got != at {
+	if got := d.tuning().KernelFor(4096, 4096, 4096); got != at {
 		t.Errorf("4096³ runs %s, want %s", got, at)
 	}
-	if got := d.Tuning().KernelFor(8192, 8192, 256); got != natural {
+	if got := d.tuning().KernelFor(8192, 8192, 256); got != natural {
 		t.Errorf("8192×8192×256 runs %s, want %s", got, natural)
 	}
 	// With a stand-in for large products: from tuning.WideNaturalMinMACs
@@ -195,7 +195,7 @@ func TestTransposedADefault(t *testing.T) {
 		{8192, 8192, 256, wide}, {2048, 8192, 1024, wide}, {1000, 4096, 1000, natural}, {1024, 1024, 1024, natural},
 		{8192, 8192, tuning.TransposedAMinN, at}, {4096, 4096, 4096, at},
 	} {
-		if got := d.Tuning().KernelFor(c.m, c.k, c.n); got != c.want {
+		if got := d.tuning().KernelFor(c.m, c.k, c.n); got != c.want {
 			t.Errorf("%d×%d×%d with a wide stand-in runs %s, want %s", c.m, c.k, c.n, got, c.want)
 		}
 	}
@@ -203,10 +203,10 @@ func TestTransposedADefault(t *testing.T) {
 	// the wave model decides: NVIDIA's two natural tiles on 132.
 	sm := d.info.SMCount
 	d.info.SMCount, d.info.NaturalKernel, d.info.NaturalWideKernel = 132, "fast:128x128x16_8x8_db", "fast:128x256x16_16x8_db"
-	if got := d.Tuning().KernelFor(8192, 8192, 256); got != d.info.NaturalWideKernel {
+	if got := d.tuning().KernelFor(8192, 8192, 256); got != d.info.NaturalWideKernel {
 		t.Errorf("8192×8192×256 on 132 multiprocessors runs %s, want %s", got, d.info.NaturalWideKernel)
 	}
-	if got := d.Tuning().KernelFor(1536, 4096, 1536); got != d.info.NaturalKernel {
+	if got := d.tuning().KernelFor(1536, 4096, 1536); got != d.info.NaturalKernel {
 		t.Errorf("1536×4096×1536 on 132 multiprocessors runs %s, want %s (stream-K's 144 tiles)", got, d.info.NaturalKernel)
 	}
 	// A product that cannot transpose A (no room, panels) takes the
@@ -224,7 +224,7 @@ func TestTransposedADefault(t *testing.T) {
 	}
 	d.info.SMCount, d.info.NaturalKernel, d.info.NaturalWideKernel = sm, natural, ""
 	d.info.DefaultKernel = "fast:64x64x8_4x4_db" // reads A as it is: no stand-in
-	if got := d.Tuning().KernelFor(64, 64, 64); got != d.info.DefaultKernel {
+	if got := d.tuning().KernelFor(64, 64, 64); got != d.info.DefaultKernel {
 		t.Errorf("a default reading A as it is was replaced by %s", got)
 	}
 	d.info.DefaultKernel = at
@@ -235,7 +235,7 @@ func TestTransposedADefault(t *testing.T) {
 	// keeps it too (TestResidentTransposedA tries more).
 	rng := rand.New(rand.NewPCG(9, 9))
 	a, b := cpu.Random(8, 12, rng), cpu.Random(12, 2048, rng) // rows of multiples of 4: the fast kernel
-	if got := d.Tuning().KernelFor(8, 12, 2048); got != at {
+	if got := d.tuning().KernelFor(8, 12, 2048); got != at {
 		t.Fatalf("8×12×2048 runs %s, want %s", got, at)
 	}
 	if err := validate.CheckFull(a, b, residentProduct(t, d, a, b)).Err(); err != nil {

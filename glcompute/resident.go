@@ -22,7 +22,7 @@ func (d *Device) resident(prog func() (*program, error), a, b, c *Matrix, set fu
 			return
 		}
 		var plan dispatch.Plan
-		if plan, err = p.plan(c.Rows, c.Cols, DefaultMaxGroups); err != nil {
+		if plan, err = p.plan(c.Rows, c.Cols, defaultMaxGroups); err != nil {
 			d.bound = boundState{}
 			return
 		}

@@ -76,7 +76,7 @@ func (d *Device) planFill(p *program, plan dispatch.Plan, m, k, n int) (fillPlan
 	if splits < 2 {
 		return f, nil
 	}
-	if sk := newStreamK(kern, m, k, n, slots, splits, DefaultMaxGroups, d.info.MaxWorkGroupCount[0]); sk != nil && d.workable(sk.bytes) &&
+	if sk := newStreamK(kern, m, k, n, slots, splits, defaultMaxGroups, d.info.MaxWorkGroupCount[0]); sk != nil && d.workable(sk.bytes) &&
 		d.checkBlock("the stream-K workspace is", sk.bytes) == nil {
 		if err := d.streamKPrograms(sk); err != nil {
 			return f, err

@@ -5,19 +5,13 @@ import (
 	"github.com/glmul/glmul/glcompute/internal/staging"
 )
 
-// DefaultStagingBytes is the size of each staging buffer: large enough
-// that a chunk's fixed costs (a fence, a copy command, waking the copy
-// goroutines) are small against its transfer, small enough that two up
-// and two down stay modest in host-visible memory.
-const DefaultStagingBytes = 32 << 20
-
 // stage returns the Device's staging buffers (a staging.Stager),
 // creating them on first use; on the device thread.
 func (d *Device) stage() *staging.Stager {
 	if d.stager == nil {
 		bytes := d.opts.StagingBytes
 		if bytes <= 0 {
-			bytes = DefaultStagingBytes
+			bytes = staging.DefaultBytes
 		}
 		d.stager = staging.New(bytes, d.bufferStorage(), !d.opts.NoPersistentMapping)
 	}

@@ -8,10 +8,10 @@ import (
 	"github.com/glmul/glmul/shaders"
 )
 
-// Tuning returns what measuring and tuning ask of d beyond its products:
+// tuning returns what measuring and tuning ask of d beyond its products:
 // the kernels it can run and would choose, their programs, its staging
-// (glmul's tune, bench and table commands use it).
-func (d *Device) Tuning() tuning.Device {
+// (package tuner gives it to glmul's tune, bench and table commands).
+func (d *Device) tuning() tuning.Device {
 	d.mustBeOpen()
 	return tuner{d}
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/tuner"
 )
 
 // stage is one measured stage.
@@ -74,8 +75,8 @@ func measure(mainAt time.Time, n int, backend glcompute.Backend) ([]stage, error
 		return nil, err
 	}
 	mark("glcompute.Open")
-	spec := d.Tuning().KernelFor(n, n, n)
-	if _, err := d.Tuning().ProgramBinary(spec); err != nil {
+	spec := tuner.Of(d).KernelFor(n, n, n)
+	if _, err := tuner.Of(d).ProgramBinary(spec); err != nil {
 		return nil, err
 	}
 	mark("first compile (" + spec + ")")

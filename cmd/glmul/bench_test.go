@@ -17,6 +17,7 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/cmd/glmul/internal/sweep"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/tuner"
 	"github.com/glmul/glmul/glcompute/tuning"
 )
 
@@ -205,8 +206,8 @@ func TestTuneShowFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := ""
-	for _, c := range d.Tuning().Candidates() {
-		if c != info.DefaultKernel && d.Tuning().Fits(c) == nil {
+	for _, c := range tuner.Of(d).Candidates() {
+		if c != info.DefaultKernel && tuner.Of(d).Fits(c) == nil {
 			spec = c
 			break
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/tuner"
 	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/outfile"
 )
@@ -141,7 +142,7 @@ func dumpProgram(o *options, format report.Format, stdout io.Writer) error {
 		return err
 	}
 	defer dev.Release()
-	data, err := dev.Tuning().ProgramBinary(o.kernel)
+	data, err := tuner.Of(dev).ProgramBinary(o.kernel)
 	if err != nil {
 		return err
 	}

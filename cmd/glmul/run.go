@@ -16,6 +16,7 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/tuner"
 	"github.com/glmul/glmul/internal/cause"
 	"github.com/glmul/glmul/validate"
 )
@@ -210,7 +211,7 @@ func newFlagSet(o *options, help io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.validate, "validate", "auto", "check the product on the CPU: auto|full|freivalds|none (auto: full up to 1024³ multiply-adds, freivalds above)")
 	o.dev.register(fs)
 	fs.IntVar(&o.splitK, "split-k", 0, "split the inner dimension `S` ways (fast kernel), for results too small to fill the GPU; 0: automatic (grids under about a wave of work groups: 128 on a GPU, the CPU's threads on llvmpipe; where the driver reports its multiprocessors, NVIDIA, also grids whose last wave is poorly filled); 1: no split")
-	fs.IntVar(&o.maxGroups, "max-groups", glcompute.DefaultMaxGroups, "at most this many work groups per dispatch along each axis (the paper's TDR cap)")
+	fs.IntVar(&o.maxGroups, "max-groups", tuner.MaxGroups, "at most this many work groups per dispatch along each axis (the paper's TDR cap)")
 	fs.StringVar(&o.kernel, "kernel", "fast", "compute shader: fast (tuned for the device), tiled32 (the paper's), fast:BMxBNxBK_TMxTN, or cpu:LXxLY_TMxTN (for OpenGL on a CPU)")
 	fs.StringVar(&o.maxBinding, "max-binding", "", "run in panels whose matrices take at most `SIZE` bytes a binding (e.g. 1MiB; default: the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE)")
 	fs.StringVar(&o.maxGPUMem, "max-gpu-mem", "", "use at most `SIZE` bytes of GPU buffers (e.g. 8MiB, 2GiB), streaming panels when the product needs more (default: no cap)")
@@ -479,8 +480,8 @@ func prepareDevice(o *options, dev *glcompute.Device) error {
 	if _, err := dev.Plan(o.m, o.k, o.nCols, &glcompute.MulOptions{Kernel: o.kernel, MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, SplitK: o.splitK}); err != nil {
 		return err
 	}
-	if 4*(o.m*o.k+o.k*o.nCols) >= glcompute.DefaultStagingBytes {
-		dev.Tuning().PrepareStaging() // while the inputs are made
+	if 4*(o.m*o.k+o.k*o.nCols) >= tuner.StagingBytes {
+		tuner.Of(dev).PrepareStaging() // while the inputs are made
 	}
 	return nil
 }
@@ -539,7 +540,7 @@ func runProduct(ctx context.Context, o *options, dev *glcompute.Device, mo measu
 // stdout in the format o asks for; a failed validation is then said on
 // stderr, as an error already reported.
 func writeProduct(o *options, dev *glcompute.Device, r measure.Result, stdout, stderr io.Writer) error {
-	staging := dev.Tuning().Staging()
+	staging := tuner.Of(dev).Staging()
 	switch {
 	case o.mapped:
 		staging = "A, B and C in mapped host memory (glcompute.HostMatrix), copied by the GPU"

@@ -15,6 +15,7 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/cmd/glmul/internal/sweep"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/tuner"
 	"github.com/glmul/glmul/glcompute/tuning"
 )
 
@@ -280,7 +281,7 @@ func (f *tuneFlags) settle(d *glcompute.Device, stderr io.Writer) error {
 	case f.typ == typeF64:
 		f.specs = dfastCandidates()
 	default:
-		f.specs = d.Tuning().Candidates()
+		f.specs = tuner.Of(d).Candidates()
 	}
 	if !f.nSet && strings.Contains(d.Info().Renderer, "llvmpipe") {
 		f.n = llvmpipeTuneN
@@ -462,7 +463,7 @@ func (f *tuneFlags) classResults(d *glcompute.Device, path string) ([]classResul
 	var results []classResult
 	for _, c := range f.classes {
 		r := classResult{Class: c, shapes: c.Shapes(f.n), n: f.n, f64: f.typ == typeF64}
-		if e, ok := cache.LookupClass(drv, c); ok && !r.f64 && d.Tuning().Fits(e.Kernel) == nil {
+		if e, ok := cache.LookupClass(drv, c); ok && !r.f64 && tuner.Of(d).Fits(e.Kernel) == nil {
 			r.cached = e.Kernel
 		}
 		for _, s := range r.shapes {
@@ -498,7 +499,7 @@ func (f *tuneFlags) sweep(ctx context.Context, d *glcompute.Device, r *classResu
 			c.Error = err.Error()
 			return c
 		}
-		if err := d.Tuning().Fits(spec); !r.f64 && spec != builtinChoice && err != nil {
+		if err := tuner.Of(d).Fits(spec); !r.f64 && spec != builtinChoice && err != nil {
 			c.Error = err.Error()
 			return c
 		}

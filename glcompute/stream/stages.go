@@ -13,6 +13,7 @@ import (
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/glcompute/internal/errs"
 	"github.com/glmul/glmul/glcompute/internal/link"
+	"github.com/glmul/glmul/glcompute/tuner"
 )
 
 // Mul computes C = A·B on d for matrices that need not fit in memory: A
@@ -66,7 +67,7 @@ func Mul(d *glcompute.Device, c RowWriter, a, b RowReader, o *Options) (Result, 
 		err = zeroStream(ctx, c, p, o.Progress, &r)
 	} else {
 		if o.Kernel == "" || o.Kernel == "fast" {
-			r.Kernel = d.Tuning().KernelFor(p.rows, p.kper, p.cols)
+			r.Kernel = tuner.Of(d).KernelFor(p.rows, p.kper, p.cols)
 		}
 		err = run(ctx, d, p, a, b, c, o, &r)
 	}

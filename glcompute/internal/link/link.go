@@ -1,4 +1,4 @@
-// Package link lets glcompute's sibling packages (devgroup, stream) reach the
+// Package link lets glcompute's sibling packages (devgroup, stream, tuner) reach the
 // parts of a Device they are built on without glcompute exporting them.
 // glcompute sets these functions when it is initialised; their device,
 // options, plan and timings are glcompute's own types (*Device,
@@ -49,4 +49,10 @@ var (
 	// it calls done: the Device's Release stops it with cancel and waits
 	// for done. It fails where Release has begun.
 	Hold func(dev any, cancel context.CancelCauseFunc) (done func(), err error)
+)
+
+// For package tuner: what glmul's tuner asks of a Device.
+var (
+	// Tuning returns dev's tuning.Device.
+	Tuning func(dev any) any
 )

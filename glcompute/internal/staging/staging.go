@@ -78,6 +78,13 @@ type slotBuf struct {
 // than 8: "Bands, copy goroutines and -mapped").
 const maxCopyWorkers = 16
 
+// DefaultBytes is the size of each staging buffer where Options.StagingBytes
+// is zero: large enough that a chunk's fixed costs (a fence, a copy
+// command, waking the copy goroutines) are small against its transfer,
+// small enough that two up and two down stay modest in host-visible
+// memory.
+const DefaultBytes = 32 << 20
+
 // slot returns staging buffer i of one direction holding at least need
 // bytes, after the GPU's last copy through it: polled first, waited for
 // only if it is still to come. Buffers are made on first use as large as
