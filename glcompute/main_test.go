@@ -1,16 +1,12 @@
 package glcompute
 
 import (
-	"bufio"
-	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
-	"strings"
 	"testing"
-	"time"
 
 	_ "github.com/glmul/glmul/glcompute/glfw" // BackendGLFW in the tests
+	"github.com/glmul/glmul/internal/xvfb"
 )
 
 // xvfbDisplay is the display of the Xvfb that TestMain started for the GLFW
@@ -20,50 +16,11 @@ var xvfbDisplay string
 func TestMain(m *testing.M) {
 	stop := func() {}
 	if runtime.GOOS != "windows" { // Windows (and Wine) windows need no X server of ours
-		stop = startXvfb()
+		xvfbDisplay, stop = xvfb.Start("glcompute tests")
 	}
 	code := m.Run()
 	stop()
 	os.Exit(code)
-}
-
-// startXvfb starts a private Xvfb and returns a function that stops it.
-// -displayfd makes Xvfb pick a free display number and print it.
-func startXvfb() (stop func()) {
-	path, err := exec.LookPath("Xvfb")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "glcompute tests: no Xvfb on PATH; the GLFW tests need it (make deps installs it)")
-		return func() {}
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return func() {}
-	}
-	cmd := exec.Command(path, "-displayfd", "3", "-screen", "0", "64x64x24", "-nolisten", "tcp")
-	cmd.ExtraFiles = []*os.File{w}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "glcompute tests: starting Xvfb:", err)
-		return func() {}
-	}
-	w.Close()
-	line := make(chan string, 1)
-	go func() {
-		s, _ := bufio.NewReader(r).ReadString('\n')
-		line <- strings.TrimSpace(s)
-	}()
-	select {
-	case n := <-line:
-		if n != "" {
-			xvfbDisplay = ":" + n
-		}
-	case <-time.After(20 * time.Second):
-		fmt.Fprintln(os.Stderr, "glcompute tests: Xvfb gave no display within 20 s")
-	}
-	return func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		r.Close()
-	}
 }
 
 // requireGL reports whether a missing context must fail the test.
