@@ -105,12 +105,13 @@ func (o *options) checkTypeAndKernel() error {
 func checkHostMemory64(m, k, n int) error { return checkPanelMemory64(m, k, n, m, false) }
 
 // checkPanelMemory64 is checkHostMemory for an m×k by k×n float64
-// product that holds B and a panel of rows of A and C (rows of them:
-// glmul mul's, panelRows64), or all of them (rows = m); full adds the
-// full check's four float64s an element of C's panel (its double-double
-// reference, magnitudes and peaks).
+// product that holds B and panels of rows of A and C (rows each, up to
+// panelsInFlight of them: glmul mul's, panelRows64), or all of them
+// (rows = m); full adds the full check's four float64s an element of one
+// panel's C (its double-double reference, magnitudes and peaks).
 func checkPanelMemory64(m, k, n, rows int, full bool) error {
-	per := float64(k + n) // a row's of A and C
+	live := min(panelsInFlight, (m+max(rows, 1)-1)/max(rows, 1))
+	per := float64(live) * float64(k+n) // a row's of A and C, in each panel held
 	if full {
 		per += 4 * float64(n)
 	}
@@ -123,8 +124,12 @@ func checkPanelMemory64(m, k, n, rows int, full bool) error {
 		return fmt.Errorf("the float64 %d×%d by %d×%d product needs %.1f GiB of host memory for A, B and C; this machine has %.1f GiB",
 			m, k, k, n, need/(1<<30), total/(1<<30))
 	}
-	return fmt.Errorf("the float64 %d×%d by %d×%d product needs %.1f GiB of host memory for B and a panel of %d rows of A and C; this machine has %.1f GiB",
-		m, k, k, n, need/(1<<30), rows, total/(1<<30))
+	held := "a panel"
+	if live > 1 {
+		held = fmt.Sprintf("%d panels", live)
+	}
+	return fmt.Errorf("the float64 %d×%d by %d×%d product needs %.1f GiB of host memory for B and %s of %s of A and C; this machine has %.1f GiB",
+		m, k, k, n, need/(1<<30), held, countOf(rows, "row", "rows"), total/(1<<30))
 }
 
 // probeFloat64 multiplies 1×1 float64 matrices on dev with kernel: the

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,10 +23,9 @@ import (
 // glcompute.Device.Mul64, checked by validate.Check64 as the product of
 // A's panel by B (check64), and written as float64 through a
 // matfile.Sink64, through outfile as the float32 product's C is: -o is
-// replaced only once every panel is validated. Host memory holds B, one
-// panel of A and one of C (panelRows64). The panels run one after the
-// other: reading, the GPU, the check and writing do not overlap as
-// stream.Mul's stages do.
+// replaced only once every panel is validated. Reading, the GPU, the
+// check and writing overlap, as stream.Mul's stages do (stages64); host
+// memory holds B and three panels of A and C (panelRows64).
 
 // c64Bytes is the least an m×n float64 C takes in out's format: .npy's
 // 8 bytes an element, or .mtx's 6 ("i j v" and a newline).
@@ -49,15 +47,15 @@ const mul64PanelBytes = 64 << 20
 // uploaded again for each panel: a panel of A and C at least B's size
 // keeps that upload to at most what the panel's own rows cost to move
 // (and Freivalds' projection of B, made again for each panel's check, to
-// at most its rows' side of the check). So host memory holds B and a
-// panel of at most max(64 MiB, B), but no more than half the memory
-// beside B, where the machine's is known, counting the full check's four
-// float64s an element of C's panel where full is set (as
-// checkPanelMemory64 does); at least one row, at most m. A variable, so
-// that a test can make the panels a few rows.
+// at most its rows' side of the check). So host memory holds B and
+// panelsInFlight panels of at most max(64 MiB, B) each, but no more than
+// half the memory beside B, where the machine's is known, counting the
+// full check's four float64s an element of one panel's C where full is
+// set (as checkPanelMemory64 does); at least one row, at most m. A
+// variable, so that a test can make the panels a few rows.
 var panelRows64 = func(m, k, n int, full bool) int {
 	row, b := max(8*(float64(k)+float64(n)), 1), 8*float64(k)*float64(n)
-	held := row // host bytes a row of the panel holds
+	held := panelsInFlight * row // host bytes a row of the panels holds
 	if full {
 		held += 32 * float64(n)
 	}
@@ -164,22 +162,9 @@ func (p *panels64) write(w io.Writer) error {
 	p.r.ReadB = time.Since(t0)
 	rows := min(p.rows, m)
 	total := max(1, (m+rows-1)/max(rows, 1)) // one empty panel where m is 0: a stream must still end
-	p.r.Panels, p.r.PanelRows, p.r.HostBytes = total, rows, 8*(int64(k)*int64(n)+int64(rows)*(int64(k)+int64(n)))
-	a := blas64.General{Rows: rows, Cols: k, Stride: k, Data: make([]float64, rows*k)}
-	c := blas64.General{Rows: rows, Cols: n, Stride: n, Data: make([]float64, rows*n)}
-	for i := range total {
-		if err := p.ctx.Err(); err != nil {
-			return err
-		}
-		r0 := i * rows
-		h := min(rows, m-r0)
-		a.Rows, c.Rows = h, h
-		if err := p.panel(sink, a, bm, c, r0); err != nil {
-			return err
-		}
-		if p.progress != nil {
-			p.progress(i+1, total)
-		}
+	p.r.Panels, p.r.PanelRows, p.r.HostBytes = total, rows, 8*(int64(k)*int64(n)+int64(min(panelsInFlight, total))*int64(rows)*(int64(k)+int64(n)))
+	if err := p.overlap(sink, bm, rows, total); err != nil {
+		return err
 	}
 	if err := sink.Close(); err != nil {
 		return err
@@ -192,40 +177,6 @@ func (p *panels64) write(w io.Writer) error {
 // can make it wrong.
 var mulPanel64 = func(dev *glcompute.Device, c, a, b blas64.General, o *glcompute.MulOptions) (glcompute.Timings, error) {
 	return dev.Mul64(c, a, b, o)
-}
-
-// panel reads rows r0… of A into a (a.Rows of them), multiplies them by
-// B into c, checks c and writes it to sink; p.r gets the times.
-func (p *panels64) panel(sink matfile.Sink64, a, b, c blas64.General, r0 int) error {
-	t0 := time.Now()
-	if err := matfile.ReadRows64(p.a, a, r0); err != nil {
-		return err
-	}
-	t1 := time.Now()
-	p.r.Read += t1.Sub(t0)
-	if p.dev == nil { // K = 0: C = A·B is zero
-		clear(c.Data[:c.Rows*c.Cols])
-	} else {
-		for i := range c.Data[:c.Rows*c.Cols] {
-			c.Data[i] = math.NaN() // an element the GPU leaves fails
-		}
-		t, err := mulPanel64(p.dev, c, a, b, &glcompute.MulOptions{Kernel: p.f.kernel, Context: p.ctx})
-		if err != nil {
-			return err
-		}
-		t2 := time.Now()
-		p.r.GPU += t2.Sub(t1)
-		p.r.Kernel = cmp.Or(p.r.Kernel, t.Kernel)
-		p.chk.panel(a, b, c, r0)
-		p.r.Check += time.Since(t2)
-		if p.r.Validation = p.chk.result(); p.r.Validation.Err() != nil {
-			return errNotValidated
-		}
-	}
-	t3 := time.Now()
-	err := sink.WriteRows(c)
-	p.r.Write += time.Since(t3)
-	return err
 }
 
 // check64 checks a float64 product panel by panel, each as the product

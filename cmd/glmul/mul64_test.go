@@ -93,7 +93,7 @@ func TestMulFloat64Panels(t *testing.T) {
 		if err := json.Unmarshal([]byte(stdout), &r); code != 0 || err != nil {
 			t.Fatalf("%v: exit %d, %v\n%s%s", c, code, err, stdout, stderr)
 		}
-		if r.Type != "float64" || r.Panels != 5 || r.PanelRows != 8 || r.HostBytes != 8*(300*29+8*(300+29)) || r.Validation.Mode != c.mode || !r.Validation.OK {
+		if r.Type != "float64" || r.Panels != 5 || r.PanelRows != 8 || r.HostBytes != 8*(300*29+panelsInFlight*8*(300+29)) || r.Validation.Mode != c.mode || !r.Validation.OK {
 			t.Errorf("%v: report %+v", c, r)
 		}
 		checkC64(t, c, a, b, readNPY64(t, out), blas)
@@ -304,7 +304,7 @@ func TestPanelRows64FitsItsCheck(t *testing.T) {
 }
 
 // TestPanelMemory64RefusesLargeB: a B larger than the host's memory is
-// refused before anything is read, the error naming B and a panel; the
+// refused before anything is read, the error naming B and the panels; the
 // whole-product check names A, B and C.
 func TestPanelMemory64RefusesLargeB(t *testing.T) {
 	total, ok := hostMemory()
@@ -313,7 +313,7 @@ func TestPanelMemory64RefusesLargeB(t *testing.T) {
 	}
 	n := int(math.Sqrt(total/8)) + 1 // B alone over the memory
 	err := checkPanelMemory64(1<<20, n, n, panelRows64(1<<20, n, n, false), false)
-	if err == nil || !strings.Contains(err.Error(), "for B and a panel of") {
+	if err == nil || !strings.Contains(err.Error(), "for B and 3 panels of") {
 		t.Errorf("a B of %.1f GiB: %v, want a refusal naming B and a panel", 8*float64(n)*float64(n)/(1<<30), err)
 	}
 	if err := checkHostMemory64(n, n, n); err == nil || !strings.Contains(err.Error(), "for A, B and C") {

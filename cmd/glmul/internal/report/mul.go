@@ -83,8 +83,9 @@ func (r *Mul) Write(w io.Writer, f Format) error {
 	}
 	if typ == "float64" {
 		p("kernel", "%s (for a whole panel)", r.Kernel)
-		p("panels", "%d of %d rows of A and C, streamed from the files to %s one after the other, B uploaded for each; %s of host memory for them and B",
+		p("panels", "%d of %d rows of A and C, streamed from the files to %s, B uploaded for each; %s of host memory for them and B",
 			r.Panels, r.PanelRows, dest, mib(r.HostBytes))
+		p("", "stage times below: each stage's busy time, the stages overlapping")
 		p("read", "%8.2f ms  B whole, then %8.2f ms  A by panels", ms(r.ReadB), ms(r.Read))
 		p("gpu", "%8.2f ms  uploads, products and readbacks of the panels", ms(r.GPU))
 		p("check", "%8.2f ms  validation on the CPU, panel by panel (double-double reference)", ms(r.Check))
