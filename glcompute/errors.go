@@ -24,9 +24,10 @@ var (
 	// ErrDriver: any other GL failure, shader compile and link errors
 	// included.
 	ErrDriver = errs.Driver
-	// ErrReleased: the Device was released while a streamed product (package stream) still had
-	// panels to multiply; the product stopped between panels, and what
-	// its RowWriter received is incomplete.
+	// ErrReleased: the Device was released while a streamed product
+	// (stream.Mul) still had panels to multiply; the product stopped
+	// between panels, and what its stream.RowWriter received is
+	// incomplete.
 	ErrReleased = errs.Released
 )
 

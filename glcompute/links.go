@@ -19,7 +19,7 @@ func init() {
 		}
 	}
 	link.Product = func(dev any, c, a, b blas32.General, opts any) bool {
-		o := opts.(*MulOptions)
+		o, _ := opts.(*MulOptions)
 		if checkProduct(dims32(c), dims32(a), dims32(b)) {
 			dev.(*Device).emptyProduct(o)
 			return true
@@ -30,7 +30,13 @@ func init() {
 		return false
 	}
 	link.PlanUnit = func(dev, opts any, m, k, cols int) (any, error) {
-		return dev.(*Device).planUnit(m, k, cols, opts.(*MulOptions))
+		o, _ := opts.(*MulOptions)
+		return dev.(*Device).planUnit(m, k, cols, o)
+	}
+	link.Options = func(opts any) {
+		if o, _ := opts.(*Options); o != nil {
+			o.check()
+		}
 	}
 	link.RunUnits = func(dev, plan any, c, a, b blas32.General, claim link.Claim, ready func()) (any, error) {
 		d, hp := dev.(*Device), plan.(hostPlan)

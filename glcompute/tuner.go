@@ -16,7 +16,7 @@ func (d *Device) tuning() tuning.Device {
 	return tuner{d}
 }
 
-// tuner is Device.Tuning's tuning.Device.
+// tuner is the tuning.Device that tuning returns (tuner.Of).
 type tuner struct{ d *Device }
 
 // Candidates: the cpu family's on Mesa llvmpipe (OpenGL on the CPU) where

@@ -42,8 +42,10 @@ type Group struct {
 // where there is none. A platform whose EGL cannot enumerate devices, or
 // a device that fails to open, gives an error matching
 // glcompute.ErrNoContext (the devices opened before it are released).
-// Release releases the Devices.
+// Release releases the Devices. It panics on an empty list, an index
+// below 1, or Options that glcompute.Open panics on.
 func Open(devices []int, opts *glcompute.Options) (*Group, error) {
+	link.Options(opts)
 	if devices == nil {
 		var err error
 		if devices, err = hardware(); err != nil {

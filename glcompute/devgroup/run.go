@@ -130,16 +130,26 @@ func (r *run) left() int {
 
 // failure is the error of a product every device failed.
 func (r *run) failure(shares []Share) error {
-	var errs []string
-	var first error
+	var errs deviceErrors
 	for i, sh := range shares {
 		if sh.Err != nil {
-			errs = append(errs, fmt.Sprintf("device %d: %v", i+1, sh.Err))
-			if first == nil {
-				first = sh.Err
-			}
+			errs = append(errs, fmt.Errorf("device %d: %w", i+1, sh.Err))
 		}
 	}
-	return fmt.Errorf("devgroup: every device of the group failed, %d of %d column panels of C not computed (%s): %w",
-		r.left(), r.panels, strings.Join(errs, "; "), first)
+	return fmt.Errorf("devgroup: every device of the group failed, %d of %d column panels of C not computed (%w)",
+		r.left(), r.panels, errs)
 }
+
+// deviceErrors is the errors of a group's devices: its message names
+// each, on one line; errors.Is and As find each, and what each wraps.
+type deviceErrors []error
+
+func (e deviceErrors) Error() string {
+	s := make([]string, len(e))
+	for i, err := range e {
+		s[i] = err.Error()
+	}
+	return strings.Join(s, "; ")
+}
+
+func (e deviceErrors) Unwrap() []error { return e }

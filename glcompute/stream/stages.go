@@ -18,15 +18,16 @@ import (
 
 // Mul computes C = A·B on d for matrices that need not fit in memory: A
 // is read by panels of rows from a, B whole from b, and C's rows are
-// written in order to c, so that memory holds B and a few panels
-// (Result.HostBytes). Reading, the GPU, the check (Options.Check) and writing
-// overlap, each on a goroutine of its own. An error from any stage stops
-// the others (c's rows are then incomplete); d's Release during Mul stops
-// it with glcompute.ErrReleased. Panels of B and of K, and empty
-// products: docs/LIBRARY.md.
+// written in order to c (on Mul's goroutine), so that memory holds B and
+// a few panels (Result.HostBytes). Reading, the GPU, the check
+// (Options.Check) and writing overlap, each on a goroutine of its own. An
+// error from any stage stops the others (c's rows are then incomplete);
+// d's Release during Mul stops it with glcompute.ErrReleased. Panels of B
+// and of K, empty products: docs/LIBRARY.md. Safe from any goroutine.
 //
-// It panics on a borrowed Device (it needs Open's), if A's columns differ
-// from B's rows, or if a dimension is negative.
+// It panics on a borrowed Device (it needs Open's), a released one or one
+// not made by Open, if A's columns differ from B's rows, if a dimension or
+// Options.MaxBinding is negative.
 func Mul(d *glcompute.Device, c RowWriter, a, b RowReader, o *Options) (Result, error) {
 	link.Own(d, "stream.Mul needs a Device that owns its context (Open): its GPU stage runs on a goroutine of its own, where a borrowed context is not current")
 	if a.Rows() < 0 || a.Cols() < 0 || b.Rows() < 0 || b.Cols() < 0 {

@@ -37,17 +37,17 @@ type RowWriter interface {
 // goroutine of its own, while later panels are read and computed.
 type PanelCheck func(a, c blas32.General, r0 int)
 
-// Options are the options of one Mul. The zero value (or a
-// nil *Options) checks nothing and uses panels of at most
-// defaultPanelBytes.
+// Options are the options of one Mul. The zero value (or a nil *Options)
+// checks nothing and uses panels of at most 64 MiB.
 type Options struct {
-	// Kernel names the kernel as MulOptions.Kernel does. Zero value "":
+	// Kernel names the kernel as glcompute.MulOptions.Kernel does. Zero
+	// value "":
 	// the device's choice for a panel's shape.
 	Kernel string
 	// PanelBytes bounds the host memory of one panel of A and C together:
 	// Mul keeps three of each (one being read or written, one on the
 	// GPU, one being checked) and the GPU two. Zero value: an eighth of A
-	// and C together, between minPanelBytes and defaultPanelBytes.
+	// and C together, between 4 MiB and 64 MiB.
 	PanelBytes int64
 	// Check, if set, is called once with B as read (k×n), on a goroutine
 	// of its own while B is uploaded, and returns the check of each panel
@@ -59,7 +59,7 @@ type Options struct {
 	// or a device before then stay written.
 	Check func(b blas32.General) PanelCheck
 	// Progress, if set, is called as each panel of C is written, with the
-	// panels written and their total.
+	// panels written and their total, on Mul's goroutine.
 	Progress func(done, total int)
 	// Context, if set, stops the product between panels.
 	Context context.Context
@@ -68,7 +68,7 @@ type Options struct {
 	// more fails with ErrHostMemory before anything is read.
 	HostLimit int64
 	// MaxBinding lowers the bytes one matrix may take in one shader
-	// storage binding below the driver's, as MulOptions.MaxBinding does:
+	// storage binding below the driver's, as glcompute.MulOptions.MaxBinding does:
 	// a B over it is held on the GPU in column panels (Result.BPanels),
 	// a K too long for it cut into panels (Result.KPanels), so small
 	// products exercise those paths. Zero value: the driver's limit.

@@ -1,7 +1,8 @@
-// Package tuner is what glmul's tune, bench and table commands ask of a
-// glcompute Device beyond a host's products: the kernels it can run and
-// would choose, their programs and its staging (Of), and the library's
-// defaults they report. A host has no need of it.
+// Package tuner is what glmul's tune, bench and table commands (and
+// package stream, for the kernel a panel runs) ask of a glcompute Device
+// beyond a host's products: the kernels it can run and would choose,
+// their programs and its staging (Of), and the library's defaults they
+// report. A host has no need of it.
 package tuner
 
 import (
@@ -13,7 +14,8 @@ import (
 )
 
 // Of returns what measuring and tuning ask of d. It panics on a Device
-// not made by Open or NewDeviceFromCurrent.
+// not made by Open or NewDeviceFromCurrent. Safe from any goroutine; the
+// result's methods follow d's thread rule.
 func Of(d *glcompute.Device) tuning.Device { return link.Tuning(d).(tuning.Device) }
 
 // MaxGroups is MulOptions.MaxGroups's zero value: the paper's cap of 64

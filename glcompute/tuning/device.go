@@ -9,7 +9,7 @@ import (
 )
 
 // Device is what measuring and tuning ask of a glcompute.Device beyond its
-// products (glcompute.Device.Tuning): the kernels it can run and would
+// products (tuner.Of, package glcompute/tuner): the kernels it can run and would
 // choose, its compiled programs, its staging. Its methods are safe from
 // any goroutine where the device's own are, and panic on a released
 // device.

@@ -23,7 +23,7 @@ var (
 	// NoPersistentMapping: no glBufferStorage persistent mappings.
 	NoPersistentMapping = errors.New("no persistent buffer mappings")
 	// KernelOverLimits: a kernel configuration over the driver's shared
-	// memory, invocations or texture buffers.
+	// memory or invocations a work group.
 	KernelOverLimits = errors.New("kernel over the driver's limits")
 	// NoPanels: a product over one binding or the GPU memory allowed,
 	// with a kernel that cannot run in panels (tiled32).

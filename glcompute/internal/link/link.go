@@ -22,6 +22,8 @@ var (
 	// Member panics unless dev may join a group: open, and not borrowed
 	// (a group runs each device's work on its own thread).
 	Member func(dev any)
+	// Options panics on opts (an *Options, nil: none) where Open would.
+	Options func(opts any)
 	// Product panics unless c = a·b is a product dev's Mul takes, checks
 	// opts (nil: none) and reports an empty product.
 	Product func(dev any, c, a, b blas32.General, opts any) (empty bool)
