@@ -12,8 +12,9 @@ import (
 // NewHostMatrix refuses with ErrUnsupported and staging maps per chunk.
 // The GL_EXT_buffer_storage path (useStorageEXT) is built but off: on
 // zink over lavapipe the pipelined pass left a persistently mapped C
-// unwritten for the host on ES (hostMatrices failed 3 of 3), where
-// desktop contexts pass. Turning it on runs hostMatrices here again.
+// unwritten for the host on ES (hostMatrices failed 3 of 3), zink's late
+// writes to mapped memory (lateMappedWrites). Turning it on runs
+// hostMatrices here again.
 func TestESBufferStorage(t *testing.T) {
 	d := openDevice(t, BackendGLES)
 	var ext bool

@@ -23,7 +23,8 @@ func (d *Device) stage() *staging.Stager {
 // GL_EXT_buffer_storage (glBufferStorageEXT, which openGLES looks up) is
 // not used: on Mesa 22.3.6's zink over lavapipe, a product's pass that
 // wrote a persistently mapped C on an ES context left it unwritten for
-// the host (TestESBufferStorage; docs/DRIVERS.md), cause not yet found.
+// the host (TestESBufferStorage; docs/DRIVERS.md): zink's late writes
+// to mapped memory (lateMappedWrites), now avoided there.
 func (d *Device) bufferStorage() glw.Storage {
 	switch {
 	case d.info.ES && useStorageEXT && glw.HaveStorageEXT() && glw.HasExtension("GL_EXT_buffer_storage"):
@@ -37,5 +38,6 @@ func (d *Device) bufferStorage() glw.Storage {
 }
 
 // useStorageEXT turns OpenGL ES's EXT_buffer_storage on (see
-// bufferStorage): off until the zink failure is understood.
+// bufferStorage): off until the GL suite has run with it on, NVIDIA's ES
+// context included (docs/DRIVERS.md).
 const useStorageEXT = false
