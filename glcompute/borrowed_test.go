@@ -18,6 +18,7 @@ import (
 
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/internal/conformance"
 )
 
 // TestScope chains dependent products inside one Scope, on a borrowed
@@ -58,7 +59,7 @@ func TestScope(t *testing.T) {
 				t.Fatalf("C2[%d] = %v, want %v", i, got.Data[i], w)
 			}
 		}
-		mustPanic(t, "nested Scope", func() { d.Scope(func() error { return d.Scope(func() error { return nil }) }) })
+		conformance.MustPanic(t, "nested Scope", func() { d.Scope(func() error { return d.Scope(func() error { return nil }) }) })
 		wantErr := errors.New("from f")
 		if err := d.Scope(func() error { return wantErr }); err != wantErr {
 			t.Errorf("Scope returned %v, want f's error", err)
@@ -224,8 +225,8 @@ func TestBorrowedWrongThread(t *testing.T) {
 			defer close(done)
 			runtime.LockOSThread() // a thread that never had the context
 			defer runtime.UnlockOSThread()
-			mustPanic(t, "context is not current", func() { c.Mul(m, m) })
-			mustPanic(t, "context is not current", func() { d.NewMatrix(2, 2) })
+			conformance.MustPanic(t, "context is not current", func() { c.Mul(m, m) })
+			conformance.MustPanic(t, "context is not current", func() { d.NewMatrix(2, 2) })
 		}()
 		<-done
 	})
@@ -262,11 +263,11 @@ func TestMisuseMatchesDocs(t *testing.T) {
 			body := func(d *Device) {
 				m, _ := d.NewMatrix(4, 4)
 				w, _ := d.WrapBuffer(m.Buffer(), 0, 4, 4, 4)
-				mustPanic(t, "bad transpose", func() { m.Gemm('X', blas.NoTrans, 1, w, w, 0) })
+				conformance.MustPanic(t, "bad transpose", func() { m.Gemm('X', blas.NoTrans, 1, w, w, 0) })
 				f := d.Fence()
 				f.Release()
 				f.Release()
-				mustPanic(t, "released Fence", func() { f.Wait(0) })
+				conformance.MustPanic(t, "released Fence", func() { f.Wait(0) })
 				live := d.Fence()
 				blasImpl := BLAS{Device: d, Threshold: 1}
 				d.Release()
@@ -309,13 +310,13 @@ func TestMatrixFieldsChecked(t *testing.T) {
 					}
 				}
 				a.Rows = 16
-				mustPanic(t, "runs past the end of its buffer", func() { c.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0) })
-				mustPanic(t, "runs past the end of its buffer", func() { a.Download(cpu.New(16, 4)) })
-				mustPanic(t, "runs past the end of its buffer", func() { a.Upload(cpu.New(16, 4)) })
+				conformance.MustPanic(t, "runs past the end of its buffer", func() { c.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0) })
+				conformance.MustPanic(t, "runs past the end of its buffer", func() { a.Download(cpu.New(16, 4)) })
+				conformance.MustPanic(t, "runs past the end of its buffer", func() { a.Upload(cpu.New(16, 4)) })
 				a.Rows, a.Offset = 8, 8
-				mustPanic(t, "runs past the end of its buffer", func() { c.Mul(a, b) })
+				conformance.MustPanic(t, "runs past the end of its buffer", func() { c.Mul(a, b) })
 				a.Offset, a.Stride = 0, 3
-				mustPanic(t, "Stride at least Cols", func() { c.Mul(a, b) })
+				conformance.MustPanic(t, "Stride at least Cols", func() { c.Mul(a, b) })
 				if borrowed {
 					if e := gl.GetError(); e != gl.NO_ERROR {
 						t.Errorf("the host's GL error flag reads 0x%x after the refused calls", e)
@@ -350,7 +351,7 @@ func TestMatrixFieldsChecked(t *testing.T) {
 		"Plan":           func() { zero.Plan(2, 2, 2, nil) },
 		"Fence":          func() { zero.Fence() },
 	} {
-		t.Run("zero "+name, func(t *testing.T) { mustPanic(t, "not made by Open or NewDeviceFromCurrent", call) })
+		t.Run("zero "+name, func(t *testing.T) { conformance.MustPanic(t, "not made by Open or NewDeviceFromCurrent", call) })
 	}
 }
 
@@ -375,7 +376,7 @@ func TestBatchedIgnoresMatrixShapes(t *testing.T) {
 	cpu.Sgemm(want, sub, sub)
 	closeTo(t, "the batch", got.Data, want.Data, 1e-4)
 	a.Offset = 20
-	mustPanic(t, "runs past the end of its buffer", func() { d.MulBatched(c, a, a, Batch{Count: 1, M: 4, K: 4, N: 4}) })
+	conformance.MustPanic(t, "runs past the end of its buffer", func() { d.MulBatched(c, a, a, Batch{Count: 1, M: 4, K: 4, N: 4}) })
 }
 
 // TestBorrowedLoader checks that NewDeviceFromCurrent loads go-gl through
@@ -451,7 +452,7 @@ func TestGemmBatchedEmpty(t *testing.T) {
 				}
 				closeTo(t, "C after an empty batch", got.Data, x.Data, 0)
 				bt.Count = -1
-				mustPanic(t, "Count", func() { d.GemmBatched(c, 1, a, a, 0, bt) })
+				conformance.MustPanic(t, "Count", func() { d.GemmBatched(c, 1, a, a, 0, bt) })
 			})
 		})
 	}

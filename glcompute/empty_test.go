@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/internal/conformance"
 )
 
 // Empty products, as BLAS and NumPy define them: k = 0 gives C = β·C (Mul:
@@ -52,8 +53,8 @@ func TestMulEmpty(t *testing.T) {
 			}
 		})
 	}
-	mustPanic(t, "negative", func() { d.Mul(cpu.New(2, 2), blas32.General{Rows: 2, Cols: -1}, cpu.New(2, 2), nil) })
-	mustPanic(t, "inner dimensions", func() { d.Mul(cpu.New(2, 2), blas32.General{Rows: 2}, cpu.New(2, 2), nil) })
+	conformance.MustPanic(t, "negative", func() { d.Mul(cpu.New(2, 2), blas32.General{Rows: 2, Cols: -1}, cpu.New(2, 2), nil) })
+	conformance.MustPanic(t, "inner dimensions", func() { d.Mul(cpu.New(2, 2), blas32.General{Rows: 2}, cpu.New(2, 2), nil) })
 }
 
 // TestGemmEmpty: resident views with no rows or columns. k = 0 gives
@@ -146,7 +147,7 @@ func gemmEmpty(t *testing.T, d *Device, borrowed bool) {
 	c.Download(got)
 	closeTo(t, "C after m = 0 and n = 0", got.Data, x.Data, 0)
 	a.Cols = -1
-	mustPanic(t, "Cols -1", func() { c.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0) })
+	conformance.MustPanic(t, "Cols -1", func() { c.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0) })
 }
 
 // TestSgemmEmpty: the gonum drop-in follows BLAS on empty products (it

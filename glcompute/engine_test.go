@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"strings"
 	"testing"
 	"unsafe"
 
@@ -330,24 +329,6 @@ func newMatrix(t *testing.T, d *Device, rows, cols int) *Matrix {
 	return m
 }
 
-// mustPanic runs f and fails unless it panics with a message containing
-// want.
-func mustPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Errorf("no panic, want one with %q", want)
-			return
-		}
-		if msg := fmt.Sprint(r); !strings.Contains(msg, want) {
-			t.Errorf("panic %q, want one with %q", msg, want)
-		}
-	}()
-	f()
-}
-
 func TestBatchRefusesBadStrides(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	buf, other := newMatrix(t, d, 1, 4096), newMatrix(t, d, 1, 4096)
@@ -369,11 +350,11 @@ func TestBatchRefusesBadStrides(t *testing.T) {
 		"C-overlaps-A": {ok, cInA, "C overlaps A or B"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			mustPanic(t, x.want, func() { d.GemmBatched(x.c, 1, a, a, 0, x.bt) })
+			conformance.MustPanic(t, x.want, func() { d.GemmBatched(x.c, 1, a, a, 0, x.bt) })
 		})
 	}
 	far, _ := d.WrapBuffer(other.Buffer(), 4000, 1, 1, 1)
-	mustPanic(t, "past the end of its buffer", func() { d.MulBatched(far, a, a, Batch{Count: 100, M: 3, K: 3, N: 3}) })
+	conformance.MustPanic(t, "past the end of its buffer", func() { d.MulBatched(far, a, a, Batch{Count: 100, M: 3, K: 3, N: 3}) })
 }
 
 // TestUploadDownloadTouchOnlyElements checks that Upload into a strided

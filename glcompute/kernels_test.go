@@ -26,8 +26,8 @@ func TestMisspeltUniformPanics(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.prog.Use()
-		mustPanic(t, "has no uniform lda2", func() { p.setUint("lda2", 1) })
-		mustPanic(t, "has no uniform Alpha", func() { p.setFloat("Alpha", 1) })
+		conformance.MustPanic(t, "has no uniform lda2", func() { p.setUint("lda2", 1) })
+		conformance.MustPanic(t, "has no uniform Alpha", func() { p.setFloat("Alpha", 1) })
 		p.setUint("lda", 3)
 	})
 	if !declaresUniform("uniform uint first; // a comment\n", "first") || declaresUniform("uniform uint firsts;", "first") {

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/glcompute/tuning"
+	"github.com/glmul/glmul/internal/conformance"
 )
 
 // TestSizesBeyondAnyBuffer: shapes whose element count overflows int64
@@ -40,16 +41,16 @@ func TestSizesBeyondAnyBuffer(t *testing.T) {
 // TestNegativeOptionsPanic: negative option fields are programmer errors
 // (issue 23: they were accepted and treated as defaults).
 func TestNegativeOptionsPanic(t *testing.T) {
-	mustPanic(t, "Options.StagingBytes is negative", func() { Open(&Options{Backend: onPlatform(BackendEGL), StagingBytes: -1}) })
-	mustPanic(t, "Options.Device is negative", func() { Open(&Options{Backend: onPlatform(BackendEGL), Device: -2}) })
-	mustPanic(t, "Options.MaxDispatchTime is negative", func() { Open(&Options{Backend: onPlatform(BackendEGL), MaxDispatchTime: -1}) })
-	mustPanic(t, "Options.StagingBytes is negative", func() { NewDeviceFromCurrent(&Options{StagingBytes: -1}) })
+	conformance.MustPanic(t, "Options.StagingBytes is negative", func() { Open(&Options{Backend: onPlatform(BackendEGL), StagingBytes: -1}) })
+	conformance.MustPanic(t, "Options.Device is negative", func() { Open(&Options{Backend: onPlatform(BackendEGL), Device: -2}) })
+	conformance.MustPanic(t, "Options.MaxDispatchTime is negative", func() { Open(&Options{Backend: onPlatform(BackendEGL), MaxDispatchTime: -1}) })
+	conformance.MustPanic(t, "Options.StagingBytes is negative", func() { NewDeviceFromCurrent(&Options{StagingBytes: -1}) })
 	d := openDevice(t, BackendEGL)
 	g := blas32.General{Rows: 4, Cols: 4, Stride: 4, Data: make([]float32, 16)}
 	for name, o := range map[string]MulOptions{
 		"MaxGroups": {MaxGroups: -64}, "SplitK": {SplitK: -2}, "MaxBinding": {MaxBinding: -1}, "MaxGPUMemory": {MaxGPUMemory: -1},
 	} {
-		mustPanic(t, "MulOptions."+name+" is negative", func() { d.Mul(g, g, g, &o) })
+		conformance.MustPanic(t, "MulOptions."+name+" is negative", func() { d.Mul(g, g, g, &o) })
 	}
 }
 
@@ -62,7 +63,7 @@ func TestInfoAfterRelease(t *testing.T) {
 	if got := d.Info(); got.Renderer != want.Renderer || got.Version != want.Version {
 		t.Errorf("Info after Release: %q %q, want %q %q", got.Renderer, got.Version, want.Renderer, want.Version)
 	}
-	mustPanic(t, "use of a released Device", func() { d.NewMatrix(2, 2) })
+	conformance.MustPanic(t, "use of a released Device", func() { d.NewMatrix(2, 2) })
 }
 
 // TestCacheKernelOutsideFamily: a tuning cache entry naming a kernel glmul

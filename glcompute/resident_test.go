@@ -16,6 +16,7 @@ import (
 
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute/internal/glfwctx"
+	"github.com/glmul/glmul/internal/conformance"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -432,8 +433,8 @@ func TestResidentMulFastPath(t *testing.T) {
 func TestWrapBufferChecks(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	m := newMatrix(t, d, 4, 4)
-	mustPanic(t, "past the end of the buffer", func() { d.WrapBuffer(m.Buffer(), 1, 4, 4, 4) })
-	mustPanic(t, "not a buffer object", func() { d.WrapBuffer(987654, 0, 1, 1, 1) })
+	conformance.MustPanic(t, "past the end of the buffer", func() { d.WrapBuffer(m.Buffer(), 1, 4, 4, 4) })
+	conformance.MustPanic(t, "not a buffer object", func() { d.WrapBuffer(987654, 0, 1, 1, 1) })
 	if _, err := d.WrapBuffer(m.Buffer(), 0, 2, 4, 8); err != nil {
 		t.Errorf("a view inside the buffer was refused: %v", err)
 	}

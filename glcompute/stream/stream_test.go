@@ -15,6 +15,7 @@ import (
 
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/conformance"
 	"github.com/glmul/glmul/internal/gltest"
 	"github.com/glmul/glmul/validate"
 )
@@ -342,7 +343,7 @@ func TestMulStreamShapes(t *testing.T) {
 		{shapeReader{4, 4}, shapeReader{4, -1}, "no dimension may be negative"},
 		{shapeReader{4, 5}, shapeReader{4, 4}, "A is 4×5 and B 4×4: A's columns must equal B's rows"},
 	} {
-		gltest.MustPanic(t, c.want, func() { Mul(d, &memWriter{failAfter: -1}, c.a, c.b, nil) })
+		conformance.MustPanic(t, c.want, func() { Mul(d, &memWriter{failAfter: -1}, c.a, c.b, nil) })
 	}
 }
 
@@ -386,7 +387,7 @@ func TestReleaseDuringMulStream(t *testing.T) {
 	if err := <-done; !errors.Is(err, glcompute.ErrReleased) {
 		t.Fatalf("MulStream with the Device released during it: %v, want glcompute.ErrReleased", err)
 	}
-	gltest.MustPanic(t, "use of a released Device", func() {
+	conformance.MustPanic(t, "use of a released Device", func() {
 		Mul(d, &memWriter{failAfter: -1}, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, nil)
 	})
 }
@@ -400,7 +401,7 @@ func TestMulStreamBorrowed(t *testing.T) {
 		rng := rand.New(rand.NewPCG(15, 16))
 		a, b := cpu.Random(8, 4, rng), cpu.Random(4, 4, rng)
 		ra := &memReader{m: a, failAt: -1}
-		gltest.MustPanic(t, "owns its context", func() { Mul(d, &memWriter{failAfter: -1}, ra, &memReader{m: b, failAt: -1}, nil) })
+		conformance.MustPanic(t, "owns its context", func() { Mul(d, &memWriter{failAfter: -1}, ra, &memReader{m: b, failAt: -1}, nil) })
 		if ra.calls != 0 {
 			t.Errorf("A read %d times before the panic", ra.calls)
 		}
@@ -449,7 +450,7 @@ func TestMulEmpty(t *testing.T) {
 // method of one does.
 func TestMulZeroDevice(t *testing.T) {
 	var zero glcompute.Device
-	gltest.MustPanic(t, "not made by Open or NewDeviceFromCurrent", func() {
+	conformance.MustPanic(t, "not made by Open or NewDeviceFromCurrent", func() {
 		Mul(&zero, &memWriter{failAfter: -1}, shapeReader{2, 2}, shapeReader{2, 2}, nil)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -126,4 +127,23 @@ func same(a, b blas32.General) bool {
 		}
 	}
 	return true
+}
+
+// MustPanic fails t unless f panics with a message holding want: a
+// programmer's error (a bad shape, a misused Device) panics, with the
+// words the documentation gives.
+func MustPanic(t testing.TB, want string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		if r == nil {
+			t.Errorf("no panic, want one with %q", want)
+			return
+		}
+		if msg := fmt.Sprint(r); !strings.Contains(msg, want) {
+			t.Errorf("panic %q, want one with %q", msg, want)
+		}
+	}()
+	f()
 }

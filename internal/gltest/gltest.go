@@ -5,10 +5,8 @@ package gltest
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/glmul/glmul/glcompute"
@@ -54,21 +52,4 @@ func Borrowed(t *testing.T, f func(d *glcompute.Device)) {
 	}
 	defer d.Release()
 	f(d)
-}
-
-// MustPanic fails t unless f panics with a message holding want.
-func MustPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Errorf("no panic, want one with %q", want)
-			return
-		}
-		if msg := fmt.Sprint(r); !strings.Contains(msg, want) {
-			t.Errorf("panic %q, want one with %q", msg, want)
-		}
-	}()
-	f()
 }
