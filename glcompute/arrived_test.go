@@ -209,29 +209,48 @@ func TestArrivedUntilStopped(t *testing.T) {
 // reads no timestamps back. On zink a kernel's writes into mapped memory
 // arrived after the fence and glFinish (lateMappedWrites; docs/DRIVERS.md):
 // without the copy there, C's first element was still 0 in 10 of 20 runs.
+// The streamed pass, whose compute passes copy C into the matrix, too.
 func TestHostMatrixCWithTimerBusy(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	var q glw.Query
 	d.call(func() { q = glw.NewQuery(); q.BeginTimeElapsed() })
 	defer d.call(func() { glw.EndTimeElapsed(); q.Release() })
 	rng := rand.New(rand.NewPCG(25, 26))
-	for range 20 {
-		a, b := cpu.Random(300, 20, rng), cpu.Random(20, 70, rng)
-		want := cpu.Reference(a, b, false)
-		c := hostCopy(t, d, cpu.New(300, 70))
-		for i := range c.Data {
-			c.Data[i] = -7
+	defer func() { streamAnyBands = false }()
+	for _, c := range []struct {
+		m, k, n  int
+		o        MulOptions
+		streamed bool // the streamed pass, whose compute passes copy C's bands into the matrix
+	}{
+		{300, 20, 70, MulOptions{Kernel: "fast:64x64x8_4x4"}, false},
+		{4*64 + 37, 301, 203, MulOptions{Kernel: "fast:64x64x8_8x4_db_at", SplitK: 1}, true},
+	} {
+		if c.streamed {
+			if d.tuning().Fits(c.o.Kernel) != nil {
+				continue
+			}
+			streamAnyBands = true
 		}
-		if _, err := d.Mul(c, hostCopy(t, d, a), hostCopy(t, d, b), &MulOptions{Kernel: "fast:64x64x8_4x4"}); err != nil {
-			t.Fatal(err)
-		}
-		for i := range 300 {
-			for j := range 70 {
-				g, w := float64(c.Data[i*c.Stride+j]), want.Data[i*want.Stride+j]
-				if math.Abs(g-w) > 1e-4*(1+math.Abs(w)) {
-					t.Fatalf("C[%d][%d] = %v when Mul returned, want %v", i, j, g, w)
+		for range 20 {
+			a, b := cpu.Random(c.m, c.k, rng), cpu.Random(c.k, c.n, rng)
+			want := cpu.Reference(a, b, false)
+			cm := hostCopy(t, d, cpu.New(c.m, c.n))
+			for i := range cm.Data {
+				cm.Data[i] = -7
+			}
+			tm, err := d.Mul(cm, hostCopy(t, d, a), hostCopy(t, d, b), &c.o)
+			if err != nil || tm.Streamed != c.streamed {
+				t.Fatalf("%d×%d×%d: streamed %v, want %v (%v)", c.m, c.k, c.n, tm.Streamed, c.streamed, err)
+			}
+			for i := range c.m {
+				for j := range c.n {
+					g, w := float64(cm.Data[i*cm.Stride+j]), want.Data[i*want.Stride+j]
+					if math.Abs(g-w) > 1e-4*(1+math.Abs(w)) {
+						t.Fatalf("%d×%d×%d: C[%d][%d] = %v when Mul returned, want %v", c.m, c.k, c.n, i, j, g, w)
+					}
 				}
 			}
 		}
+		streamAnyBands = false
 	}
 }
