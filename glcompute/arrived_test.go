@@ -12,6 +12,7 @@ import (
 
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/internal/conformance"
 )
 
 // arrivals records MulOptions.Arrived's calls: each block's values as
@@ -151,7 +152,7 @@ func TestArrivedBlocksAreFinal(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("float64/%d×%d×%d/binding=%d", c.m, c.k, c.n, c.o.MaxBinding), func(t *testing.T) {
 			needFloat64(t, d)
-			a, b, cm := randomFloat64(c.m, c.k, c.k, rng), randomFloat64(c.k, c.n, c.n, rng), randomFloat64(c.m, c.n, c.n, rng)
+			a, b, cm := conformance.Random64(c.m, c.k, c.k, rng), conformance.Random64(c.k, c.n, c.n, rng), conformance.Random64(c.m, c.n, c.n, rng)
 			ar := &arrivals{m: c.m, n: c.n, at: func(i, j int) float64 { return cm.Data[i*cm.Stride+j] }}
 			tm, err := d.Mul64(cm, a, b, ar.options(c.o))
 			if err != nil {

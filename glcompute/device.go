@@ -84,7 +84,7 @@ type Device struct {
 	fp64 error
 	// runs64 counts the float64 products run on the GPU (tests).
 	runs64 atomic.Int64
-	// told64 has a bit for each kind of error BLAS64.Fallback was
+	// told64 has a bit for each kind of error glblas.Float64.Fallback was
 	// told (fallbackKinds).
 	told64 atomic.Uint32
 	// loopBudget is the loop iterations one shader invocation may run,

@@ -12,9 +12,9 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/gonum/blas/gonum"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/internal/conformance"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -57,7 +57,7 @@ func BenchmarkFloat64(b *testing.B) {
 		info.Vendor, info.Renderer, info.api(), info.MaxSharedMemory, info.SMCount, len(specs), sizes)
 	for _, n := range sizes {
 		rng := rand.New(rand.NewPCG(uint64(n), 64))
-		a, bm, c := randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng)
+		a, bm, c := conformance.Random64(n, n, n, rng), conformance.Random64(n, n, n, rng), conformance.Random64(n, n, n, rng)
 		flop := 2 * float64(n) * float64(n) * float64(n)
 		b.Run(fmt.Sprintf("impl=gonum/n=%d", n), func(b *testing.B) {
 			if n > 1024 {
@@ -71,36 +71,6 @@ func BenchmarkFloat64(b *testing.B) {
 		for _, spec := range specs {
 			b.Run(fmt.Sprintf("impl=%s/n=%d", spec, n), func(b *testing.B) {
 				benchDgemm(b, spec, flop, c, a, bm)
-			})
-		}
-	}
-}
-
-// BenchmarkBLAS64 compares BLAS64.Dgemm with every product on the GPU
-// (Threshold 1: packing, upload, kernel, readback) with gonum's Dgemm
-// alone, on the same square inputs in one run, for BLAS64's crossover.
-//
-//	go test ./glcompute -run '^$' -bench BLAS64 -benchtime 2s
-func BenchmarkBLAS64(b *testing.B) {
-	for _, n := range []int{64, 128, 256, 512, 1024} {
-		rng := rand.New(rand.NewPCG(uint64(n), 65))
-		a, bm, c := randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng)
-		flop := 2 * float64(n) * float64(n) * float64(n)
-		for _, impl := range []string{"gonum", "BLAS64"} {
-			b.Run(fmt.Sprintf("n=%d/impl=%s", n, impl), func(b *testing.B) {
-				var dgemm func(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int)
-				if impl == "gonum" {
-					dgemm = gonum.Implementation{}.Dgemm
-				} else {
-					d := openDevice(b, BackendEGL)
-					needFloat64(b, d)
-					dgemm = BLAS64{Device: d, Threshold: 1}.Dgemm
-					dgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, a.Data, n, bm.Data, n, 0, c.Data, n) // compiles the kernel
-				}
-				for b.Loop() {
-					dgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, a.Data, n, bm.Data, n, 0, c.Data, n)
-				}
-				b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
 			})
 		}
 	}
@@ -151,7 +121,7 @@ func benchDgemm(b *testing.B, spec string, flop float64, c, a, bm blas64.General
 }
 
 // BenchmarkMul64 times Mul64 whole (packing, upload, kernel, readback:
-// the call a BLAS64 Dgemm makes) on square inputs, with its Timings'
+// the call a glblas.Float64 Dgemm makes) on square inputs, with its Timings'
 // end-to-end pass, compute (on llvmpipe the dispatch calls' wall time),
 // host copies and steps as metrics. GLMUL_FLOAT64_SIZES
 // (a comma list) replaces the sizes.
@@ -171,7 +141,7 @@ func BenchmarkMul64(b *testing.B) {
 	}
 	for _, n := range sizes {
 		rng := rand.New(rand.NewPCG(uint64(n), 66))
-		a, bm, c := randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng), randomFloat64(n, n, n, rng)
+		a, bm, c := conformance.Random64(n, n, n, rng), conformance.Random64(n, n, n, rng), conformance.Random64(n, n, n, rng)
 		flop := 2 * float64(n) * float64(n) * float64(n)
 		b.Run(fmt.Sprintf("impl=Mul64/n=%d", n), func(b *testing.B) {
 			d := openDevice(b, BackendEGL)

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/blas/gonum"
 
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/internal/conformance"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -29,19 +30,6 @@ func needFloat64(t testing.TB, d *Device) {
 	}
 }
 
-// randomFloat64 returns a rows×cols matrix of row stride stride, seeded
-// values in [-1, 1), NaN in each row's padding.
-func randomFloat64(rows, cols, stride int, rng *rand.Rand) blas64.General {
-	m := blas64.General{Rows: rows, Cols: cols, Stride: stride, Data: make([]float64, rows*stride)}
-	for i := range m.Data {
-		m.Data[i] = math.NaN()
-		if i%stride < cols {
-			m.Data[i] = 2*rng.Float64() - 1
-		}
-	}
-	return m
-}
-
 // checkDgemm runs an m×k by k×n product with spec, A, B and C after off
 // doubles of their buffers at row strides of their lengths plus pad
 // (rounded up to even where even), C poisoned with NaN, and compares it
@@ -56,8 +44,8 @@ func checkDgemm(t *testing.T, d *Device, spec string, off, pad int, even bool, s
 		}
 		return cols + pad
 	}
-	a, b := randomFloat64(m, k, ld(k), rng), randomFloat64(k, n, ld(n), rng)
-	c := randomFloat64(m, n, n+pad, rng)
+	a, b := conformance.Random64(m, k, ld(k), rng), conformance.Random64(k, n, ld(n), rng)
+	c := conformance.Random64(m, n, n+pad, rng)
 	for i := range c.Data {
 		c.Data[i] = math.NaN()
 	}
@@ -205,7 +193,7 @@ func TestDFastSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 		if d.fits(k) != nil {
-			a, b, cm := randomFloat64(2, 2, 2, rng), randomFloat64(2, 2, 2, rng), randomFloat64(2, 2, 2, rng)
+			a, b, cm := conformance.Random64(2, 2, 2, rng), conformance.Random64(2, 2, 2, rng), conformance.Random64(2, 2, 2, rng)
 			if _, err := d.mulFloat64(spec, 0, cm, a, b); !errors.Is(err, ErrUnsupported) {
 				t.Errorf("%s, over the device's limits: %v, want ErrUnsupported", spec, err)
 			}
@@ -246,8 +234,8 @@ func TestDFastTexturesMul64(t *testing.T) {
 	for _, spec := range []string{"dfast:32x32x4_4x2_tex", "dfast:32x64x8_2x4_p2_w8_db_tex"} {
 		mul32()
 		m, k, n := 70, 45, 67
-		a, b := randomFloat64(m, k, k, rng), randomFloat64(k, n, n, rng)
-		c := randomFloat64(m, n, n, rng)
+		a, b := conformance.Random64(m, k, k, rng), conformance.Random64(k, n, n, rng)
+		c := conformance.Random64(m, n, n, rng)
 		if _, err := d.Mul64(c, a, b, &MulOptions{Kernel: spec}); err != nil {
 			t.Fatalf("Mul64 %s: %v", spec, err)
 		}
@@ -269,8 +257,8 @@ func TestDFastAlignment(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	needFloat64(t, d)
 	rng := rand.New(rand.NewPCG(45, 2))
-	a, b := randomFloat64(3, 5, 5, rng), randomFloat64(5, 4, 4, rng)
-	c := randomFloat64(3, 4, 4, rng)
+	a, b := conformance.Random64(3, 5, 5, rng), conformance.Random64(5, 4, 4, rng)
+	c := conformance.Random64(3, 4, 4, rng)
 	if _, err := d.mulFloat64("dfast:32x32x4_4x2", 0, c, a, b); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("odd lda: %v, want ErrUnsupported", err)
 	}
@@ -284,7 +272,7 @@ func TestDFastAlignment(t *testing.T) {
 func TestDFastNotOnES(t *testing.T) {
 	d := openDevice(t, BackendGLES)
 	rng := rand.New(rand.NewPCG(45, 3))
-	a, b, c := randomFloat64(2, 2, 2, rng), randomFloat64(2, 2, 2, rng), randomFloat64(2, 2, 2, rng)
+	a, b, c := conformance.Random64(2, 2, 2, rng), conformance.Random64(2, 2, 2, rng), conformance.Random64(2, 2, 2, rng)
 	if _, err := d.mulFloat64("dfast", 0, c, a, b); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("dfast on OpenGL ES: %v, want ErrUnsupported", err)
 	}

@@ -149,27 +149,3 @@ func gemmEmpty(t *testing.T, d *Device, borrowed bool) {
 	a.Cols = -1
 	conformance.MustPanic(t, "Cols -1", func() { c.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0) })
 }
-
-// TestSgemmEmpty: the gonum drop-in follows BLAS on empty products (it
-// hands them to gonum, whose slice-length rules apply: A of m×0 with lda
-// 1 still takes m−1 floats): k = 0 gives C = β·C, m or n = 0 leaves C
-// alone.
-func TestSgemmEmpty(t *testing.T) {
-	d := openDevice(t, BackendEGL)
-	impl := BLAS{Device: d, Threshold: 1}
-	rng := rand.New(rand.NewPCG(23, 24))
-	x := cpu.Random(5, 4, rng)
-	for _, beta := range []float32{0, 0.5, 1} {
-		c := append([]float32(nil), x.Data...)
-		impl.Sgemm(blas.NoTrans, blas.NoTrans, 5, 4, 0, 2, make([]float32, 4), 1, nil, 4, beta, c, 4)
-		for i, v := range c {
-			if want := beta * x.Data[i]; v != want {
-				t.Fatalf("k = 0, β %v: C[%d] = %v, want %v", beta, i, v, want)
-			}
-		}
-	}
-	c := append([]float32(nil), x.Data...)
-	impl.Sgemm(blas.NoTrans, blas.NoTrans, 0, 4, 3, 1, nil, 3, make([]float32, 12), 4, 0, nil, 4)
-	impl.Sgemm(blas.NoTrans, blas.NoTrans, 5, 0, 3, 1, make([]float32, 15), 3, nil, 1, 0, c, 4)
-	closeTo(t, "C after n = 0", c, x.Data, 0)
-}

@@ -380,13 +380,13 @@ func uploadDownloadTouchOnlyElements(t *testing.T, d *Device) {
 		{5, 3, 7, 2, 7}, {5, 3, 7, 2, 3}, {4, 4, 4, 9, 6}, {1, 6, 6, 3, 6}, {6, 1, 5, 0, 5},
 	} {
 		t.Run(fmt.Sprintf("%+v", s), func(t *testing.T) {
-			whole := paddedRandom(1, s.off+(s.rows-1)*s.stride+s.cols+5, 0, rng)
+			whole := conformance.RandomPadded(1, s.off+(s.rows-1)*s.stride+s.cols+5, 0, rng)
 			holder := resident(t, d, whole, 0)
 			v, err := d.WrapBuffer(holder.Buffer(), s.off, s.rows, s.cols, s.stride)
 			if err != nil {
 				t.Fatal(err)
 			}
-			src := paddedRandom(s.rows, s.cols, s.srcStride-s.cols, rng)
+			src := conformance.RandomPadded(s.rows, s.cols, s.srcStride-s.cols, rng)
 			if err := v.Upload(src); err != nil {
 				t.Fatal(err)
 			}
@@ -401,7 +401,7 @@ func uploadDownloadTouchOnlyElements(t *testing.T, d *Device) {
 					t.Fatalf("buffer float %d = %v after Upload, want %v", i, got.Data[i], want[i])
 				}
 			}
-			dst := paddedRandom(s.rows, s.cols, 2, rng)
+			dst := conformance.RandomPadded(s.rows, s.cols, 2, rng)
 			dst0 := append([]float32(nil), dst.Data...)
 			if err := v.Download(dst); err != nil {
 				t.Fatal(err)
@@ -440,7 +440,7 @@ func TestWrapBeyondOneBlock(t *testing.T) {
 	defer d.call(func() { b := glw.Buffer(name); b.Release() })
 	rng := rand.New(rand.NewPCG(91, 92))
 	for _, base := range []int{5, floats/2 + 3, floats - 200} {
-		a, b, c0 := paddedRandom(4, 4, 0, rng), paddedRandom(4, 4, 0, rng), paddedRandom(4, 4, 0, rng)
+		a, b, c0 := conformance.RandomPadded(4, 4, 0, rng), conformance.RandomPadded(4, 4, 0, rng), conformance.RandomPadded(4, 4, 0, rng)
 		wrap := func(off int, m blas32.General) *Matrix {
 			w, err := d.WrapBuffer(name, off, 4, 4, 4)
 			if err != nil {
@@ -473,7 +473,7 @@ func TestWrapBeyondOneBlock(t *testing.T) {
 			if op == "gemm" {
 				beta = 0.5
 			}
-			ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, beta, c0)
+			ref, bound := conformance.GemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, beta, c0)
 			for i := range ref {
 				if e := abs64(float64(got.Data[i]) - ref[i]); !(e <= bound[i]) && e != 0 {
 					t.Fatalf("base %d %s: C[%d] = %v, want %v", base, op, i, got.Data[i], ref[i])

@@ -7,8 +7,6 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
-	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/glmul/glmul/glcompute"
 )
@@ -79,24 +77,4 @@ func ExampleMatrix_Gemm() {
 	part := host(8, n)
 	c.Download(part)
 	fmt.Println(part.Data[0] == out.Data[8*n])
-}
-
-// gonum's mat in float64 on the GPU: with BLAS64 installed, mat.Dense.Mul
-// (and the blocked factorizations of gonum's LAPACK) call Dgemm there from
-// the device's crossover on.
-func ExampleBLAS64() {
-	dev, err := glcompute.Open(nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer dev.Release()
-	blas64.Use(glcompute.BLAS64{
-		Device:   dev, // Threshold 0: the device's crossover (tuning.DgemmThreshold); 1 sends every product
-		Fallback: func(err error) { log.Print("Dgemm on the CPU: ", err) },
-	})
-	a := mat.NewDense(2, 3, []float64{1, 2, 3, 4, 5, 6})
-	b := mat.NewDense(3, 2, []float64{7, 8, 9, 10, 11, 12})
-	var c mat.Dense
-	c.Mul(a, b)
-	fmt.Printf("%v\n", mat.Formatted(&c)) // ⎡ 58   64⎤ ⎣139  154⎦
 }

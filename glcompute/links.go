@@ -3,14 +3,24 @@ package glcompute
 import (
 	"context"
 
+	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/glmul/glmul/glcompute/internal/link"
 )
 
 // The packages built on a Device's internals, devgroup (units.go),
-// stream and tuner, reach them through package link, set here.
+// glblas, stream and tuner, reach them through package link, set here.
 func init() {
+	linkGroup()
+	linkStream()
+	linkBLAS()
+	link.Tuning = func(dev any) any { return dev.(*Device).tuning() }
+}
+
+// linkGroup sets devgroup's functions.
+func linkGroup() {
 	link.Member = func(dev any) {
 		d := dev.(*Device)
 		d.mustBeOpen()
@@ -46,6 +56,10 @@ func init() {
 		d.worked()
 		return t, err
 	}
+}
+
+// linkStream sets stream's functions.
+func linkStream() {
 	link.Own = func(dev any, who string) {
 		d := dev.(*Device)
 		d.mustBeOpen()
@@ -56,7 +70,6 @@ func init() {
 			panic(who)
 		}
 	}
-	link.Tuning = func(dev any) any { return dev.(*Device).tuning() }
 	link.Binding = func(dev any, max int64) int64 { return dev.(*Device).streamBinding(max) }
 	link.MulKernel = func(c, a, b any, spec string) error {
 		return c.(*Matrix).mulKernel(spec, a.(*Matrix), b.(*Matrix))
@@ -69,6 +82,33 @@ func init() {
 		}
 		return func() { d.endStream(n) }, nil
 	}
+}
+
+// linkBLAS sets glblas's functions.
+func linkBLAS() {
+	link.Driver = func(dev any) any { return dev.(*Device).tuningDriver() }
+	link.Usable = func(dev any, shapes ...[2]int) bool {
+		d := dev.(*Device)
+		if d.isReleased() {
+			return false
+		}
+		for _, s := range shapes {
+			if d.checkShape(s[0], s[1], 1) != nil {
+				return false
+			}
+		}
+		return true
+	}
+	link.Product64 = func(dev any, c blas64.General, tA blas.Transpose, a blas64.General, tB blas.Transpose, b blas64.General) error {
+		d := dev.(*Device)
+		if err := d.float64Support(); err != nil {
+			return err
+		}
+		_, err := d.product64(c, tA, a, tB, b, nil)
+		return err
+	}
+	link.FirstTold = func(dev any, bit uint32) bool { return dev.(*Device).told64.Or(bit)&bit == 0 }
+	link.Runs64 = func(dev any) int64 { return dev.(*Device).runs64.Load() }
 }
 
 // streamBinding is the most bytes a streamed product puts in one storage

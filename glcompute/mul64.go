@@ -115,7 +115,7 @@ func (d *Device) panels64(m, k, n int, o *MulOptions, kern shaders.Kernel) (plan
 }
 
 // product64 sets dst (m×n) to op(A)·op(B), A and B as stored, tA and tB
-// saying whether each is transposed (BLAS64's Dgemm): a transposed operand
+// saying whether each is transposed (glblas.Float64's Dgemm): a transposed operand
 // transposed on the caller's goroutines, then the product run on the
 // device's as Mul runs one, its matrices handed to the transfer layer as
 // words (words64).

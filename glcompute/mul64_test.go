@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/glmul/glmul/glcompute/tuning"
+	"github.com/glmul/glmul/internal/conformance"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -23,8 +24,8 @@ import (
 func checkMul64(t *testing.T, d *Device, opts *MulOptions, pad int, s [3]int, rng *rand.Rand) Timings {
 	t.Helper()
 	m, k, n := s[0], s[1], s[2]
-	a, b := randomFloat64(m, k, k+pad, rng), randomFloat64(k, n, n+pad, rng)
-	c := randomFloat64(m, n, n+3, rng)
+	a, b := conformance.Random64(m, k, k+pad, rng), conformance.Random64(k, n, n+pad, rng)
+	c := conformance.Random64(m, n, n+3, rng)
 	for i := range c.Data {
 		c.Data[i] = math.NaN()
 	}
@@ -131,8 +132,8 @@ func TestMul64Refusals(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	needFloat64(t, d)
 	rng := rand.New(rand.NewPCG(45, 166))
-	a, b := randomFloat64(40, 30, 30, rng), randomFloat64(30, 20, 20, rng)
-	c := randomFloat64(40, 20, 20, rng)
+	a, b := conformance.Random64(40, 30, 30, rng), conformance.Random64(30, 20, 20, rng)
+	c := conformance.Random64(40, 20, 20, rng)
 	c0 := append([]float64(nil), c.Data...)
 	for _, o := range []MulOptions{{SplitK: 2}, {Measure: func(tuning.Stages) error { return nil }}} {
 		if _, err := d.Mul64(c, a, b, &o); !errors.Is(err, ErrUnsupported) {
@@ -249,7 +250,7 @@ func TestMul64Context(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	needFloat64(t, d)
 	rng := rand.New(rand.NewPCG(45, 170))
-	a, b, c := randomFloat64(300, 20, 20, rng), randomFloat64(20, 30, 30, rng), randomFloat64(300, 30, 30, rng)
+	a, b, c := conformance.Random64(300, 20, 20, rng), conformance.Random64(20, 30, 30, rng), conformance.Random64(300, 30, 30, rng)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := d.Mul64(c, a, b, &MulOptions{Context: ctx}); !errors.Is(err, context.Canceled) {
@@ -269,7 +270,7 @@ func TestMul64Context(t *testing.T) {
 func TestMul64NotOnES(t *testing.T) {
 	d := openDevice(t, BackendGLES)
 	rng := rand.New(rand.NewPCG(45, 167))
-	a, b, c := randomFloat64(3, 2, 2, rng), randomFloat64(2, 4, 4, rng), randomFloat64(3, 4, 4, rng)
+	a, b, c := conformance.Random64(3, 2, 2, rng), conformance.Random64(2, 4, 4, rng), conformance.Random64(3, 4, 4, rng)
 	if _, err := d.Mul64(c, a, b, nil); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "OpenGL ES") {
 		t.Errorf("Mul64 on OpenGL ES: %v, want ErrUnsupported naming OpenGL ES", err)
 	}

@@ -49,7 +49,7 @@ type Options struct {
 	// no tuning cache (as IgnoreTuned) and none of the vendor's measured
 	// choices or rules (the CPU ones of llvmpipe included: there a product
 	// runs the model's GPU configurations, the wave is 128 groups, not the
-	// CPU's threads, and glcompute.BLAS keeps every product on the CPU, as
+	// CPU's threads, and glblas.Float32 keeps every product on the CPU, as
 	// for a vendor never measured); the shape rules still split K by the
 	// multiprocessors where the driver reports them.
 	// Zero value: a vendor glmul has measured gets its own choice.

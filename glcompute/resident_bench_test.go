@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
-
 	"github.com/glmul/glmul/cpu"
 )
 
@@ -174,34 +171,6 @@ func BenchmarkResidentVsReadback(b *testing.B) {
 		}
 		b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds(), "flop/s")
 	})
-}
-
-// BenchmarkSgemmCrossover measures glcompute.BLAS's GPU path (upload,
-// product, readback) against gonum's Sgemm, for the size from which the
-// GPU pays (tuning.SgemmThreshold). Sizes: GLMUL_BENCH_SGEMM_MAX (default
-// 256), halving from there down to 64.
-func BenchmarkSgemmCrossover(b *testing.B) {
-	d := openDevice(b, BackendEGL)
-	for n := 64; n <= envInt("GLMUL_BENCH_SGEMM_MAX", 256); n *= 2 {
-		rng := rand.New(rand.NewPCG(uint64(n), 7))
-		a, bm := cpu.Random(n, n, rng), cpu.Random(n, n, rng)
-		c := cpu.New(n, n)
-		flop := 2 * float64(n) * float64(n) * float64(n)
-		for _, impl := range []struct {
-			name string
-			s    interface {
-				Sgemm(blas.Transpose, blas.Transpose, int, int, int, float32, []float32, int, []float32, int, float32, []float32, int)
-			}
-		}{{"gonum", gonum.Implementation{}}, {"gpu", BLAS{Device: d, Threshold: 1}}} {
-			b.Run(fmt.Sprintf("impl=%s/n=%d", impl.name, n), func(b *testing.B) {
-				impl.s.Sgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, a.Data, n, bm.Data, n, 0, c.Data, n)
-				for b.Loop() {
-					impl.s.Sgemm(blas.NoTrans, blas.NoTrans, n, n, n, 1, a.Data, n, bm.Data, n, 0, c.Data, n)
-				}
-				b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds(), "flop/s")
-			})
-		}
-	}
 }
 
 // BenchmarkResidentShapes times resident products (Matrix.Mul: no upload,

@@ -20,60 +20,6 @@ import (
 	"github.com/glmul/glmul/shaders"
 )
 
-// gemmRef returns α·op(A)·op(B) + β·C0 in float64 and the error bound of a
-// float32 evaluation: γ_{K+2}·(|α|·(|op(A)||op(B)|) + |β·C0|).
-func gemmRef(tA, tB blas.Transpose, alpha float32, a, b blas32.General, beta float32, c0 blas32.General) (ref, bound []float64) {
-	m, n := c0.Rows, c0.Cols
-	k := a.Cols
-	if tA == blas.Trans {
-		k = a.Rows
-	}
-	at := func(i, p int) float64 {
-		if tA == blas.Trans {
-			return float64(a.Data[p*a.Stride+i])
-		}
-		return float64(a.Data[i*a.Stride+p])
-	}
-	bt := func(p, j int) float64 {
-		if tB == blas.Trans {
-			return float64(b.Data[j*b.Stride+p])
-		}
-		return float64(b.Data[p*b.Stride+j])
-	}
-	u := math.Ldexp(1, -24)
-	g := float64(k+2) * u / (1 - float64(k+2)*u)
-	ref, bound = make([]float64, m*n), make([]float64, m*n)
-	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			var s, sa float64
-			if alpha != 0 {
-				for p := 0; p < k; p++ {
-					s += at(i, p) * bt(p, j)
-					sa += math.Abs(at(i, p) * bt(p, j))
-				}
-			}
-			r := float64(alpha) * s
-			mag := math.Abs(float64(alpha)) * sa
-			if beta != 0 {
-				cv := float64(beta) * float64(c0.Data[i*c0.Stride+j])
-				r += cv
-				mag += math.Abs(cv)
-			}
-			ref[i*n+j], bound[i*n+j] = r, g*mag
-		}
-	}
-	return ref, bound
-}
-
-// padded returns a rows×cols random matrix with row stride cols+pad.
-func paddedRandom(rows, cols, pad int, rng *rand.Rand) blas32.General {
-	m := blas32.General{Rows: rows, Cols: cols, Stride: cols + pad, Data: make([]float32, rows*(cols+pad))}
-	for i := range m.Data {
-		m.Data[i] = float32(2*rng.Float64() - 1)
-	}
-	return m
-}
-
 // resident uploads m into a new buffer holding it at element offset off
 // (the buffer is larger than the matrix, as an engine's would be).
 func resident(t *testing.T, d *Device, m blas32.General, off int) *Matrix {
@@ -100,8 +46,8 @@ func TestMulBatchedEverySize(t *testing.T) {
 		for _, dims := range [][3]int{{size, size, size}, {size, max(1, 33-size), (size*7)%32 + 1}} {
 			bt := Batch{Count: 37, M: dims[0], K: dims[1], N: dims[2]}
 			t.Run(fmt.Sprintf("%dx%dx%d", bt.M, bt.K, bt.N), func(t *testing.T) {
-				a := paddedRandom(1, bt.Count*bt.M*bt.K, 0, rng)
-				b := paddedRandom(1, bt.Count*bt.K*bt.N, 0, rng)
+				a := conformance.RandomPadded(1, bt.Count*bt.M*bt.K, 0, rng)
+				b := conformance.RandomPadded(1, bt.Count*bt.K*bt.N, 0, rng)
 				ga, gb := resident(t, d, a, 3), resident(t, d, b, 0)
 				gc, err := d.NewMatrix(1, bt.Count*bt.M*bt.N)
 				if err != nil {
@@ -119,7 +65,7 @@ func TestMulBatchedEverySize(t *testing.T) {
 					am := blas32.General{Rows: bt.M, Cols: bt.K, Stride: bt.K, Data: a.Data[p*bt.M*bt.K:]}
 					bm := blas32.General{Rows: bt.K, Cols: bt.N, Stride: bt.N, Data: b.Data[p*bt.K*bt.N:]}
 					cm := blas32.General{Rows: bt.M, Cols: bt.N, Stride: bt.N, Data: make([]float32, bt.M*bt.N)}
-					ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, am, bm, 0, cm)
+					ref, bound := conformance.GemmRef(blas.NoTrans, blas.NoTrans, 1, am, bm, 0, cm)
 					for i := range ref {
 						g := float64(got.Data[p*bt.M*bt.N+i])
 						if e := math.Abs(g - ref[i]); !(e <= bound[i]) && e != 0 {
@@ -284,7 +230,7 @@ func exerciseBorrowed(t *testing.T, kernel string) {
 	got4 := cpu.New(36, 20)
 	gc4.Download(got4)
 	for _, m := range []blas32.General{got4, host} {
-		ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, a4, b4, 0, m)
+		ref, bound := conformance.GemmRef(blas.NoTrans, blas.NoTrans, 1, a4, b4, 0, m)
 		for i := range ref {
 			if e := math.Abs(float64(m.Data[i]) - ref[i]); !(e <= bound[i]) && e != 0 {
 				t.Fatalf("borrowed fast-path Mul: C[%d] = %v, want %v", i, m.Data[i], ref[i])
@@ -303,7 +249,7 @@ func exerciseBorrowed(t *testing.T, kernel string) {
 	got := cpu.New(40, 20)
 	gc.Download(got)
 	check("Download")
-	ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, 0, got)
+	ref, bound := conformance.GemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, 0, got)
 	for i := range ref {
 		if e := math.Abs(float64(got.Data[i]) - ref[i]); !(e <= bound[i]) && e != 0 {
 			t.Fatalf("borrowed Mul: C[%d] = %v, want %v", i, got.Data[i], ref[i])
@@ -397,8 +343,8 @@ func TestResidentMulFastPath(t *testing.T) {
 	for _, s := range [][3]int{{132, 68, 260}, {7, 4, 8}} {
 		m, k, n := s[0], s[1], s[2]
 		for _, pad := range []int{0, 4} {
-			a, b := paddedRandom(m, k, 0, rng), paddedRandom(k, n, 0, rng)
-			c0 := paddedRandom(m, n, pad, rng) // the gap holds values that must survive
+			a, b := conformance.RandomPadded(m, k, 0, rng), conformance.RandomPadded(k, n, 0, rng)
+			c0 := conformance.RandomPadded(m, n, pad, rng) // the gap holds values that must survive
 			ga, gb, gc := resident(t, d, a, 8), resident(t, d, b, 4), resident(t, d, c0, 12)
 			// C's rows including their gaps (Upload writes only Cols of each).
 			whole, err := d.WrapBuffer(gc.Buffer(), gc.Offset, m, n+pad, n+pad)
@@ -411,7 +357,7 @@ func TestResidentMulFastPath(t *testing.T) {
 			}
 			got := blas32.General{Rows: m, Cols: n + pad, Stride: n + pad, Data: make([]float32, m*(n+pad))}
 			whole.Download(got)
-			ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, 0, blas32.General{Rows: m, Cols: n, Stride: n})
+			ref, bound := conformance.GemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, 0, blas32.General{Rows: m, Cols: n, Stride: n})
 			for i := 0; i < m; i++ {
 				for j := 0; j < n+pad; j++ {
 					g := got.Data[i*(n+pad)+j]
@@ -446,8 +392,8 @@ func TestWrapBufferChecks(t *testing.T) {
 func TestResidentAndHostPathsShareProgram(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	rng := rand.New(rand.NewPCG(61, 62))
-	a, b := paddedRandom(36, 20, 0, rng), paddedRandom(20, 44, 0, rng)
-	ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, 0, blas32.General{Rows: 36, Cols: 44, Stride: 44})
+	a, b := conformance.RandomPadded(36, 20, 0, rng), conformance.RandomPadded(20, 44, 0, rng)
+	ref, bound := conformance.GemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, 0, blas32.General{Rows: 36, Cols: 44, Stride: 44})
 	check := func(what string, got blas32.General) {
 		t.Helper()
 		for i := range ref {
@@ -494,9 +440,9 @@ func TestResidentTransposedA(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	setDefaults(d)
 	for i, s := range shapes {
-		a, b := paddedRandom(s[0], s[1], 0, rng), paddedRandom(s[1], s[2], 0, rng)
+		a, b := conformance.RandomPadded(s[0], s[1], 0, rng), conformance.RandomPadded(s[1], s[2], 0, rng)
 		// A at an element offset in its buffer (a multiple of 4: the fast layout).
-		ps = append(ps, product{a, b, resident(t, d, a, 4*i), resident(t, d, b, 8), resident(t, d, paddedRandom(s[0], s[2], 0, rng), 0)})
+		ps = append(ps, product{a, b, resident(t, d, a, 4*i), resident(t, d, b, 8), resident(t, d, conformance.RandomPadded(s[0], s[2], 0, rng), 0)})
 	}
 	check := func(what string) {
 		t.Helper()
@@ -506,7 +452,7 @@ func TestResidentTransposedA(t *testing.T) {
 			if err := p.gc.Download(got); err != nil {
 				t.Fatal(err)
 			}
-			ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, p.a, p.b, 0, blas32.General{Rows: m, Cols: n, Stride: n})
+			ref, bound := conformance.GemmRef(blas.NoTrans, blas.NoTrans, 1, p.a, p.b, 0, blas32.General{Rows: m, Cols: n, Stride: n})
 			for i := range ref {
 				if e := math.Abs(float64(got.Data[i]) - ref[i]); !(e <= bound[i]) && e != 0 {
 					t.Fatalf("%s: %d×%d×%d: C[%d] = %v, want %v", what, m, p.a.Cols, n, i, got.Data[i], ref[i])
@@ -523,7 +469,7 @@ func TestResidentTransposedA(t *testing.T) {
 	}
 	poison := func() {
 		for _, p := range ps {
-			p.gc.Upload(paddedRandom(p.gc.Rows, p.gc.Cols, 0, rng))
+			p.gc.Upload(conformance.RandomPadded(p.gc.Rows, p.gc.Cols, 0, rng))
 		}
 	}
 	if err := mulAll(); err != nil {
@@ -556,7 +502,7 @@ func TestResidentTransposedA(t *testing.T) {
 		t.Fatalf("the transpose (%d bytes of shared memory) fits wherever %s (%d) does", tk.SharedBytes, at, k.SharedBytes)
 	}
 	d2.info.MaxSharedMemory = k.SharedBytes
-	a, b := paddedRandom(40, 16, 0, rng), paddedRandom(16, 2048, 0, rng)
+	a, b := conformance.RandomPadded(40, 16, 0, rng), conformance.RandomPadded(16, 2048, 0, rng)
 	ps = []product{{a, b, resident(t, d2, a, 0), resident(t, d2, b, 0), resident(t, d2, cpu.New(40, 2048), 0)}}
 	if err := mulAll(); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/internal/conformance"
 	"github.com/glmul/glmul/validate"
 )
 
@@ -70,9 +71,9 @@ func TestResidentFill(t *testing.T) {
 			d.info.DefaultKernel, d.info.NaturalKernel, d.info.NaturalWideKernel, d.info.SmallGridKernel, d.info.ClassKernels = c.kernel, "fast:128x256x8_8x8_db", "", "", nil
 			d.info.SMCount = c.slots
 			d.residentTextures = true // the _tex cases through textures, small as they are
-			a, b := paddedRandom(c.m, c.k, 0, rng), paddedRandom(c.k, c.n, 0, rng)
+			a, b := conformance.RandomPadded(c.m, c.k, 0, rng), conformance.RandomPadded(c.k, c.n, 0, rng)
 			ga, gb, gc := resident(t, d, a, 4), resident(t, d, b, 8), resident(t, d, cpu.New(c.m, c.n), 12)
-			ref, bound := gemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, 0, blas32.General{Rows: c.m, Cols: c.n, Stride: c.n})
+			ref, bound := conformance.GemmRef(blas.NoTrans, blas.NoTrans, 1, a, b, 0, blas32.General{Rows: c.m, Cols: c.n, Stride: c.n})
 			poisoned := cpu.New(c.m, c.n)
 			for i := range poisoned.Data {
 				poisoned.Data[i] = float32(math.NaN())
@@ -109,14 +110,14 @@ func TestResidentFill(t *testing.T) {
 
 			// Twice as many columns: a larger workspace for a split, the
 			// same for stream-K (two tiles a multiprocessor).
-			b2 := paddedRandom(c.k, 2*c.n, 0, rng)
+			b2 := conformance.RandomPadded(c.k, 2*c.n, 0, rng)
 			gb2, gc2 := resident(t, d, b2, 0), resident(t, d, cpu.New(c.m, 2*c.n), 0)
 			if err := gc2.Mul(ga, gb2); err != nil {
 				t.Fatal(err)
 			}
 			got := cpu.New(c.m, 2*c.n)
 			gc2.Download(got)
-			ref2, bound2 := gemmRef(blas.NoTrans, blas.NoTrans, 1, a, b2, 0, blas32.General{Rows: c.m, Cols: 2 * c.n, Stride: 2 * c.n})
+			ref2, bound2 := conformance.GemmRef(blas.NoTrans, blas.NoTrans, 1, a, b2, 0, blas32.General{Rows: c.m, Cols: 2 * c.n, Stride: 2 * c.n})
 			for i := range ref2 {
 				if e := math.Abs(float64(got.Data[i]) - ref2[i]); !(e <= bound2[i]) {
 					t.Fatalf("twice as wide: C[%d] = %v, want %v", i, got.Data[i], ref2[i])

@@ -220,7 +220,7 @@ func Wave(d Driver) int {
 	return 128
 }
 
-// SgemmThreshold returns the product size (m·n·k) from which glcompute.BLAS
+// SgemmThreshold returns the product size (m·n·k) from which glblas.Float32
 // runs Sgemm on this device rather than on the CPU: the crossover measured
 // for the vendor, counting the upload of A and B and the readback of C.
 // math.MaxInt (never) where the GPU path was never measured.
@@ -238,7 +238,7 @@ func SgemmThreshold(d Driver) int {
 }
 
 // DgemmThreshold returns the product size (m·n·k) from which
-// glcompute.BLAS64 runs Dgemm on this device rather than on the CPU, or
+// glblas.Float64 runs Dgemm on this device rather than on the CPU, or
 // math.MaxInt (never). Never on OpenGL on a CPU, where llvmpipe's dfast
 // lost to gonum's Dgemm at every size, transfers included; on NVIDIA from
 // 256³, as float32's (SgemmThreshold); other vendors never, unmeasured.

@@ -16,7 +16,22 @@ import (
 // Open returns a device for t, or skips (fails with GLMUL_REQUIRE_GL=1).
 func Open(t testing.TB) *glcompute.Device {
 	t.Helper()
-	d, err := glcompute.Open(&glcompute.Options{Backend: backend})
+	return open(t, backend)
+}
+
+// OpenES returns a device on an OpenGL ES context (BackendGLES), or skips
+// where the platform has none (Windows: no EGL) and as Open does.
+func OpenES(t testing.TB) *glcompute.Device {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("OpenGL ES contexts come from EGL, which Windows' OpenGL lacks")
+	}
+	return open(t, glcompute.BackendGLES)
+}
+
+func open(t testing.TB, b glcompute.Backend) *glcompute.Device {
+	t.Helper()
+	d, err := glcompute.Open(&glcompute.Options{Backend: b})
 	if err != nil {
 		if os.Getenv("GLMUL_REQUIRE_GL") == "1" {
 			t.Fatal(err)

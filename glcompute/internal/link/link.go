@@ -1,4 +1,4 @@
-// Package link lets glcompute's sibling packages (devgroup, stream, tuner) reach the
+// Package link lets glcompute's sibling packages (devgroup, glblas, stream, tuner) reach the
 // parts of a Device they are built on without glcompute exporting them.
 // glcompute sets these functions when it is initialised; their device,
 // options, plan and timings are glcompute's own types (*Device,
@@ -9,7 +9,9 @@ package link
 import (
 	"context"
 
+	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
 )
 
 // Claim hands a device of a group its next column panel of C: its first
@@ -57,4 +59,22 @@ var (
 var (
 	// Tuning returns dev's tuning.Device.
 	Tuning func(dev any) any
+)
+
+// For package glblas: gonum's BLAS with the GPU's products.
+var (
+	// Driver returns dev's tuning.Driver (the zero Driver for
+	// Options.Unseen), whose crossovers glblas applies.
+	Driver func(dev any) any
+	// Usable reports whether dev can take a product of host matrices
+	// now: open, not released, and each rows×cols shape within its
+	// limits.
+	Usable func(dev any, shapes ...[2]int) bool
+	// Product64 computes c = op(a)·op(b) in float64 on dev's GPU.
+	Product64 func(dev any, c blas64.General, tA blas.Transpose, a blas64.General, tB blas.Transpose, b blas64.General) error
+	// FirstTold sets bit in dev's record of the kinds of error a
+	// Float64's Fallback heard and reports whether it was unset.
+	FirstTold func(dev any, bit uint32) bool
+	// Runs64 counts the float64 products dev ran on its GPU (tests).
+	Runs64 func(dev any) int64
 )

@@ -1,0 +1,78 @@
+package conformance
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// GemmRef returns α·op(A)·op(B) + β·C0 in float64 and the error bound of a
+// float32 evaluation: γ_{K+2}·(|α|·(|op(A)||op(B)|) + |β·C0|).
+func GemmRef(tA, tB blas.Transpose, alpha float32, a, b blas32.General, beta float32, c0 blas32.General) (ref, bound []float64) {
+	m, n := c0.Rows, c0.Cols
+	k := a.Cols
+	if tA == blas.Trans {
+		k = a.Rows
+	}
+	at := func(i, p int) float64 {
+		if tA == blas.Trans {
+			return float64(a.Data[p*a.Stride+i])
+		}
+		return float64(a.Data[i*a.Stride+p])
+	}
+	bt := func(p, j int) float64 {
+		if tB == blas.Trans {
+			return float64(b.Data[j*b.Stride+p])
+		}
+		return float64(b.Data[p*b.Stride+j])
+	}
+	u := math.Ldexp(1, -24)
+	g := float64(k+2) * u / (1 - float64(k+2)*u)
+	ref, bound = make([]float64, m*n), make([]float64, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s, sa float64
+			if alpha != 0 {
+				for p := 0; p < k; p++ {
+					s += at(i, p) * bt(p, j)
+					sa += math.Abs(at(i, p) * bt(p, j))
+				}
+			}
+			r := float64(alpha) * s
+			mag := math.Abs(float64(alpha)) * sa
+			if beta != 0 {
+				cv := float64(beta) * float64(c0.Data[i*c0.Stride+j])
+				r += cv
+				mag += math.Abs(cv)
+			}
+			ref[i*n+j], bound[i*n+j] = r, g*mag
+		}
+	}
+	return ref, bound
+}
+
+// RandomPadded returns a rows×cols matrix of seeded values in [-1, 1)
+// with row stride cols+pad.
+func RandomPadded(rows, cols, pad int, rng *rand.Rand) blas32.General {
+	m := blas32.General{Rows: rows, Cols: cols, Stride: cols + pad, Data: make([]float32, rows*(cols+pad))}
+	for i := range m.Data {
+		m.Data[i] = float32(2*rng.Float64() - 1)
+	}
+	return m
+}
+
+// Random64 returns a rows×cols matrix of row stride stride, seeded
+// values in [-1, 1), NaN in each row's padding.
+func Random64(rows, cols, stride int, rng *rand.Rand) blas64.General {
+	m := blas64.General{Rows: rows, Cols: cols, Stride: stride, Data: make([]float64, rows*stride)}
+	for i := range m.Data {
+		m.Data[i] = math.NaN()
+		if i%stride < cols {
+			m.Data[i] = 2*rng.Float64() - 1
+		}
+	}
+	return m
+}
