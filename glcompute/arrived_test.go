@@ -167,7 +167,7 @@ func TestArrivedBlocksAreFinal(t *testing.T) {
 // test ends.
 func hostCopy(t *testing.T, d *Device, g blas32.General) blas32.General {
 	t.Helper()
-	h, err := d.NewHostMatrix(g.Rows, g.Cols)
+	h, err := d.newHostMatrix(g.Rows, g.Cols)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ type Device struct {
 	// programsLoaded counts programs loaded from Options.ProgramCache.
 	programsLoaded int
 	stager         *staging.Stager          // created on the first host product
-	hostMats       map[*float32]*HostMatrix // by the address of Data[0]
+	hostMats       map[*float32]*hostMatrix // by the address of Data[0]
 	// bindAlign is the byte alignment of bound buffer ranges:
 	// GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT (and that of buffer
 	// textures) rounded up to a multiple of 16, so that offsets in vec4s

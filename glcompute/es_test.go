@@ -9,7 +9,7 @@ import (
 )
 
 // TestESBufferStorage: OpenGL ES makes no persistent mappings, so
-// NewHostMatrix refuses with ErrUnsupported and staging maps per chunk.
+// newHostMatrix refuses with ErrUnsupported and staging maps per chunk.
 // The GL_EXT_buffer_storage path (useStorageEXT) is built but off: on
 // zink over lavapipe the pipelined pass left a persistently mapped C
 // unwritten for the host on ES (hostMatrices failed 3 of 3), zink's late
@@ -20,8 +20,8 @@ func TestESBufferStorage(t *testing.T) {
 	var ext bool
 	d.call(func() { ext = glw.HasExtension("GL_EXT_buffer_storage") })
 	if !useStorageEXT || !ext {
-		if _, err := d.NewHostMatrix(2, 2); !errors.Is(err, ErrUnsupported) {
-			t.Errorf("NewHostMatrix on OpenGL ES: %v, want ErrUnsupported", err)
+		if _, err := d.newHostMatrix(2, 2); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("newHostMatrix on OpenGL ES: %v, want ErrUnsupported", err)
 		}
 		if got := d.tuning().Staging(); strings.Contains(got, "persistent") {
 			t.Errorf("Staging() = %q on OpenGL ES, want no persistent mapping", got)

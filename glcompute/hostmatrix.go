@@ -12,27 +12,21 @@ import (
 	"github.com/glmul/glmul/internal/cause"
 )
 
-// HostMatrix is a float32 matrix in host memory that the GPU reads and
-// writes directly, as CUDA's pinned memory: its Data is a persistent,
-// coherent mapping of a GL buffer, which Mul uses without a host copy.
-// Rows are padded to a multiple of 4 floats, the padding glmul's to
-// write. Data is valid until Release. Needs glBufferStorage (GL 4.4 or
-// ARB_buffer_storage; not on OpenGL ES) and persistent mapping (not
-// Options.NoPersistentMapping).
-//
-// Thread rule: Data may be read and written from any goroutine while no
-// Mul that uses the matrix runs; NewHostMatrix and Release as the
-// Device's methods.
-type HostMatrix struct {
+// hostMatrix is a pinned.Matrix's memory: a float32 matrix whose Data is
+// a persistent, coherent mapping of a GL buffer, which Mul copies with
+// the GPU (or the kernel reads and writes directly) instead of a host
+// copy into staging. Rows are padded to a multiple of 4 floats.
+type hostMatrix struct {
 	blas32.General
 	d   *Device
 	buf glw.Buffer
 }
 
-// NewHostMatrix allocates a rows×cols HostMatrix, zero-filled. It returns an
-// error matching ErrUnsupported where the driver cannot map buffers
-// persistently, and ErrOutOfMemory where it refuses the memory.
-func (d *Device) NewHostMatrix(rows, cols int) (*HostMatrix, error) {
+// newHostMatrix allocates a rows×cols hostMatrix, zero-filled
+// (pinned.New). It returns an error matching ErrUnsupported where the
+// driver cannot map buffers persistently, and ErrOutOfMemory where it
+// refuses the memory.
+func (d *Device) newHostMatrix(rows, cols int) (*hostMatrix, error) {
 	if rows < 1 || cols < 1 {
 		panic("glcompute: matrix dimension below 1")
 	}
@@ -41,11 +35,11 @@ func (d *Device) NewHostMatrix(rows, cols int) (*HostMatrix, error) {
 	if !ok || bytes64 > math.MaxInt {
 		return nil, fmt.Errorf("%w: a %d×%d host matrix has more elements than any buffer can hold", ErrTooLarge, rows, cols)
 	}
-	h := &HostMatrix{General: blas32.General{Rows: rows, Cols: cols, Stride: stride}, d: d}
+	h := &hostMatrix{General: blas32.General{Rows: rows, Cols: cols, Stride: stride}, d: d}
 	var err error
 	d.call(func() {
 		if !d.stage().Persistent {
-			err = cause.Mark(fmt.Errorf("%w: a HostMatrix needs persistent buffer mappings (glBufferStorage: OpenGL 4.4 or ARB_buffer_storage; not OpenGL ES), which this driver or Options.NoPersistentMapping rules out", ErrUnsupported), cause.NoPersistentMapping)
+			err = cause.Mark(fmt.Errorf("%w: a pinned matrix needs persistent buffer mappings (glBufferStorage: OpenGL 4.4 or ARB_buffer_storage; not OpenGL ES), which this driver or Options.NoPersistentMapping rules out", ErrUnsupported), cause.NoPersistentMapping)
 			return
 		}
 		bytes := int(bytes64)
@@ -57,7 +51,7 @@ func (d *Device) NewHostMatrix(rows, cols int) (*HostMatrix, error) {
 		h.buf, h.Data = buf, unsafe.Slice((*float32)(ptr), rows*stride)
 		clear(h.Data)
 		if d.hostMats == nil {
-			d.hostMats = map[*float32]*HostMatrix{}
+			d.hostMats = map[*float32]*hostMatrix{}
 		}
 		d.hostMats[&h.Data[0]] = h
 	})
@@ -69,7 +63,7 @@ func (d *Device) NewHostMatrix(rows, cols int) (*HostMatrix, error) {
 
 // Release unmaps and deletes the matrix; Data must not be used afterwards.
 // Idempotent, and safe after the Device's Release.
-func (h *HostMatrix) Release() {
+func (h *hostMatrix) Release() {
 	d := h.d
 	if d == nil {
 		return
@@ -82,9 +76,9 @@ func (h *HostMatrix) Release() {
 	h.Data = nil
 }
 
-// hostMatrix returns the HostMatrix whose memory g is, laid out with row
+// hostMatrix returns the pinned matrix whose memory g is, laid out with row
 // stride ld, or nil; on the device thread.
-func (d *Device) hostMatrix(g blas32.General, ld int) *HostMatrix {
+func (d *Device) hostMatrix(g blas32.General, ld int) *hostMatrix {
 	h := d.hostMats[&g.Data[0]]
 	if h == nil || g.Stride != ld || g.Rows != h.Rows || g.Cols != h.Cols {
 		return nil
@@ -94,7 +88,7 @@ func (d *Device) hostMatrix(g blas32.General, ld int) *HostMatrix {
 
 // copyIn queues the GPU copy of h's rows [r0, r0+rows) into dst, their
 // padding zeroed first (the kernels read it); on the device thread.
-func (h *HostMatrix) copyIn(dst staging.View, r0, rows int) {
+func (h *hostMatrix) copyIn(dst staging.View, r0, rows int) {
 	for i := r0; i < r0+rows; i++ {
 		clear(h.Data[i*h.Stride+h.Cols : (i+1)*h.Stride])
 	}
@@ -106,7 +100,7 @@ func (h *HostMatrix) copyIn(dst staging.View, r0, rows int) {
 // Where src is h's own buffer (a pass whose kernel wrote C straight into
 // it: hostProduct.outC) nothing is copied: the fence follows the barrier
 // that makes the kernel's writes visible to the host.
-func (h *HostMatrix) copyOut(src staging.View, r0, rows int) glw.Fence {
+func (h *hostMatrix) copyOut(src staging.View, r0, rows int) glw.Fence {
 	if src.Buf == h.buf {
 		glw.BarrierClientMapped()
 	} else {

@@ -75,7 +75,7 @@ func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total 
 	return pl.run()
 }
 
-// allMapped reports whether A, B and C are all HostMatrix memory at the
+// allMapped reports whether A, B and C are all pinned matrices' memory at the
 // planned row strides, which the GPU copies with no host copy through
 // staging (hostProduct.mapped).
 func (h *hostProduct) allMapped(c, a, b blas32.General) bool {

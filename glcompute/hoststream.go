@@ -102,7 +102,7 @@ type streamEnds struct {
 }
 
 // mappedEnds: A and C are host matrices the GPU reads and writes directly.
-func (h *hostProduct) mappedEnds(ha, hc *HostMatrix) streamEnds {
+func (h *hostProduct) mappedEnds(ha, hc *hostMatrix) streamEnds {
 	return streamEnds{
 		a: func(_, r0, _ int) (glw.Buffer, int, error) { return ha.buf, r0 * h.lda, nil }, // padding is read, never written to T
 		c: func(_, r0, _ int) (glw.Buffer, int, error) { return hc.buf, r0 * h.ldc, nil },

@@ -25,8 +25,8 @@ func TestSizesBeyondAnyBuffer(t *testing.T) {
 		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "more elements than any buffer") {
 			t.Errorf("NewMatrix(%d, %d): %v, want ErrTooLarge saying the matrix is beyond any buffer", s[0], s[1], err)
 		}
-		if _, err := d.NewHostMatrix(s[0], s[1]); !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrUnsupported) {
-			t.Errorf("NewHostMatrix(%d, %d): %v, want ErrTooLarge", s[0], s[1], err)
+		if _, err := d.newHostMatrix(s[0], s[1]); !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrUnsupported) {
+			t.Errorf("newHostMatrix(%d, %d): %v, want ErrTooLarge", s[0], s[1], err)
 		}
 	}
 	m := newMatrix(t, d, 4, 4)

@@ -11,11 +11,18 @@ import (
 )
 
 // The packages built on a Device's internals, devgroup (units.go),
-// glblas, stream and tuner, reach them through package link, set here.
+// glblas, pinned, stream and tuner, reach them through package link, set here.
 func init() {
 	linkGroup()
 	linkStream()
 	linkBLAS()
+	link.NewPinned = func(dev any, rows, cols int) (blas32.General, func(), error) {
+		h, err := dev.(*Device).newHostMatrix(rows, cols)
+		if err != nil {
+			return blas32.General{}, nil, err
+		}
+		return h.General, h.Release, nil
+	}
 	link.Tuning = func(dev any) any { return dev.(*Device).tuning() }
 }
 

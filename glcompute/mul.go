@@ -10,7 +10,7 @@ import (
 // Mul computes C = A·B on the GPU in one pipelined pass (A and B going up
 // while the GPU computes and finished blocks of C come back), in panels
 // where the product exceeds a binding or MaxGPUMemory (Plan). C is
-// overwritten entirely; A and B are not modified (a HostMatrix operand's
+// overwritten entirely; A and B are not modified (a pinned.Matrix operand's
 // row padding is zeroed). An empty product runs nothing: with K = 0, C is
 // zeros. The GPU buffers are kept for the next Mul until Release
 // (docs/LIBRARY.md). Safe from any goroutine.

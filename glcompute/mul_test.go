@@ -478,21 +478,21 @@ func TestHostMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d2.Release()
-	if _, err := d2.NewHostMatrix(2, 2); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("NewHostMatrix without persistent mapping: %v", err)
+	if _, err := d2.newHostMatrix(2, 2); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("newHostMatrix without persistent mapping: %v", err)
 	}
 }
 
 func hostMatrices(t *testing.T, d *Device, m, k, n int) {
 	rng := rand.New(rand.NewPCG(uint64(m), 72))
-	ha, err := d.NewHostMatrix(m, k)
+	ha, err := d.newHostMatrix(m, k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ha.Release()
-	hb, _ := d.NewHostMatrix(k, n)
+	hb, _ := d.newHostMatrix(k, n)
 	defer hb.Release()
-	hc, _ := d.NewHostMatrix(m, n)
+	hc, _ := d.newHostMatrix(m, n)
 	defer hc.Release()
 	if ha.Stride != roundUp(k, 4) || hc.Stride != roundUp(n, 4) {
 		t.Fatalf("strides %d, %d: want rows padded to 4 floats", ha.Stride, hc.Stride)

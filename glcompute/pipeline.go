@@ -291,10 +291,10 @@ func mergedSpan(spans [][2]uint64) time.Duration {
 	return time.Duration(total)
 }
 
-// hostPart returns the HostMatrix whose whole rows p is, held on the GPU
+// hostPart returns the pinned matrix whose whole rows p is, held on the GPU
 // with row stride ld, or nil: such a block needs no host copy, one GPU
 // copy moves it.
-func (pl *pipeline) hostPart(p part, ld int) *HostMatrix {
+func (pl *pipeline) hostPart(p part, ld int) *hostMatrix {
 	if p.c0 != 0 || p.cols != p.m.Cols {
 		return nil
 	}
@@ -302,7 +302,7 @@ func (pl *pipeline) hostPart(p part, ld int) *HostMatrix {
 }
 
 // upload queues a step's uploads: host copies into staging (or none for a
-// HostMatrix) and the GPU copies from there.
+// pinned matrix) and the GPU copies from there.
 func (pl *pipeline) upload(s *pipeStep) error {
 	pt := &pl.pt
 	st := pl.d.stage()

@@ -175,10 +175,10 @@ func TestWaveSplitBands(t *testing.T) {
 	if _, err := d.Mul(plain, a, b, &MulOptions{Kernel: kern}); err != nil {
 		t.Fatal(err)
 	}
-	hm := make([]*HostMatrix, 3)
+	hm := make([]*hostMatrix, 3)
 	for i, g := range []blas32.General{a, b, plain} {
 		var err error
-		if hm[i], err = d.NewHostMatrix(g.Rows, g.Cols); err != nil {
+		if hm[i], err = d.newHostMatrix(g.Rows, g.Cols); err != nil {
 			t.Fatal(err)
 		}
 		defer hm[i].Release()
@@ -330,10 +330,10 @@ func TestStreamed(t *testing.T) {
 // viaHostMatrices runs mul on copies of a and b in host matrices, into a
 // host matrix for c, and copies the result (and any NaN left in it) to c.
 func viaHostMatrices(d *Device, c, a, b blas32.General, mul func(hc, ha, hb blas32.General) error) error {
-	var hm [3]*HostMatrix
+	var hm [3]*hostMatrix
 	for i, g := range []blas32.General{a, b, c} {
 		var err error
-		if hm[i], err = d.NewHostMatrix(g.Rows, g.Cols); err != nil {
+		if hm[i], err = d.newHostMatrix(g.Rows, g.Cols); err != nil {
 			return err
 		}
 		defer hm[i].Release()

@@ -128,7 +128,7 @@ func (d *Device) zinkFault() bool {
 
 // lateMappedWrites reports whether a kernel's writes into a persistently
 // mapped buffer may reach the host after the fence that follows them:
-// on zink (Mesa 22.3.6 over lavapipe) a pass that wrote a HostMatrix's C
+// on zink (Mesa 22.3.6 over lavapipe) a pass that wrote a pinned matrix's C
 // directly left C unwritten when its fence had passed and glFinish had
 // returned, its values arriving moments later (docs/DRIVERS.md,
 // "zink and kernel writes to mapped memory"). GPU copies into such

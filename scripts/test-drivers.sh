@@ -51,7 +51,7 @@ for drv in "${drivers[@]}"; do
 			TestPipelined TestDispatchPacing TestEdges TestUnseen
 			TestMaxGPUMemoryCountsWorkspace TestMul64Pipelined)
 		env=(GALLIUM_DRIVER=softpipe MESA_GL_VERSION_OVERRIDE=4.3 MESA_GLSL_VERSION_OVERRIDE=430 GLMUL_EXPECT_RENDERER=softpipe)
-		pkgs=(./glcompute ./glcompute/stream ./glcompute/devgroup ./glcompute/glblas -skip "^($(IFS='|'; echo "${skip[*]}"))\$")
+		pkgs=(./glcompute ./glcompute/stream ./glcompute/devgroup ./glcompute/glblas ./glcompute/pinned -skip "^($(IFS='|'; echo "${skip[*]}"))\$")
 		;;
 	*)
 		echo "test-drivers: unknown driver $drv (want zink or softpipe)" >&2

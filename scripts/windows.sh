@@ -58,7 +58,7 @@ test_windows() {
 	build "$tmp/glmul.exe"
 	# glcompute, and its packages built on a Device (their tests open it
 	# through internal/gltest, which takes GLFW on Windows).
-	for pkg in glcompute glcompute/stream glcompute/devgroup glcompute/glblas; do
+	for pkg in glcompute glcompute/stream glcompute/devgroup glcompute/glblas glcompute/pinned; do
 		$GO test -c -o "$tmp/$(basename "$pkg").test.exe" "./$pkg"
 		wine_tests "$pkg" "$tmp/$(basename "$pkg").test.exe"
 	done

@@ -91,7 +91,7 @@ func (o *options) checkTypeAndKernel() error {
 	case o.devices != "":
 		return usagef("-devices multiplies float32 over a group of GPUs: leave it out with -type f64")
 	case o.mapped:
-		return usagef("-mapped makes float32 host matrices (glcompute.HostMatrix): leave it out with -type f64")
+		return usagef("-mapped makes float32 host matrices (glcompute/pinned): leave it out with -type f64")
 	case o.splitK > 1:
 		return usagef("-split-k %d: float64 products run in one piece and do not split K: leave it out with -type f64", o.splitK)
 	}

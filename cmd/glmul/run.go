@@ -216,7 +216,7 @@ func newFlagSet(o *options, help io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.maxBinding, "max-binding", "", "run in panels whose matrices take at most `SIZE` bytes a binding (e.g. 1MiB; default: the driver's GL_MAX_SHADER_STORAGE_BLOCK_SIZE)")
 	fs.StringVar(&o.maxGPUMem, "max-gpu-mem", "", "use at most `SIZE` bytes of GPU buffers (e.g. 8MiB, 2GiB), streaming panels when the product needs more (default: no cap)")
 	fs.StringVar(&o.typ, "type", typeF32, typeUsage)
-	fs.BoolVar(&o.mapped, "mapped", false, "make A, B and C in mapped host memory that the GPU copies directly (glcompute.HostMatrix, like pinned memory) instead of ordinary Go slices")
+	fs.BoolVar(&o.mapped, "mapped", false, "make A, B and C in mapped host memory that the GPU copies directly (glcompute/pinned, like CUDA's pinned memory) instead of ordinary Go slices")
 	fs.StringVar(&o.devices, "devices", "", "multiply over several GPUs: `all` (every GPU EGL lists) or EGL device indices such as 1,2; C's column panels go to each GPU as it becomes free (default: one device, -device)")
 	fs.StringVar(&o.dumpProgram, "dump-program", "", "write the driver's program binary of the kernel to `FILE` (- for stdout; NVIDIA's holds the assembly) and exit")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs (uniform on [-1, 1))")
@@ -543,7 +543,7 @@ func writeProduct(o *options, dev *glcompute.Device, r measure.Result, stdout, s
 	staging := tuner.Of(dev).Staging()
 	switch {
 	case o.mapped:
-		staging = "A, B and C in mapped host memory (glcompute.HostMatrix), copied by the GPU"
+		staging = "A, B and C in mapped host memory (glcompute/pinned), copied by the GPU"
 	case o.typ == typeF64:
 		staging = "float64: every run one pipelined pass of glcompute.Device.Mul64 through the staging buffers"
 	}

@@ -1,5 +1,6 @@
-// Package link lets glcompute's sibling packages (devgroup, glblas, stream, tuner) reach the
-// parts of a Device they are built on without glcompute exporting them.
+// Package link lets glcompute's sibling packages (devgroup, glblas, pinned,
+// stream, tuner) reach the parts of a Device they are built on without
+// glcompute exporting them.
 // glcompute sets these functions when it is initialised; their device,
 // options, plan and timings are glcompute's own types (*Device,
 // *MulOptions, its plan, Timings) passed as any, which only the two
@@ -77,4 +78,12 @@ var (
 	FirstTold func(dev any, bit uint32) bool
 	// Runs64 counts the float64 products dev ran on its GPU (tests).
 	Runs64 func(dev any) int64
+)
+
+// For package pinned: host matrices the GPU maps.
+var (
+	// NewPinned allocates a rows×cols float32 matrix in a persistently
+	// mapped buffer of dev's, zero-filled, rows padded to 4 floats, and
+	// returns it with the function that releases it.
+	NewPinned func(dev any, rows, cols int) (m blas32.General, release func(), err error)
 )

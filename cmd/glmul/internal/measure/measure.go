@@ -19,6 +19,7 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/pinned"
 	"github.com/glmul/glmul/validate"
 )
 
@@ -94,18 +95,17 @@ func (in *Inputs) poison(once bool) {
 }
 
 // NewMappedInputs makes the same inputs as NewInputs, in host matrices the
-// GPU reads and writes directly (glcompute.HostMatrix: the analogue of
-// pinned memory), calling progress, if set, as NewInputsProgress does;
+// GPU reads and writes directly (package pinned), calling progress, if set, as NewInputsProgress does;
 // release frees them.
 func NewMappedInputs(dev *glcompute.Device, m, k, n int, seed uint64, progress func(done, total int)) (in *Inputs, release func(), err error) {
-	var mats []*glcompute.HostMatrix
+	var mats []*pinned.Matrix
 	release = func() {
 		for _, h := range mats {
 			h.Release()
 		}
 	}
 	for _, s := range [][2]int{{m, k}, {k, n}, {m, n}} {
-		h, err := dev.NewHostMatrix(s[0], s[1])
+		h, err := pinned.New(dev, s[0], s[1])
 		if err != nil {
 			release()
 			return nil, nil, err
