@@ -191,16 +191,6 @@ func (d *Device) initGL() error {
 	return nil
 }
 
-// EGLDevices lists the EGL devices that Options.Device can select, as
-// "index: description" lines, or nil where EGL cannot enumerate devices.
-func EGLDevices() []string {
-	var out []string
-	for _, dev := range egl.Devices() {
-		out = append(out, dev.String())
-	}
-	return out
-}
-
 // initInfo fills Info from the current context and checks the version.
 func (d *Device) initInfo() error {
 	i := &d.info

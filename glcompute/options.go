@@ -33,7 +33,7 @@ type Options struct {
 	// Backend chooses the context. Zero value "": BackendAuto.
 	Backend Backend
 	// Device selects an EGL device by its 1-based index in EGL's
-	// enumeration (see EGLDevices). Zero value: automatic, a hardware GPU
+	// enumeration (devgroup.Devices lists them). Zero value: automatic, a hardware GPU
 	// before Mesa's software device. Ignored by the GLFW backend.
 	Device int
 	// Verbose adds the line-numbered shader source to compile errors. Zero

@@ -13,6 +13,7 @@ import (
 
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/devgroup"
 	"github.com/glmul/glmul/internal/outfile"
 )
 
@@ -42,8 +43,8 @@ func (d *deviceFlags) check() error {
 	if d.device < 0 {
 		return usagef("-device must be 0 (automatic) or an index from -list-devices (got %d)", d.device)
 	}
-	if d.device > 0 { // EGLDevices loads every EGL vendor's library (NVIDIA's: ~15 ms): only for -device
-		if devs := glcompute.EGLDevices(); len(devs) > 0 && d.device > len(devs) {
+	if d.device > 0 { // devgroup.Devices loads every EGL vendor's library (NVIDIA's: ~15 ms): only for -device
+		if devs := devgroup.Devices(); len(devs) > 0 && d.device > len(devs) {
 			return usagef("-device %d: EGL lists %s; glmul -list-devices names them", d.device, report.Plural(len(devs), "device"))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/devgroup"
 	"github.com/glmul/glmul/glcompute/tuning"
 )
 
@@ -78,7 +79,7 @@ func probeDevices() []deviceReport {
 		try(deviceReport{Backend: "glfw", Name: "hidden GLFW window (WGL)"}, glcompute.Options{Backend: glcompute.BackendGLFW})
 		return out
 	}
-	devs := glcompute.EGLDevices()
+	devs := devgroup.Devices()
 	for i, name := range devs {
 		try(deviceReport{Backend: "egl", Device: i + 1, Name: name}, glcompute.Options{Backend: glcompute.BackendEGL, Device: i + 1})
 		try(deviceReport{Backend: "gles", Device: i + 1, Name: name}, glcompute.Options{Backend: glcompute.BackendGLES, Device: i + 1})

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
-	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/devgroup"
 	"github.com/glmul/glmul/glcompute/tuner"
 	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/outfile"
@@ -101,7 +101,7 @@ const noEGLDevices = "EGL lists no devices (EGL_EXT_device_enumeration missing);
 
 // listDevices prints the EGL devices that -device selects.
 func listDevices(format report.Format, stdout io.Writer) error {
-	lines := glcompute.EGLDevices()
+	lines := devgroup.Devices()
 	if format == report.JSON {
 		v := struct {
 			Devices []eglDevice `json:"egl_devices"`

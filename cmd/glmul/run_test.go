@@ -15,6 +15,7 @@ import (
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/devgroup"
 )
 
 // glmul runs the command in-process and returns its exit status and output.
@@ -290,7 +291,7 @@ func TestDevices(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "yes: ") || !strings.Contains(stdout, info.Renderer) || !strings.Contains(stdout, "limits: work groups") {
 		t.Fatalf("glmul devices: exit %d\n%s%s", code, stdout, stderr)
 	}
-	for _, d := range glcompute.EGLDevices() {
+	for _, d := range devgroup.Devices() {
 		if !strings.Contains(stdout, "egl "+d) {
 			t.Errorf("EGL device %q not listed:\n%s", d, stdout)
 		}
@@ -321,7 +322,7 @@ func FuzzParseShape(f *testing.F) {
 
 func TestNoSuchDevice(t *testing.T) {
 	needGL(t)
-	if len(glcompute.EGLDevices()) == 0 {
+	if len(devgroup.Devices()) == 0 {
 		t.Skip("EGL lists no devices here")
 	}
 	code, stdout, stderr := glmul("-n", "4", "-device", "99")

@@ -36,8 +36,20 @@ type Group struct {
 	fault   func(device, panel int) error
 }
 
+// Devices lists the GPUs of the host as EGL enumerates them, as "index:
+// description" lines numbered from 1 as Open's list and
+// glcompute.Options.Device take them, or nil where EGL cannot enumerate
+// devices. Safe from any goroutine.
+func Devices() []string {
+	var out []string
+	for _, dev := range egl.Devices() {
+		out = append(out, dev.String())
+	}
+	return out
+}
+
 // Open opens a Device on each EGL device listed, by its 1-based index in
-// glcompute.EGLDevices' list, with opts (whose Device is ignored); nil
+// Devices' list, with opts (whose Device is ignored); nil
 // lists every hardware GPU EGL enumerates, or Mesa's software device
 // where there is none. A platform whose EGL cannot enumerate devices, or
 // a device that fails to open, gives an error matching
