@@ -7,7 +7,7 @@
 // Open creates a context of its own: BackendEGL (headless, no display
 // needed), BackendGLES (the same as OpenGL ES 3.1), or BackendGLFW (a
 // hidden window, in programs that import package glcompute/glfw, which
-// links GLFW). BackendAuto, the default, uses GLFW where it is linked and
+// links GLFW). The default (Backend "") uses GLFW where it is linked and
 // a display opens, EGL otherwise. A host that owns its context (a game
 // engine) lends it instead: NewDeviceFromCurrent uses the context current
 // on the calling thread, starts no goroutine, and saves and restores the

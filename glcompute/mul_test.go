@@ -23,6 +23,22 @@ import (
 	"github.com/glmul/glmul/validate"
 )
 
+// TestOpenBackendNames: the zero Backend and "auto" (the command's flag)
+// both let Open choose, reporting the backend chosen; an unknown name is
+// an error that lists the names.
+func TestOpenBackendNames(t *testing.T) {
+	for _, b := range []Backend{"", "auto"} {
+		d := openDevice(t, b)
+		if got := d.Info().Backend; got != BackendEGL && got != BackendGLFW {
+			t.Errorf("Backend %q: Info.Backend %q, want egl or glfw", b, got)
+		}
+		d.Release()
+	}
+	if _, err := Open(&Options{Backend: "vulkan"}); err == nil || !strings.Contains(err.Error(), "use auto, glfw, egl or gles") {
+		t.Errorf("Backend vulkan: %v, want an error naming the backends", err)
+	}
+}
+
 func TestOpenReportsDevice(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(string(backend), func(t *testing.T) {

@@ -25,10 +25,10 @@ func Open(opts *Options) (*Device, error) {
 		d.opts = *opts
 	}
 	if d.opts.Backend == "" {
-		d.opts.Backend = BackendAuto
+		d.opts.Backend = backendAuto
 	}
 	switch d.opts.Backend {
-	case BackendAuto, BackendGLFW, BackendEGL, BackendGLES:
+	case backendAuto, BackendGLFW, BackendEGL, BackendGLES:
 	default:
 		d.thread.Stop()
 		return nil, fmt.Errorf("glcompute: unknown backend %q: use auto, glfw, egl or gles", d.opts.Backend)
@@ -49,10 +49,10 @@ func (d *Device) open() error {
 	avoidZinkInlining()
 	backend := d.opts.Backend
 	var autoNote string
-	if backend == BackendAuto && !egl.Available() {
+	if backend == backendAuto && !egl.Available() {
 		backend = BackendGLFW // Windows: WGL or nothing, and its own error
 	}
-	if backend == BackendAuto {
+	if backend == backendAuto {
 		backend = BackendEGL
 		if window.GLFW != nil && window.HaveDisplay() {
 			if err := d.openGLFW(requiredMajor, requiredMinor); err == nil {

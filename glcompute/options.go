@@ -5,11 +5,14 @@ import (
 	"unsafe"
 )
 
-// Backend selects how Open creates its context.
+// Backend selects how Open creates its context; Info.Backend says which
+// one a Device has. The zero value "" lets Open choose (Options.Backend).
 type Backend string
 
+// backendAuto is "" made explicit: the -backend flag's "auto".
+const backendAuto Backend = "auto"
+
 const (
-	BackendAuto Backend = "auto" // GLFW where a display exists, else EGL
 	BackendGLFW Backend = "glfw" // hidden GLFW window
 	BackendEGL  Backend = "egl"  // headless EGL
 	BackendGLES Backend = "gles" // headless EGL, an OpenGL ES 3.1 context
@@ -30,7 +33,9 @@ const (
 // A negative Device, StagingBytes or MaxDispatchTime panics (a programmer
 // error).
 type Options struct {
-	// Backend chooses the context. Zero value "": BackendAuto.
+	// Backend chooses the context. Zero value "" (or "auto"): a hidden
+	// GLFW window where package glcompute/glfw is linked and a display
+	// exists, else headless EGL.
 	Backend Backend
 	// Device selects an EGL device by its 1-based index in EGL's
 	// enumeration (devgroup.Devices lists them). Zero value: automatic, a hardware GPU

@@ -49,7 +49,7 @@ func (d *deviceFlags) check() error {
 		}
 	}
 	switch glcompute.Backend(d.backend) {
-	case glcompute.BackendAuto, glcompute.BackendGLFW, glcompute.BackendEGL, glcompute.BackendGLES:
+	case "auto", glcompute.BackendGLFW, glcompute.BackendEGL, glcompute.BackendGLES:
 	default:
 		return usagef("-backend: unknown backend %q: use auto, glfw, egl or gles", d.backend)
 	}

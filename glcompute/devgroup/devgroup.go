@@ -74,7 +74,7 @@ func Open(devices []int, opts *glcompute.Options) (*Group, error) {
 	if o.Backend == glcompute.BackendGLFW {
 		return nil, fmt.Errorf("%w: a group opens one headless EGL context a GPU; GLFW gives one context, on the display's GPU", glcompute.ErrNoContext)
 	}
-	if o.Backend == glcompute.BackendAuto || o.Backend == "" {
+	if o.Backend == "auto" || o.Backend == "" {
 		o.Backend = glcompute.BackendEGL
 	}
 	g := &Group{owned: true}
