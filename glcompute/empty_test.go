@@ -45,8 +45,8 @@ func TestMulEmpty(t *testing.T) {
 					}
 				}
 			}
-			if p, err := d.Plan(m, k, n, nil); p != "" || err != nil {
-				t.Errorf("Plan: %q, %v", p, err)
+			if p, err := d.Plan(m, k, n, nil); p != (Layout{}) || err != nil {
+				t.Errorf("Plan: %+v, %v", p, err)
 			}
 			if err := d.checkShape(m, k, n); err != nil {
 				t.Errorf("checkShape: %v", err)

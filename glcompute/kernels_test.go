@@ -92,7 +92,7 @@ func TestPlanRefusesOverflowingSizes(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	for _, s := range [][3]int{{1 << 31, 1 << 31, 1 << 31}, {1<<31 + 1, 1, 1}} {
 		if plan, err := d.Plan(s[0], s[1], s[2], nil); !errors.Is(err, ErrTooLarge) {
-			t.Errorf("Plan(%v) = %q, %v; want ErrTooLarge", s, plan, err)
+			t.Errorf("Plan(%v) = %+v, %v; want ErrTooLarge", s, plan, err)
 		}
 	}
 }

@@ -44,16 +44,18 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 	return t, err
 }
 
-// Plan says how Mul would run an m×k by k×n product with opts: "" for
-// one piece, else the panel plan; an error (matching ErrTooLarge or
-// ErrUnsupported) where it cannot run at all: an unknown kernel or one the
-// device cannot run, too many groups a dispatch, a product beyond
-// bindings or memory that this kernel cannot split. It lets a caller refuse a
-// product before making its inputs. Safe from any goroutine.
+// Plan says how Mul would run an m×k by k×n product with opts: its
+// Layout's Kernel and, for a product in panels, Panels (the dispatch
+// counts follow from the bands Mul plans: Timings.Layout); or an error
+// (matching ErrTooLarge or ErrUnsupported) where it cannot run at all: an
+// unknown kernel or one the device cannot run, too many groups a
+// dispatch, a product beyond bindings or memory that this kernel cannot
+// split. It lets a caller refuse a product before making its inputs.
+// Safe from any goroutine.
 //
-// An empty product (a dimension 0) runs in one piece, on no GPU (see Mul);
-// a negative dimension panics.
-func (d *Device) Plan(m, k, n int, opts *MulOptions) (string, error) {
+// An empty product (a dimension 0) runs on no GPU (see Mul): a zero
+// Layout. A negative dimension panics.
+func (d *Device) Plan(m, k, n int, opts *MulOptions) (Layout, error) {
 	if m < 0 || k < 0 || n < 0 {
 		panic("glcompute: negative matrix dimension")
 	}
@@ -64,13 +66,17 @@ func (d *Device) Plan(m, k, n int, opts *MulOptions) (string, error) {
 		if opts != nil {
 			opts.check()
 		}
-		return "", nil
+		return Layout{}, nil
 	}
 	hp, err := d.planHost(m, k, n, opts)
-	if err != nil || !hp.paneled {
-		return "", err
+	if err != nil {
+		return Layout{}, err
 	}
-	return hp.panels.String(), nil
+	l := Layout{Kernel: hp.kernels.kern.Spec()}
+	if hp.paneled {
+		l.Panels = hp.panels.String()
+	}
+	return l, nil
 }
 
 // emptyProduct checks what an empty product checks: its options, and

@@ -49,3 +49,38 @@ func TestKPanels(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanMatchesMul: Plan names the kernel and the panel plan that Mul
+// then runs with the same options, in one piece and in panels (row and
+// column panels, K panels, A streamed), with the device's kernel choice
+// and a named one.
+func TestPlanMatchesMul(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, c := range []struct {
+		m, k, n int
+		o       MulOptions
+	}{
+		{70, 65, 33, MulOptions{}},
+		{130, 300, 150, MulOptions{Kernel: "tiled32"}},
+		{3, 20001, 5, MulOptions{MaxBinding: 64 << 10}},
+		{130, 3000, 150, MulOptions{Kernel: "fast:64x64x8_4x4", MaxBinding: 64 << 10}},
+		{130, 3000, 150, MulOptions{Kernel: "fast:64x64x8_4x4", MaxBinding: 64 << 10, MaxGPUMemory: 1 << 20}},
+	} {
+		plan, err := d.Plan(c.m, c.k, c.n, &c.o)
+		if err != nil {
+			t.Fatalf("%d×%d×%d %+v: Plan: %v", c.m, c.k, c.n, c.o, err)
+		}
+		a, b, cm := cpu.Random(c.m, c.k, rng), cpu.Random(c.k, c.n, rng), cpu.New(c.m, c.n)
+		tm, err := d.Mul(cm, a, b, &c.o)
+		if err != nil {
+			t.Fatalf("%d×%d×%d %+v: Mul: %v", c.m, c.k, c.n, c.o, err)
+		}
+		if plan.Kernel != tm.Kernel || plan.Panels != tm.Panels {
+			t.Errorf("%d×%d×%d %+v: Plan says %q in panels %q; Mul ran %q in %q", c.m, c.k, c.n, c.o, plan.Kernel, plan.Panels, tm.Kernel, tm.Panels)
+		}
+		if c.o.MaxBinding > 0 && plan.Panels == "" {
+			t.Errorf("%d×%d×%d %+v: no panels planned under a lowered binding", c.m, c.k, c.n, c.o)
+		}
+	}
+}
