@@ -41,9 +41,11 @@ func Uniform(rows, cols int, seed, stream uint64) blas32.General {
 // ±1 or beyond; one 64-bit draw gives two values. Random's values, a
 // float64 rounded to float32, are uniform too but can round up to 1.
 //
-// progress, if not nil, is called with the elements filled so far and
-// m's element count, from the filling goroutines one call at a time, a
-// few hundred times at most, the last with done equal to total.
+// progress, if not nil, is called with done, the elements filled so far
+// counted in row order (every element before the done-th is filled: a
+// caller may read those rows while the rest are made), and m's element
+// count, from the filling goroutines one call at a time, a few hundred
+// times at most, the last with done equal to total.
 //
 // FillUniform is the parallel, thread-count-independent counterpart of
 // Fill; the two give different values for the same seed.
@@ -79,10 +81,17 @@ func fillBlocks(total int, seed, stream uint64, progress func(done, total int), 
 	}
 	blocks := (total + UniformBlock - 1) / UniformBlock
 	base := splitMix(splitMix(seed) ^ stream)
-	var next, filled atomic.Int64
+	var next atomic.Int64
+	// Under mu: which blocks are filled, how many lead without a gap
+	// (workers take blocks in order, so the gaps are few and short), and
+	// that lead when progress was last called.
 	var mu sync.Mutex
-	reported := int64(0)        // under mu: the calls' done only grows
+	var filled []bool
+	lead, reported := 0, 0
 	every := max(1, blocks/256) // blocks between progress calls
+	if progress != nil {
+		filled = make([]bool, blocks)
+	}
 	work := func() {
 		for {
 			b := int(next.Add(1) - 1)
@@ -90,14 +99,17 @@ func fillBlocks(total int, seed, stream uint64, progress func(done, total int), 
 				return
 			}
 			fill(b*UniformBlock, min(total, (b+1)*UniformBlock), base, uint64(b))
-			if f := filled.Add(1); progress != nil && (f%int64(every) == 0 || f == int64(blocks)) {
-				mu.Lock()
-				if f > reported {
-					reported = f
-					progress(min(total, int(f)*UniformBlock), total)
-				}
-				mu.Unlock()
+			if progress == nil {
+				continue
 			}
+			mu.Lock()
+			for filled[b] = true; lead < blocks && filled[lead]; lead++ {
+			}
+			if lead-reported >= every || lead == blocks && reported < blocks {
+				reported = lead
+				progress(min(total, lead*UniformBlock), total)
+			}
+			mu.Unlock()
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), blocks)

@@ -1,9 +1,11 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/blas/blas32"
@@ -287,18 +289,31 @@ func TestFillUniformDistribution(t *testing.T) {
 	}
 }
 
-// TestFillUniformProgress: the calls' done only grows and ends at total.
+// TestFillUniformProgress: the calls' done only grows and ends at total,
+// and every element before it is filled when it is called (no value is
+// 0, and m starts zeroed), whatever the goroutines. (The callback runs on
+// the filling goroutines: it records what is wrong, for the test's.)
 func TestFillUniformProgress(t *testing.T) {
-	for _, procs := range []int{1, 4} {
+	for _, procs := range []int{1, 4, 16} {
 		withProcs(procs, func() {
 			m := New(1000, 1000) // 16 blocks
 			last, calls := -1, 0
+			var wrong []string
 			FillUniform(m, 1, 0, func(done, total int) {
 				if done <= last || total != 1000*1000 {
-					t.Fatalf("GOMAXPROCS %d: progress(%d, %d) after %d", procs, done, total, last)
+					wrong = append(wrong, fmt.Sprintf("progress(%d, %d) after %d", done, total, last))
+				}
+				for e := max(0, last); e < done; e++ {
+					if m.Data[e] == 0 {
+						wrong = append(wrong, fmt.Sprintf("progress(%d, %d) with element %d not filled", done, total, e))
+						break
+					}
 				}
 				last, calls = done, calls+1
 			})
+			if len(wrong) > 0 {
+				t.Fatalf("GOMAXPROCS %d: %s", procs, strings.Join(wrong, "; "))
+			}
 			if last != 1000*1000 || calls > 16 {
 				t.Fatalf("GOMAXPROCS %d: %d calls, the last at %d", procs, calls, last)
 			}
