@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -58,15 +59,19 @@ func TestNewInputsWhateverTheThreads(t *testing.T) {
 	const m, k, n = 300, 257, 190 // A and B of several blocks
 	var one, four *Inputs
 	var last int
+	var wrong error // the callback runs on the filling goroutines: no Fatalf there
 	withProcs(1, func() { one = NewInputs(m, k, n, 9) })
 	withProcs(4, func() {
 		four = NewInputsProgress(m, k, n, 9, func(done, total int) {
 			if done <= last || total != m*k+k*n {
-				t.Fatalf("progress(%d, %d) after %d", done, total, last)
+				wrong = fmt.Errorf("progress(%d, %d) after %d", done, total, last)
 			}
 			last = done
 		})
 	})
+	if wrong != nil {
+		t.Fatal(wrong)
+	}
 	if !same(one.A, four.A) || !same(one.B, four.B) {
 		t.Fatal("GOMAXPROCS 1 and 4 made different inputs")
 	}
