@@ -367,12 +367,10 @@ func (h *hostProduct) upload(a, b blas32.General) (time.Duration, error) {
 	start := time.Now()
 	st := h.d.stage()
 	for _, x := range []struct {
-		g     blas32.General
-		buf   glw.Buffer
-		ld    int
-		fromB bool
-	}{{a, h.bufA, h.lda, false}, {b, h.bufB, h.ldb, true}} {
-		h.o.reads(x.fromB, 0, x.g.Rows)
+		g   blas32.General
+		buf glw.Buffer
+		ld  int
+	}{{a, h.bufA, h.lda}, {b, h.bufB, h.ldb}} {
 		if hm := h.d.hostMatrix(x.g, x.ld); hm != nil {
 			hm.copyIn(staging.View{Buf: x.buf}, 0, hm.Rows)
 		} else if err := st.Upload(staging.View{Buf: x.buf, Stride: x.ld}, x.g); err != nil {

@@ -64,7 +64,7 @@ func (h *hostProduct) pipelined(c, a, b blas32.General, report func(done, total 
 			s.poison = 0
 		}
 		if r0 == 0 {
-			s.up = append([]upTransfer{{dst: staging.View{Buf: h.bufB, Stride: h.ldb}, src: part{m: b, rows: h.k, cols: h.n}, fromB: true}}, s.up...)
+			s.up = append([]upTransfer{{dst: staging.View{Buf: h.bufB, Stride: h.ldb}, src: part{m: b, rows: h.k, cols: h.n}}}, s.up...)
 		}
 		if rows == h.m {
 			s.run = func() error { h.bind(); h.run(); return nil }

@@ -104,10 +104,7 @@ type streamEnds struct {
 // mappedEnds: A and C are host matrices the GPU reads and writes directly.
 func (h *hostProduct) mappedEnds(ha, hc *hostMatrix) streamEnds {
 	return streamEnds{
-		a: func(_, r0, rows int) (glw.Buffer, int, error) { // padding is read, never written to T
-			h.o.reads(false, r0, rows)
-			return ha.buf, r0 * h.lda, nil
-		},
+		a: func(_, r0, _ int) (glw.Buffer, int, error) { return ha.buf, r0 * h.lda, nil }, // padding is read, never written to T
 		c: func(_, r0, _ int) (glw.Buffer, int, error) { return hc.buf, r0 * h.ldc, nil },
 	}
 }
@@ -120,7 +117,6 @@ func (h *hostProduct) stagedEnds(a, c blas32.General) streamEnds {
 	st := h.d.stage()
 	return streamEnds{
 		a: func(i, r0, rows int) (glw.Buffer, int, error) {
-			h.o.reads(false, r0, rows)
 			buf, ptr, err := st.UpSlot(i%2, 4*rows*h.lda)
 			if err != nil {
 				return 0, 0, err
@@ -243,7 +239,6 @@ func (sp *streamPass) release() {
 // slice), C's poison and the first band's transpose.
 func (sp *streamPass) prologue(b blas32.General) error {
 	h := sp.h
-	h.o.reads(true, 0, h.k)
 	if hb := h.d.hostMatrix(b, h.ldb); hb != nil {
 		hb.copyIn(staging.View{Buf: h.bufB}, 0, hb.Rows)
 	} else if err := h.d.stage().Upload(staging.View{Buf: h.bufB, Stride: h.ldb}, b); err != nil {

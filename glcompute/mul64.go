@@ -248,7 +248,7 @@ func (h *hostProduct64) steps(c, a, b blas32.General, groupsX int) []pipeStep {
 			run:    func() error { return h.band(r0, rows) },
 		}
 		if r0 == 0 {
-			s.up = append([]upTransfer{{dst: w.view(h.bufB, 0, h.ldb), src: w.part(b, 0, 0, h.k, h.n), fromB: true}}, s.up...)
+			s.up = append([]upTransfer{{dst: w.view(h.bufB, 0, h.ldb), src: w.part(b, 0, 0, h.k, h.n)}}, s.up...)
 		}
 		steps = append(steps, s)
 	}

@@ -49,13 +49,6 @@ type MulOptions struct {
 	// arrives). It runs on the device's thread and must not call the
 	// Device. A device group (devgroup) refuses it. Zero value: no calls.
 	Arrived func(r0, c0, rows, cols int)
-	// Reads, if set, is called before Mul reads rows r0 to r0+rows of A
-	// (b false) or of B (b true) from host memory, in the pass and in
-	// Measure's Upload stage, and may block until the caller has written
-	// them: inputs still being made let the pass start on those made (a
-	// block of B may be called for again). It runs on the goroutine that
-	// then reads them (a group's devices: at once). Zero value: none.
-	Reads func(b bool, r0, rows int)
 	// Context, if set, is checked between the steps of the pipelined pass
 	// (bands or panels): once it is done, Mul stops after the step in
 	// progress and returns its error. A single dispatch cannot be stopped.
@@ -86,13 +79,6 @@ type MulOptions struct {
 }
 
 // check panics on a negative field.
-// reads calls Reads, if set, for rows r0 to r0+rows of A or B.
-func (o *MulOptions) reads(b bool, r0, rows int) {
-	if o != nil && o.Reads != nil && rows > 0 {
-		o.Reads(b, r0, rows)
-	}
-}
-
 func (o *MulOptions) check() {
 	for _, f := range []struct {
 		v    int64

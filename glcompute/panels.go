@@ -201,7 +201,7 @@ func (pp *panelProduct) bands(c, a, b blas32.General, i, c0 int, bufC glw.Buffer
 			run:    func() error { return pp.dispatch(bufA, pp.bufB[0], bufC, 0, rb, n, cols, pl.K, ldn) },
 		}
 		if i == 0 && rb == 0 {
-			s.up = append(s.up, upTransfer{dst: w.view(pp.bufB[0], 0, ldn), src: w.part(b, 0, c0, pl.K, cols), fromB: true})
+			s.up = append(s.up, upTransfer{dst: w.view(pp.bufB[0], 0, ldn), src: w.part(b, 0, c0, pl.K, cols)})
 		}
 		if upA {
 			s.up = append(s.up, upTransfer{dst: w.view(bufA, rb*lda, lda), src: w.part(a, r0+rb, 0, n, pl.K)})
@@ -231,7 +231,7 @@ func (pp *panelProduct) kStep(c, a, b blas32.General, i, c0, q int, bufC glw.Buf
 		s.out = w.part(c, r0, c0, rows, cols)
 	}
 	if i == 0 {
-		s.up = append(s.up, upTransfer{dst: w.view(pp.bufB[q], 0, ldn), src: w.part(b, k0, c0, kc, cols), fromB: true})
+		s.up = append(s.up, upTransfer{dst: w.view(pp.bufB[q], 0, ldn), src: w.part(b, k0, c0, kc, cols)})
 	}
 	if pp.needA(ai) {
 		s.up = append(s.up, upTransfer{dst: w.view(bufA, 0, lda), src: w.part(a, r0, k0, rows, kc)})

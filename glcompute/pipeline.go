@@ -46,12 +46,10 @@ func bandRows(m, tile, bands, ld, stagingBytes, waveRows int) int {
 	return rows
 }
 
-// upTransfer is one host block bound for the GPU before a step runs: of
-// B where fromB, else of A (MulOptions.Reads).
+// upTransfer is one host block bound for the GPU before a step runs.
 type upTransfer struct {
-	dst   staging.View
-	src   part
-	fromB bool
+	dst staging.View
+	src part
 }
 
 // pipeStep is one step: the uploads it needs, the dispatches that compute
@@ -309,7 +307,6 @@ func (pl *pipeline) upload(s *pipeStep) error {
 	pt := &pl.pt
 	st := pl.d.stage()
 	for _, u := range s.up {
-		pl.o.reads(u.fromB, u.src.r0, u.src.rows)
 		pt.upBytes += 4 * int64(u.src.rows) * int64(u.dst.Stride)
 		if hm := pl.hostPart(u.src, u.dst.Stride); hm != nil && !u.dst.KeepGaps {
 			hm.copyIn(u.dst, u.src.r0, u.src.rows)

@@ -7,17 +7,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
-	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/internal/conformance"
-	"github.com/glmul/glmul/validate"
 )
 
 // TestPipelined checks the pipelined pass: row bands of C for a kernel
@@ -351,102 +348,4 @@ func viaHostMatrices(d *Device, c, a, b blas32.General, mul func(hc, ha, hb blas
 		copy(c.Data[r*c.Stride:r*c.Stride+c.Cols], hm[2].Data[r*hm[2].Stride:])
 	}
 	return nil
-}
-
-// TestReadsAnnounceEveryRow: Mul calls MulOptions.Reads before it reads
-// any row of A or B. A and B hold NaN until Reads copies in the rows it
-// names, so a row read unannounced reaches C as NaN: in one piece, in
-// bands, in panels (K panels, A streamed), in the streamed pass from Go
-// slices and from pinned matrices, through Measure's stages, in float64.
-func TestReadsAnnounceEveryRow(t *testing.T) {
-	d := openDevice(t, BackendEGL)
-	const at = "fast:64x64x8_8x4_db_at"
-	cases := []struct {
-		name           string
-		m, k, n        int
-		o              MulOptions
-		mapped, staged bool
-		stream         bool // streamAnyBands
-	}{
-		{"one piece", 70, 65, 33, MulOptions{}, false, false, false},
-		{"stages", 70, 65, 33, MulOptions{}, false, true, false},
-		{"bands", 600, 40, 50, MulOptions{Kernel: "fast:64x64x8_4x4", MaxGroups: 2}, false, false, false},
-		{"panels", 130, 300, 150, MulOptions{Kernel: "fast:64x64x8_4x4", MaxBinding: 64 << 10}, false, false, false},
-		{"K panels", 130, 3000, 150, MulOptions{Kernel: "fast:64x64x8_4x4", MaxBinding: 64 << 10}, false, false, false},
-		{"A streamed", 130, 3000, 150, MulOptions{Kernel: "fast:64x64x8_4x4", MaxBinding: 64 << 10, MaxGPUMemory: 1 << 20}, false, false, false},
-		{"streamed slices", 4*64 + 37, 301, 203, MulOptions{Kernel: at, SplitK: 1}, false, false, true},
-		{"streamed pinned", 4*64 + 37, 301, 203, MulOptions{Kernel: at, SplitK: 1}, true, false, true},
-	}
-	defer func() { streamAnyBands = false }()
-	rng := rand.New(rand.NewPCG(19, 20))
-	for _, c := range cases {
-		if c.o.Kernel != "" && d.tuning().Fits(c.o.Kernel) != nil {
-			t.Logf("%s: %s does not fit %s", c.name, c.o.Kernel, d.Info().Renderer)
-			continue
-		}
-		streamAnyBands = c.stream
-		srcA, srcB := cpu.Random(c.m, c.k, rng), cpu.Random(c.k, c.n, rng)
-		a, b, cm := cpu.New(c.m, c.k), cpu.New(c.k, c.n), cpu.New(c.m, c.n)
-		if c.mapped {
-			hs := make([]*hostMatrix, 3)
-			for i, s := range [][2]int{{c.m, c.k}, {c.k, c.n}, {c.m, c.n}} {
-				var err error
-				if hs[i], err = d.newHostMatrix(s[0], s[1]); err != nil {
-					t.Fatal(err)
-				}
-				defer hs[i].Release()
-			}
-			a, b, cm = hs[0].General, hs[1].General, hs[2].General
-		}
-		for _, m := range []blas32.General{a, b, cm} {
-			for i := range m.Data {
-				m.Data[i] = float32(math.NaN())
-			}
-		}
-		var mu sync.Mutex
-		c.o.Reads = func(fromB bool, r0, rows int) {
-			mu.Lock()
-			defer mu.Unlock()
-			dst, src := a, srcA
-			if fromB {
-				dst, src = b, srcB
-			}
-			for i := r0; i < r0+rows; i++ {
-				copy(dst.Data[i*dst.Stride:i*dst.Stride+dst.Cols], src.Data[i*src.Stride:])
-			}
-		}
-		tm, err := mulStaged(d, cm, a, b, c.o, c.staged)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if c.stream && !tm.Streamed {
-			t.Errorf("%s: the pass did not stream", c.name)
-		}
-		if res := validate.CheckFull(srcA, srcB, cm); res.Err() != nil {
-			t.Errorf("%s (%s, panels %q): %v", c.name, tm.Kernel, tm.Panels, res.Err())
-		}
-	}
-	// float64: Mul64's pass.
-	srcA, srcB := conformance.Random64(90, 70, 70, rng), conformance.Random64(70, 50, 50, rng)
-	a, b := conformance.Random64(90, 70, 70, rng), conformance.Random64(70, 50, 50, rng)
-	for _, m := range []blas64.General{a, b} {
-		for i := range m.Data {
-			m.Data[i] = math.NaN()
-		}
-	}
-	c64 := blas64.General{Rows: 90, Cols: 50, Stride: 50, Data: make([]float64, 90*50)}
-	o := MulOptions{Reads: func(fromB bool, r0, rows int) {
-		dst, src := a, srcA
-		if fromB {
-			dst, src = b, srcB
-		}
-		copy(dst.Data[r0*dst.Stride:(r0+rows)*dst.Stride], src.Data[r0*src.Stride:])
-	}}
-	if _, err := d.Mul64(c64, a, b, &o); errors.Is(err, ErrUnsupported) {
-		t.Logf("float64: %v", err)
-	} else if err != nil {
-		t.Fatal(err)
-	} else if res := validate.CheckFull64(srcA, srcB, c64); res.Err() != nil {
-		t.Errorf("float64: %v", res.Err())
-	}
 }
