@@ -205,7 +205,7 @@ func TestArrivedUntilStopped(t *testing.T) {
 	ar.unchanged(t)
 }
 
-// TestHostMatrixCWithTimerBusy: a product into a HostMatrix C returns C
+// TestHostMatrixCWithTimerBusy: a product into a pinned matrix's C returns C
 // written while a timer query of the caller's runs, so that the pass
 // reads no timestamps back. On zink a kernel's writes into mapped memory
 // arrived after the fence and glFinish (lateMappedWrites; docs/DRIVERS.md):

@@ -21,13 +21,13 @@
 // MulOptions.MaxGPUMemory run in panels (K too, where it must, the
 // panels' products summed on the GPU). Package stream multiplies
 // matrices read and written by panels of rows, package devgroup one
-// product over several GPUs. Matrix keeps a
-// matrix on the GPU (NewMatrix) or views a host's buffer (WrapBuffer);
-// Matrix.Gemm (C = α·op(A)·op(B) + β·C) and Device.GemmBatched queue work
-// and return at once; Device.Fence tells when the GPU is done;
-// Device.Scope groups calls under one state save and restore. Package
-// glblas puts gonum's Sgemm and Dgemm on the GPU. Mul's Timings describe the layout that
-// ran and its pipelined pass; MulOptions.Measure lets a caller time the
+// product over several GPUs, package pinned makes host matrices the GPU
+// copies itself. Matrix keeps a matrix on the GPU (NewMatrix) or views a
+// host's buffer (WrapBuffer); Matrix.Gemm (C = α·op(A)·op(B) + β·C) and
+// Device.GemmBatched queue work and return at once; Device.Fence tells
+// when the GPU is done; Device.Scope groups calls under one state save
+// and restore. Package glblas puts gonum's Sgemm and Dgemm on the GPU.
+// Mul's Timings describe the layout that ran and its pipelined pass; MulOptions.Measure lets a caller time the
 // stages alone. Device.Mul64 multiplies float64 matrices (blas64.General)
 // the same way, through the same staging, pipelined pass and panels,
 // where the shaders have double (desktop OpenGL, not OpenGL ES).
@@ -45,7 +45,7 @@
 //     texture unit and units 0 and 1. Nothing else is touched.
 //   - No glGetError, no debug callback, no query started or ended.
 //   - Resident calls only queue work and end with a barrier and a glFlush;
-//     Download, Mul and Float32.Sgemm wait for their own results.
+//     Download, Mul and glblas.Float32.Sgemm wait for their own results.
 //   - A call on a thread where the context is not current panics.
 //
 // Drivers' defects glmul works around (an NVIDIA glBufferSubData lost

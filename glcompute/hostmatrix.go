@@ -24,8 +24,8 @@ type hostMatrix struct {
 
 // newHostMatrix allocates a rows×cols hostMatrix, zero-filled
 // (pinned.New). It returns an error matching ErrUnsupported where the
-// driver cannot map buffers persistently, and ErrOutOfMemory where it
-// refuses the memory.
+// driver cannot map buffers persistently, ErrTooLarge past any buffer and
+// ErrOutOfMemory where it refuses the memory.
 func (d *Device) newHostMatrix(rows, cols int) (*hostMatrix, error) {
 	if rows < 1 || cols < 1 {
 		panic("glcompute: matrix dimension below 1")

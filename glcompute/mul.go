@@ -45,8 +45,8 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 }
 
 // Plan says how Mul would run an m×k by k×n product with opts: its
-// Layout's Kernel and, for a product in panels, Panels (the dispatch
-// counts follow from the bands Mul plans: Timings.Layout); or an error
+// Layout's Kernel and, for a product in panels, Panels, the other fields
+// zero (Mul's Timings.Layout has them, from the bands it plans); or an error
 // (matching ErrTooLarge or ErrUnsupported) where it cannot run at all: an
 // unknown kernel or one the device cannot run, too many groups a
 // dispatch, a product beyond bindings or memory that this kernel cannot

@@ -34,8 +34,8 @@ type MulOptions struct {
 	// (tuning.AutoSplitK: only grids under about a wave of the device's
 	// work groups, 128 on a GPU, are split); 1:
 	// no split. On Mesa's llvmpipe, K is split at least as many ways as
-	// its loop limit needs, in panels too (see the package documentation,
-	// "Mesa's llvmpipe and long K").
+	// its loop limit needs, in panels too (docs/DRIVERS.md, "Mesa's
+	// llvmpipe and long K").
 	SplitK int
 	// Progress, if set, is called as each block of C arrives in host
 	// memory (Timings.Steps of them), with the number done and the total.
@@ -139,7 +139,8 @@ type Timings struct {
 	EndToEnd time.Duration `json:"end_to_end_ns"`
 	Steps    int           `json:"pipeline_steps"`
 	// Streamed: the pass moved A and C with compute passes beside the
-	// kernel's (a streamed pass: see the package documentation).
+	// kernel's (a streamed pass: docs/LIBRARY.md, "Host matrices and
+	// transfers, in detail").
 	Streamed bool `json:"streamed,omitempty"`
 	// Upload and Readback are the host's busy time within the pass copying
 	// into and out of the staging buffers. Compute holds one element, the

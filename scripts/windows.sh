@@ -4,8 +4,8 @@
 # path a Windows user takes.
 #
 #   scripts/windows.sh build [OUT]   cross-compile glmul.exe (default bin/glmul.exe)
-#   scripts/windows.sh test          the library's GL suites (glcompute, its stream and
-#                                    devgroup), glmul.exe -n 64
+#   scripts/windows.sh test          the library's GL suites (glcompute, its stream,
+#                                    devgroup, glblas and pinned), glmul.exe -n 64
 #                                    and glmul.exe table -sizes 32,64, under Wine
 #
 # Needs gcc-mingw-w64-x86-64 (build), wine, wine64 and xvfb (test): `make

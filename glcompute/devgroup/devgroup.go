@@ -36,10 +36,10 @@ type Group struct {
 	fault   func(device, panel int) error
 }
 
-// Devices lists the GPUs of the host as EGL enumerates them, as "index:
-// description" lines numbered from 1 as Open's list and
-// glcompute.Options.Device take them, or nil where EGL cannot enumerate
-// devices. Safe from any goroutine.
+// Devices lists the host's EGL devices (its GPUs, and Mesa's software
+// device where installed) as "index: description" lines, numbered from 1
+// as Open's list and glcompute.Options.Device take them, or nil where EGL
+// cannot enumerate devices. Safe from any goroutine.
 func Devices() []string {
 	var out []string
 	for _, dev := range egl.Devices() {
@@ -49,7 +49,8 @@ func Devices() []string {
 }
 
 // Open opens a Device on each EGL device listed, by its 1-based index in
-// Devices' list, with opts (whose Device is ignored); nil
+// Devices' list, with opts (whose Device is ignored; Backend "" or
+// "auto" is headless EGL, and GLFW is refused with ErrNoContext); nil
 // lists every hardware GPU EGL enumerates, or Mesa's software device
 // where there is none. A platform whose EGL cannot enumerate devices, or
 // a device that fails to open, gives an error matching

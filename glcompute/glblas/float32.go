@@ -35,7 +35,8 @@ type Float32 struct {
 	// Threshold is the m·n·k at or above which Sgemm uses the GPU. Zero
 	// value: the measured crossover for the device's vendor
 	// (tuning.SgemmThreshold), or never where none was measured; on Mesa
-	// llvmpipe only for products its cpu kernel runs (see gpuPays).
+	// llvmpipe only for products its cpu kernel runs (no transpose, α = 1,
+	// β = 0, K and N multiples of 4).
 	Threshold int
 }
 

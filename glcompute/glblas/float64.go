@@ -34,7 +34,8 @@ type Float64 struct {
 	// Fallback, if set, is called with the error that sent a Dgemm at or
 	// above the threshold to gonum, on Dgemm's goroutine: once per Device
 	// for each kind of error (ErrUnsupported, as on OpenGL ES; ErrTooLarge;
-	// ErrOutOfMemory; any other). Zero value: nothing is said.
+	// ErrOutOfMemory; any other). A released Device's Dgemm goes to gonum
+	// unsaid. Zero value: nothing is said.
 	Fallback func(error)
 }
 

@@ -15,8 +15,9 @@ import (
 
 // Matrix is a rows×cols float32 matrix in mapped host memory, rows
 // padded to a multiple of 4 floats (the padding Mul's to write). Pass
-// its General to d's Mul as A, B or C, unchanged in shape and stride.
-// Data is valid until Release.
+// its General as A, B or C, unchanged in shape and stride, to the Mul of
+// the Device given to New (another Device copies it as any slice). Data
+// is valid until Release.
 //
 // Thread rule: Data may be read and written from any goroutine while no
 // Mul that uses the matrix runs; New and Release follow the Device's rule.
@@ -28,9 +29,9 @@ type Matrix struct {
 // New allocates a rows×cols Matrix on d, zero-filled. It returns an error
 // matching glcompute.ErrUnsupported where the driver cannot map buffers
 // persistently (glBufferStorage: OpenGL 4.4 or ARB_buffer_storage; not
-// OpenGL ES; not with Options.NoPersistentMapping), ErrTooLarge past any
-// buffer and ErrOutOfMemory where the driver refuses the memory. It
-// panics on a dimension below 1.
+// OpenGL ES; not with Options.NoPersistentMapping), glcompute.ErrTooLarge
+// past any buffer and glcompute.ErrOutOfMemory where the driver refuses
+// the memory. It panics on a dimension below 1.
 func New(d *glcompute.Device, rows, cols int) (*Matrix, error) {
 	g, release, err := link.NewPinned(d, rows, cols)
 	if err != nil {
