@@ -90,14 +90,8 @@ func (t dest) room(size uint64) error {
 // to call before it opens what the work needs (a GPU), so that a file
 // that cannot be kept fails first.
 func CheckSized(path string, size uint64) error {
-	if err := Check(path); err != nil || path == Stdout {
-		return err
-	}
-	t, err := resolve(path)
-	if err != nil {
-		return err
-	}
-	if inPlace, err := t.classify(); err != nil || inPlace {
+	t, replaced, err := check(path)
+	if err != nil || !replaced {
 		return err
 	}
 	return t.room(size)
@@ -110,30 +104,36 @@ func CheckSized(path string, size uint64) error {
 // for its reader), so a permission error there shows only when written.
 // "-" passes: whether there is a stdout is the caller's to know.
 func Check(path string) error {
+	_, _, err := check(path)
+	return err
+}
+
+// check is Check, also returning where path leads and whether a new file
+// would replace it there (not for "-" or a file written in place).
+func check(path string) (t dest, replaced bool, err error) {
 	if path == Stdout {
-		return nil
+		return t, false, nil
 	}
-	t, err := resolve(path)
-	if err != nil {
-		return err
+	if t, err = resolve(path); err != nil {
+		return t, false, err
 	}
 	if inPlace, err := t.classify(); err != nil || inPlace {
-		return err
+		return t, false, err
 	}
 	if err := t.replaceable(); err != nil {
-		return err
+		return t, false, err
 	}
 	dir, err := t.dir()
 	if err != nil {
-		return err
+		return t, false, err
 	}
 	f, err := os.CreateTemp(dir, ".glmul-outfile-check-*")
 	if err != nil {
-		return fmt.Errorf("%s: cannot write in %s: %w", t, dir, Pathless(err))
+		return t, false, fmt.Errorf("%s: cannot write in %s: %w", t, dir, Pathless(err))
 	}
 	f.Close()
 	os.Remove(f.Name())
-	return nil
+	return t, true, nil
 }
 
 // InPlace reports whether path is written in place, not replaced: a
