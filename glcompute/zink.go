@@ -119,7 +119,7 @@ func (d *Device) zinkProbe() (wrong []int, err error) {
 // zinkFault reports whether the context is zink's and runs zinkProbe
 // wrong (or could not run it).
 func (d *Device) zinkFault() bool {
-	if !strings.Contains(d.info.Renderer, "zink") || d.info.ES {
+	if !d.onZink() || d.info.ES {
 		return false
 	}
 	wrong, err := d.zinkProbe()
@@ -133,6 +133,7 @@ func (d *Device) zinkFault() bool {
 // returned, its values arriving moments later (docs/DRIVERS.md,
 // "zink and kernel writes to mapped memory"). GPU copies into such
 // buffers arrive in time, so there C goes through a copy.
-func (d *Device) lateMappedWrites() bool {
-	return strings.Contains(d.info.Renderer, "zink")
-}
+func (d *Device) lateMappedWrites() bool { return d.onZink() }
+
+// onZink reports whether the context is Mesa's zink (OpenGL over Vulkan).
+func (d *Device) onZink() bool { return strings.Contains(d.info.Renderer, "zink") }
