@@ -6,22 +6,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/internal/conformance"
 )
-
-// envInt reads a benchmark size from the environment, so that CI (llvmpipe)
-// runs small and the GPU machine runs the sizes the figures need.
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
 
 // BenchmarkCallOverhead is the CPU cost of queueing one resident 64×64
 // product (no wait): what an engine pays per call. ns/op is that cost; the
@@ -112,7 +103,7 @@ func runCalls(b *testing.B, d *Device, drain int) {
 // them; bytes/s counts A, B and C once each (48 floats per product).
 func BenchmarkBatched4x4(b *testing.B) {
 	d := openDevice(b, BackendEGL)
-	count := envInt("GLMUL_BENCH_BATCH", 10000)
+	count := conformance.EnvSize("GLMUL_BENCH_BATCH", 10000)
 	rng := rand.New(rand.NewPCG(3, 4))
 	ma, _ := d.NewMatrix(count, 16)
 	mb, _ := d.NewMatrix(count, 16)
@@ -141,7 +132,7 @@ func BenchmarkBatched4x4(b *testing.B) {
 // Device.Mul, which uploads A and B and reads C back every time.
 func BenchmarkResidentVsReadback(b *testing.B) {
 	d := openDevice(b, BackendEGL)
-	n := envInt("GLMUL_BENCH_N", 256)
+	n := conformance.EnvSize("GLMUL_BENCH_N", 256)
 	rng := rand.New(rand.NewPCG(5, 6))
 	a, bm := cpu.Random(n, n, rng), cpu.Random(n, n, rng)
 	c := cpu.New(n, n)

@@ -3,8 +3,6 @@ package glblas
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -15,22 +13,13 @@ import (
 	"github.com/glmul/glmul/internal/gltest"
 )
 
-// envInt reads a benchmark size from the environment (def where unset),
-// so that CI (llvmpipe) runs small sizes and a GPU can be given large ones.
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
 // BenchmarkSgemmCrossover measures Float32's GPU path (upload,
 // product, readback) against gonum's Sgemm, for the size from which the
 // GPU pays (tuning.SgemmThreshold). Sizes: GLMUL_BENCH_SGEMM_MAX (default
 // 256), halving from there down to 64.
 func BenchmarkSgemmCrossover(b *testing.B) {
 	d := gltest.Open(b)
-	for n := 64; n <= envInt("GLMUL_BENCH_SGEMM_MAX", 256); n *= 2 {
+	for n := 64; n <= conformance.EnvSize("GLMUL_BENCH_SGEMM_MAX", 256); n *= 2 {
 		rng := rand.New(rand.NewPCG(uint64(n), 7))
 		a, bm := cpu.Random(n, n, rng), cpu.Random(n, n, rng)
 		c := cpu.New(n, n)

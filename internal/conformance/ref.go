@@ -3,6 +3,8 @@ package conformance
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"strconv"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
@@ -75,4 +77,14 @@ func Random64(rows, cols, stride int, rng *rand.Rand) blas64.General {
 		}
 	}
 	return m
+}
+
+// EnvSize reads a benchmark's size from the environment variable name
+// (def where unset or not a positive integer), so that CI (llvmpipe)
+// runs small sizes and a GPU machine the sizes its figures need.
+func EnvSize(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }
