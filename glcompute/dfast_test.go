@@ -126,7 +126,9 @@ func tileShapes(k shaders.Kernel) [][3]int {
 // offset and odd compact strides), and small ones with each of the
 // sweep's options: buffer textures (_tex, single- and double-buffered),
 // warp tiles 8 and 4 wide over padded rows of A (_p2_w8, _p2_w4) and
-// unpadded (_w8), and 8×8 in a 64×64 block of 64 invocations.
+// unpadded (_w8), 8×8 in a 64×64 block of 64 invocations, and fragments a
+// step ahead (_ahead) with dvec2s, doubles (the shortest K step, 2) and
+// textures.
 func TestDFastTileEdges(t *testing.T) {
 	d := openDevice(t, BackendEGL)
 	needFloat64(t, d)
@@ -144,6 +146,9 @@ func TestDFastTileEdges(t *testing.T) {
 		{"dfast:64x32x8_4x2_p2_w4_db", 6, 3, true},
 		{"dfast:32x64x4_2x4_w8_db", 0, 1, true},
 		{"dfast:64x64x8_8x8_db", 2, 1, true},
+		{"dfast:64x64x8_8x8_db_ahead", 2, 1, true},
+		{"dfast:32x64x4_2x4_db_u_ahead", 3, 1, false},
+		{"dfast:64x32x2_4x2_w4_db_tex_ahead", 4, 0, true},
 	} {
 		t.Run(c.spec, func(t *testing.T) {
 			k, err := shaders.LookupFloat64(c.spec)

@@ -25,6 +25,12 @@
 //           (a dvec2 each, unpacked by packDouble2x32; Kernel.Textures),
 //           as fast.comp's TEX: no bounds check of the driver's per
 //           load, and the texture path's own cache; needs VEC
+//   AHEAD   1: each step of k's shared fragments loaded one step ahead
+//           into registers (two sets), A held transposed in shared
+//           memory (As[k][row], an invocation's TM rows contiguous) and
+//           the K step's one barrier before its last step, so that no
+//           multiply-add waits on a shared load or the barrier's drain
+//           (below, "Ahead"); needs DB, TM even and PADA 0
 //
 // The layout of the work is fast.comp's, in 16-byte dvec2s where fast has
 // 16-byte vec4s: invocation (tx, ty) owns rows i·THREADS_Y + ty (i < TM)
@@ -58,9 +64,18 @@
 #define BN2 (BN / 2)                // dvec2s of a shared row of B
 #define ASTRIDE (BK2 + PADA / 2)    // dvec2s of a shared row of A
 #define A_TILE (BM * BK2)           // dvec2s of one A tile
-#define A_SIZE (BM * ASTRIDE)       // dvec2s of one buffer of As
 #define B_SIZE (BK * BN2)           // dvec2s of one B tile (and buffer of Bs)
+#if AHEAD
+// A's tile is read by pairs of rows (a dvec2 of 2 k from each) and stored
+// transposed, a dvec2 of two rows at one k.
+#define A_PAIRS (BM / 2 * BK2)      // pairs of rows × dvec2s of k in a tile
+#define A_LOADS (2 * ((A_PAIRS + THREADS - 1) / THREADS))
+#define AT_ROW (BM / 2)             // dvec2s of one k of A transposed
+#define A_SIZE (BK * AT_ROW)        // dvec2s of one buffer of As
+#else
 #define A_LOADS ((A_TILE + THREADS - 1) / THREADS)
+#define A_SIZE (BM * ASTRIDE)       // dvec2s of one buffer of As
+#endif
 #define B_LOADS ((B_SIZE + THREADS - 1) / THREADS)
 #define NBUF (DB + 1)
 #if WX == 0
@@ -130,13 +145,42 @@ shared dvec2 Bs[NBUF * B_SIZE];
 // indices computed once (wa, wb). Macros, not functions, to keep ra and
 // rb in registers. LOAD_WHOLE stays in a branch of its own (fast.comp:
 // NVIDIA's compiler otherwise sinks the loads to the shared stores).
-#define LOAD_EDGE(kt)                                                            \
+#if AHEAD
+// A pair p of the tile is rows 2·(p / BK2) and the one below, at k
+// 2·(p % BK2): ra[2i] and ra[2i + 1].
+#define LOAD_EDGE_A(kt)                                                          \
+    for (int i = 0; i < A_LOADS / 2; i++) {                                      \
+        uint p = tid + uint(i * THREADS);                                        \
+        uint r = row0 + p / uint(BK2) * 2u, k = (kt) + (p % uint(BK2)) * 2u;     \
+        bool ok = A_PAIRS % THREADS == 0 || p < uint(A_PAIRS);                   \
+        bool ok0 = ok && r < M, ok1 = ok && r + 1u < M;                          \
+        ra[2 * i] = EDGE2(A, offA + r * lda + k, ok0 && k < kEnd, ok0 && k + 1u < kEnd); \
+        ra[2 * i + 1] = EDGE2(A, offA + (r + 1u) * lda + k, ok1 && k < kEnd, ok1 && k + 1u < kEnd); \
+    }
+#define LOAD_WHOLE_A(kt)                                                         \
+    for (int i = 0; i < A_LOADS / 2; i++) {                                      \
+        if (A_PAIRS % THREADS == 0 || tid + uint(i * THREADS) < uint(A_PAIRS)) { \
+            ra[2 * i] = W(A, wa[i] + KOFF(kt));                                  \
+            ra[2 * i + 1] = W(A, wa[i] + ldaW + KOFF(kt));                       \
+        }                                                                        \
+    }
+#else
+#define LOAD_EDGE_A(kt)                                                          \
     for (int i = 0; i < A_LOADS; i++) {                                          \
         uint idx = tid + uint(i * THREADS);                                      \
         uint r = row0 + idx / uint(BK2), k = (kt) + (idx % uint(BK2)) * 2u;      \
         bool ok = (A_TILE % THREADS == 0 || idx < uint(A_TILE)) && r < M;        \
         ra[i] = EDGE2(A, offA + r * lda + k, ok && k < kEnd, ok && k + 1u < kEnd); \
-    }                                                                            \
+    }
+#define LOAD_WHOLE_A(kt)                                                         \
+    for (int i = 0; i < A_LOADS; i++) {                                          \
+        if (A_TILE % THREADS == 0 || tid + uint(i * THREADS) < uint(A_TILE))     \
+            ra[i] = W(A, wa[i] + KOFF(kt));                                      \
+    }
+#endif
+
+#define LOAD_EDGE(kt)                                                            \
+    LOAD_EDGE_A(kt)                                                              \
     for (int i = 0; i < B_LOADS; i++) {                                          \
         uint idx = tid + uint(i * THREADS);                                      \
         uint k = (kt) + idx / uint(BN2), c = col0 + (idx % uint(BN2)) * 2u;      \
@@ -145,10 +189,7 @@ shared dvec2 Bs[NBUF * B_SIZE];
     }
 
 #define LOAD_WHOLE(kt)                                                           \
-    for (int i = 0; i < A_LOADS; i++) {                                          \
-        if (A_TILE % THREADS == 0 || tid + uint(i * THREADS) < uint(A_TILE))     \
-            ra[i] = W(A, wa[i] + KOFF(kt));                                      \
-    }                                                                            \
+    LOAD_WHOLE_A(kt)                                                             \
     for (int i = 0; i < B_LOADS; i++) {                                          \
         if (B_SIZE % THREADS == 0 || tid + uint(i * THREADS) < uint(B_SIZE))     \
             rb[i] = W(B, wb[i] + (kt) * ldbW);                                   \
@@ -162,12 +203,29 @@ shared dvec2 Bs[NBUF * B_SIZE];
 #define A_AT(idx) (idx)
 #endif
 
-#define STORE_SHARED(buf)                                                        \
+#if AHEAD
+// A pair's two dvec2s, rows r and r + 1 at k and k + 1, go in as the
+// dvec2s (r, r + 1) of k and of k + 1.
+#define STORE_SHARED_A(buf)                                                      \
+    for (int i = 0; i < A_LOADS / 2; i++) {                                      \
+        uint p = tid + uint(i * THREADS);                                        \
+        uint at = uint((buf) * A_SIZE) + (p % uint(BK2)) * uint(2 * AT_ROW) + p / uint(BK2); \
+        if (A_PAIRS % THREADS == 0 || p < uint(A_PAIRS)) {                       \
+            As[at] = dvec2(ra[2 * i].x, ra[2 * i + 1].x);                        \
+            As[at + uint(AT_ROW)] = dvec2(ra[2 * i].y, ra[2 * i + 1].y);         \
+        }                                                                        \
+    }
+#else
+#define STORE_SHARED_A(buf)                                                      \
     for (int i = 0; i < A_LOADS; i++) {                                          \
         uint idx = tid + uint(i * THREADS);                                      \
         if (A_TILE % THREADS == 0 || idx < uint(A_TILE))                         \
             As[uint((buf) * A_SIZE) + A_AT(idx)] = ra[i];                        \
-    }                                                                            \
+    }
+#endif
+
+#define STORE_SHARED(buf)                                                        \
+    STORE_SHARED_A(buf)                                                          \
     for (int i = 0; i < B_LOADS; i++) {                                          \
         uint idx = tid + uint(i * THREADS);                                      \
         if (B_SIZE % THREADS == 0 || idx < uint(B_SIZE))                         \
@@ -209,12 +267,21 @@ void main()
     bool whole = row0 + uint(BM) <= M && col0 + uint(BN) <= colLim;
 
     // Where LOAD_WHOLE's loads start at kt = 0, in W's units.
-    uint wa[A_LOADS];
     uint wb[B_LOADS];
+#if AHEAD
+    uint wa[A_LOADS / 2]; // a pair's first row; the second is ldaW further
+    uint ldaW = KOFF(lda);
+    for (int i = 0; i < A_LOADS / 2; i++) {
+        uint p = tid + uint(i * THREADS);
+        wa[i] = KOFF(offA + (row0 + p / uint(BK2) * 2u) * lda) + (p % uint(BK2)) * PER2;
+    }
+#else
+    uint wa[A_LOADS];
     for (int i = 0; i < A_LOADS; i++) {
         uint idx = tid + uint(i * THREADS);
         wa[i] = KOFF(offA + (row0 + idx / uint(BK2)) * lda) + (idx % uint(BK2)) * PER2;
     }
+#endif
     for (int i = 0; i < B_LOADS; i++) {
         uint idx = tid + uint(i * THREADS);
         wb[i] = KOFF(offB + col0) + (idx / uint(BN2)) * ldbW + (idx % uint(BN2)) * PER2;
@@ -240,7 +307,64 @@ void main()
     STORE_SHARED(0)
     barrier();
     int buf = 0;
+#endif
+#if AHEAD
+    // Ahead: while step k's TM·TN multiply-adds run, step k + 1's
+    // fragments (TM doubles of A, TN of B) load into the other set of
+    // registers, fa[s] and fb[s]; the step before the last stores the next
+    // K step into the other buffer, then comes the barrier, then the next
+    // K step's first fragments load while the last step computes. The
+    // barrier is the only one a K step: a buffer is last read before the
+    // barrier that precedes the stores into it.
+    dvec2 fa[2][TM / 2]; // rows (2i, 2i + 1) of the invocation's TM, at one k
+    dvec2 fb[2][GN];
+#define FRAG(s, k)                                                               \
+    for (int i = 0; i < TM / 2; i++)                                             \
+        fa[s][i] = As[uint(buf * A_SIZE) + uint((k) * AT_ROW) + ty * uint(TM / 2) + uint(i)]; \
+    for (int j = 0; j < GN; j++)                                                 \
+        fb[s][j] = Bs[uint(buf * B_SIZE) + uint((k) * BN2 + j * THREADS_X) + tx];
+#define STEP(s)                                                                  \
+    for (int i = 0; i < TM / 2; i++) {                                           \
+        for (int j = 0; j < GN; j++) {                                           \
+            acc[2 * i][j] = fma(dvec2(fa[s][i].x), fb[s][j], acc[2 * i][j]);     \
+            acc[2 * i + 1][j] = fma(dvec2(fa[s][i].y), fb[s][j], acc[2 * i + 1][j]); \
+        }                                                                        \
+    }
+    // One K step: LOADNEXT issues the next one's global loads, MORE says
+    // whether there is a next one. The loop over whole tiles has no other
+    // branch, so that the compiler can spread the loads among the
+    // multiply-adds (with both kinds in one loop, the branches kept them
+    // apart: about 130 instructions a K step with no DFMA to issue beside).
+#define KSTEP(LOADNEXT, MORE)                                                    \
+    LOADNEXT                                                                     \
+    for (int k = 0; k < BK - 2; k += 2) {                                        \
+        FRAG(1, k + 1)                                                           \
+        STEP(0)                                                                  \
+        FRAG(0, k + 2)                                                           \
+        STEP(1)                                                                  \
+    }                                                                            \
+    FRAG(1, BK - 1)                                                              \
+    STEP(0)                                                                      \
+    if (MORE) {                                                                  \
+        STORE_SHARED(buf ^ 1)                                                    \
+    }                                                                            \
+    barrier();                                                                   \
+    buf ^= 1;                                                                    \
+    FRAG(0, 0)                                                                   \
+    STEP(1)
+    FRAG(0, 0)
+    uint kt = 0u;
+    if (whole) { // whole tiles while the next K step is whole too
+        for (; kt + uint(2 * BK) <= kEnd; kt += uint(BK)) {
+            KSTEP(LOAD_WHOLE(kt + uint(BK)), true)
+        }
+    }
+    for (; kt < kEnd; kt += uint(BK)) {
+        bool more = kt + uint(BK) < kEnd;
+        KSTEP(if (more) { LOAD_EDGE(kt + uint(BK)) }, more)
+    }
 #else
+#if !DB
     const int buf = 0;
 #endif
     for (uint kt = 0u; kt < kEnd; kt += uint(BK)) {
@@ -292,6 +416,7 @@ void main()
 #endif
         barrier();
     }
+#endif // AHEAD
 
     // A tile moved back, or one crossing C's edges, checks each element
     // against C's edges and its own first row and column (a tile moved
@@ -299,7 +424,11 @@ void main()
     bool check = row0 != ownRow || col0 != ownCol || row0 + uint(BM) > M || col0 + uint(BN) > N;
     #pragma optionNV(unroll all)
     for (int i = 0; i < TM; i++) {
+#if AHEAD
+        uint row = row0 + ty * uint(TM) + uint(i);
+#else
         uint row = row0 + uint(i * THREADS_Y) + ty;
+#endif
         if (!check || row < M && row >= ownRow) {
             #pragma optionNV(unroll all)
             for (int j = 0; j < GN; j++) {

@@ -13,10 +13,11 @@ import (
 // A configuration is spelt BMxBNxBK_TMxTN, then _pP for P doubles of
 // padding per shared row of A, _wW for warp tiles W invocations wide, _db
 // for double buffering, _u for A and B read double by double (any strides
-// and offsets) and _tex for A and B read through buffer textures, each at
-// most once and in that order, as in "128x128x8_8x8_db",
-// "64x64x8_4x4_db_u" or "128x128x8_8x8_p2_w8_db_tex" (fast's grammar,
-// FastConfig, with _u in place of _at).
+// and offsets), _tex for A and B read through buffer textures and _ahead
+// for fragments loaded a step ahead, each at most once and in that order,
+// as in "128x128x8_8x8_db", "64x64x8_4x4_db_u" or
+// "128x128x8_8x8_p2_w8_db_tex" (fast's grammar, FastConfig, with _u in
+// place of _at).
 //
 // Sizing for NVIDIA's H100 and H200 (132 SMs; 33.5 TFLOPS of fp64 FMA
 // without tensor cores: 64 DFMA a clock an SM, a warp instruction every 2
@@ -66,6 +67,13 @@ type DFastConfig struct {
 	// driver's per load, and the texture path's cache. Not with
 	// Unaligned.
 	Tex bool
+	// Ahead loads each step of k's shared fragments (TM doubles of A, TN
+	// of B) a step ahead into a second set of registers, with A held
+	// transposed in shared memory and the K step's one barrier before its
+	// last step, so that the multiply-adds wait neither on a shared load
+	// nor on the barrier (docs/PERFORMANCE.md, "dfast ahead"). Needs
+	// DoubleBuffer, an even TM and no PadA.
+	Ahead bool
 }
 
 // warpX is the warp's width in invocations the shader is built with: 0
@@ -109,12 +117,15 @@ func (c DFastConfig) String() string {
 	if c.Tex {
 		s += "_tex"
 	}
+	if c.Ahead {
+		s += "_ahead"
+	}
 	return s
 }
 
 // ParseDFastConfig reads a configuration written by String.
 func ParseDFastConfig(s string) (DFastConfig, error) {
-	bad := fmt.Errorf("dfast kernel configuration %q: want BMxBNxBK_TMxTN[_pP][_wW][_db][_u][_tex], e.g. 128x128x8_8x8_db", s)
+	bad := fmt.Errorf("dfast kernel configuration %q: want BMxBNxBK_TMxTN[_pP][_wW][_db][_u][_tex][_ahead], e.g. 128x128x8_8x8_db", s)
 	parts := strings.Split(s, "_")
 	if len(parts) < 2 {
 		return DFastConfig{}, bad
@@ -139,7 +150,7 @@ func ParseDFastConfig(s string) (DFastConfig, error) {
 	for _, o := range []struct {
 		name string
 		v    *bool
-	}{{"db", &c.DoubleBuffer}, {"u", &c.Unaligned}, {"tex", &c.Tex}} {
+	}{{"db", &c.DoubleBuffer}, {"u", &c.Unaligned}, {"tex", &c.Tex}, {"ahead", &c.Ahead}} {
 		if len(opts) > 0 && opts[0] == o.name {
 			*o.v, opts = true, opts[1:]
 		}
@@ -196,6 +207,8 @@ func (c DFastConfig) Check() error {
 			c, c.WarpX, c.BN/c.TN, c.WarpX, c.BM/c.TM)
 	case c.Tex && c.Unaligned:
 		return fmt.Errorf("dfast kernel %v: buffer textures (_tex) read whole dvec2s; drop _u", c)
+	case c.Ahead && (!c.DoubleBuffer || c.TM%2 != 0 || c.PadA != 0):
+		return fmt.Errorf("dfast kernel %v: fragments a step ahead (_ahead) need _db, an even TM and no _p", c)
 	}
 	return nil
 }
@@ -207,7 +220,7 @@ func DFast(c DFastConfig) (Kernel, error) {
 	if err := c.Check(); err != nil {
 		return Kernel{}, fmt.Errorf("shaders: %w", err)
 	}
-	db, vec, align, tex := 0, 1, 2, 0
+	db, vec, align, tex, ahead := 0, 1, 2, 0, 0
 	if c.DoubleBuffer {
 		db = 1
 	}
@@ -217,8 +230,11 @@ func DFast(c DFastConfig) (Kernel, error) {
 	if c.Tex {
 		tex = 1
 	}
-	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define DB %d\n#define VEC %d\n#define THREADS %d\n#define PADA %d\n#define WX %d\n#define TEX %d\n#line 1\n%s",
-		c.BM, c.BN, c.BK, c.TM, c.TN, db, vec, c.Threads(), c.PadA, c.warpX(), tex, source("dfast.comp"))
+	if c.Ahead {
+		ahead = 1
+	}
+	src := fmt.Sprintf("#version 430 core\n#define BM %d\n#define BN %d\n#define BK %d\n#define TM %d\n#define TN %d\n#define DB %d\n#define VEC %d\n#define THREADS %d\n#define PADA %d\n#define WX %d\n#define TEX %d\n#define AHEAD %d\n#line 1\n%s",
+		c.BM, c.BN, c.BK, c.TM, c.TN, db, vec, c.Threads(), c.PadA, c.warpX(), tex, ahead, source("dfast.comp"))
 	return Kernel{Name: "dfast", Config: c.String(), File: "dfast.comp", TileM: c.BM, TileN: c.BN, Align: align,
 		Threads: c.Threads(), StepK: c.BK, SharedBytes: c.SharedBytes(), Textures: c.Tex, Float64: true, Source: src}, nil
 }

@@ -8,7 +8,9 @@ import (
 
 func TestDFastConfigRoundTrip(t *testing.T) {
 	for _, c := range append(DFastSweep(), DFastConfig{BM: 32, BN: 64, BK: 8, TM: 2, TN: 4, DoubleBuffer: true, Unaligned: true},
-		DFastConfig{BM: 32, BN: 32, BK: 4, TM: 1, TN: 2, Unaligned: true}, DFastConfig{BM: 32, BN: 32, BK: 4, TM: 4, TN: 2, PadA: 4, Tex: true}) {
+		DFastConfig{BM: 32, BN: 32, BK: 4, TM: 1, TN: 2, Unaligned: true}, DFastConfig{BM: 32, BN: 32, BK: 4, TM: 4, TN: 2, PadA: 4, Tex: true},
+		DFastConfig{BM: 64, BN: 96, BK: 8, TM: 8, TN: 6, WarpX: 4, DoubleBuffer: true, Tex: true, Ahead: true},
+		DFastConfig{BM: 32, BN: 64, BK: 2, TM: 2, TN: 4, DoubleBuffer: true, Unaligned: true, Ahead: true}) {
 		back, err := ParseDFastConfig(c.String())
 		if err != nil || back != c {
 			t.Errorf("ParseDFastConfig(%q) = %+v, %v", c.String(), back, err)
@@ -21,12 +23,15 @@ func TestDFastConfigRoundTrip(t *testing.T) {
 		if c.Unaligned {
 			vec, align = 0, 1
 		}
-		tex := 0
+		tex, ahead := 0, 0
 		if c.Tex {
 			tex = 1
 		}
+		if c.Ahead {
+			ahead = 1
+		}
 		if k.Align != align || !strings.HasPrefix(k.Source, "#version 430 core\n") || !strings.Contains(k.Source, fmt.Sprintf("#define VEC %d\n", vec)) ||
-			!strings.Contains(k.Source, fmt.Sprintf("#define THREADS %d\n#define PADA %d\n#define WX %d\n#define TEX %d\n", c.Threads(), c.PadA, c.WarpX, tex)) ||
+			!strings.Contains(k.Source, fmt.Sprintf("#define THREADS %d\n#define PADA %d\n#define WX %d\n#define TEX %d\n#define AHEAD %d\n", c.Threads(), c.PadA, c.WarpX, tex, ahead)) ||
 			k.SourceES != "" || k.Textures != c.Tex || k.SharedBytes != c.SharedBytes() {
 			t.Errorf("%v: Align %d, Textures %v, or its source does not start with its defines, or it has GLSL ES text", c, k.Align, k.Textures)
 		}
@@ -93,7 +98,10 @@ func TestDFastConfigRejects(t *testing.T) {
 		// a warp that does not tile the group, textures with _u.
 		"128x128x8_8x8_w8_p2", "128x128x8_8x8_tex_db", "128x128x8_8x8_db_tex_tex", "128x128x8_8x8_p0", "128x128x8_8x8_w0",
 		"128x128x8_8x8_p-2", "128x128x8_8x8_p02", "128x128x8_8x8_w+8", "128x128x8_8x8_w3", "128x128x8_8x8_w32", "128x128x8_8x8_w64",
-		"64x64x8_8x8_w16", "128x128x8_8x8_db_u_tex", "128x128x8_8x8_p", "128x128x8_8x8_w"} {
+		"64x64x8_8x8_w16", "128x128x8_8x8_db_u_tex", "128x128x8_8x8_p", "128x128x8_8x8_w",
+		// _ahead: last, once, with _db, an even TM and no padding.
+		"128x128x8_8x8_ahead", "128x128x8_8x8_ahead_db", "128x128x8_8x8_db_ahead_tex", "128x128x8_8x8_db_ahead_ahead",
+		"96x128x8_3x8_db_ahead", "128x128x8_8x8_p2_db_ahead"} {
 		if _, err := ParseDFastConfig(s); err == nil {
 			t.Errorf("ParseDFastConfig(%q): no error", s)
 		}
