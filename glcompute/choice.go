@@ -37,6 +37,62 @@ func (d *Device) chooseKernels() {
 			i.DefaultKernelSource += "; " + why
 		}
 	}
+	if d.float64Support() == nil {
+		d.chooseFloat64(builtin, cache, path, cacheErr)
+	}
+}
+
+// chooseFloat64 sets Info's float64 choice: the dfast configuration glmul
+// tune -type f64 cached for this driver's square products if it still
+// parses and fits, else the vendor's measured one (tuning.Choice.Float64),
+// else the first of dfast's candidates (shaders.DFastCandidates, the
+// default first) that fits the device's limits; and the cached ones of the
+// other shape classes. A cache entry that cannot be used is named in the
+// source, as float32's are.
+func (d *Device) chooseFloat64(builtin tuning.Choice, cache tuning.Cache, path string, cacheErr error) {
+	i := &d.info
+	i.Float64Kernel, i.Float64KernelSource = d.builtinFloat64(builtin)
+	if d.ignoreTuned() || cacheErr != nil { // a cache error is in DefaultKernelSource
+		return
+	}
+	for _, cl := range tuning.Classes { // square first
+		e, ok := cache.LookupClass64(d.tuningDriver(), cl)
+		if !ok {
+			continue
+		}
+		k, err := shaders.LookupFloat64(e.Kernel)
+		if err == nil {
+			err = d.fits(k)
+		}
+		switch {
+		case err != nil:
+			i.Float64KernelSource += fmt.Sprintf("; the %s class's tuned %q in %s cannot run here, ignored: %v", cl, e.Kernel, path, err)
+		case cl == tuning.Square:
+			i.Float64Kernel, i.Float64KernelSource = k.Spec(), fmt.Sprintf("tuned by glmul tune -type f64 on %s (%s)", e.When.Format("2006-01-02"), path)
+		default:
+			if i.Float64ClassKernels == nil {
+				i.Float64ClassKernels = map[string]string{}
+			}
+			i.Float64ClassKernels[string(cl)] = k.Spec()
+		}
+	}
+}
+
+// builtinFloat64 is the float64 choice without glmul tune: the vendor's
+// measured configuration where it fits, else the first candidate that
+// does (the device model for float64: dfast's tiles scaled to the shared
+// memory and invocations the device offers), else none.
+func (d *Device) builtinFloat64(builtin tuning.Choice) (spec, source string) {
+	if k, err := shaders.LookupFloat64(builtin.Float64); builtin.Float64 != "" && err == nil && d.fits(k) == nil {
+		return k.Spec(), builtin.Source
+	}
+	for _, c := range shaders.DFastCandidates() {
+		if k, err := shaders.DFast(c); err == nil && d.fits(k) == nil {
+			return k.Spec(), fmt.Sprintf("the first of dfast's candidates that fits this device (%d bytes of shared memory, %d invocations a work group)",
+				d.info.MaxSharedMemory, d.info.MaxWorkGroupInvocations)
+		}
+	}
+	return "", "no dfast configuration fits this device"
 }
 
 // runnable returns spec if this device can run it, else the same

@@ -59,6 +59,13 @@ type Info struct {
 	// classes other than square (tuning.LongK, tuning.ThinK), by class
 	// name; a product of such a class runs its class's kernel.
 	ClassKernels map[string]string `json:"class_kernels,omitempty"`
+	// Float64Kernel is the dfast configuration Mul64 runs when not told
+	// which, Float64KernelSource where that choice came from, and
+	// Float64ClassKernels glmul tune -type f64's for the shape classes
+	// other than square; all empty where the device has no float64.
+	Float64Kernel       string            `json:"float64_kernel,omitempty"`
+	Float64KernelSource string            `json:"float64_kernel_source,omitempty"`
+	Float64ClassKernels map[string]string `json:"float64_class_kernels,omitempty"`
 }
 
 // api names the context's API and version for people: "OpenGL 4.5 (Core

@@ -13,11 +13,13 @@ import (
 
 	"github.com/glmul/glmul/glcompute/internal/dispatch"
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/tuning"
 	"github.com/glmul/glmul/shaders"
 )
 
 // Mul64 computes C = A·B in float64 with the dfast kernel (MulOptions.Kernel:
-// a shaders.LookupFloat64 spec; "": "dfast"), as Mul does for float32: one
+// a shaders.LookupFloat64 spec; "": the device's, Info.Float64Kernel or
+// its shape class's), as Mul does for float32: one
 // pipelined pass through the staging buffers, in row bands of C, or in
 // panels (K too, summed on the GPU) where a matrix is over one storage
 // binding or the three over MaxGPUMemory, or K over the driver's loop
@@ -59,7 +61,7 @@ func (d *Device) planHost64(m, k, n int, opts *MulOptions) (hp hostPlan, err err
 	if err := d.checkMaxGroups(hp.o.MaxGroups); err != nil {
 		return hp, err
 	}
-	kern, err := shaders.LookupFloat64(cmp.Or(hp.o.Kernel, "dfast"))
+	kern, err := shaders.LookupFloat64(cmp.Or(hp.o.Kernel, d.float64Kernel(m, k, n), "dfast"))
 	if err != nil {
 		return hp, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
@@ -69,6 +71,16 @@ func (d *Device) planHost64(m, k, n int, opts *MulOptions) (hp hostPlan, err err
 	hp.kernels.kern = kern
 	hp.panels, hp.paneled, err = d.panels64(m, k, n, &hp.o, kern)
 	return hp, err
+}
+
+// float64Kernel is the dfast configuration an m×k by k×n product runs
+// untold: glmul tune's for its shape class where it chose one
+// (Info.Float64ClassKernels), else Info.Float64Kernel.
+func (d *Device) float64Kernel(m, k, n int) string {
+	if spec, ok := d.info.Float64ClassKernels[string(tuning.Classify(m, k, n))]; ok {
+		return spec
+	}
+	return d.info.Float64Kernel
 }
 
 // align64 is the row length, in doubles, to which a float64 product pads

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -304,5 +306,65 @@ func TestFloat64Refused(t *testing.T) {
 	}
 	if err != nil || c.Data[0] != 6 {
 		t.Errorf("%s: Mul64 of 2·3 gave %v, %v", d.Info().Renderer, c.Data[0], err)
+	}
+}
+
+// TestFloat64Choice: without a tuning cache the device's float64 kernel
+// is the first of dfast's candidates that fits it (on llvmpipe the
+// default); glmul tune -type f64's cached square and long-k choices are
+// what Mul64 runs untold, each for its class, and right; a cached entry
+// that cannot run here is ignored and named; a float32 entry is never
+// taken for float64's, nor a float64 one for float32's; IgnoreTuned
+// leaves the cache unread.
+func TestFloat64Choice(t *testing.T) {
+	info := openDevice(t, BackendEGL).Info()
+	if info.Float64Kernel == "" {
+		t.Skipf("no float64 on %s", info.Renderer) // needFloat64's case, on a device from openDevice's cache
+	}
+	path := filepath.Join(tempDir(t), "tuned.json")
+	t.Setenv("GLMUL_TUNE_CACHE", path)
+	open := func(o Options) *Device {
+		o.Backend = onPlatform(BackendEGL)
+		return openDeviceWith(t, &o)
+	}
+	d := open(Options{})
+	want := "dfast:" + shaders.DefaultDFast.String()
+	if got := d.Info(); got.Float64Kernel != want || !strings.Contains(got.Float64KernelSource, "first of dfast's candidates") || got.Float64ClassKernels != nil {
+		t.Fatalf("no cache: float64 %s (%s), classes %v; want %s", got.Float64Kernel, got.Float64KernelSource, got.Float64ClassKernels, want)
+	}
+	d.Release()
+
+	const square, long = "dfast:32x64x8_2x4_db", "dfast:64x32x8_4x2_p2_w4_db"
+	drv := info.driver()
+	c := tuning.Cache{}
+	c.Put(tuning.Entry{Driver: drv, Class: tuning.Square, Kernel: square, Float64: true})
+	c.Put(tuning.Entry{Driver: drv, Class: tuning.LongK, Kernel: long, Float64: true})
+	c.Put(tuning.Entry{Driver: drv, Class: tuning.ThinK, Kernel: "dfast:512x512x8_8x8_db", Float64: true}) // 1024 invocations, 128 KiB
+	c.Put(tuning.Entry{Driver: drv, Class: tuning.Square, Kernel: "fast:64x64x8_4x4"})
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	d = open(Options{})
+	got := d.Info()
+	if got.Float64Kernel != square || !strings.Contains(got.Float64KernelSource, "glmul tune -type f64") ||
+		!strings.Contains(got.Float64KernelSource, "thin-k class's tuned \"dfast:512x512x8_8x8_db\"") ||
+		!maps.Equal(got.Float64ClassKernels, map[string]string{"long-k": long}) || got.DefaultKernel != "fast:64x64x8_4x4" {
+		t.Fatalf("with a cache: float64 %s (%s), classes %v, float32 %s", got.Float64Kernel, got.Float64KernelSource, got.Float64ClassKernels, got.DefaultKernel)
+	}
+	rng := rand.New(rand.NewPCG(45, 168))
+	for _, s := range []struct {
+		shape [3]int
+		want  string
+	}{{[3]int{67, 45, 70}, square}, {[3]int{9, 300, 11}, long}, {[3]int{300, 20, 301}, square}} {
+		if tm := checkMul64(t, d, nil, 1, s.shape, rng); tm.Kernel != s.want {
+			t.Errorf("%v ran %s, want %s", s.shape, tm.Kernel, s.want)
+		}
+	}
+	if tm := checkMul64(t, d, &MulOptions{Kernel: "dfast:32x32x4_4x2"}, 0, [3]int{40, 41, 42}, rng); tm.Kernel != "dfast:32x32x4_4x2" {
+		t.Errorf("MulOptions.Kernel dfast:32x32x4_4x2 ran %s", tm.Kernel)
+	}
+	d.Release()
+	if got := open(Options{IgnoreTuned: true}).Info(); got.Float64Kernel != want || got.Float64ClassKernels != nil {
+		t.Errorf("IgnoreTuned: float64 %s, classes %v; want %s", got.Float64Kernel, got.Float64ClassKernels, want)
 	}
 }

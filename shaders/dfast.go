@@ -245,7 +245,9 @@ func DFast(c DFastConfig) (Kernel, error) {
 // where the default spills or stalls); 64×64 blocks of 4×4 (more groups
 // for small products); the default's tile single-buffered in 16-deep
 // steps (the same 32 KiB, half the barriers); 64×64×16 blocks of 8×4
-// (128 invocations); and 256×64 blocks of 8×8 (40 KiB).
+// (128 invocations); 256×64 blocks of 8×8 (40 KiB); and 64×128 blocks
+// of 8×8 read through buffer textures, the best measured on an H200
+// (tuning.NVIDIAFloat64).
 func DFastCandidates() []DFastConfig {
 	return []DFastConfig{
 		DefaultDFast,
@@ -255,6 +257,7 @@ func DFastCandidates() []DFastConfig {
 		{BM: 128, BN: 128, BK: 16, TM: 8, TN: 8},
 		{BM: 64, BN: 64, BK: 16, TM: 8, TN: 4, DoubleBuffer: true},
 		{BM: 256, BN: 64, BK: 8, TM: 8, TN: 8, DoubleBuffer: true},
+		{BM: 64, BN: 128, BK: 8, TM: 8, TN: 8, DoubleBuffer: true, Tex: true},
 	}
 }
 

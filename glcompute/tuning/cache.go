@@ -32,6 +32,10 @@ type Entry struct {
 	GFLOPS float64   `json:"gflops"` // its rate in the tuning run
 	N      int       `json:"n"`      // glmul tune's -n, which the class's products scale with (Class.Shapes)
 	When   time.Time `json:"when"`
+	// Float64 marks a float64 kernel's entry (a dfast spec, glmul tune
+	// -type f64); false, and absent in caches written before float64
+	// entries, for float32's.
+	Float64 bool `json:"float64,omitempty"`
 }
 
 // Class is a family of product shapes that glmul tune tunes separately:
@@ -168,23 +172,36 @@ func readCache(path string) ([]byte, error) {
 	return b, nil
 }
 
-// Lookup returns the entry for d's square products, if any.
+// Lookup returns the float32 entry for d's square products, if any.
 func (c Cache) Lookup(d Driver) (Entry, bool) { return c.LookupClass(d, Square) }
 
-// LookupClass returns the entry for d and shape class cl, if any.
-func (c Cache) LookupClass(d Driver, cl Class) (Entry, bool) {
+// LookupClass returns the float32 entry for d and shape class cl, if any.
+func (c Cache) LookupClass(d Driver, cl Class) (Entry, bool) { return c.find(d, cl, false) }
+
+// LookupClass64 returns the float64 entry for d and shape class cl, if
+// any.
+func (c Cache) LookupClass64(d Driver, cl Class) (Entry, bool) { return c.find(d, cl, true) }
+
+func (c Cache) find(d Driver, cl Class, f64 bool) (Entry, bool) {
 	for _, e := range c.Entries {
-		if e.Driver == d && e.Class.norm() == cl.norm() {
+		if e.same(d, cl, f64) {
 			return e, true
 		}
 	}
 	return Entry{}, false
 }
 
-// Put replaces the entry of e's driver and class (or adds it).
+// same reports whether e is the entry of driver d, class cl and element
+// type (f64: float64).
+func (e Entry) same(d Driver, cl Class, f64 bool) bool {
+	return e.Driver == d && e.Class.norm() == cl.norm() && e.Float64 == f64
+}
+
+// Put replaces the entry of e's driver, class and element type (or adds
+// it).
 func (c *Cache) Put(e Entry) {
 	for i := range c.Entries {
-		if c.Entries[i].Driver == e.Driver && c.Entries[i].Class.norm() == e.Class.norm() {
+		if c.Entries[i].same(e.Driver, e.Class, e.Float64) {
 			c.Entries[i] = e
 			return
 		}
@@ -192,9 +209,14 @@ func (c *Cache) Put(e Entry) {
 	c.Entries = append(c.Entries, e)
 }
 
-// Delete removes the entry of driver d and class cl, if any.
-func (c *Cache) Delete(d Driver, cl Class) {
-	c.Entries = slices.DeleteFunc(c.Entries, func(e Entry) bool { return e.Driver == d && e.Class.norm() == cl.norm() })
+// Delete removes the float32 entry of driver d and class cl, if any.
+func (c *Cache) Delete(d Driver, cl Class) { c.remove(d, cl, false) }
+
+// Delete64 removes the float64 entry of driver d and class cl, if any.
+func (c *Cache) Delete64(d Driver, cl Class) { c.remove(d, cl, true) }
+
+func (c *Cache) remove(d Driver, cl Class, f64 bool) {
+	c.Entries = slices.DeleteFunc(c.Entries, func(e Entry) bool { return e.same(d, cl, f64) })
 }
 
 // TunedMargin is how much faster than the built-in choice a tuned winner

@@ -28,10 +28,13 @@ type Facts struct {
 // those (NaturalWide, see UseWideNatural; "" for Natural), the
 // configuration for products whose grid the default fills badly
 // (SmallGrid, see UseSmallGrid; "" for none), and where the choice comes
-// from, in words.
+// from, in words. Float64 is the dfast configuration of float64 products
+// where one was measured for the vendor ("": the first of dfast's that
+// fits the device, glcompute's choice by its limits).
 type Choice struct {
 	Default, Natural, NaturalWide, SmallGrid string
 	Source                                   string
+	Float64                                  string
 }
 
 // Register budget and cost, assumptions of the model that OpenGL cannot

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,8 +68,11 @@ func TestBuiltinsAreCandidates(t *testing.T) {
 		}
 	}
 	h100 := Facts{SharedMemory: 49152, Invocations: 1024}
-	if ch := Choose(Driver{Vendor: "NVIDIA Corporation"}, h100); ch.Default != NVIDIADefault || ch.SmallGrid != NVIDIASmallGrid {
+	if ch := Choose(Driver{Vendor: "NVIDIA Corporation"}, h100); ch.Default != NVIDIADefault || ch.SmallGrid != NVIDIASmallGrid || ch.Float64 != NVIDIAFloat64 {
 		t.Errorf("NVIDIA gets %+v", ch)
+	}
+	if k, err := shaders.LookupFloat64(NVIDIAFloat64); err != nil || !slices.ContainsFunc(shaders.DFastSweep(), func(c shaders.DFastConfig) bool { return "dfast:"+c.String() == k.Spec() }) {
+		t.Errorf("NVIDIA's float64 %s is not in dfast's sweep (so not conformance-tested on llvmpipe): %v", NVIDIAFloat64, err)
 	}
 	if ch := Choose(Driver{Vendor: "Mesa", Renderer: "llvmpipe (LLVM 15)"}, h100); ch.Default != LlvmpipeDefault || ch.SmallGrid != "" || ch.Natural != "" {
 		t.Errorf("llvmpipe gets %+v", ch)
@@ -268,6 +272,27 @@ func TestClasses(t *testing.T) {
 	}
 	if _, ok := c.LookupClass(d, ThinK); ok {
 		t.Error("thin-k was never tuned")
+	}
+	// float64 entries live beside float32's, each found, replaced and
+	// deleted only as its own type.
+	if _, ok := c.LookupClass64(d, Square); ok {
+		t.Error("a float32 entry found as float64's")
+	}
+	c.Put(Entry{Driver: d, Class: Square, Kernel: "dfast:64x128x8_8x8_db_tex", Float64: true})
+	c.Put(Entry{Driver: d, Class: Square, Kernel: "dfast:128x128x8_8x8_db", Float64: true})
+	if e, ok := c.LookupClass64(d, Square); !ok || e.Kernel != "dfast:128x128x8_8x8_db" || len(c.Entries) != 3 {
+		t.Errorf("float64 square: %+v %v, %d entries", e, ok, len(c.Entries))
+	}
+	if e, ok := c.Lookup(d); !ok || e.Kernel != "fast:128x256x8_8x8_db" {
+		t.Errorf("square after float64's Put: %+v %v", e, ok)
+	}
+	c.Delete(d, Square)
+	if _, ok := c.LookupClass64(d, Square); !ok {
+		t.Error("Delete removed the float64 entry")
+	}
+	c.Delete64(d, Square)
+	if _, ok := c.LookupClass64(d, Square); ok || len(c.Entries) != 1 {
+		t.Errorf("Delete64 left %+v", c.Entries)
 	}
 }
 
