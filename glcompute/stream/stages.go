@@ -27,20 +27,12 @@ import (
 //
 // It panics on a borrowed Device (it needs Open's), a released one or one
 // not made by Open, if A's columns differ from B's rows, if a dimension or
-// Options.MaxBinding is negative.
+// Options.MaxBinding is negative, or if Options.Check64 (Mul64's) is set.
 func Mul(d *glcompute.Device, c RowWriter, a, b RowReader, o *Options) (Result, error) {
 	link.Own(d, "stream.Mul needs a Device that owns its context (Open): its GPU stage runs on a goroutine of its own, where a borrowed context is not current")
-	if a.Rows() < 0 || a.Cols() < 0 || b.Rows() < 0 || b.Cols() < 0 {
-		panic(fmt.Sprintf("stream: Mul: A is %d×%d and B %d×%d: no dimension may be negative", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
-	}
-	if a.Cols() != b.Rows() {
-		panic(fmt.Sprintf("stream: Mul: A is %d×%d and B %d×%d: A's columns must equal B's rows", a.Rows(), a.Cols(), b.Rows(), b.Cols()))
-	}
-	if o == nil {
-		o = &Options{}
-	}
-	if o.MaxBinding < 0 {
-		panic("stream: Options.MaxBinding is negative")
+	o = checkArgs("Mul", a.Rows(), a.Cols(), b.Rows(), b.Cols(), o)
+	if o.Check64 != nil {
+		panic("stream: Mul: Options.Check64 checks Mul64's float64 panels: set Check")
 	}
 	p := newPlan(a.Rows(), a.Cols(), b.Cols(), o.PanelBytes)
 	if !p.empty() {
@@ -52,26 +44,63 @@ func Mul(d *glcompute.Device, c RowWriter, a, b RowReader, o *Options) (Result, 
 			return Result{}, err
 		}
 	}
+	return runPlan(p, o, func(ctx context.Context, r *Result) error {
+		if p.empty() {
+			return zeroStream[blas32.General](ctx, c, p, o.Progress, r)
+		}
+		r.Kernel = o.Kernel
+		if o.Kernel == "" || o.Kernel == "fast" {
+			r.Kernel = tuner.Of(d).KernelFor(p.rows, p.kper, p.cols)
+		}
+		var check func(b blas32.General) func(a, c blas32.General, r0 int)
+		if o.Check != nil {
+			check = func(b blas32.General) func(a, c blas32.General, r0 int) { return o.Check(b) }
+		}
+		return run(ctx, d, p, ends[blas32.General]{a: a, c: c, check: check, progress: o.Progress}, r, func(context.Context) (gpuStage[blas32.General], error) {
+			g, err := newStreamGPU(d, p, o.Kernel, b, r)
+			if err != nil {
+				return nil, err // not a nil *streamGPU in an interface
+			}
+			return g, nil
+		})
+	})
+}
+
+// checkArgs panics where Mul or Mul64 (who) is given an m×k A and a k2×n
+// B that cannot be multiplied, or negative Options; it returns o, the
+// zero Options where nil.
+func checkArgs(who string, m, k, k2, n int, o *Options) *Options {
+	if m < 0 || k < 0 || k2 < 0 || n < 0 {
+		panic(fmt.Sprintf("stream: %s: A is %d×%d and B %d×%d: no dimension may be negative", who, m, k, k2, n))
+	}
+	if k != k2 {
+		panic(fmt.Sprintf("stream: %s: A is %d×%d and B %d×%d: A's columns must equal B's rows", who, m, k, k2, n))
+	}
+	if o == nil {
+		o = &Options{}
+	}
+	if o.MaxBinding < 0 {
+		panic("stream: Options.MaxBinding is negative")
+	}
+	return o
+}
+
+// runPlan runs p's product, f, with o's Context (Background where nil),
+// once its host memory is within o.HostLimit (else ErrHostMemory's error,
+// before anything is read), and returns its Result: its shape and panels,
+// what f set, its wall time and host memory.
+func runPlan(p plan, o *Options, f func(ctx context.Context, r *Result) error) (Result, error) {
 	if need := p.hostBytes(); o.HostLimit > 0 && need > o.HostLimit {
 		return Result{}, fmt.Errorf("stream: the %d×%d by %d×%d product needs %.1f GiB of host memory for B and its panels of A and C, over the limit of %.1f GiB: %w",
 			p.m, p.k, p.k, p.n, float64(need)/(1<<30), float64(o.HostLimit)/(1<<30), ErrHostMemory)
 	}
-	r := Result{M: p.m, K: p.k, N: p.n, Panels: p.panels, PanelRows: p.rows, BPanels: p.bpanels, KPanels: p.kpanels, Kernel: o.Kernel}
+	r := Result{M: p.m, K: p.k, N: p.n, Panels: p.panels, PanelRows: p.rows, BPanels: p.bpanels, KPanels: p.kpanels}
 	ctx := o.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	start := time.Now()
-	var err error
-	if p.empty() {
-		r.Kernel = "" // none runs
-		err = zeroStream(ctx, c, p, o.Progress, &r)
-	} else {
-		if o.Kernel == "" || o.Kernel == "fast" {
-			r.Kernel = tuner.Of(d).KernelFor(p.rows, p.kper, p.cols)
-		}
-		err = run(ctx, d, p, a, b, c, o, &r)
-	}
+	err := f(ctx, &r)
 	r.Wall = time.Since(start)
 	r.HostBytes = p.hostBytes()
 	return r, err
@@ -82,23 +111,27 @@ func Mul(d *glcompute.Device, c RowWriter, a, b RowReader, o *Options) (Result, 
 // further apart, at a panel of memory each.
 const hostPanels = 3
 
-// streamGPU is the GPU side of a streamed product: B, in its K and
-// column panels (b[q][j]), and two panels of A and C that panels take in
-// turn (panel i in slot i%2), so that one panel's C is read back while
-// the next one's product runs. A slot's A is a matrix for each K panel
-// (a[s][q]), its C one for each column panel of B (c[s][j]).
+// streamGPU is Mul's GPU stage: B, in its K and column panels (b[q][j]),
+// and two panels of A and C that panels take in turn (panel i in slot
+// i%2), so that one panel's C is read back while the next one's product
+// runs. A slot's A is a matrix for each K panel (a[s][q]), its C one for
+// each column panel of B (c[s][j]). B is read from from, padded (hb).
 type streamGPU struct {
 	dev    *glcompute.Device
 	p      plan
 	kernel string // Options.Kernel
 	b      [][]*glcompute.Matrix
 	a, c   [2][]*glcompute.Matrix
+	from   RowReader
+	hb     blas32.General
+	r      *Result                // ReadB's time
+	prev   *panel[blas32.General] // the panel whose product runs
 }
 
 // newStreamGPU allocates the product's matrices, before anything is
 // read: a product the driver has not the memory for fails at once.
-func newStreamGPU(dev *glcompute.Device, p plan, kernel string) (_ *streamGPU, err error) {
-	g := &streamGPU{dev: dev, p: p, kernel: kernel, b: make([][]*glcompute.Matrix, p.kpanels)}
+func newStreamGPU(dev *glcompute.Device, p plan, kernel string, from RowReader, r *Result) (_ *streamGPU, err error) {
+	g := &streamGPU{dev: dev, p: p, kernel: kernel, b: make([][]*glcompute.Matrix, p.kpanels), from: from, r: r}
 	defer func() {
 		if err != nil {
 			g.release() // what was made before the failure
@@ -140,13 +173,20 @@ func (p plan) gpuBytes() int64 {
 	return 4 * (int64(p.kp)*int64(p.np) + int64(min(2, p.panels))*int64(p.rows)*int64(p.kp+p.np))
 }
 
+// loadB reads B into host memory (readB) and returns it as read, k×n.
+func (g *streamGPU) loadB(ctx context.Context) (blas32.General, error) {
+	var err error
+	g.hb, err = readB(ctx, g.from, g.p, g.r)
+	return rowsView(g.hb, g.p.k, g.p.n), err
+}
+
 // uploadB uploads B (hb, padded) into its panels.
-func (g *streamGPU) uploadB(hb blas32.General) error {
+func (g *streamGPU) uploadB() error {
 	for q, row := range g.b {
 		k0, kc := g.p.kOf(q)
 		for j, b := range row {
 			c0, cols := g.p.colsOf(j)
-			if err := b.Upload(blockView(hb, k0, kc, c0, cols)); err != nil {
+			if err := b.Upload(blockView(g.hb, k0, kc, c0, cols)); err != nil {
 				return err
 			}
 		}
@@ -188,10 +228,29 @@ func (g *streamGPU) slot(i int) (a, c []*glcompute.Matrix, release func(), err e
 	return views[:len(g.a[s])], views[len(g.a[s]):], release, nil
 }
 
+// step multiplies panel pn (nil: none, the last one was) and reads back
+// the panel before it, whose product ran meanwhile, which it returns (nil
+// for the first).
+func (g *streamGPU) step(pn *panel[blas32.General]) (*panel[blas32.General], error) {
+	if pn != nil {
+		if err := g.multiply(pn); err != nil {
+			return nil, err
+		}
+	}
+	done := g.prev
+	if done != nil {
+		if err := g.readBack(done); err != nil {
+			return nil, err
+		}
+	}
+	g.prev = pn
+	return done, nil
+}
+
 // multiply uploads panel pn's rows of A, a K panel at a time, and queues
 // their products by B's column panels: the first K panel's with the
 // kernel, the later ones added to it (Gemm's β = 1).
-func (g *streamGPU) multiply(pn *streamPanel) error {
+func (g *streamGPU) multiply(pn *panel[blas32.General]) error {
 	return g.on(pn, func(a, c []*glcompute.Matrix) error {
 		for q, aq := range a {
 			k0, kc := g.p.kOf(q)
@@ -218,7 +277,7 @@ func (g *streamGPU) multiply(pn *streamPanel) error {
 
 // readBack copies panel pn's C into its host memory, a column panel at a
 // time.
-func (g *streamGPU) readBack(pn *streamPanel) error {
+func (g *streamGPU) readBack(pn *panel[blas32.General]) error {
 	return g.on(pn, func(_, c []*glcompute.Matrix) error {
 		for j, cj := range c {
 			c0, cols := g.p.colsOf(j)
@@ -231,7 +290,7 @@ func (g *streamGPU) readBack(pn *streamPanel) error {
 }
 
 // on calls f with panel pn's matrices of A and C (slot).
-func (g *streamGPU) on(pn *streamPanel, f func(a, c []*glcompute.Matrix) error) error {
+func (g *streamGPU) on(pn *panel[blas32.General], f func(a, c []*glcompute.Matrix) error) error {
 	a, c, release, err := g.slot(pn.i)
 	if err != nil {
 		return err
@@ -240,20 +299,58 @@ func (g *streamGPU) on(pn *streamPanel, f func(a, c []*glcompute.Matrix) error) 
 	return f(a, c)
 }
 
-// streamStages is one streamed product's pipeline: its channels and the
-// first error.
-type streamStages struct {
+// rowReader, rowWriter and gpuStage are what the stages ask of a product
+// of matrix type M: Mul's RowReader, RowWriter and streamGPU; Mul64's
+// RowReader64, RowWriter64 and gpu64.
+type rowReader[M any] interface {
+	ReadRows(dst M, r0 int) error
+}
+
+type rowWriter[M any] interface {
+	WriteRows(m M) error
+}
+
+// gpuStage is the GPU's part of a streamed product: its B, and the
+// product of each panel. run calls loadB and uploadB on its goroutine,
+// step on the GPU stage's, release once that has stopped (or where it
+// never started).
+type gpuStage[M matrix] interface {
+	// loadB readies B in host memory, while the reader runs, and returns
+	// it (k×n) for the check: Mul reads it, Mul64 was lent it.
+	loadB(ctx context.Context) (M, error)
+	// uploadB readies B for the products, while the check is prepared.
+	uploadB() error
+	// step takes panel pn (nil once the last was taken) and returns the
+	// panel whose C is now in host memory (nil: none yet): Mul's the one
+	// before pn, read back while pn's product runs; Mul64's pn itself.
+	step(pn *panel[M]) (*panel[M], error)
+	release()
+}
+
+// ends is what a streamed product reads, writes and checks: A, C, the
+// check (nil: none) and the progress (nil: none) of Options.
+type ends[M matrix] struct {
+	a        rowReader[M]
+	c        rowWriter[M]
+	check    func(b M) func(a, c M, r0 int)
+	progress func(done, total int)
+}
+
+// stages is one streamed product's pipeline: its channels and the first
+// error, over panels of matrix type M. Panels go from free to
+// read, computed (back), checked (ready) and back to free once written.
+type stages[M matrix] struct {
 	p      plan
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	free   chan *streamPanel // panels to read into
-	read   chan *streamPanel // A read: to the GPU
-	back   chan *streamPanel // C read back: to the check
-	ready  chan *streamPanel // checked: to the writer
+	free   chan *panel[M] // panels to read into
+	read   chan *panel[M] // A read: to the GPU
+	back   chan *panel[M] // C computed: to the check
+	ready  chan *panel[M] // checked: to the writer
 }
 
 // take receives from ch, or reports false once the product stopped.
-func (st *streamStages) take(ch chan *streamPanel) (*streamPanel, bool) {
+func (st *stages[M]) take(ch chan *panel[M]) (*panel[M], bool) {
 	select {
 	case pn, ok := <-ch:
 		return pn, ok
@@ -263,7 +360,7 @@ func (st *streamStages) take(ch chan *streamPanel) (*streamPanel, bool) {
 }
 
 // give sends pn on ch, or reports false once the product stopped.
-func (st *streamStages) give(ch chan *streamPanel, pn *streamPanel) bool {
+func (st *stages[M]) give(ch chan *panel[M], pn *panel[M]) bool {
 	select {
 	case ch <- pn:
 		return true
@@ -272,15 +369,16 @@ func (st *streamStages) give(ch chan *streamPanel, pn *streamPanel) bool {
 	}
 }
 
-// run runs the four stages, once the GPU's matrices are made
-// (holdGPU): the reader starts at once, beside B's read and upload; the GPU and the check on goroutines of their own once B
-// is up (Options.Check prepared meanwhile), the writer on the
-// caller's.
-func run(ctx context.Context, dev *glcompute.Device, p plan, a, b RowReader, c RowWriter, o *Options, r *Result) error {
-	st := &streamStages{p: p, free: make(chan *streamPanel, hostPanels), read: make(chan *streamPanel, 1), back: make(chan *streamPanel, 1), ready: make(chan *streamPanel, 1)}
+// run runs the four stages, once the GPU stage is made (holdGPU): the
+// reader starts at once, beside B's load and upload; the GPU and the
+// check on goroutines of their own once B is up (the check prepared
+// meanwhile), the writer on the caller's. Each stage adds its busy time
+// to r's.
+func run[M matrix](ctx context.Context, dev *glcompute.Device, p plan, e ends[M], r *Result, newGPU func(ctx context.Context) (gpuStage[M], error)) error {
+	st := &stages[M]{p: p, free: make(chan *panel[M], hostPanels), read: make(chan *panel[M], 1), back: make(chan *panel[M], 1), ready: make(chan *panel[M], 1)}
 	st.ctx, st.cancel = context.WithCancelCause(ctx)
 	for range min(hostPanels, p.panels) {
-		st.free <- newPanel(p)
+		st.free <- newPanel[M](p)
 	}
 	var wg sync.WaitGroup
 	// On every way out, a panic included: stop the stages, then wait for
@@ -289,32 +387,32 @@ func run(ctx context.Context, dev *glcompute.Device, p plan, a, b RowReader, c R
 		st.cancel(nil)
 		wg.Wait()
 	}()
-	g, releaseGPU, err := holdGPU(dev, st, p, o.Kernel)
+	g, releaseGPU, err := holdGPU(st.ctx, dev, st.cancel, newGPU)
 	if err != nil {
 		st.cancel(err)
 		return err
 	}
 	gpuStage := false
 	defer func() {
-		if !gpuStage { // else the stage releases them
+		if !gpuStage { // else the stage releases it
 			releaseGPU()
 		}
 	}()
-	wg.Go(func() { st.reader(a, &r.Read) })
-	hb, err := readB(st.ctx, b, p, r)
+	wg.Go(func() { st.reader(e.a, &r.Read) })
+	b, err := g.loadB(st.ctx)
 	if err != nil {
 		st.cancel(err)
 		return err
 	}
-	prepared := make(chan PanelCheck, 1) // the check's set-up, beside B's upload
-	wg.Go(func() {                       // waited for on every way out, as the stages are
-		var check PanelCheck
-		if o.Check != nil {
-			check = o.Check(rowsView(hb, p.k, p.n))
+	prepared := make(chan func(a, c M, r0 int), 1) // the check's set-up, beside B's upload
+	wg.Go(func() {                                 // waited for on every way out, as the stages are
+		var check func(a, c M, r0 int)
+		if e.check != nil {
+			check = e.check(b)
 		}
 		prepared <- check
 	})
-	if err := g.uploadB(hb); err != nil {
+	if err := g.uploadB(); err != nil {
 		st.cancel(err)
 		return err
 	}
@@ -328,7 +426,7 @@ func run(ctx context.Context, dev *glcompute.Device, p plan, a, b RowReader, c R
 			st.checker(check, &r.Check)
 		}
 	})
-	st.writer(c, o.Progress, &r.Write)
+	st.writer(e.c, e.progress, &r.Write)
 	wg.Wait()
 	if st.ctx.Err() != nil {
 		return context.Cause(st.ctx)
@@ -336,16 +434,16 @@ func run(ctx context.Context, dev *glcompute.Device, p plan, a, b RowReader, c R
 	return nil
 }
 
-// holdGPU makes st's GPU matrices, before anything is read (a product
-// the driver has not the memory for fails at once), and from then until
-// release releases them the product holds the Device: Release stops it and
-// waits for it (link.Hold).
-func holdGPU(dev *glcompute.Device, st *streamStages, p plan, kernel string) (g *streamGPU, release func(), err error) {
-	done, err := link.Hold(dev, st.cancel)
+// holdGPU makes the GPU stage (newGPU, given the product's ctx), before
+// anything is read (a product the driver has not the memory for fails at
+// once), and from then until release releases it the product holds the
+// Device: Release stops it with cancel and waits for it (link.Hold).
+func holdGPU[M matrix](ctx context.Context, dev *glcompute.Device, cancel context.CancelCauseFunc, newGPU func(ctx context.Context) (gpuStage[M], error)) (g gpuStage[M], release func(), err error) {
+	done, err := link.Hold(dev, cancel)
 	if err != nil {
 		return nil, nil, err
 	}
-	if g, err = newStreamGPU(dev, p, kernel); err != nil {
+	if g, err = newGPU(ctx); err != nil {
 		done()
 		return nil, nil, err
 	}
@@ -364,7 +462,7 @@ func timeInto(busy *time.Duration, f func() error) error {
 }
 
 // reader reads A's panels in order.
-func (st *streamStages) reader(a RowReader, busy *time.Duration) {
+func (st *stages[M]) reader(a rowReader[M], busy *time.Duration) {
 	defer close(st.read)
 	for i := range st.p.panels {
 		pn, ok := st.take(st.free)
@@ -382,40 +480,33 @@ func (st *streamStages) reader(a RowReader, busy *time.Duration) {
 	}
 }
 
-// gpu multiplies each panel read, then reads back the panel before it,
-// whose product ran meanwhile.
-func (st *streamStages) gpu(g *streamGPU, busy *time.Duration) {
+// gpu hands each panel read to the GPU stage (step), and each panel it
+// returns, computed, to the check.
+func (st *stages[M]) gpu(g gpuStage[M], busy *time.Duration) {
 	defer close(st.back)
-	var prev *streamPanel
 	for {
 		pn, ok := st.take(st.read)
 		if !ok && st.ctx.Err() != nil {
 			return
 		}
-		if ok {
-			if err := timeInto(busy, func() error { return g.multiply(pn) }); err != nil {
-				st.cancel(err)
-				return
-			}
+		var done *panel[M]
+		if err := timeInto(busy, func() (err error) { done, err = g.step(pn); return err }); err != nil {
+			st.cancel(err)
+			return
 		}
-		if prev != nil {
-			if err := timeInto(busy, func() error { return g.readBack(prev) }); err != nil {
-				st.cancel(err)
-				return
-			}
-			if !st.give(st.back, prev) {
-				return
-			}
+		if done != nil && !st.give(st.back, done) {
+			return
 		}
 		if !ok {
 			return
 		}
-		prev = pn
 	}
 }
 
-// checker checks each panel read back (nil check: passes it on).
-func (st *streamStages) checker(check PanelCheck, busy *time.Duration) {
+// checker checks each panel computed, in order (nil check: passes it
+// on). A check that stopped the product (cancelling Options.Context)
+// keeps its panel from the writer.
+func (st *stages[M]) checker(check func(a, c M, r0 int), busy *time.Duration) {
 	defer close(st.ready)
 	for {
 		pn, ok := st.take(st.back)
@@ -427,6 +518,9 @@ func (st *streamStages) checker(check PanelCheck, busy *time.Duration) {
 				check(rowsView(pn.a, rows, st.p.k), rowsView(pn.c, rows, st.p.n), pn.i*st.p.rows)
 				return nil
 			})
+			if st.ctx.Err() != nil {
+				return
+			}
 		}
 		if !st.give(st.ready, pn) {
 			return
@@ -436,7 +530,7 @@ func (st *streamStages) checker(check PanelCheck, busy *time.Duration) {
 
 // writer writes each checked panel of C, in order, and frees its memory
 // for the reader.
-func (st *streamStages) writer(c RowWriter, progress func(done, total int), busy *time.Duration) {
+func (st *stages[M]) writer(c rowWriter[M], progress func(done, total int), busy *time.Duration) {
 	for done := 1; ; done++ {
 		pn, ok := st.take(st.ready)
 		if !ok {

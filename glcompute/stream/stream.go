@@ -2,6 +2,16 @@
 // glcompute Device: A read by panels of rows (a RowReader: a file, say),
 // B whole, C written by rows as it comes (a RowWriter), with reading, the
 // GPU, a check and writing overlapping (Mul). glmul mul is built on it.
+//
+// # float64
+//
+// Mul64 streams a float64 product through the same four stages: A read
+// by panels (a RowReader64), C written by rows (a RowWriter64), each panel
+// checked (Options.Check64). Its GPU stage multiplies each panel host to
+// host with glcompute.Device.Mul64, which uploads B with every panel:
+// glcompute keeps no float64 matrices on the GPU, so B is a matrix in host
+// memory, lent by the caller, rather than read. glmul mul -type f64 is
+// built on it.
 package stream
 
 import (
@@ -11,6 +21,7 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/glcompute/internal/errs"
@@ -37,45 +48,59 @@ type RowWriter interface {
 // goroutine of its own, while later panels are read and computed.
 type PanelCheck func(a, c blas32.General, r0 int)
 
-// Options are the options of one Mul. The zero value (or a nil *Options)
-// checks nothing and uses panels of at most 64 MiB.
+// Options are the options of one Mul or Mul64. The zero value (or a nil
+// *Options) checks nothing and uses panels of at most 64 MiB (Mul64: or
+// B's size).
 type Options struct {
-	// Kernel names the kernel as glcompute.MulOptions.Kernel does. Zero
-	// value "":
+	// Kernel names the kernel as glcompute.MulOptions.Kernel does (Mul64:
+	// a float64 one, as Device.Mul64 takes it). Zero value "":
 	// the device's choice for a panel's shape.
 	Kernel string
 	// PanelBytes bounds the host memory of one panel of A and C together:
 	// Mul keeps three of each (one being read or written, one on the
 	// GPU, one being checked) and the GPU two. Zero value: an eighth of A
-	// and C together, between 4 MiB and 64 MiB.
+	// and C together, between 4 MiB and 64 MiB. Mul64 keeps three too,
+	// each of as many rows as PanelBytes holds, whatever their number
+	// (Device.Mul64 plans its own pieces of a panel); zero value: 64 MiB
+	// or B's size, whichever is larger, as Device.Mul64 uploads B with
+	// every panel and a panel at least B's size keeps that upload to at
+	// most what the panel's own rows cost.
 	PanelBytes int64
 	// Check, if set, is called once with B as read (k×n), on a goroutine
 	// of its own while B is uploaded, and returns the check of each panel
 	// of C (nil: none). A panel is written only after its check returned,
 	// but a check cannot stop the product: it records what it finds, for
 	// the caller to act on once Mul returns (or it cancels Context,
-	// which stops the product between panels). glmul mul writes C to a
-	// temporary file that a failed check discards; rows written to a FIFO
-	// or a device before then stay written.
+	// which stops the product before that panel is written). glmul mul
+	// writes C to a temporary file that a failed check discards; rows
+	// written to a FIFO or a device before then stay written. Mul64
+	// panics where it is set.
 	Check func(b blas32.General) PanelCheck
+	// Check64 is Check for Mul64 (B as the caller lent it), whose float64
+	// panels it checks as Check does Mul's; Mul panics where it is set.
+	// glmul mul -type f64 cancels Context at the first panel that fails,
+	// so that the rest is neither computed nor written.
+	Check64 func(b blas64.General) func(a, c blas64.General, r0 int)
 	// Progress, if set, is called as each panel of C is written, with the
 	// panels written and their total, on Mul's goroutine.
 	Progress func(done, total int)
 	// Context, if set, stops the product between panels.
 	Context context.Context
 	// HostLimit, if positive, is the most host memory the product may
-	// take (B and its panels, Result.HostBytes): a product that needs
-	// more fails with ErrHostMemory before anything is read.
+	// take (B and its panels, Result.HostBytes; Mul64's B counted though
+	// the caller holds it): a product that needs more fails with
+	// ErrHostMemory before anything is read.
 	HostLimit int64
 	// MaxBinding lowers the bytes one matrix may take in one shader
 	// storage binding below the driver's, as glcompute.MulOptions.MaxBinding does:
 	// a B over it is held on the GPU in column panels (Result.BPanels),
 	// a K too long for it cut into panels (Result.KPanels), so small
-	// products exercise those paths. Zero value: the driver's limit.
+	// products exercise those paths; Mul64 passes it to Device.Mul64,
+	// which makes its own panels. Zero value: the driver's limit.
 	MaxBinding int64
 }
 
-// ErrHostMemory is the error, wrapped, of a Mul that needs more
+// ErrHostMemory is the error, wrapped, of a Mul or Mul64 that needs more
 // host memory than Options.HostLimit.
 var ErrHostMemory = errors.New("not enough host memory")
 
@@ -89,8 +114,10 @@ const (
 // and each stage's busy time (the stages overlap, so they add up to more
 // than Wall).
 type Result struct {
-	M, K, N   int
-	Kernel    string // the kernel of a whole panel
+	M, K, N int
+	// Kernel is the kernel of a whole panel: Mul's choice, or the one
+	// Device.Mul64 ran for Mul64's first panel.
+	Kernel    string
 	Panels    int
 	PanelRows int
 	// BPanels is how many column panels B is held in on the GPU, each
@@ -98,14 +125,14 @@ type Result struct {
 	// many panels K is cut into where a row of A is too long for one
 	// (1: K whole), their products summed in C on the GPU.
 	BPanels, KPanels int
-	// ReadB is the time spent reading B, Read reading A's panels, GPU the
-	// GPU stage's (uploads, products, readbacks), Check the panels'
-	// checks and Write writing C.
+	// ReadB is the time spent reading B (Mul64: none, B being lent),
+	// Read reading A's panels, GPU the GPU stage's (uploads, products,
+	// readbacks), Check the panels' checks and Write writing C.
 	ReadB, Read, GPU, Check, Write time.Duration
 	// Wall runs from the first read to the last panel written.
 	Wall time.Duration
 	// HostBytes is the host memory of the panels and B that Mul
-	// allocated.
+	// allocated; Mul64's, the panels' and the B it was lent.
 	HostBytes int64
 }
 
@@ -113,8 +140,9 @@ type Result struct {
 func (r Result) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * float64(r.K) }
 
 // plan is a streamed product's panels: A (m×k) by B (k×n) in panels
-// of rows rows; kp and np are k and n rounded up to 4 floats, the padded
-// layout the fast kernel reads and writes whole vec4s of. On the GPU, B is
+// of rows rows, of elem bytes an element; kp and np are k and n rounded up
+// to 4 floats (newPlan), the padded layout the fast kernel reads and
+// writes whole vec4s of, or k and n (newPlan64). On the GPU, B is
 // held in bpanels column panels of cols columns (the last one what is
 // left of np), each panel of A multiplied by each into the same columns
 // of its C, and K, where a row of A is too long for that, in kpanels
@@ -122,16 +150,17 @@ func (r Result) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * float6
 // there fits one storage binding (fitBinding).
 type plan struct {
 	m, k, n, kp, np int
+	elem            int64
 	rows, panels    int
 	cols, bpanels   int
 	kper, kpanels   int
 }
 
-// newPlan sizes the panels of an m×k by k×n product to panelBytes
+// newPlan sizes the panels of an m×k by k×n float32 product to panelBytes
 // of A and C (zero: an eighth of both, within [minPanelBytes,
 // defaultPanelBytes]), rows a multiple of 64 where more than 64.
 func newPlan(m, k, n int, panelBytes int64) plan {
-	p := plan{m: m, k: k, n: n, kp: (k + 3) / 4 * 4, np: (n + 3) / 4 * 4}
+	p := plan{m: m, k: k, n: n, kp: (k + 3) / 4 * 4, np: (n + 3) / 4 * 4, elem: 4}
 	p.cols, p.bpanels, p.kper, p.kpanels = p.np, 1, p.kp, 1
 	if m == 0 || n == 0 {
 		return p // no panels
@@ -144,6 +173,27 @@ func newPlan(m, k, n int, panelBytes int64) plan {
 	if p.rows > 64 && p.rows < m {
 		p.rows = p.rows / 64 * 64
 	}
+	p.panels = (m + p.rows - 1) / p.rows
+	return p
+}
+
+// newPlan64 sizes the panels of an m×k by k×n float64 product to
+// panelBytes of A and C (zero: defaultPanelBytes or B's size, whichever
+// is larger; Options.PanelBytes says why). Device.Mul64 takes host
+// matrices of any shape and makes its own pieces of them, so nothing is
+// padded, B and the panels stay whole (one column and one K panel), and
+// the rows are as many as panelBytes holds: a caller that sized its
+// panels by rows (glmul's, to the host's memory) gets those rows.
+func newPlan64(m, k, n int, panelBytes int64) plan {
+	p := plan{m: m, k: k, n: n, kp: k, np: n, elem: 8, cols: n, bpanels: 1, kper: k, kpanels: 1}
+	if m == 0 || n == 0 {
+		return p // no panels
+	}
+	row := 8 * int64(k+n)
+	if panelBytes <= 0 {
+		panelBytes = max(defaultPanelBytes, 8*int64(k)*int64(n))
+	}
+	p.rows = int(min(int64(m), max(1, panelBytes/row)))
 	p.panels = (m + p.rows - 1) / p.rows
 	return p
 }
@@ -210,9 +260,9 @@ func (p plan) colsOf(j int) (c0, cols int) {
 // zeros (zeroStream); with no panels, nothing.
 func (p plan) hostBytes() int64 {
 	if p.empty() {
-		return 4 * int64(p.rows) * int64(p.np)
+		return p.elem * int64(p.rows) * int64(p.np)
 	}
-	return 4 * (int64(p.kp)*int64(p.np) + int64(min(hostPanels, p.panels))*int64(p.rows)*int64(p.kp+p.np))
+	return p.elem * (int64(p.kp)*int64(p.np) + int64(min(hostPanels, p.panels))*int64(p.rows)*int64(p.kp+p.np))
 }
 
 // rowsOf returns the number of rows of panel i.
@@ -239,28 +289,62 @@ func readB(ctx context.Context, b RowReader, p plan, r *Result) (blas32.General,
 	return hb, nil
 }
 
-// streamPanel is one panel's host memory: its rows of A (kp floats a row, the
-// padding zero) and of C (np floats a row).
-type streamPanel struct {
-	i    int
-	a, c blas32.General
+// matrix is a panel's matrix type: blas32.General for Mul, blas64.General
+// for Mul64, which fixes its element type. The stages are written once
+// over it; newMatrix and blockView are the two places that reach a
+// matrix's fields, in a type switch, as gonum's two General types hold
+// the same fields in different orders (neither converts to the other,
+// nor to one struct type a type parameter could share).
+type matrix interface {
+	blas32.General | blas64.General
 }
 
-// newPanel allocates a panel of p.rows rows.
-func newPanel(p plan) *streamPanel {
-	return &streamPanel{a: blas32.General{Rows: p.rows, Cols: p.kp, Stride: p.kp, Data: make([]float32, p.rows*p.kp)},
-		c: blas32.General{Rows: p.rows, Cols: p.np, Stride: p.np, Data: make([]float32, p.rows*p.np)}}
+// newMatrix allocates a rows×cols matrix, its stride cols.
+func newMatrix[M matrix](rows, cols int) M {
+	var m M
+	switch m := any(&m).(type) {
+	case *blas32.General:
+		*m = blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: make([]float32, rows*cols)}
+	case *blas64.General:
+		*m = blas64.General{Rows: rows, Cols: cols, Stride: cols, Data: make([]float64, rows*cols)}
+	}
+	return m
 }
 
 // rowsView returns the first rows rows and cols columns of m.
-func rowsView(m blas32.General, rows, cols int) blas32.General {
-	return blas32.General{Rows: rows, Cols: cols, Stride: m.Stride, Data: m.Data[:(rows-1)*m.Stride+cols]}
-}
+func rowsView[M matrix](m M, rows, cols int) M { return blockView(m, 0, rows, 0, cols) }
 
 // blockView returns rows [r0, r0+rows) of m's columns [c0, c0+cols).
-func blockView(m blas32.General, r0, rows, c0, cols int) blas32.General {
-	first := r0*m.Stride + c0
-	return blas32.General{Rows: rows, Cols: cols, Stride: m.Stride, Data: m.Data[first : first+(rows-1)*m.Stride+cols]}
+func blockView[M matrix](m M, r0, rows, c0, cols int) M {
+	var v M
+	switch w := any(&v).(type) {
+	case *blas32.General:
+		m := any(m).(blas32.General)
+		*w = blas32.General{Rows: rows, Cols: cols, Stride: m.Stride, Data: block(m.Data, m.Stride, r0, rows, c0, cols)}
+	case *blas64.General:
+		m := any(m).(blas64.General)
+		*w = blas64.General{Rows: rows, Cols: cols, Stride: m.Stride, Data: block(m.Data, m.Stride, r0, rows, c0, cols)}
+	}
+	return v
+}
+
+// block returns the elements of rows [r0, r0+rows) and columns [c0,
+// c0+cols) of a matrix of row stride stride: from the first to the last.
+func block[T float32 | float64](data []T, stride, r0, rows, c0, cols int) []T {
+	first := r0*stride + c0
+	return data[first : first+(rows-1)*stride+cols]
+}
+
+// panel is one panel's host memory: its index, and its rows of A (kp
+// elements a row, the padding zero) and of C (np elements a row).
+type panel[M matrix] struct {
+	i    int
+	a, c M
+}
+
+// newPanel allocates a panel of p.rows rows.
+func newPanel[M matrix](p plan) *panel[M] {
+	return &panel[M]{a: newMatrix[M](p.rows, p.kp), c: newMatrix[M](p.rows, p.np)}
 }
 
 // errPanel wraps a GPU error with the panel it was at.
@@ -272,11 +356,11 @@ func errPanel(what string, p plan, i int, err error) error {
 // zeroStream writes the rows of an empty product's C, zeros where K = 0
 // (none where C has no rows or columns), by p's panels, stopping between
 // them once ctx is done.
-func zeroStream(ctx context.Context, c RowWriter, p plan, progress func(done, total int), r *Result) error {
+func zeroStream[M matrix](ctx context.Context, c rowWriter[M], p plan, progress func(done, total int), r *Result) error {
 	if p.panels == 0 {
 		return nil
 	}
-	z := blas32.General{Rows: p.rows, Cols: p.n, Stride: p.np, Data: make([]float32, p.rows*p.np)}
+	z := newMatrix[M](p.rows, p.np)
 	for i := range p.panels {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)

@@ -1,9 +1,11 @@
 package conformance
 
 import (
+	"math"
 	"testing"
 
 	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/glmul/glmul/cpu"
 )
@@ -51,4 +53,22 @@ func TestHarnessCatchesBrokenProducts(t *testing.T) {
 func TestHarnessPassesCPU(t *testing.T) {
 	Run(t, nil, func(c, a, b blas32.General) error { cpu.Naive(c, a, b); return nil })
 	Run(t, nil, func(c, a, b blas32.General) error { cpu.Sgemm(c, a, b); return nil })
+}
+
+// TestMulRef64: MulRef64 of small integers is exact (A's row padding,
+// NaN, unread), and its bound is 2γ_K of the terms' magnitudes, not of
+// their sum.
+func TestMulRef64(t *testing.T) {
+	a := blas64.General{Rows: 2, Cols: 3, Stride: 4, Data: []float64{1, 2, 3, math.NaN(), -4, 5, -6, math.NaN()}}
+	b := blas64.General{Rows: 3, Cols: 2, Stride: 2, Data: []float64{1, -1, 2, 1, -1, 1}}
+	ref, bound := MulRef64(a, b)
+	want := []float64{2, 4, 12, 3}
+	for i, w := range want {
+		if ref[i] != w || !(bound[i] > 0) {
+			t.Errorf("element %d: %v ± %v, want %v and a positive bound", i, ref[i], bound[i], w)
+		}
+	}
+	if u := math.Ldexp(1, -53); bound[0] < 2*3*u*8 || bound[0] > 2*3*u*8*1.01 {
+		t.Errorf("bound %v for |A||B| = 8 at K = 3 (a sum of 2): want about 2·3·u·8", bound[0])
+	}
 }

@@ -88,3 +88,29 @@ func EnvSize(name string, def int) int {
 	}
 	return def
 }
+
+// MulRef64 returns A·B (m×n, row stride n) summed in float64, and each
+// element's bound on a float64 product's distance from it:
+// 2γ_K·(|A||B|)ᵢⱼ + 2K·2⁻¹⁰²², γ_K = K·u/(1−K·u), u = 2⁻⁵³. The product
+// and this reference are each within γ_K·(|A||B|)ᵢⱼ of the exact value,
+// whatever their order of summation; a device that flushes subnormal
+// results to zero (llvmpipe) loses less than 2⁻¹⁰²² a term more, as
+// validate's float64 tolerance allows.
+func MulRef64(a, b blas64.General) (ref, bound []float64) {
+	m, k, n := a.Rows, a.Cols, b.Cols
+	u := math.Ldexp(1, -53)
+	g := float64(k) * u / (1 - float64(k)*u)
+	ref, bound = make([]float64, m*n), make([]float64, m*n)
+	for i := range m {
+		for j := range n {
+			var s, mag float64
+			for p := range k {
+				t := a.Data[i*a.Stride+p] * b.Data[p*b.Stride+j]
+				s += t
+				mag += math.Abs(t)
+			}
+			ref[i*n+j], bound[i*n+j] = s, 2*g*mag+2*float64(k)*math.Ldexp(1, -1022)
+		}
+	}
+	return ref, bound
+}
