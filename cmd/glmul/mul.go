@@ -179,11 +179,11 @@ func runMul(args []string, stdout, stderr io.Writer) error {
 	}
 	defer a.Close()
 	defer b.Close()
-	if f.typ == typeF64 {
-		return mul64(f, a, b, stdout, stderr)
-	}
 	if emptyDims(a.Rows(), a.Cols(), b.Cols()) {
 		return emptyProduct(f, a, b, stdout, stderr)
+	}
+	if f.typ == typeF64 {
+		return mul64(f, a, b, stdout, stderr)
 	}
 	r, err := streamProduct(f, a, b, stdout, stderr)
 	invalid := errors.Is(err, errNotValidated)

@@ -13,19 +13,29 @@ import (
 
 	"github.com/glmul/glmul/cmd/glmul/internal/matfile"
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/glcompute/stream"
 	"github.com/glmul/glmul/internal/outfile"
+	"github.com/glmul/glmul/internal/streamhook"
 	"github.com/glmul/glmul/validate"
 )
 
-// glmul mul -type f64 streams as the float32 product does, at the
-// command's level: B is read whole as float64, then A a panel of rows at
-// a time (matfile.ReadRows64); each panel is multiplied by
+// glmul mul -type f64 streams as the float32 product does, through
+// stream.Mul64, the same four stages in float64: B is read whole as
+// float64 and lent to it, then A is read a panel of rows at a time
+// (matfile.ReadRows64, rows64); each panel is multiplied by
 // glcompute.Device.Mul64, checked by validate.Check64 as the product of
 // A's panel by B (check64), and written as float64 through a
 // matfile.Sink64, through outfile as the float32 product's C is: -o is
 // replaced only once every panel is validated. Reading, the GPU, the
-// check and writing overlap, as stream.Mul's stages do (stages64); host
-// memory holds B and three panels of A and C (panelRows64).
+// check and writing overlap; host memory holds B and three panels of A
+// and C (panelRows64). A product with an empty dimension is
+// emptyProduct's, as in float32.
+
+// panelsInFlight is how many panels of A and C a float64 product holds
+// in host memory: stream.Mul64's, one being read, one on the GPU, one
+// being checked or written (its Result.HostBytes counts them, which
+// TestMulFloat64Panels checks against this).
+const panelsInFlight = 3
 
 // c64Bytes is the least an m×n float64 C takes in out's format: .npy's
 // 8 bytes an element, or .mtx's 6 ("i j v" and a newline).
@@ -67,7 +77,8 @@ var panelRows64 = func(m, k, n int, full bool) int {
 }
 
 // mul64 multiplies A by B in float64 into f.out, panel by panel, as
-// runMul does in float32, and reports it.
+// runMul does in float32, and reports it; no dimension is empty
+// (emptyProduct's).
 func mul64(f *mulFlags, a, b matfile.Source, stdout, stderr io.Writer) error {
 	m, k, n := a.Rows(), a.Cols(), b.Cols()
 	chk := &check64{mode: newMulCheck(f.mode, m, k, n).mode, rng: rand.New(rand.NewPCG(1, 2))}
@@ -114,7 +125,7 @@ type panels64 struct {
 	rows     int                   // a panel's: panelRows64's
 	chk      *check64              // each panel's check, and their worst
 	progress func(done, total int) // nil: no bar
-	dev      *glcompute.Device     // nil for an empty product: NumPy's, without a GPU
+	dev      *glcompute.Device     // run's, once held
 	r        mulResult             // the figures
 }
 
@@ -123,31 +134,28 @@ type panels64 struct {
 // writes C to f.out as write computes it; the device is released on this
 // goroutine, after the product.
 func (p *panels64) run(stdout, stderr io.Writer) error {
-	m, k, n := p.r.M, p.r.K, p.r.N
 	p.r.Validation = validate.Result{Mode: validate.None, OK: true, Row: -1, Col: -1}
-	size := c64Bytes(p.f.out, m, n)
+	size := c64Bytes(p.f.out, p.r.M, p.r.N)
 	if err := outfile.CheckSized(p.f.out, size); err != nil {
 		return err
 	}
-	if !emptyDims(m, k, n) {
-		h, err := p.f.dev.hold(stderr, nil)
-		if err != nil {
-			return err
-		}
-		defer h.release()
-		if err := probeFloat64(h.Device, p.f.kernel); err != nil {
-			return err
-		}
-		p.dev, p.r.Device = h.Device, h.Info()
+	h, err := p.f.dev.hold(stderr, nil)
+	if err != nil {
+		return err
 	}
+	defer h.release()
+	if err := probeFloat64(h.Device, p.f.kernel); err != nil {
+		return err
+	}
+	p.dev, p.r.Device = h.Device, h.Info()
 	return outfile.WriteSized(p.f.out, stdout, size, p.write)
 }
 
 // write reads B, then multiplies, checks and writes C panel by panel to
-// w in f.out's format, stopping at the first error, at a panel that
-// fails its check (errNotValidated: C is discarded, so the rest need not
-// be computed) or when ctx is done. An error leaves w incomplete, for
-// outfile to discard.
+// w in f.out's format (stream.Mul64), stopping at the first error, at a
+// panel that fails its check (errNotValidated: C is discarded, so the
+// rest need not be computed, nor that panel written) or when ctx is
+// done. An error leaves w incomplete, for outfile to discard.
 func (p *panels64) write(w io.Writer) error {
 	m, k, n := p.r.M, p.r.K, p.r.N
 	sink, err := matfile.NewSink64(w, p.f.out, m, n)
@@ -155,15 +163,29 @@ func (p *panels64) write(w io.Writer) error {
 		return err
 	}
 	t0 := time.Now()
-	bm, _, err := matfile.Read64(p.b) // a .mtx B as parsed, not a copy of it
+	bm, _, err := matfile.Read64(p.b) // a .mtx B as parsed, not a copy of it: Mul64 borrows B
 	if err != nil {
 		return err
 	}
-	p.r.ReadB = time.Since(t0)
-	rows := min(p.rows, m)
-	total := max(1, (m+rows-1)/max(rows, 1)) // one empty panel where m is 0: a stream must still end
-	p.r.Panels, p.r.PanelRows, p.r.HostBytes = total, rows, 8*(int64(k)*int64(n)+int64(min(panelsInFlight, total))*int64(rows)*(int64(k)+int64(n)))
-	if err := p.overlap(sink, bm, rows, total); err != nil {
+	readB := time.Since(t0)
+	// A failed check stops the product through its context, with
+	// errNotValidated as the cause Mul64 returns.
+	ctx, fail := context.WithCancelCause(p.ctx)
+	defer fail(nil)
+	check := func(b blas64.General) func(a, c blas64.General, r0 int) {
+		return func(a, c blas64.General, r0 int) {
+			if p.chk.panel(a, b, c, r0); p.chk.result().Err() != nil {
+				fail(errNotValidated)
+			}
+		}
+	}
+	o := &stream.Options{Kernel: p.f.kernel, PanelBytes: 8 * int64(p.rows) * (int64(k) + int64(n)), Check64: check, Progress: p.progress, Context: ctx}
+	r, err := stream.Mul64(p.dev, sink, rows64{p.a}, bm, o)
+	p.r.Result, p.r.ReadB = r, readB
+	if p.chk.checked {
+		p.r.Validation = p.chk.result()
+	}
+	if err != nil {
 		return err
 	}
 	if err := sink.Close(); err != nil {
@@ -173,10 +195,25 @@ func (p *panels64) write(w io.Writer) error {
 	return nil
 }
 
+// rows64 reads a matfile.Source as float64 (matfile.ReadRows64):
+// stream.Mul64's A.
+type rows64 struct{ matfile.Source }
+
+func (s rows64) ReadRows(dst blas64.General, r0 int) error {
+	return matfile.ReadRows64(s.Source, dst, r0)
+}
+
 // mulPanel64 multiplies a panel: Device.Mul64, a variable so that a test
-// can make it wrong.
+// can make it wrong. stream.Mul64 multiplies each panel through
+// streamhook.Mul64, which calls it.
 var mulPanel64 = func(dev *glcompute.Device, c, a, b blas64.General, o *glcompute.MulOptions) (glcompute.Timings, error) {
 	return dev.Mul64(c, a, b, o)
+}
+
+func init() {
+	streamhook.Mul64 = func(dev any, c, a, b blas64.General, o any) (any, error) {
+		return mulPanel64(dev.(*glcompute.Device), c, a, b, o.(*glcompute.MulOptions))
+	}
 }
 
 // check64 checks a float64 product panel by panel, each as the product

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,5 +82,38 @@ func TestMulEmpty(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "c5.npy")); err == nil {
 		t.Error("C was written after A's overflow")
+	}
+}
+
+// TestMulEmptyFloat64: glmul mul -type f64 of a product with an empty
+// dimension writes NumPy's float64 C ('<f8' zeros where K is 0), without
+// a device, as the float32 product does; A's float64 beyond float32's
+// range is read as the float64 it is, not refused.
+func TestMulEmptyFloat64(t *testing.T) {
+	t.Setenv("DISPLAY", "")
+	t.Setenv("WAYLAND_DISPLAY", "")
+	dir := t.TempDir()
+	file := func(name string, rows, cols int, vals ...float64) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, npyFile("<f8", fmt.Sprintf("(%d, %d)", rows, cols), f8(vals...)), 0o644)
+		return p
+	}
+	a50, b04 := file("a50.npy", 5, 0), file("b04.npy", 0, 4)
+	big, b30 := file("big.npy", 2, 3, 0.5, -1, 1e39, 2, 3, -0.25), file("b30.npy", 3, 0)
+	for _, c := range []struct {
+		a, b, out  string
+		rows, cols int
+	}{{a50, b04, "c1.npy", 5, 4}, {big, b30, "c2.npy", 2, 0}} {
+		out := filepath.Join(dir, c.out)
+		code, _, stderr := glmul("mul", "-type", "f64", "-backend", "glfw", c.a, c.b, "-o", out)
+		if code != 0 || !strings.Contains(stderr, fmt.Sprintf("wrote C (%d×%d float64) to %s", c.rows, c.cols, out)) {
+			t.Errorf("%s: exit %d, %s", c.out, code, stderr)
+			continue
+		}
+		bs, _ := os.ReadFile(out)
+		m := readNPY64(t, out)
+		if !strings.Contains(string(bs), "'<f8'") || m.Rows != c.rows || m.Cols != c.cols || slices.ContainsFunc(m.Data, func(v float64) bool { return v != 0 }) {
+			t.Errorf("%s: %d×%d %v, not float64 zeros %d×%d", c.out, m.Rows, m.Cols, m.Data, c.rows, c.cols)
+		}
 	}
 }
