@@ -18,8 +18,8 @@ import (
 )
 
 // Mul64 computes C = A·B in float64 with the dfast kernel (MulOptions.Kernel:
-// a shaders.LookupFloat64 spec; "": the device's, Info.Float64Kernel or
-// its shape class's), as Mul does for float32: one
+// a shaders.LookupFloat64 spec; "" or "dfast": the device's,
+// Info.Float64Kernel or its shape class's), as Mul does for float32: one
 // pipelined pass through the staging buffers, in row bands of C, or in
 // panels (K too, summed on the GPU) where a matrix is over one storage
 // binding or the three over MaxGPUMemory, or K over the driver's loop
@@ -61,7 +61,11 @@ func (d *Device) planHost64(m, k, n int, opts *MulOptions) (hp hostPlan, err err
 	if err := d.checkMaxGroups(hp.o.MaxGroups); err != nil {
 		return hp, err
 	}
-	kern, err := shaders.LookupFloat64(cmp.Or(hp.o.Kernel, d.float64Kernel(m, k, n), "dfast"))
+	spec := hp.o.Kernel
+	if spec == "" || spec == "dfast" { // the device's, as "fast" is float32's
+		spec = cmp.Or(d.float64Kernel(m, k, n), "dfast")
+	}
+	kern, err := shaders.LookupFloat64(spec)
 	if err != nil {
 		return hp, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}

@@ -360,6 +360,9 @@ func TestFloat64Choice(t *testing.T) {
 			t.Errorf("%v ran %s, want %s", s.shape, tm.Kernel, s.want)
 		}
 	}
+	if tm := checkMul64(t, d, &MulOptions{Kernel: "dfast"}, 0, [3]int{40, 41, 42}, rng); tm.Kernel != square {
+		t.Errorf("MulOptions.Kernel dfast ran %s, want the device's %s", tm.Kernel, square)
+	}
 	if tm := checkMul64(t, d, &MulOptions{Kernel: "dfast:32x32x4_4x2"}, 0, [3]int{40, 41, 42}, rng); tm.Kernel != "dfast:32x32x4_4x2" {
 		t.Errorf("MulOptions.Kernel dfast:32x32x4_4x2 ran %s", tm.Kernel)
 	}

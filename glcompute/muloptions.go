@@ -20,7 +20,9 @@ type MulOptions struct {
 	// Kernel names the compute shader as shaders.Lookup reads it:
 	// "tiled32" (the paper's), "fast" (the device's tuned or built-in
 	// configuration, Info.DefaultKernel) or a configuration such as
-	// "fast:128x128x8_8x8". Zero value "": "fast".
+	// "fast:128x128x8_8x8". Zero value "": "fast". Mul64 reads float64
+	// kernels: "dfast" (the device's, Info.Float64Kernel) or a
+	// configuration such as "dfast:128x128x8_8x8_db"; "": "dfast".
 	Kernel string
 	// MaxGroups caps the work groups per dispatch along each axis. Zero
 	// value: 64, the paper's cap, which keeps each dispatch short enough

@@ -17,6 +17,7 @@ import (
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/glcompute/tuner"
 	"github.com/glmul/glmul/glcompute/tuning"
+	"github.com/glmul/glmul/shaders"
 )
 
 // llvmpipeTuneN is tune's default size on Mesa llvmpipe, where a 2048³
@@ -48,7 +49,7 @@ type tuneFlags struct {
 	classes  []tuning.Class
 	format   report.Format
 	progress string
-	typ      string // -type: f32 or f64 (measured and reported, never cached: tune64.go)
+	typ      string // -type: f32 or f64 (dfast's configurations: tune64.go)
 }
 
 // classResult is one shape class's sweep.
@@ -67,6 +68,7 @@ type classResult struct {
 	n           int    // -n, the size the shapes scale with: the cache's Entry.N
 	cached      string // the class's kernel in the cache before this run, if any
 	f64         bool   // -type f64: dfast's configurations, no tiled32 baseline
+	builtin64   string // -type f64: the device's untuned float64 kernel (Info.Float64Kernel)
 }
 
 // beatsBuiltin reports whether r's winner is to be cached: another than
@@ -81,10 +83,10 @@ func (r *classResult) beatsBuiltin() bool {
 const builtinChoice = "fast"
 
 // builtin is r's built-in choice: builtinChoice, or in float64 the
-// configuration Mul64 runs untold (builtin64).
+// configuration Mul64 runs untold on the device without a tuning cache.
 func (r *classResult) builtin() string {
 	if r.f64 {
-		return builtin64
+		return r.builtin64
 	}
 	return builtinChoice
 }
@@ -126,19 +128,19 @@ vendor, renderer and driver version, for each shape class (square, long-k:
 a small result over a long K, thin-k: a large result over a short K);
 glmul then uses it for products of that class.
 With -type f64 it sweeps the float64 kernel dfast's configurations the same
-way and reports the fastest, but caches nothing: Mul64 reads no cached
-choice, so pass the best as -kernel with -type f64.`, []string{"[flags]", "-show"}, help)
+way and caches each class's fastest for float64 products (Mul64, glmul
+-type f64, mul -type f64 and gonum's Dgemm through glblas.Float64).`, []string{"[flags]", "-show"}, help)
 	f := &tuneFlags{}
 	f.dev.register(fs)
 	fs.IntVar(&f.n, "n", defaultTuneN, fmt.Sprintf("size `N` that the classes' products scale with (see -classes; on Mesa llvmpipe %d)", llvmpipeTuneN))
 	fs.IntVar(&f.reps, "reps", 5, fmt.Sprintf("timed runs per candidate and product, 1 to %d; the median counts", maxReps))
 	fs.BoolVar(&f.show, "show", false, "print the tuning cache and the configuration each shape class uses on this device (in -format), and exit")
-	fs.BoolVar(&f.save, "save", true, "store the winner in the tuning cache (float32 only: -type f64 never writes it)")
+	fs.BoolVar(&f.save, "save", true, "store the winner in the tuning cache (with -type f64 as float64's)")
 	only := fs.String("candidates", "all", "`all` (the device's kernel family: cpu on Mesa llvmpipe, else fast; with -type f64 dfast's few, shaders.DFastCandidates), or a comma-separated list of fast:... or cpu:... specs to try (dfast:... with -type f64)")
 	classes := fs.String("classes", "all", "shape classes to tune, each on three products: `all`, or a comma-separated list of square ((N/2)³, N³, (2N)³), long-k ((N/32)×2N×(N/32), (N/8)×4N×(N/8), (N/2)×2N×(N/2)) and thin-k (N×64×N, 2N×128×2N, (N/2)×32×(N/2))")
 	format := fs.String("format", "text", "output: text|json")
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (auto: a bar on terminals, a line per candidate otherwise)")
-	fs.StringVar(&f.typ, "type", typeF32, "element `type`: f32 (float32) or f64 (float64: dfast's configurations through Mul64, validated in float64, measured and reported but not cached; not on OpenGL ES)")
+	fs.StringVar(&f.typ, "type", typeF32, "element `type`: f32 (float32) or f64 (float64: dfast's configurations through Mul64, validated in float64, cached as float64's; not on OpenGL ES)")
 	if err := f.dev.parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -166,7 +168,7 @@ choice, so pass the best as -kernel with -type f64.`, []string{"[flags]", "-show
 		return nil, err
 	}
 	if f.typ == typeF64 {
-		return f, f.checkTune64(fs, *only)
+		return f, f.checkTune64(*only)
 	}
 	if *only == "all" {
 		return f, nil // the device's family: settle asks it
@@ -226,7 +228,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	defer h.release()
 	d := h.Device
 	if f.typ == typeF64 {
-		if err := probeFloat64(d, builtin64); err != nil {
+		if err := probeFloat64(d, ""); err != nil {
 			return err
 		}
 	}
@@ -462,9 +464,14 @@ func (f *tuneFlags) classResults(d *glcompute.Device, path string) ([]classResul
 	drv := measure.Driver(info)
 	var results []classResult
 	for _, c := range f.classes {
-		r := classResult{Class: c, shapes: c.Shapes(f.n), n: f.n, f64: f.typ == typeF64}
+		r := classResult{Class: c, shapes: c.Shapes(f.n), n: f.n, f64: f.typ == typeF64, builtin64: info.Float64Kernel}
 		if e, ok := cache.LookupClass(drv, c); ok && !r.f64 && tuner.Of(d).Fits(e.Kernel) == nil {
 			r.cached = e.Kernel
+		}
+		if e, ok := cache.LookupClass64(drv, c); ok && r.f64 {
+			if _, err := shaders.LookupFloat64(e.Kernel); err == nil {
+				r.cached = e.Kernel // measured again: one that does not fit fails there
+			}
 		}
 		for _, s := range r.shapes {
 			if _, err := d.Plan(s[0], s[1], s[2], nil); err != nil && !r.f64 { // Plan plans float32

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 
@@ -16,15 +15,10 @@ import (
 // glmul tune -type f64 sweeps dfast's configurations
 // (shaders.DFastCandidates, or -candidates dfast:... specs) on each shape
 // class's products in float64 through Device.Mul64, validated in float64,
-// and reports the fastest. It writes no tuning cache: glcompute's Mul64
-// runs dfast's default configuration (builtin64) unless MulOptions.Kernel
-// names another, and reads no cached choice, so a cached float64 winner
-// would change nothing. The user passes the winner as -kernel (glmul
-// -type f64, mul -type f64) or -kernels (bench -type f64, table -type f64).
-
-// builtin64 is the float64 configuration Mul64 runs where no kernel is
-// named ("dfast"): the built-in choice a float64 candidate must beat.
-var builtin64 = "dfast:" + shaders.DefaultDFast.String()
+// and caches each class's fastest where it beats the device's untuned
+// float64 kernel (glcompute.Info.Float64Kernel, of a device opened with
+// IgnoreTuned) by tuning.TunedMargin, as a float64 entry
+// (tuning.Entry.Float64), which Mul64 then runs untold.
 
 // dfastCandidates are the specs -candidates all sweeps with -type f64.
 func dfastCandidates() []string {
@@ -35,19 +29,9 @@ func dfastCandidates() []string {
 	return out
 }
 
-// checkTune64 checks the flags of tune -type f64 (fs parsed): -show and
-// -save refer to the cache, which float64 has none of, and -candidates
-// (only) must name dfast configurations. It leaves f.save false.
-func (f *tuneFlags) checkTune64(fs *flag.FlagSet, only string) error {
-	saveSet := false
-	fs.Visit(func(fl *flag.Flag) { saveSet = saveSet || fl.Name == "save" })
-	switch {
-	case f.show:
-		return usagef("tune: -show prints the tuning cache, which holds float32 configurations only: glcompute's Mul64 runs %s unless -kernel names another; leave -type f64 out", builtin64)
-	case saveSet && f.save:
-		return usagef("tune: -save: -type f64 measures and reports, and never writes the tuning cache: glcompute's Mul64 reads no cached float64 choice (it runs %s unless -kernel names another); leave -save out and pass the best as -kernel with -type f64", builtin64)
-	}
-	f.save = false
+// checkTune64 checks the flags of tune -type f64: -candidates (only) must
+// name dfast configurations.
+func (f *tuneFlags) checkTune64(only string) error {
 	if only == "all" {
 		return nil // dfastCandidates: settle
 	}
@@ -66,13 +50,14 @@ func (f *tuneFlags) checkTune64(fs *flag.FlagSet, only string) error {
 
 // typeLine says, for tune's report, what was swept and where it went.
 func (f *tuneFlags) typeLine() string {
+	what := "float32"
 	if f.typ == typeF64 {
-		return "float64: dfast's configurations through Mul64, validated in float64; not cached (Mul64 reads no cached choice: it runs " + builtin64 + " unless -kernel names another), so pass the best as -kernel with -type f64"
+		what = "float64: dfast's configurations through Mul64, validated in float64"
 	}
 	if !f.save {
-		return "float32: nothing cached (-save=false)"
+		return what + ": nothing cached (-save=false)"
 	}
-	return fmt.Sprintf("float32: a class's best is cached for this driver where it beats the built-in choice by %.0f%%", 100*(tuning.TunedMargin-1))
+	return fmt.Sprintf("%s: a class's best is cached for this driver where it beats the built-in choice by %.0f%%", what, 100*(tuning.TunedMargin-1))
 }
 
 // products returns, for each of r's shapes, a function that measures

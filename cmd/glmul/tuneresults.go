@@ -58,8 +58,6 @@ func (f *tuneFlags) kept(results, done []classResult, path string, savedOK bool)
 	switch {
 	case len(names) == 0:
 		s = "no shape class finished"
-	case f.typ == typeF64:
-		s = fmt.Sprintf("%s finished (float64: never cached)", strings.Join(names, ", "))
 	case !f.save:
 		s = fmt.Sprintf("%s finished (not saved: -save=false)", strings.Join(names, ", "))
 	case !savedOK:
@@ -81,7 +79,7 @@ func (f *tuneFlags) kept(results, done []classResult, path string, savedOK bool)
 func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResult, path string, saved []string, took time.Duration) error {
 	builtin := tuning.Choose(measure.Driver(info), measure.Facts(info)).Default
 	if f.typ == typeF64 {
-		builtin = builtin64
+		builtin = info.Float64Kernel // the device is opened with IgnoreTuned
 	}
 	savedTo := ""
 	if len(saved) > 0 {
@@ -110,7 +108,7 @@ func (f *tuneFlags) write(w io.Writer, info glcompute.Info, results []classResul
 			mark := ""
 			switch {
 			case c.Kernel == r.builtin() && r.f64:
-				mark = " (built-in choice: Mul64's default)"
+				mark = " (built-in choice: Mul64's without tuning)"
 			case c.Kernel == r.builtin():
 				mark = " (built-in choice, shape by shape)"
 			}
@@ -150,8 +148,6 @@ func (f *tuneFlags) classLine(r *classResult) [2]string {
 	}
 	verdict := "tuned"
 	switch {
-	case r.f64 && r.Saved:
-		verdict = fmt.Sprintf("%.0f%% or more faster than Mul64's default: not cached (float64); run it with -type f64 -kernel %s", 100*(tuning.TunedMargin-1), r.Best.Kernel)
 	case !r.Saved:
 		verdict = fmt.Sprintf("the built-in choice kept: the best is not %.0f%% faster", 100*(tuning.TunedMargin-1))
 	}
@@ -168,9 +164,12 @@ func saveTuned(path string, info glcompute.Info, r *classResult) error {
 		return err
 	}
 	drv := measure.Driver(info)
-	if r.Saved {
-		cache.Put(tuning.Entry{Driver: drv, Class: r.Class, Kernel: r.Best.Kernel, GFLOPS: r.Best.GFLOPS, N: r.n, When: time.Now().UTC()})
-	} else {
+	switch {
+	case r.Saved:
+		cache.Put(tuning.Entry{Driver: drv, Class: r.Class, Kernel: r.Best.Kernel, GFLOPS: r.Best.GFLOPS, N: r.n, When: time.Now().UTC(), Float64: r.f64})
+	case r.f64:
+		cache.Delete64(drv, r.Class)
+	default:
 		cache.Delete(drv, r.Class)
 	}
 	return cache.Save(path)
@@ -201,7 +200,11 @@ func showTuning(dev *deviceFlags, path string, stdout io.Writer, format report.F
 	var out bytes.Buffer
 	fmt.Fprintf(&out, "cache    %s (%d entries)\n", path, len(cache.Entries))
 	for _, e := range cache.Entries {
-		fmt.Fprintf(&out, "  %s | %s | %s, %s: %s, %.1f GFLOPS at n=%d, %s\n", e.Vendor, e.Renderer, e.Version, e.Class, e.Kernel, e.GFLOPS, e.N, e.When.Format("2006-01-02"))
+		class := string(e.Class)
+		if e.Float64 {
+			class = "float64 " + class
+		}
+		fmt.Fprintf(&out, "  %s | %s | %s, %s: %s, %.1f GFLOPS at n=%d, %s\n", e.Vendor, e.Renderer, e.Version, class, e.Kernel, e.GFLOPS, e.N, e.When.Format("2006-01-02"))
 	}
 	d, err := dev.open()
 	if err != nil {
@@ -214,6 +217,14 @@ func showTuning(dev *deviceFlags, path string, stdout io.Writer, format report.F
 	for _, c := range tuning.Classes {
 		if k, ok := i.ClassKernels[string(c)]; ok {
 			fmt.Fprintf(&out, "uses     %s for %s products (tuned by glmul tune)\n", k, c)
+		}
+	}
+	if i.Float64Kernel != "" {
+		fmt.Fprintf(&out, "float64  %s: %s\n", i.Float64Kernel, i.Float64KernelSource)
+		for _, c := range tuning.Classes {
+			if k, ok := i.Float64ClassKernels[string(c)]; ok {
+				fmt.Fprintf(&out, "float64  %s for %s products (tuned by glmul tune -type f64)\n", k, c)
+			}
 		}
 	}
 	_, err = stdout.Write(out.Bytes())

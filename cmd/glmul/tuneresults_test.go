@@ -37,50 +37,79 @@ func TestSavedN(t *testing.T) {
 }
 
 // TestTuneFloat64: glmul tune -type f64 sweeps dfast configurations in
-// float64 (every product validated), ranks them against Mul64's default,
-// says so in its report and JSON, and writes no tuning cache, even where
-// the best beats the default: Mul64 reads none.
+// float64 (every product validated), ranks them against the device's
+// untuned float64 kernel, says so in its report and JSON, and caches the
+// best as a float64 entry exactly where it beat that by the margin,
+// leaving the driver's float32 entry as it was; tune -show then names
+// the device's float64 choice. With -save=false nothing is written.
 func TestTuneFloat64(t *testing.T) {
 	needGL(t)
 	cache := filepath.Join(t.TempDir(), "tuned.json")
 	t.Setenv("GLMUL_TUNE_CACHE", cache)
 	args := []string{"tune", "-type", "f64", "-backend", "egl", "-n", "32", "-reps", "1", "-classes", "square", "-candidates", "dfast:64x64x8_4x4_db", "-progress", "off"}
-	code, stdout, stderr := glmul(append(args, "-format", "json")...)
+	code, stdout, stderr := glmul(append(args, "-save=false")...)
+	if _, err := os.Stat(cache); code != 0 || err == nil || !strings.Contains(stdout, "type    float64: dfast's configurations through Mul64, validated in float64: nothing cached (-save=false)") {
+		t.Fatalf("-save=false: exit %d, cache written %v\n%s%s", code, err == nil, stdout, stderr)
+	}
 	var j struct {
-		Type    string `json:"type"`
-		Builtin string `json:"builtin_default"`
-		SavedTo string `json:"saved_to"`
+		Type    string         `json:"type"`
+		Builtin string         `json:"builtin_default"`
+		SavedTo string         `json:"saved_to"`
+		Device  glcompute.Info `json:"device"`
 		Classes []struct {
 			Class      string            `json:"class"`
 			Best       sweep.Candidate   `json:"best"`
 			Builtin    sweep.Candidate   `json:"builtin"`
+			Saved      bool              `json:"beats_builtin"`
 			Tiled32    *sweep.Candidate  `json:"tiled32"`
 			Candidates []sweep.Candidate `json:"candidates"`
 		} `json:"classes"`
 	}
+	code, stdout, stderr = glmul(append(args, "-format", "json")...)
 	if code != 0 || json.Unmarshal([]byte(stdout), &j) != nil || len(j.Classes) != 1 {
 		t.Fatalf("exit %d, %s\n%s", code, stderr, stdout)
 	}
-	c := j.Classes[0]
-	if j.Type != "float64" || j.Builtin != "dfast:128x128x8_8x8_db" || j.SavedTo != "" || c.Tiled32 != nil {
-		t.Errorf("type %q, built-in %q, saved to %q, tiled32 %+v", j.Type, j.Builtin, j.SavedTo, c.Tiled32)
+	c, untuned := j.Classes[0], "dfast:128x128x8_8x8_db" // llvmpipe's: the first candidate that fits it
+	if j.Type != "float64" || j.Builtin != untuned || c.Tiled32 != nil {
+		t.Errorf("type %q, built-in %q, tiled32 %+v", j.Type, j.Builtin, c.Tiled32)
 	}
 	// The spec and the built-in choice, both valid in float64.
-	if len(c.Candidates) != 2 || !c.Best.Valid || !c.Builtin.Valid || c.Builtin.Kernel != "dfast:128x128x8_8x8_db" {
-		t.Errorf("class %+v, want the spec and Mul64's default, valid", c)
+	if len(c.Candidates) != 2 || !c.Best.Valid || !c.Builtin.Valid || c.Builtin.Kernel != untuned {
+		t.Errorf("class %+v, want the spec and the untuned float64 kernel, valid", c)
 	}
-	if _, err := os.Stat(cache); err == nil {
-		t.Error("tune -type f64 wrote the tuning cache")
+	saved, err := tuning.Load(cache)
+	if err != nil {
+		t.Fatal(err)
 	}
-	code, stdout, stderr = glmul(args...)
-	if code != 0 || !strings.Contains(stdout, "type    float64: dfast's configurations through Mul64, validated in float64; not cached") ||
-		!strings.Contains(stdout, "(built-in choice: Mul64's default)") || strings.Contains(stdout, "tiled32") || strings.Contains(stdout, "saved") {
+	drv := measure.Driver(j.Device)
+	e, ok := saved.LookupClass64(drv, tuning.Square)
+	if _, f32 := saved.Lookup(drv); f32 || ok != c.Saved || ok && (e.Kernel != c.Best.Kernel || !e.Float64) || c.Saved != (j.SavedTo == cache) {
+		t.Errorf("beats the built-in %v, saved to %q: float64 entry %+v (%v), a float32 one %v", c.Saved, j.SavedTo, e, ok, f32)
+	}
+	// Whatever the sweep found, a float64 entry is what the device runs
+	// untold, and a float32 entry beside it is left alone.
+	saved.Put(tuning.Entry{Driver: drv, Class: tuning.Square, Kernel: "dfast:64x64x8_4x4_db", Float64: true})
+	saved.Put(tuning.Entry{Driver: drv, Class: tuning.Square, Kernel: "cpu:8x8_8x8"})
+	if err := saved.Save(cache); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = glmul("tune", "-show", "-backend", "egl")
+	if code != 0 || !strings.Contains(stdout, "float64 square: dfast:64x64x8_4x4_db") ||
+		!strings.Contains(stdout, "float64  dfast:64x64x8_4x4_db: tuned by glmul tune -type f64") || !strings.Contains(stdout, "uses     cpu:8x8_8x8: tuned by glmul tune") {
+		t.Errorf("tune -show: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = glmul("-n", "40", "-type", "f64", "-backend", "egl", "-reps", "1", "-warmup", "0")
+	if code != 0 || !strings.Contains(stdout, "dfast:64x64x8_4x4_db") {
+		t.Errorf("glmul -type f64 with a tuned float64 kernel: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = glmul(append(args, "-classes", "square")...)
+	if code != 0 || !strings.Contains(stdout, "(built-in choice: Mul64's without tuning)") || strings.Contains(stdout, "tiled32") {
 		t.Errorf("text: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
 
-// TestTuneFloat64Refusals: tune -type f64 refuses what refers to the
-// float32 cache (-show, -save) and candidates that are not dfast's (and
+// TestTuneFloat64Refusals: tune -type f64 refuses candidates that are
+// not dfast's (and
 // tune -type f32 dfast's), naming what to do; on OpenGL ES it fails at
 // once with the hint.
 func TestTuneFloat64Refusals(t *testing.T) {
@@ -89,8 +118,6 @@ func TestTuneFloat64Refusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-type", "f64", "-show"}, "-show prints the tuning cache, which holds float32 configurations only"},
-		{[]string{"-type", "f64", "-save"}, "-type f64 measures and reports, and never writes the tuning cache"},
 		{[]string{"-type", "f64", "-candidates", "fast:64x64x8_4x4"}, `"fast:64x64x8_4x4" is not a dfast configuration`},
 		{[]string{"-type", "f64", "-candidates", "dfast:64x64x8_4"}, "dfast kernel configuration"},
 		{[]string{"-candidates", "dfast:64x64x8_4x4_db"}, "sweep dfast with -type f64"},

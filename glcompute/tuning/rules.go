@@ -263,8 +263,8 @@ const (
 	NVIDIASmallGrid   = "fast:64x64x8_8x4_db_tex"
 	LlvmpipeDefault   = "cpu:8x8_8x8"
 	LlvmpipeThinN     = "cpu:1x16_16x4"
-	// NVIDIAFloat64 is float64's (dfast): measured on an H200 against
-	// the 128×128 default, 4% faster at 4096³ and 8192³.
+	// NVIDIAFloat64 is float64's (dfast), 64×128 blocks read through
+	// buffer textures. Measured: docs/TUNING.md, "NVIDIAFloat64".
 	NVIDIAFloat64 = "dfast:64x128x8_8x8_db_tex"
 	// GenericDefault is the configuration for a device where the model
 	// found none that fits (Model) and for products over buffer textures
