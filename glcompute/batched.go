@@ -80,9 +80,10 @@ func (d *Device) MulBatched(c, a, b *Matrix, bt Batch) error {
 // or B batch; it returns an error matching ErrTooLarge if a batch spans
 // more than one shader storage block.
 func (d *Device) GemmBatched(c *Matrix, alpha float32, a, b *Matrix, beta float32, bt Batch) error {
-	c.checkLive(d) // their shapes are the Batch's
-	a.checkLive(d)
-	b.checkLive(d)
+	for _, x := range []*Matrix{c, a, b} {
+		x.checkLive(d) // their shapes are the Batch's
+		x.mustBe(false, "GemmBatched")
+	}
 	bt = bt.normalized()
 	if math.IsNaN(float64(alpha)) || math.IsNaN(float64(beta)) {
 		panic("glcompute: GemmBatched: α or β is NaN")

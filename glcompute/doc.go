@@ -29,8 +29,8 @@
 // and restore. Package glblas puts gonum's Sgemm and Dgemm on the GPU.
 // Mul's Timings describe the layout that ran and its pipelined pass; MulOptions.Measure lets a caller time the
 // stages alone. Device.Mul64 multiplies float64 matrices (blas64.General)
-// the same way, through the same staging, pipelined pass and panels,
-// where the shaders have double (desktop OpenGL, not OpenGL ES).
+// the same way, where the shaders have double (desktop OpenGL, not OpenGL
+// ES); NewMatrix64 keeps one on the GPU (Upload64, Gemm64, Download64).
 //
 // # What a host may rely on
 //

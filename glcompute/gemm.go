@@ -26,6 +26,9 @@ import (
 // blas.Trans or blas.ConjTrans, α or β is NaN, or c's elements share
 // floats of a buffer with a's or b's.
 func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta float32) error {
+	for _, x := range []*Matrix{c, a, b} {
+		x.mustBe(false, "Gemm")
+	}
 	d := c.d
 	emptyC := c.checkView(d)
 	a.checkView(d)
@@ -303,8 +306,14 @@ func (d *Device) bindScratch(p *program, index uint32, r boundRange) {
 	d.bound.ranges[index] = r
 }
 
-// Mul computes c = a·b on the GPU (Gemm with no transposes, α = 1, β = 0).
-func (c *Matrix) Mul(a, b *Matrix) error { return c.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0) }
+// Mul computes c = a·b on the GPU (Gemm, or Gemm64 for float64 matrices,
+// with no transposes, α = 1, β = 0).
+func (c *Matrix) Mul(a, b *Matrix) error {
+	if c.f64 {
+		return c.Gemm64(blas.NoTrans, blas.NoTrans, 1, a, b, 0)
+	}
+	return c.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0)
+}
 
 func boolInt(b bool) int {
 	if b {

@@ -12,8 +12,9 @@ import (
 )
 
 // Matrix is a row-major float32 matrix in a GPU buffer: one the Device
-// made (NewMatrix) or a host's own (WrapBuffer). Element (i, j) is float
-// Offset + i·Stride + j of the buffer; the caller may change Rows, Cols,
+// made (NewMatrix) or a host's own (WrapBuffer); or a float64 one
+// (NewMatrix64, whose methods are the ...64 ones: matrix64.go). Element
+// (i, j) is element Offset + i·Stride + j of the buffer; the caller may change Rows, Cols,
 // Stride and Offset to view another part of it, and every call panics
 // where they reach past its end. Only the range a product uses is bound,
 // so a matrix may sit anywhere in a buffer of any size; it must fit one
@@ -30,6 +31,7 @@ type Matrix struct {
 	buf   glw.Buffer
 	size  int64 // the buffer's size in bytes
 	owned bool  // made by NewMatrix: Release deletes the buffer
+	f64   bool  // float64 elements (NewMatrix64)
 }
 
 // NewMatrix creates a rows×cols matrix in a new buffer (it panics where
@@ -44,11 +46,17 @@ func (d *Device) NewMatrix(rows, cols int) (*Matrix, error) {
 	if rows < 1 || cols < 1 {
 		panic("glcompute: matrix dimension below 1")
 	}
+	return d.newMatrix(rows, cols, "float32")
+}
+
+// newMatrix creates a rows×cols float32 matrix, or the words of a
+// float64 one of half the columns (what: its type, for errors).
+func (d *Device) newMatrix(rows, cols int, what string) (*Matrix, error) {
 	bytes, ok := floatBytes(rows, cols)
 	if !ok {
 		return nil, fmt.Errorf("%w: a %d×%d matrix has more elements than any buffer can hold", ErrTooLarge, rows, cols)
 	}
-	if err := d.checkBlock(fmt.Sprintf("a %d×%d float32 matrix is", rows, cols), bytes); err != nil {
+	if err := d.checkBlock(fmt.Sprintf("a %s matrix of %d rows is", what, rows), bytes); err != nil {
 		return nil, err
 	}
 	m := &Matrix{Rows: rows, Cols: cols, Stride: cols, d: d, owned: true, size: bytes}
@@ -174,6 +182,10 @@ func (m *Matrix) end() (end int64, ok bool) {
 
 // inBuffer reports whether m's elements all lie inside its buffer.
 func (m *Matrix) inBuffer() bool {
+	if m.f64 {
+		w, ok := m.words()
+		return ok && w.inBuffer()
+	}
 	end, ok := m.end()
 	return ok && end <= m.size
 }
@@ -242,6 +254,7 @@ const directUploadBytes = 1 << 20
 // uploads of more than twice the staging size (Options.StagingBytes)
 // wait, smaller ones do not.
 func (m *Matrix) Upload(src blas32.General) error {
+	m.mustBe(false, "Upload")
 	staged := func(st *staging.Stager, v staging.View) error { return st.Upload(v, src) }
 	if 4*int64(m.Rows)*int64(m.Cols) <= directUploadBytes {
 		staged = nil
@@ -255,6 +268,7 @@ func (m *Matrix) Upload(src blas32.General) error {
 // stride gaps are left alone. It waits for the GPU work that writes m: a
 // stall, meant for tests and final results.
 func (m *Matrix) Download(dst blas32.General) error {
+	m.mustBe(false, "Download")
 	return m.transfer(dst, "downloading a matrix", func(st *staging.Stager, v staging.View) error { return st.Download(dst, v) },
 		func(offset, size int, host unsafe.Pointer) {
 			glw.BarrierBufferRead()

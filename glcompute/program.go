@@ -47,9 +47,10 @@ func (p *program) plan(rows, cols, maxGroups int) (dispatch.Plan, error) {
 
 // setUint sets the uint uniform name of p, the current program, unless it
 // already holds v (a resident product re-sets the same values every call).
-// Every uniform of glmul's programs is set through setUint, setUints or
-// setFloat, so the cache stays true; a uniform the kernel lacks (location
-// −1) is ignored.
+// Every 32-bit uniform of glmul's programs is set through setUint,
+// setUints or setFloat, so the cache stays true (doubles through
+// setDouble, uncached); a uniform the kernel lacks (location −1) is
+// ignored.
 func (p *program) setUint(name string, v uint32) {
 	if l, ok := p.changed(name, v); ok {
 		glw.SetUint(l, v)
@@ -62,6 +63,11 @@ func (p *program) setFloat(name string, v float32) {
 		glw.SetFloat(l, v)
 	}
 }
+
+// setDouble sets the double uniform name of p (GEMM64's α and β) every
+// time: the cache holds 32-bit values, and a double uniform is in no
+// other setter's way.
+func (p *program) setDouble(name string, v float64) { glw.SetDouble(p.loc(name), v) }
 
 // dispatchTiles queues p, the current program with its other uniforms
 // set, over a rows×cols result in chunks of at most maxGroups work groups

@@ -11,7 +11,14 @@
 // steps of 16 through shared memory; scalar loads, since offsets and
 // strides are arbitrary. x0, y0: the first column and row of C this
 // dispatch covers.
+//
+// REAL is the element type: float, or double for float64 matrices
+// (GEMM64: α and β are doubles too).
 #version 430 core
+
+#ifndef REAL
+#define REAL float
+#endif
 
 layout(local_size_x = 16, local_size_y = 16, local_size_z = 1) in;
 
@@ -26,27 +33,27 @@ uniform uint offB;
 uniform uint offC;
 uniform uint transA;
 uniform uint transB;
-uniform float alpha;
-uniform float beta;
+uniform REAL alpha;
+uniform REAL beta;
 uniform uint x0;
 uniform uint y0;
 
-layout(std430, binding = 0) readonly buffer ssbo_A { float A[]; };
-layout(std430, binding = 1) readonly buffer ssbo_B { float B[]; };
-layout(std430, binding = 2) buffer ssbo_C { float C[]; };
+layout(std430, binding = 0) readonly buffer ssbo_A { REAL A[]; };
+layout(std430, binding = 1) readonly buffer ssbo_B { REAL B[]; };
+layout(std430, binding = 2) buffer ssbo_C { REAL C[]; };
 
-shared float As[16][64]; // As[k][row]
-shared float Bs[16][64]; // Bs[k][col]
+shared REAL As[16][64]; // As[k][row]
+shared REAL Bs[16][64]; // Bs[k][col]
 
-float opA(uint i, uint k)
+REAL opA(uint i, uint k)
 {
-    if (i >= M || k >= K) return 0.0;
+    if (i >= M || k >= K) return REAL(0.0);
     return transA != 0u ? A[offA + k * lda + i] : A[offA + i * lda + k];
 }
 
-float opB(uint k, uint j)
+REAL opB(uint k, uint j)
 {
-    if (k >= K || j >= N) return 0.0;
+    if (k >= K || j >= N) return REAL(0.0);
     return transB != 0u ? B[offB + j * ldb + k] : B[offB + k * ldb + j];
 }
 
@@ -57,10 +64,10 @@ void main()
     uint row0 = y0 + gl_WorkGroupID.y * 64u;
     uint col0 = x0 + gl_WorkGroupID.x * 64u;
 
-    float acc[4][4];
+    REAL acc[4][4];
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++)
-            acc[i][j] = 0.0;
+            acc[i][j] = REAL(0.0);
 
     if (alpha != 0.0) {
         for (uint kt = 0u; kt < K; kt += 16u) {
@@ -77,7 +84,7 @@ void main()
             memoryBarrierShared();
             barrier();
             for (int k = 0; k < 16; k++) {
-                float a[4], b[4];
+                REAL a[4], b[4];
                 for (int i = 0; i < 4; i++) a[i] = As[k][ty + 16u * uint(i)];
                 for (int j = 0; j < 4; j++) b[j] = Bs[k][tx + 16u * uint(j)];
                 for (int i = 0; i < 4; i++)
@@ -96,7 +103,7 @@ void main()
             uint col = col0 + tx + 16u * uint(j);
             if (col >= N) continue;
             uint at = offC + row * ldc + col;
-            float v = alpha * acc[i][j];
+            REAL v = alpha * acc[i][j];
             if (beta != 0.0) v += beta * C[at];
             C[at] = v;
         }

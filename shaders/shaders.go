@@ -113,6 +113,17 @@ func GEMM() Kernel { return gEMMKernel() }
 
 var gEMMKernel = fixed(Kernel{Name: "gemm", File: "gemm.comp", TileM: 64, TileN: 64, Align: 1, Threads: 256, SharedBytes: 2 * 16 * 64 * 4})
 
+// GEMM64 is GEMM on float64 matrices (gemm.comp in doubles, α and β
+// double uniforms). It has no GLSL ES text: GLSL ES has no double.
+func GEMM64() Kernel { return gEMM64Kernel() }
+
+var gEMM64Kernel = sync.OnceValue(func() Kernel {
+	k := GEMM()
+	k.Name, k.Float64, k.SourceES, k.SharedBytes = "gemm64", true, "", 2*16*64*8
+	k.Source = strings.Replace(k.Source, "#version 430 core\n", "#version 430 core\n#define REAL double\n", 1)
+	return k
+})
+
 // Reduce sums the partial results of a split-K product (reduce.comp).
 func Reduce() Kernel { return reduceKernel() }
 

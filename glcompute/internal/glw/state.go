@@ -139,6 +139,10 @@ func IsBuffer(name uint32) bool { return gl.IsBuffer(name) }
 // SetFloat sets a float uniform of the current program; location −1 is ignored.
 func SetFloat(location int32, v float32) { gl.Uniform1f(location, v) }
 
+// SetDouble sets a double uniform of the current program (OpenGL 4.0 or
+// GL_ARB_gpu_shader_fp64); location −1 is ignored.
+func SetDouble(location int32, v float64) { gl.Uniform1d(location, v) }
+
 // BarrierAll makes shader writes visible to every later use of the memory:
 // the host's draws (vertex, index, uniform, indirect), compute passes and
 // buffer reads.

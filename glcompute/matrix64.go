@@ -1,0 +1,228 @@
+package glcompute
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/glmul/glmul/glcompute/internal/dispatch"
+	"github.com/glmul/glmul/shaders"
+)
+
+// Resident float64 matrices: a Matrix made by NewMatrix64, moved with
+// Upload64 and Download64 and multiplied with Gemm64 (and Mul). Its
+// Rows, Cols, Stride and Offset count doubles. The transfers and the
+// bounds checks see it as a float32 matrix of twice the columns, stride
+// and offset (words), as Mul64's host products do (words.go); the kernels
+// are dfast for a product without transposes, α = 1 and β = 0, and
+// gemm.comp in doubles (GEMM64) for the rest.
+
+// NewMatrix64 creates a rows×cols float64 matrix in a new buffer, as
+// NewMatrix does a float32 one (its panics and errors); it returns an error
+// matching ErrUnsupported where the device has no float64 in shaders
+// (OpenGL ES). Its methods are Upload64, Download64, Gemm64 and Mul; the
+// float32 ones (Upload, Download, Gemm, batches) panic on it.
+func (d *Device) NewMatrix64(rows, cols int) (*Matrix, error) {
+	if rows < 1 || cols < 1 {
+		panic("glcompute: matrix dimension below 1")
+	}
+	if err := d.float64Support(); err != nil {
+		return nil, err
+	}
+	if cols > math.MaxInt/2 {
+		return nil, fmt.Errorf("%w: a %d×%d matrix has more elements than any buffer can hold", ErrTooLarge, rows, cols)
+	}
+	m, err := d.newMatrix(rows, 2*cols, "float64")
+	if err != nil {
+		return nil, err
+	}
+	m.Cols, m.Stride, m.f64 = cols, cols, true
+	return m, nil
+}
+
+// Upload64 copies src, which must have m's shape, into float64 matrix m,
+// as Upload does for float32 (only m's elements written, queued, src
+// reusable at once), bit for bit: a NaN's payload and a signed zero arrive
+// as they were.
+func (m *Matrix) Upload64(src blas64.General) error {
+	m.mustBe(true, "Upload64")
+	checkShape64(m, src)
+	w, _ := m.words() // checkView's panic comes first where they do not fit
+	return w.Upload(words64(src))
+}
+
+// Download64 copies float64 matrix m into dst, which must have m's shape,
+// as Download does for float32: it waits for the GPU work that writes m.
+func (m *Matrix) Download64(dst blas64.General) error {
+	m.mustBe(true, "Download64")
+	checkShape64(m, dst)
+	w, _ := m.words()
+	return w.Download(words64(dst))
+}
+
+// checkShape64 panics unless host has m's shape (the words' transfer
+// checks host's stride and length).
+func checkShape64(m *Matrix, host blas64.General) {
+	m.checkView(m.d)
+	if host.Rows != m.Rows || host.Cols != m.Cols {
+		panic("glcompute: Upload64 or Download64: shapes differ")
+	}
+}
+
+// words is float64 matrix m as the float32 matrix of its words (twice
+// the columns, stride and offset) in the same buffer; ok false where
+// doubling overflows (such a matrix lies past any buffer).
+func (m *Matrix) words() (w *Matrix, ok bool) {
+	if max(m.Cols, m.Stride, m.Offset) > math.MaxInt/2 {
+		return nil, false
+	}
+	v := *m
+	v.Cols, v.Stride, v.Offset, v.f64 = 2*m.Cols, 2*m.Stride, 2*m.Offset, false
+	return &v, true
+}
+
+// mustBe panics unless m's elements are float64 (f64) or float32 (not
+// f64): each method is for one element type.
+func (m *Matrix) mustBe(f64 bool, method string) {
+	switch {
+	case m.f64 == f64:
+	case f64:
+		panic(fmt.Sprintf("glcompute: %s on a float32 Matrix: NewMatrix64 makes float64 ones", method))
+	default:
+		panic(fmt.Sprintf("glcompute: %s on a float64 Matrix: use its float64 method (Upload64, Download64, Gemm64)", method))
+	}
+}
+
+// Gemm64 computes c = α·op(A)·op(B) + β·c on resident float64 matrices,
+// as Gemm does on float32 ones (its semantics, panics and queueing). A
+// product without transposes, α = 1 and β = 0 runs the device's float64
+// kernel (dfast, Info.Float64Kernel, read through storage buffers, its
+// double-by-double configuration where a row of A or B is of odd length
+// or starts at an odd offset); the rest run gemm.comp in doubles.
+func (c *Matrix) Gemm64(tA, tB blas.Transpose, alpha float64, a, b *Matrix, beta float64) error {
+	for _, x := range []*Matrix{c, a, b} {
+		x.mustBe(true, "Gemm64")
+	}
+	d := c.d
+	emptyC := c.checkView(d)
+	a.checkView(d)
+	b.checkView(d)
+	transA, transB := isTrans(tA), isTrans(tB)
+	m, n, ak := c.Rows, c.Cols, a.Cols
+	am, bk, bn := a.Rows, b.Rows, b.Cols
+	if transA {
+		am, ak = a.Cols, a.Rows
+	}
+	if transB {
+		bk, bn = b.Cols, b.Rows
+	}
+	if am != m || bn != n || ak != bk {
+		panic("glcompute: Gemm64: shapes of op(A), op(B) and C disagree")
+	}
+	if math.IsNaN(alpha) || math.IsNaN(beta) {
+		panic("glcompute: Gemm64: α or β is NaN")
+	}
+	switch {
+	case emptyC || ak == 0 && beta == 1:
+		d.checkOpen()
+		return nil
+	case ak == 0:
+		return d.gemm64(c, false, false, 0, c, c, beta, 0, 0)
+	}
+	if overlaps(c, 2*c.Offset, 2*c.span(), a, 2*a.Offset, 2*a.span()) || overlaps(c, 2*c.Offset, 2*c.span(), b, 2*b.Offset, 2*b.span()) {
+		panic("glcompute: Gemm64: C overlaps A or B")
+	}
+	if !transA && !transB && alpha == 1 && beta == 0 {
+		if ran, err := d.dfastResident(c, a, b); ran {
+			return err
+		}
+	}
+	// K in chunks where the driver's loop budget needs them (loops.go),
+	// each adding its product to C: β for the first, 1 after it.
+	chunk := ak
+	if r := d.maxKRange(shaders.GEMM64()); r > 0 && alpha != 0 {
+		chunk = min(ak, r)
+	}
+	for k0 := 0; k0 < ak; k0 += chunk {
+		if err := d.gemm64(c, transA, transB, alpha, a, b, beta, k0, min(chunk, ak-k0)); err != nil {
+			return err
+		}
+		beta = 1
+	}
+	return nil
+}
+
+// gemm64 runs GEMM64 for c = α·op(A)·op(B) + β·c over K's k0 … k0+kn−1 (kn
+// 0, α 0: c = β·c, A and B not read: c stands in for them in their
+// bindings).
+func (d *Device) gemm64(c *Matrix, transA, transB bool, alpha float64, a, b *Matrix, beta float64, k0, kn int) error {
+	return d.resident64(shaders.GEMM64(), a, b, c, func(p *program, offA, offB, offC int) {
+		offA += k0 * kStride(transA, a.Stride, 1)
+		offB += k0 * kStride(transB, 1, b.Stride)
+		p.setUints(uniform{"M", c.Rows}, uniform{"N", c.Cols}, uniform{"K", kn}, uniform{"lda", a.Stride}, uniform{"ldb", b.Stride},
+			uniform{"ldc", c.Stride}, uniform{"offA", offA}, uniform{"offB", offB}, uniform{"offC", offC},
+			uniform{"transA", boolInt(transA)}, uniform{"transB", boolInt(transB)})
+		p.setDouble("alpha", alpha)
+		p.setDouble("beta", beta)
+	})
+}
+
+// dfastResident runs c = a·b with the device's float64 kernel where it
+// may: without its buffer textures (a resident matrix's buffer has no
+// texture of its own), reading double by double (_u) where a row of A or
+// B has odd length, stride or offset (dvec2 loads need even ones), and
+// not where K is over what the driver lets it loop over (ran false: the
+// caller runs GEMM64 in K chunks).
+func (d *Device) dfastResident(c, a, b *Matrix) (ran bool, err error) {
+	k, err := shaders.LookupFloat64(cmp.Or(d.float64Kernel(c.Rows, a.Cols, c.Cols), "dfast"))
+	if err != nil {
+		return false, nil
+	}
+	cfg, err := shaders.ParseDFastConfig(k.Config)
+	if err != nil {
+		return false, nil
+	}
+	cfg.Tex = false
+	if (a.Cols|a.Stride|a.Offset|b.Cols|b.Stride|b.Offset)%2 != 0 {
+		cfg.Unaligned = true
+	}
+	if k, err = shaders.DFast(cfg); err != nil || d.fits(k) != nil {
+		return false, nil
+	}
+	if d.kSlices(k, a.Cols) > 1 {
+		return false, nil
+	}
+	return true, d.resident64(k, a, b, c, func(p *program, offA, offB, offC int) {
+		p.setLayout(c.Rows, a.Cols, c.Cols, a.Stride, b.Stride, c.Stride, offA, offB, offC)
+	})
+}
+
+// resident64 runs a float64 kernel k on resident float64 matrices as
+// resident does a float32 one: a, b and c bound over their words, set
+// given their offsets in doubles within the bound ranges (a range starts
+// on the driver's offset alignment, at least 4 bytes, from an even word:
+// a whole double), the plan of c's result dispatched, the barrier after.
+func (d *Device) resident64(k shaders.Kernel, a, b, c *Matrix, set func(p *program, offA, offB, offC int)) error {
+	var err error
+	d.callKeeping(func() {
+		var p *program
+		if p, err = d.programOf(k); err != nil {
+			d.bound = boundState{}
+			return
+		}
+		var plan dispatch.Plan
+		if plan, err = p.plan(c.Rows, c.Cols, defaultMaxGroups); err != nil {
+			d.bound = boundState{}
+			return
+		}
+		d.clearErrors()
+		err = d.dispatchResident(p, plan, func() {
+			bind := func(i uint32, x *Matrix) int { return d.bind(p, i, x, 2*x.Offset, 2*x.span()) / 2 }
+			set(p, bind(0, a), bind(1, b), bind(2, c))
+		})
+	})
+	return err
+}
