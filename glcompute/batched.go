@@ -8,11 +8,11 @@ import (
 )
 
 // Batch describes Count small products (none: nothing to do), each M×K by
-// K×N (sizes 1 to 32), row-major. Product i's A starts StrideA floats after product i−1's, its
-// rows LdA floats apart; likewise B and C. Counting starts at each
-// Matrix's Offset. Row strides let a std430 array of mat3 (columns padded
-// to vec4, read row-major as their transposes: LdA = 4, StrideA = 12) be
-// used in place.
+// K×N (sizes 1 to 32), row-major. Product i's A starts StrideA elements
+// (doubles in GemmBatched64) after product i−1's, its rows LdA apart;
+// likewise B and C, from each Matrix's Offset. Row strides let a std430
+// array of mat3 (columns padded to vec4, read row-major as their
+// transposes: LdA = 4, StrideA = 12) be used in place.
 //
 // Zero values: LdA = K, LdB = N, LdC = N (compact rows); StrideA = the
 // span of one A ((M−1)·LdA + K), likewise StrideB and StrideC (matrices
@@ -59,12 +59,15 @@ func (bt Batch) spanA() int { return (bt.M-1)*bt.LdA + bt.K }
 func (bt Batch) spanB() int { return (bt.K-1)*bt.LdB + bt.N }
 func (bt Batch) spanC() int { return (bt.M-1)*bt.LdC + bt.N }
 
-// batchExtent is the floats from a batch's first element to one past its last.
+// batchExtent is the elements from a batch's first to one past its last.
 func batchExtent(count, stride, span int) int { return (count-1)*stride + span }
 
 // MulBatched queues the products C[i] = A[i]·B[i] of bt (GemmBatched with
-// α = 1, β = 0).
+// α = 1, β = 0; GemmBatched64 for float64 matrices).
 func (d *Device) MulBatched(c, a, b *Matrix, bt Batch) error {
+	if c.f64 {
+		return d.GemmBatched64(c, 1, a, b, 0, bt)
+	}
 	return d.GemmBatched(c, 1, a, b, 0, bt)
 }
 
@@ -80,28 +83,52 @@ func (d *Device) MulBatched(c, a, b *Matrix, bt Batch) error {
 // or B batch; it returns an error matching ErrTooLarge if a batch spans
 // more than one shader storage block.
 func (d *Device) GemmBatched(c *Matrix, alpha float32, a, b *Matrix, beta float32, bt Batch) error {
+	nan := math.IsNaN(float64(alpha)) || math.IsNaN(float64(beta))
+	return d.gemmBatched(c, a, b, bt, false, nan, func(p *program) {
+		p.setFloat("alpha", alpha)
+		p.setFloat("beta", beta)
+	})
+}
+
+// GemmBatched64 is GemmBatched on float64 matrices (NewMatrix64), their
+// strides and offsets in doubles, α and β float64.
+func (d *Device) GemmBatched64(c *Matrix, alpha float64, a, b *Matrix, beta float64, bt Batch) error {
+	return d.gemmBatched(c, a, b, bt, true, math.IsNaN(alpha) || math.IsNaN(beta), func(p *program) {
+		p.setDouble("alpha", alpha)
+		p.setDouble("beta", beta)
+	})
+}
+
+// gemmBatched runs GemmBatched (f64 false) or GemmBatched64 (f64 true):
+// the checks, then batched.comp in the element type, setAB setting α and
+// β, nan whether either is NaN. A float64 batch is bound over its words.
+func (d *Device) gemmBatched(c, a, b *Matrix, bt Batch, f64, nan bool, setAB func(p *program)) error {
+	method, kern, w := "GemmBatched", shaders.Batched(), 1
+	if f64 {
+		method, kern, w = "GemmBatched64", shaders.Batched64(), 2
+	}
 	for _, x := range []*Matrix{c, a, b} {
 		x.checkLive(d) // their shapes are the Batch's
-		x.mustBe(false, "GemmBatched")
+		x.mustBe(f64, method)
 	}
 	bt = bt.normalized()
-	if math.IsNaN(float64(alpha)) || math.IsNaN(float64(beta)) {
-		panic("glcompute: GemmBatched: α or β is NaN")
+	if nan {
+		panic("glcompute: " + method + ": α or β is NaN")
 	}
 	if bt.Count == 0 { // an empty scene: nothing to bind or dispatch
 		d.checkOpen()
 		return nil
 	}
 	ext := [3]int{batchExtent(bt.Count, bt.StrideA, bt.spanA()), batchExtent(bt.Count, bt.StrideB, bt.spanB()), batchExtent(bt.Count, bt.StrideC, bt.spanC())}
-	if overlaps(c, c.Offset, ext[2], a, a.Offset, ext[0]) || overlaps(c, c.Offset, ext[2], b, b.Offset, ext[1]) {
-		panic("glcompute: GemmBatched: C overlaps A or B")
+	if overlaps(c, w*c.Offset, w*ext[2], a, w*a.Offset, w*ext[0]) || overlaps(c, w*c.Offset, w*ext[2], b, w*b.Offset, w*ext[1]) {
+		panic("glcompute: " + method + ": C overlaps A or B")
 	}
 	for i, x := range []*Matrix{a, b, c} {
 		name := string("ABC"[i])
-		if x.Offset < 0 || 4*int64(x.Offset+ext[i]) > x.size {
-			panic("glcompute: GemmBatched: a batch runs past the end of its buffer")
+		if x.Offset < 0 || 4*int64(w)*int64(x.Offset+ext[i]) > x.size {
+			panic("glcompute: " + method + ": a batch runs past the end of its buffer")
 		}
-		if err := d.checkExtent("the batch of "+name, x.Offset, ext[i]); err != nil {
+		if err := d.checkExtent("the batch of "+name, w*x.Offset, w*ext[i]); err != nil {
 			return err
 		}
 	}
@@ -109,18 +136,18 @@ func (d *Device) GemmBatched(c *Matrix, alpha float32, a, b *Matrix, beta float3
 	var err error
 	d.call(func() {
 		var p *program
-		if p, err = d.programOf(shaders.Batched()); err != nil {
+		if p, err = d.programOf(kern); err != nil {
 			return
 		}
 		d.clearErrors()
 		p.prog.Use()
-		offA, offB, offC := d.bind(p, 0, a, a.Offset, ext[0]), d.bind(p, 1, b, b.Offset, ext[1]), d.bind(p, 2, c, c.Offset, ext[2])
+		bind := func(i uint32, x *Matrix, n int) int { return d.bind(p, i, x, w*x.Offset, w*n) / w }
+		offA, offB, offC := bind(0, a, ext[0]), bind(1, b, ext[1]), bind(2, c, ext[2])
 		p.setUints(uniform{"M", bt.M}, uniform{"N", bt.N}, uniform{"K", bt.K}, uniform{"count", bt.Count},
 			uniform{"lda", bt.LdA}, uniform{"ldb", bt.LdB}, uniform{"ldc", bt.LdC}, uniform{"strideA", bt.StrideA},
 			uniform{"strideB", bt.StrideB}, uniform{"strideC", bt.StrideC}, uniform{"offA", offA}, uniform{"offB", offB},
 			uniform{"offC", offC})
-		p.setFloat("alpha", alpha)
-		p.setFloat("beta", beta)
+		setAB(p)
 		p.dispatchLinear(dispatch.Linear(total, p.kernel.Threads), 0)
 		err = d.finishDispatch(p)
 	})

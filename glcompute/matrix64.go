@@ -13,7 +13,8 @@ import (
 )
 
 // Resident float64 matrices: a Matrix made by NewMatrix64, moved with
-// Upload64 and Download64 and multiplied with Gemm64 (and Mul). Its
+// Upload64 and Download64 and multiplied with Gemm64 (and Mul), and in
+// batches with GemmBatched64 (batched.go; and MulBatched). Its
 // Rows, Cols, Stride and Offset count doubles. The transfers and the
 // bounds checks see it as a float32 matrix of twice the columns, stride
 // and offset (words), as Mul64's host products do (words.go); the kernels
@@ -23,8 +24,9 @@ import (
 // NewMatrix64 creates a rows×cols float64 matrix in a new buffer, as
 // NewMatrix does a float32 one (its panics and errors); it returns an error
 // matching ErrUnsupported where the device has no float64 in shaders
-// (OpenGL ES). Its methods are Upload64, Download64, Gemm64 and Mul; the
-// float32 ones (Upload, Download, Gemm, batches) panic on it.
+// (OpenGL ES). Its methods are Upload64, Download64, Gemm64 and Mul (and
+// Device.GemmBatched64, MulBatched); the float32 ones (Upload, Download,
+// Gemm, GemmBatched) panic on it.
 func (d *Device) NewMatrix64(rows, cols int) (*Matrix, error) {
 	if rows < 1 || cols < 1 {
 		panic("glcompute: matrix dimension below 1")

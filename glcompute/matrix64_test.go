@@ -275,6 +275,7 @@ func TestMatrix64Refusals(t *testing.T) {
 		{"Gemm on float64", "Gemm64", func() { m64.Gemm(blas.NoTrans, blas.NoTrans, 1, m64, m64, 0) }},
 		{"Gemm with a float64 A", "Gemm64", func() { m32.Gemm(blas.NoTrans, blas.NoTrans, 1, m64, m32, 0) }},
 		{"GemmBatched on float64", "float64 Matrix", func() { d.GemmBatched(m64, 1, m64, m64, 0, Batch{Count: 1, M: 2, K: 2, N: 2}) }},
+		{"GemmBatched64 on float32", "NewMatrix64", func() { d.GemmBatched64(m32, 1, m32, m32, 0, Batch{Count: 1, M: 2, K: 2, N: 2}) }},
 		{"Upload64 on float32", "NewMatrix64", func() { m32.Upload64(g64) }},
 		{"Download64 on float32", "NewMatrix64", func() { m32.Download64(g64) }},
 		{"Gemm64 with a float32 B", "NewMatrix64", func() { m64.Gemm64(blas.NoTrans, blas.NoTrans, 1, m64, m32, 0) }},
@@ -287,5 +288,74 @@ func TestMatrix64Refusals(t *testing.T) {
 	es := openDevice(t, BackendGLES)
 	if _, err := es.NewMatrix64(2, 2); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("NewMatrix64 on OpenGL ES: %v, want ErrUnsupported", err)
+	}
+}
+
+// TestGemmBatched64 checks GemmBatched64 (and MulBatched on float64
+// matrices) against gonum's Dgemm product by product: sizes 1 to 32,
+// padded rows and gaps between products, batches at odd offsets in
+// poisoned buffers, α and β of 0, 1 and others. Each C within 2γ_{K+2},
+// the gaps of C's buffer as they were, NaN in C overwritten where β = 0.
+func TestGemmBatched64(t *testing.T) {
+	d := openDevice(t, BackendEGL)
+	needFloat64(t, d)
+	rng := rand.New(rand.NewPCG(45, 64066))
+	for _, c := range []struct {
+		bt          Batch
+		alpha, beta float64
+	}{
+		{Batch{Count: 37, M: 1, K: 1, N: 1}, 1, 0},
+		{Batch{Count: 5, M: 3, K: 32, N: 5, LdA: 33, LdB: 6, LdC: 7, StrideA: 120, StrideB: 200, StrideC: 30}, 1, 0},
+		{Batch{Count: 9, M: 32, K: 7, N: 32}, 0.5, -2},
+		{Batch{Count: 4, M: 17, K: 17, N: 17, LdC: 19, StrideC: 19 * 17}, 0, 1.5},
+		{Batch{Count: 3, M: 6, K: 5, N: 4}, -1, 1},
+	} {
+		bt := c.bt.normalized()
+		t.Run(fmt.Sprintf("%dx%dx%dx%d/α=%g/β=%g", bt.Count, bt.M, bt.K, bt.N, c.alpha, c.beta), func(t *testing.T) {
+			span := func(stride, one int) int { return batchExtent(bt.Count, stride, one) }
+			poisonC := rng.Float64()
+			if c.beta == 0 {
+				poisonC = math.NaN()
+			}
+			va, a := newView64(t, d, 1, span(bt.StrideA, bt.spanA()), 0, 3, rng.Float64(), rng)
+			vb, b := newView64(t, d, 1, span(bt.StrideB, bt.spanB()), 0, 1, rng.Float64(), rng)
+			vc, cm := newView64(t, d, 1, span(bt.StrideC, bt.spanC()), 0, 5, poisonC, rng)
+			if c.beta == 0 {
+				vc, cm = nanView(t, d, 1, span(bt.StrideC, bt.spanC()), rng)
+			}
+			before := vc.buffer(t)
+			var err error
+			if c.alpha == 1 && c.beta == 0 {
+				err = d.MulBatched(vc.m, va.m, vb.m, c.bt)
+			} else {
+				err = d.GemmBatched64(vc.m, c.alpha, va.m, vb.m, c.beta, c.bt)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := vc.buffer(t)
+			inC := make([]bool, len(got))
+			for p := range bt.Count {
+				at := func(x blas64.General, off, rows, cols, ld int) blas64.General {
+					return blas64.General{Rows: rows, Cols: cols, Stride: ld, Data: x.Data[off:]}
+				}
+				am, bm := at(a, p*bt.StrideA, bt.M, bt.K, bt.LdA), at(b, p*bt.StrideB, bt.K, bt.N, bt.LdB)
+				want, tol := ref64(blas.NoTrans, blas.NoTrans, c.alpha, am, bm, c.beta, at(cm, p*bt.StrideC, bt.M, bt.N, bt.LdC), bt.K)
+				for i := range bt.M {
+					for j := range bt.N {
+						k := vc.m.Offset + p*bt.StrideC + i*bt.LdC + j
+						inC[k] = true
+						if g := got[k]; !(math.Abs(g-want[i*bt.N+j]) <= tol[i*bt.N+j]) {
+							t.Fatalf("product %d (%d, %d): %v, want %v ± %.3g", p, i, j, g, want[i*bt.N+j], tol[i*bt.N+j])
+						}
+					}
+				}
+			}
+			for k, v := range got {
+				if !inC[k] && math.Float64bits(v) != math.Float64bits(before[k]) {
+					t.Fatalf("double %d of C's buffer, in no product, is %v, was %v", k, v, before[k])
+				}
+			}
+		})
 	}
 }

@@ -8,7 +8,14 @@
 // invocations write neighbouring floats of C and read rows of A and
 // columns of B that neighbouring invocations share through the cache.
 // Sizes up to 32 (K up to 32 multiply-adds per invocation).
+//
+// REAL is the element type: float, or double (Batched64: α and β are
+// doubles too).
 #version 430 core
+
+#ifndef REAL
+#define REAL float
+#endif
 
 layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
 
@@ -25,13 +32,13 @@ uniform uint strideC;
 uniform uint offA;
 uniform uint offB;
 uniform uint offC;
-uniform float alpha;
-uniform float beta;
+uniform REAL alpha;
+uniform REAL beta;
 uniform uint first; // index of this dispatch's first element (dispatch chunks)
 
-layout(std430, binding = 0) readonly buffer ssbo_A { float A[]; };
-layout(std430, binding = 1) readonly buffer ssbo_B { float B[]; };
-layout(std430, binding = 2) buffer ssbo_C { float C[]; };
+layout(std430, binding = 0) readonly buffer ssbo_A { REAL A[]; };
+layout(std430, binding = 1) readonly buffer ssbo_B { REAL B[]; };
+layout(std430, binding = 2) buffer ssbo_C { REAL C[]; };
 
 void main()
 {
@@ -41,7 +48,7 @@ void main()
     if (b >= count) return;
     uint e = g % per;
     uint i = e / N, j = e % N;
-    float s = 0.0;
+    REAL s = REAL(0.0);
     if (alpha != 0.0) {
         uint a0 = offA + b * strideA + i * lda;
         uint b0 = offB + b * strideB + j;

@@ -118,11 +118,18 @@ var gEMMKernel = fixed(Kernel{Name: "gemm", File: "gemm.comp", TileM: 64, TileN:
 func GEMM64() Kernel { return gEMM64Kernel() }
 
 var gEMM64Kernel = sync.OnceValue(func() Kernel {
-	k := GEMM()
-	k.Name, k.Float64, k.SourceES, k.SharedBytes = "gemm64", true, "", 2*16*64*8
-	k.Source = strings.Replace(k.Source, "#version 430 core\n", "#version 430 core\n#define REAL double\n", 1)
+	k := inDoubles(GEMM(), "gemm64")
+	k.SharedBytes *= 2
 	return k
 })
+
+// inDoubles is k, a kernel whose element type is REAL (gemm.comp,
+// batched.comp), compiled with REAL double and named name.
+func inDoubles(k Kernel, name string) Kernel {
+	k.Name, k.Float64, k.SourceES = name, true, ""
+	k.Source = strings.Replace(k.Source, "#version 430 core\n", "#version 430 core\n#define REAL double\n", 1)
+	return k
+}
 
 // Reduce sums the partial results of a split-K product (reduce.comp).
 func Reduce() Kernel { return reduceKernel() }
@@ -224,6 +231,12 @@ func refastened(spec string, change func(*FastConfig)) string {
 func Batched() Kernel { return batchedKernel() }
 
 var batchedKernel = fixed(Kernel{Name: "batched", File: "batched.comp", TileM: 1, TileN: 256, Align: 1, Threads: 256})
+
+// Batched64 is Batched on float64 matrices (batched.comp in doubles, α
+// and β double uniforms). It has no GLSL ES text: GLSL ES has no double.
+func Batched64() Kernel { return batched64Kernel() }
+
+var batched64Kernel = sync.OnceValue(func() Kernel { return inDoubles(Batched(), "batched64") })
 
 // looked memoizes Lookup: a kernel is an immutable value, and building
 // fast.comp's source costs more than a resident product's whole dispatch.
