@@ -84,21 +84,23 @@ func refFloat64(a, b blas64.General) (want, tol []float64) {
 		gonum.Implementation{}.Dgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1, a.Data, a.Stride, b.Data, b.Stride, 0, c.Data, c.Stride)
 	}
 	gemm(a, b, w)
-	abs := func(x blas64.General) blas64.General {
-		y := x
-		y.Data = make([]float64, len(x.Data))
-		for i, v := range x.Data {
-			y.Data[i] = math.Abs(v)
-		}
-		return y
-	}
-	gemm(abs(a), abs(b), bound)
+	gemm(absAll64(a), absAll64(b), bound)
 	u := math.Ldexp(1, -53)
 	gamma := float64(k) * u / (1 - float64(k)*u)
 	for i := range bound.Data {
 		bound.Data[i] *= 2 * gamma / (1 - gamma)
 	}
 	return w.Data, bound.Data
+}
+
+// absAll64 is x with each element's absolute value, in new memory.
+func absAll64(x blas64.General) blas64.General {
+	y := x
+	y.Data = make([]float64, len(x.Data))
+	for i, v := range x.Data {
+		y.Data[i] = math.Abs(v)
+	}
+	return y
 }
 
 // tileShapes are shapes straddling every tile boundary of kernel k: 1×1×1,

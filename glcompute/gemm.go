@@ -26,29 +26,9 @@ import (
 // blas.Trans or blas.ConjTrans, α or β is NaN, or c's elements share
 // floats of a buffer with a's or b's.
 func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta float32) error {
-	for _, x := range []*Matrix{c, a, b} {
-		x.mustBe(false, "Gemm")
-	}
+	transA, transB, ak, emptyC := gemmShape("Gemm", false, c, a, b, tA, tB, math.IsNaN(float64(alpha)) || math.IsNaN(float64(beta)))
 	d := c.d
-	emptyC := c.checkView(d)
-	a.checkView(d)
-	b.checkView(d)
-	transA, transB := isTrans(tA), isTrans(tB)
 	m, n := c.Rows, c.Cols
-	am, ak := a.Rows, a.Cols
-	if transA {
-		am, ak = a.Cols, a.Rows
-	}
-	bk, bn := b.Rows, b.Cols
-	if transB {
-		bk, bn = b.Cols, b.Rows
-	}
-	if am != m || bn != n || ak != bk {
-		panic("glcompute: Gemm: shapes of op(A), op(B) and C disagree")
-	}
-	if math.IsNaN(float64(alpha)) || math.IsNaN(float64(beta)) {
-		panic("glcompute: Gemm: α or β is NaN")
-	}
 	switch {
 	case emptyC || ak == 0 && beta == 1:
 		d.checkOpen()
@@ -86,6 +66,35 @@ func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta f
 		beta = 1
 	}
 	return nil
+}
+
+// gemmShape checks the operands of Gemm or Gemm64 (method; f64: of
+// float64): matrices of the element type, live views of one Device, the
+// shapes of op(A), op(B) and C agreeing, α and β not NaN (nan); it
+// returns the transposes, op(A)'s columns (K) and whether C is empty.
+func gemmShape(method string, f64 bool, c, a, b *Matrix, tA, tB blas.Transpose, nan bool) (transA, transB bool, k int, emptyC bool) {
+	for _, x := range []*Matrix{c, a, b} {
+		x.mustBe(f64, method)
+	}
+	emptyC = c.checkView(c.d)
+	a.checkView(c.d)
+	b.checkView(c.d)
+	transA, transB = isTrans(tA), isTrans(tB)
+	am, ak := a.Rows, a.Cols
+	if transA {
+		am, ak = a.Cols, a.Rows
+	}
+	bk, bn := b.Rows, b.Cols
+	if transB {
+		bk, bn = b.Cols, b.Rows
+	}
+	if am != c.Rows || bn != c.Cols || ak != bk {
+		panic("glcompute: " + method + ": shapes of op(A), op(B) and C disagree")
+	}
+	if nan {
+		panic("glcompute: " + method + ": α or β is NaN")
+	}
+	return transA, transB, ak, emptyC
 }
 
 // kStride is the elements between consecutive k of an operand: ifTrans

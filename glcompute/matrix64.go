@@ -8,7 +8,6 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
-	"github.com/glmul/glmul/glcompute/internal/dispatch"
 	"github.com/glmul/glmul/shaders"
 )
 
@@ -105,28 +104,8 @@ func (m *Matrix) mustBe(f64 bool, method string) {
 // double-by-double configuration where a row of A or B is of odd length
 // or starts at an odd offset); the rest run gemm.comp in doubles.
 func (c *Matrix) Gemm64(tA, tB blas.Transpose, alpha float64, a, b *Matrix, beta float64) error {
-	for _, x := range []*Matrix{c, a, b} {
-		x.mustBe(true, "Gemm64")
-	}
+	transA, transB, ak, emptyC := gemmShape("Gemm64", true, c, a, b, tA, tB, math.IsNaN(alpha) || math.IsNaN(beta))
 	d := c.d
-	emptyC := c.checkView(d)
-	a.checkView(d)
-	b.checkView(d)
-	transA, transB := isTrans(tA), isTrans(tB)
-	m, n, ak := c.Rows, c.Cols, a.Cols
-	am, bk, bn := a.Rows, b.Rows, b.Cols
-	if transA {
-		am, ak = a.Cols, a.Rows
-	}
-	if transB {
-		bk, bn = b.Cols, b.Rows
-	}
-	if am != m || bn != n || ak != bk {
-		panic("glcompute: Gemm64: shapes of op(A), op(B) and C disagree")
-	}
-	if math.IsNaN(alpha) || math.IsNaN(beta) {
-		panic("glcompute: Gemm64: α or β is NaN")
-	}
 	switch {
 	case emptyC || ak == 0 && beta == 1:
 		d.checkOpen()
@@ -161,7 +140,7 @@ func (c *Matrix) Gemm64(tA, tB blas.Transpose, alpha float64, a, b *Matrix, beta
 // 0, α 0: c = β·c, A and B not read: c stands in for them in their
 // bindings).
 func (d *Device) gemm64(c *Matrix, transA, transB bool, alpha float64, a, b *Matrix, beta float64, k0, kn int) error {
-	return d.resident64(shaders.GEMM64(), a, b, c, func(p *program, offA, offB, offC int) {
+	return d.resident(func() (*program, error) { return d.programOf(shaders.GEMM64()) }, a, b, c, func(p *program, offA, offB, offC int) {
 		offA += k0 * kStride(transA, a.Stride, 1)
 		offB += k0 * kStride(transB, 1, b.Stride)
 		p.setUints(uniform{"M", c.Rows}, uniform{"N", c.Cols}, uniform{"K", kn}, uniform{"lda", a.Stride}, uniform{"ldb", b.Stride},
@@ -197,34 +176,7 @@ func (d *Device) dfastResident(c, a, b *Matrix) (ran bool, err error) {
 	if d.kSlices(k, a.Cols) > 1 {
 		return false, nil
 	}
-	return true, d.resident64(k, a, b, c, func(p *program, offA, offB, offC int) {
+	return true, d.resident(func() (*program, error) { return d.programOf(k) }, a, b, c, func(p *program, offA, offB, offC int) {
 		p.setLayout(c.Rows, a.Cols, c.Cols, a.Stride, b.Stride, c.Stride, offA, offB, offC)
 	})
-}
-
-// resident64 runs a float64 kernel k on resident float64 matrices as
-// resident does a float32 one: a, b and c bound over their words, set
-// given their offsets in doubles within the bound ranges (a range starts
-// on the driver's offset alignment, at least 4 bytes, from an even word:
-// a whole double), the plan of c's result dispatched, the barrier after.
-func (d *Device) resident64(k shaders.Kernel, a, b, c *Matrix, set func(p *program, offA, offB, offC int)) error {
-	var err error
-	d.callKeeping(func() {
-		var p *program
-		if p, err = d.programOf(k); err != nil {
-			d.bound = boundState{}
-			return
-		}
-		var plan dispatch.Plan
-		if plan, err = p.plan(c.Rows, c.Cols, defaultMaxGroups); err != nil {
-			d.bound = boundState{}
-			return
-		}
-		d.clearErrors()
-		err = d.dispatchResident(p, plan, func() {
-			bind := func(i uint32, x *Matrix) int { return d.bind(p, i, x, 2*x.Offset, 2*x.span()) / 2 }
-			set(p, bind(0, a), bind(1, b), bind(2, c))
-		})
-	})
-	return err
 }

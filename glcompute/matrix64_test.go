@@ -66,14 +66,7 @@ func (v *view64) buffer(t *testing.T) []float64 {
 // the same sum in absolute values.
 func ref64(tA, tB blas.Transpose, alpha float64, a, b blas64.General, beta float64, c blas64.General, k int) (want, tol []float64) {
 	m, n := c.Rows, c.Cols
-	abs := func(x blas64.General) blas64.General {
-		y := x
-		y.Data = make([]float64, len(x.Data))
-		for i, v := range x.Data {
-			y.Data[i] = math.Abs(v)
-		}
-		return y
-	}
+	abs := absAll64
 	want, tol = make([]float64, m*n), make([]float64, m*n)
 	for i := range m {
 		copy(want[i*n:(i+1)*n], c.Data[i*c.Stride:i*c.Stride+n])

@@ -66,7 +66,18 @@ func fastLayout(m *Matrix) bool {
 // textures, for a kernel that reads through them) and returns
 // their element offsets within the bound ranges; on the device thread.
 func (d *Device) bindOperands(p *program, a, b, c *Matrix) (offA, offB, offC int) {
-	return d.bind(p, 0, a, a.Offset, a.span()), d.bind(p, 1, b, b.Offset, b.span()), d.bind(p, 2, c, c.Offset, c.span())
+	return d.bindMatrix(p, 0, a), d.bindMatrix(p, 1, b), d.bindMatrix(p, 2, c)
+}
+
+// bindMatrix binds m's elements (bind) and returns its element offset in
+// the bound range; a float64 matrix over its words, its offset in
+// doubles (the range starts on the driver's offset alignment, at least 4
+// bytes, from an even word: a whole double).
+func (d *Device) bindMatrix(p *program, index uint32, m *Matrix) int {
+	if m.f64 {
+		return d.bind(p, index, m, 2*m.Offset, 2*m.span()) / 2
+	}
+	return d.bind(p, index, m, m.Offset, m.span())
 }
 
 // setResidentFast sets a fast kernel's uniforms for the resident product
