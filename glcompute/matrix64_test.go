@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
@@ -349,6 +350,57 @@ func TestGemmBatched64(t *testing.T) {
 					t.Fatalf("double %d of C's buffer, in no product, is %v, was %v", k, v, before[k])
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkGemm64 times resident float64 products of n×n (GLMUL_BENCH_N,
+// default 256), queued and waited for with a fence: Mul (the device's
+// float64 kernel, dfast) and Gemm64 with A transposed, α = 2 and β = 1
+// (GEMM64, gemm.comp in doubles), each reporting flop/s and TFLOPS.
+func BenchmarkGemm64(b *testing.B) {
+	d := openDevice(b, BackendEGL)
+	needFloat64(b, d)
+	n := conformance.EnvSize("GLMUL_BENCH_N", 256)
+	rng := rand.New(rand.NewPCG(5, 64))
+	m := make([]*Matrix, 3)
+	for i := range m {
+		var err error
+		if m[i], err = d.NewMatrix64(n, n); err != nil {
+			b.Fatal(err)
+		}
+		defer m[i].Release()
+		if err := m[i].Upload64(conformance.Random64(n, n, n, rng)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	flop := 2 * float64(n) * float64(n) * float64(n)
+	for _, c := range []struct {
+		name string
+		run  func() error
+	}{
+		{"Mul", func() error { return m[2].Mul(m[0], m[1]) }},
+		{"Gemm64_TN", func() error { return m[2].Gemm64(blas.Trans, blas.NoTrans, 2, m[0], m[1], 1) }},
+	} {
+		b.Run(fmt.Sprintf("%s/n=%d", c.name, n), func(b *testing.B) {
+			wait := func() {
+				f := d.Fence()
+				f.Wait(time.Minute)
+				f.Release()
+			}
+			if err := c.run(); err != nil { // compiled before the timing
+				b.Fatal(err)
+			}
+			wait()
+			for b.Loop() {
+				if err := c.run(); err != nil {
+					b.Fatal(err)
+				}
+				wait()
+			}
+			rate := flop * float64(b.N) / b.Elapsed().Seconds()
+			b.ReportMetric(rate, "flop/s")
+			b.ReportMetric(rate/1e12, "TFLOPS")
 		})
 	}
 }
