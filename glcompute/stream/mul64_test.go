@@ -220,10 +220,13 @@ func TestMul64StreamStops(t *testing.T) {
 		}
 	}
 	// The first panel was written before the third was checked (the
-	// second waited for the writer to take it); the second may be.
+	// second waited for the writer to take it); the second may be. The
+	// GPU's busy time is above zero; the others may read 0 where the
+	// clock is coarse (under Wine a 64-row read and this check take less
+	// than its tick).
 	w = &rowSink64{n: 30}
 	r, err := Mul64(d, w, &rowSource64{m: a}, b, oc)
-	if !errors.Is(err, errFailed) || w.rows() != 64 && w.rows() != 128 || r.Check <= 0 || r.GPU <= 0 || r.Read <= 0 || r.Write <= 0 {
+	if !errors.Is(err, errFailed) || w.rows() != 64 && w.rows() != 128 || r.Check < 0 || r.GPU <= 0 || r.Read < 0 || r.Write < 0 {
 		t.Fatalf("a check failing the third panel: %v, %d rows written (want 64 or 128), busy %v %v %v %v", err, w.rows(), r.Read, r.GPU, r.Check, r.Write)
 	}
 	checkC64(t, "the panels before the failed one", blockView(a, 0, w.rows(), 0, 40), b, w.c)
