@@ -8,10 +8,11 @@
 // Mul64 streams a float64 product through the same four stages: A read
 // by panels (a RowReader64), C written by rows (a RowWriter64), each panel
 // checked (Options.Check64). Its GPU stage multiplies each panel host to
-// host with glcompute.Device.Mul64, which uploads B with every panel:
-// glcompute keeps no float64 matrices on the GPU, so B is a matrix in host
-// memory, lent by the caller, rather than read. glmul mul -type f64 is
-// built on it.
+// host with glcompute.Device.Mul64, which uploads B with every panel
+// (Device.NewMatrix64 keeps a float64 matrix on the GPU, but not in the
+// column and K panels a B over one storage binding needs, which Mul64
+// plans), so B is a matrix in host memory, lent by the caller, rather than
+// read. glmul mul -type f64 is built on it.
 package stream
 
 import (
