@@ -156,24 +156,21 @@ func (d *Device) gemm64(c *Matrix, transA, transB bool, alpha float64, a, b *Mat
 // texture of its own), reading double by double (_u) where a row of A or
 // B has odd length, stride or offset (dvec2 loads need even ones), and
 // not where K is over what the driver lets it loop over (ran false: the
-// caller runs GEMM64 in K chunks).
+// caller runs GEMM64 in K chunks). The kernel comes from LookupFloat64's
+// memo, so a resident call builds no shader text.
 func (d *Device) dfastResident(c, a, b *Matrix) (ran bool, err error) {
-	k, err := shaders.LookupFloat64(cmp.Or(d.float64Kernel(c.Rows, a.Cols, c.Cols), "dfast"))
+	dev, err := shaders.LookupFloat64(cmp.Or(d.float64Kernel(c.Rows, a.Cols, c.Cols), "dfast"))
 	if err != nil {
-		return false, nil
+		return false, nil // Open checked the device's choice: not reached
 	}
-	cfg, err := shaders.ParseDFastConfig(k.Config)
+	cfg, err := shaders.ParseDFastConfig(dev.Config)
 	if err != nil {
 		return false, nil
 	}
 	cfg.Tex = false
-	if (a.Cols|a.Stride|a.Offset|b.Cols|b.Stride|b.Offset)%2 != 0 {
-		cfg.Unaligned = true
-	}
-	if k, err = shaders.DFast(cfg); err != nil || d.fits(k) != nil {
-		return false, nil
-	}
-	if d.kSlices(k, a.Cols) > 1 {
+	cfg.Unaligned = cfg.Unaligned || (a.Cols|a.Stride|a.Offset|b.Cols|b.Stride|b.Offset)%2 != 0
+	k, err := shaders.LookupFloat64("dfast:" + cfg.String())
+	if err != nil || d.fits(k) != nil || d.kSlices(k, a.Cols) > 1 {
 		return false, nil
 	}
 	return true, d.resident(func() (*program, error) { return d.programOf(k) }, a, b, c, func(p *program, offA, offB, offC int) {

@@ -60,9 +60,8 @@ func Mul64(d *glcompute.Device, c RowWriter64, a RowReader64, b blas64.General, 
 // B over one storage binding needs Device.Mul64's panels, which
 // NewMatrix64 has not), so it has none to make, to upload B into or to
 // read a panel back from while the next one runs, as Mul's streamGPU
-// does: each panel's
-// product (Device.Mul64: mul) runs host to host, with B, and the panel
-// is done when it returns. Its options carry the product's context,
+// does: each panel's product (Device.Mul64: mul) runs host to host, with
+// B, and the panel is done when it returns. Its options carry the product's context,
 // which stops a panel's product midway.
 type gpu64 struct {
 	dev    *glcompute.Device
