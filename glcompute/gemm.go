@@ -28,13 +28,15 @@ import (
 func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta float32) error {
 	transA, transB, ak, emptyC := gemmShape("Gemm", false, c, a, b, tA, tB, math.IsNaN(float64(alpha)) || math.IsNaN(float64(beta)))
 	d := c.d
-	m, n := c.Rows, c.Cols
 	switch {
 	case emptyC || ak == 0 && beta == 1:
 		d.checkOpen()
 		return nil
 	case ak == 0:
-		return d.scale(c, beta)
+		return d.generalGemm(shaders.GEMM(), c, c, c, false, false, 0, true, func(p *program, _ bool) {
+			p.setFloat("alpha", 0)
+			p.setFloat("beta", beta)
+		})
 	}
 	if overlaps(c, c.Offset, c.span(), a, a.Offset, a.span()) || overlaps(c, c.Offset, c.span(), b, b.Offset, b.span()) {
 		panic("glcompute: Gemm: C overlaps A or B")
@@ -42,28 +44,45 @@ func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta f
 	if !transA && !transB && alpha == 1 && beta == 0 && fastLayout(a) && fastLayout(b) && fastLayout(c) {
 		return d.mulFast(c, a, b)
 	}
-	// K in chunks where the driver's loop budget needs them (loops.go),
-	// each adding its product to C: β for the first, 1 after it.
-	chunk := ak
-	if r := d.maxKRange(shaders.GEMM()); r > 0 && alpha != 0 {
-		chunk = min(ak, r)
+	return d.generalGemm(shaders.GEMM(), c, a, b, transA, transB, ak, alpha == 0, func(p *program, first bool) {
+		p.setFloat("alpha", alpha)
+		p.setFloat("beta", chunkBeta(first, beta))
+	})
+}
+
+// chunkBeta is the β of one of a product's K chunks: β for the first, 1
+// after it (each adds its product to C).
+func chunkBeta[T float32 | float64](first bool, beta T) T {
+	if first {
+		return beta
 	}
-	for k0 := 0; k0 < ak; k0 += chunk {
-		kn := min(chunk, ak-k0)
-		err := d.resident(func() (*program, error) { return d.programOf(shaders.GEMM()) }, a, b, c,
+	return 1
+}
+
+// generalGemm runs kern (GEMM, or GEMM64 on float64 matrices) for
+// c = α·op(A)·op(B) + β·c, op(A)'s K columns in chunks where the driver's
+// loop budget needs them (loops.go; not where alphaZero: A and B are not
+// read), setAB setting α and β for each (first: the first chunk). K = 0
+// with α = 0 computes c = β·c, c standing in for A and B.
+func (d *Device) generalGemm(kern shaders.Kernel, c, a, b *Matrix, transA, transB bool, k int, alphaZero bool, setAB func(p *program, first bool)) error {
+	chunk := max(k, 1)
+	if r := d.maxKRange(kern); r > 0 && !alphaZero {
+		chunk = min(chunk, r)
+	}
+	for k0 := 0; k0 == 0 || k0 < k; k0 += chunk {
+		kn := min(chunk, k-k0)
+		err := d.resident(func() (*program, error) { return d.programOf(kern) }, a, b, c,
 			func(p *program, offA, offB, offC int) {
 				offA += k0 * kStride(transA, a.Stride, 1)
 				offB += k0 * kStride(transB, 1, b.Stride)
-				p.setUints(uniform{"M", m}, uniform{"N", n}, uniform{"K", kn}, uniform{"lda", a.Stride}, uniform{"ldb", b.Stride},
+				p.setUints(uniform{"M", c.Rows}, uniform{"N", c.Cols}, uniform{"K", kn}, uniform{"lda", a.Stride}, uniform{"ldb", b.Stride},
 					uniform{"ldc", c.Stride}, uniform{"offA", offA}, uniform{"offB", offB}, uniform{"offC", offC},
 					uniform{"transA", boolInt(transA)}, uniform{"transB", boolInt(transB)})
-				p.setFloat("alpha", alpha)
-				p.setFloat("beta", beta)
+				setAB(p, k0 == 0)
 			})
 		if err != nil {
 			return err
 		}
-		beta = 1
 	}
 	return nil
 }
@@ -104,20 +123,6 @@ func kStride(trans bool, ifTrans, plain int) int {
 		return ifTrans
 	}
 	return plain
-}
-
-// scale computes c = β·c, a product with K = 0: gemm.comp with K = 0 and
-// α = 0 reads neither A nor B, so c's own range stands in for them in
-// their bindings.
-func (d *Device) scale(c *Matrix, beta float32) error {
-	return d.resident(func() (*program, error) { return d.programOf(shaders.GEMM()) }, c, c, c,
-		func(p *program, _, _, offC int) {
-			p.setUints(uniform{"M", c.Rows}, uniform{"N", c.Cols}, uniform{"K", 0}, uniform{"lda", c.Stride}, uniform{"ldb", c.Stride},
-				uniform{"ldc", c.Stride}, uniform{"offA", offC}, uniform{"offB", offC}, uniform{"offC", offC},
-				uniform{"transA", 0}, uniform{"transB", 0})
-			p.setFloat("alpha", 0)
-			p.setFloat("beta", beta)
-		})
 }
 
 // isTrans reads a blas.Transpose as gonum does, panicking on any other

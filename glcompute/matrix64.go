@@ -111,7 +111,10 @@ func (c *Matrix) Gemm64(tA, tB blas.Transpose, alpha float64, a, b *Matrix, beta
 		d.checkOpen()
 		return nil
 	case ak == 0:
-		return d.gemm64(c, false, false, 0, c, c, beta, 0, 0)
+		return d.generalGemm(shaders.GEMM64(), c, c, c, false, false, 0, true, func(p *program, _ bool) {
+			p.setDouble("alpha", 0)
+			p.setDouble("beta", beta)
+		})
 	}
 	if overlaps(c, 2*c.Offset, 2*c.span(), a, 2*a.Offset, 2*a.span()) || overlaps(c, 2*c.Offset, 2*c.span(), b, 2*b.Offset, 2*b.span()) {
 		panic("glcompute: Gemm64: C overlaps A or B")
@@ -121,33 +124,9 @@ func (c *Matrix) Gemm64(tA, tB blas.Transpose, alpha float64, a, b *Matrix, beta
 			return err
 		}
 	}
-	// K in chunks where the driver's loop budget needs them (loops.go),
-	// each adding its product to C: β for the first, 1 after it.
-	chunk := ak
-	if r := d.maxKRange(shaders.GEMM64()); r > 0 && alpha != 0 {
-		chunk = min(ak, r)
-	}
-	for k0 := 0; k0 < ak; k0 += chunk {
-		if err := d.gemm64(c, transA, transB, alpha, a, b, beta, k0, min(chunk, ak-k0)); err != nil {
-			return err
-		}
-		beta = 1
-	}
-	return nil
-}
-
-// gemm64 runs GEMM64 for c = α·op(A)·op(B) + β·c over K's k0 … k0+kn−1 (kn
-// 0, α 0: c = β·c, A and B not read: c stands in for them in their
-// bindings).
-func (d *Device) gemm64(c *Matrix, transA, transB bool, alpha float64, a, b *Matrix, beta float64, k0, kn int) error {
-	return d.resident(func() (*program, error) { return d.programOf(shaders.GEMM64()) }, a, b, c, func(p *program, offA, offB, offC int) {
-		offA += k0 * kStride(transA, a.Stride, 1)
-		offB += k0 * kStride(transB, 1, b.Stride)
-		p.setUints(uniform{"M", c.Rows}, uniform{"N", c.Cols}, uniform{"K", kn}, uniform{"lda", a.Stride}, uniform{"ldb", b.Stride},
-			uniform{"ldc", c.Stride}, uniform{"offA", offA}, uniform{"offB", offB}, uniform{"offC", offC},
-			uniform{"transA", boolInt(transA)}, uniform{"transB", boolInt(transB)})
+	return d.generalGemm(shaders.GEMM64(), c, a, b, transA, transB, ak, alpha == 0, func(p *program, first bool) {
 		p.setDouble("alpha", alpha)
-		p.setDouble("beta", beta)
+		p.setDouble("beta", chunkBeta(first, beta))
 	})
 }
 
