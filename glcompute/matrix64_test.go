@@ -11,7 +11,6 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/gonum/blas/gonum"
 
 	"github.com/glmul/glmul/internal/conformance"
 )
@@ -60,32 +59,6 @@ func (v *view64) buffer(t *testing.T) []float64 {
 		t.Fatal(err)
 	}
 	return out.Data
-}
-
-// ref64 is C = α·op(A)·op(B) + β·C by gonum's Dgemm (A and B taken as
-// zero where α = 0), and a bound on each element's error: 2γ_{K+2} times
-// the same sum in absolute values.
-func ref64(tA, tB blas.Transpose, alpha float64, a, b blas64.General, beta float64, c blas64.General, k int) (want, tol []float64) {
-	m, n := c.Rows, c.Cols
-	abs := absAll64
-	want, tol = make([]float64, m*n), make([]float64, m*n)
-	for i := range m {
-		copy(want[i*n:(i+1)*n], c.Data[i*c.Stride:i*c.Stride+n])
-	}
-	ac := abs(blas64.General{Rows: m, Cols: n, Stride: n, Data: want})
-	copy(tol, ac.Data)
-	ld := func(x blas64.General) int { return max(x.Stride, 1) }
-	if alpha == 0 { // BLAS reads neither A nor B then; gonum's Dgemm multiplies them still
-		a.Data, b.Data = make([]float64, len(a.Data)), make([]float64, len(b.Data))
-	}
-	gonum.Implementation{}.Dgemm(tA, tB, m, n, k, alpha, a.Data, ld(a), b.Data, ld(b), beta, want, max(n, 1))
-	gonum.Implementation{}.Dgemm(tA, tB, m, n, k, math.Abs(alpha), abs(a).Data, ld(a), abs(b).Data, ld(b), math.Abs(beta), tol, max(n, 1))
-	u := math.Ldexp(1, -53)
-	gamma := float64(k+2) * u / (1 - float64(k+2)*u)
-	for i := range tol {
-		tol[i] *= 2 * gamma
-	}
-	return want, tol
 }
 
 // TestGemm64 checks Gemm64 (and Mul on float64 matrices) against gonum's
@@ -159,7 +132,7 @@ func TestGemm64(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, tol := ref64(c.tA, c.tB, c.alpha, a, b, c.beta, cm, c.k)
+			want, tol := conformance.GemmRef64(c.tA, c.tB, c.alpha, a, b, c.beta, cm)
 			got := vc.buffer(t)
 			bad := 0
 			for i, v := range got {
@@ -334,7 +307,7 @@ func TestGemmBatched64(t *testing.T) {
 					return blas64.General{Rows: rows, Cols: cols, Stride: ld, Data: x.Data[off:]}
 				}
 				am, bm := at(a, p*bt.StrideA, bt.M, bt.K, bt.LdA), at(b, p*bt.StrideB, bt.K, bt.N, bt.LdB)
-				want, tol := ref64(blas.NoTrans, blas.NoTrans, c.alpha, am, bm, c.beta, at(cm, p*bt.StrideC, bt.M, bt.N, bt.LdC), bt.K)
+				want, tol := conformance.GemmRef64(blas.NoTrans, blas.NoTrans, c.alpha, am, bm, c.beta, at(cm, p*bt.StrideC, bt.M, bt.N, bt.LdC))
 				for i := range bt.M {
 					for j := range bt.N {
 						k := vc.m.Offset + p*bt.StrideC + i*bt.LdC + j

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 
@@ -58,6 +59,27 @@ func TestHarnessPassesCPU(t *testing.T) {
 // TestMulRef64: MulRef64 of small integers is exact (A's row padding,
 // NaN, unread), and its bound is 2γ_K of the terms' magnitudes, not of
 // their sum.
+// TestGemmRef64: a hand-computed α·Aᵀ·B + β·C with its bound, and α = 0
+// reading neither A nor B (NaN there) where gonum's Dgemm would.
+func TestGemmRef64(t *testing.T) {
+	at := blas64.General{Rows: 3, Cols: 2, Stride: 2, Data: []float64{1, -4, 2, 5, 3, -6}} // A = [[1 2 3] [-4 5 -6]]ᵀ stored
+	b := blas64.General{Rows: 3, Cols: 2, Stride: 2, Data: []float64{1, -1, 2, 1, -1, 1}}
+	c := blas64.General{Rows: 2, Cols: 2, Stride: 3, Data: []float64{1, 2, math.NaN(), 3, 4}}
+	ref, bound := GemmRef64(blas.Trans, blas.NoTrans, 2, at, b, -1, c)
+	want := []float64{2*2 - 1, 2*4 - 2, 2*12 - 3, 2*3 - 4}
+	u := math.Ldexp(1, -53)
+	mag := []float64{2*8 + 1, 2*6 + 2, 2*20 + 3, 2*15 + 4} // 2·(|A||B|) + |C|
+	for i, w := range want {
+		if ref[i] != w || math.Abs(bound[i]-2*5*u*mag[i]) > 1e-3*bound[i] {
+			t.Errorf("element %d: %v ± %v, want %v ± about %v", i, ref[i], bound[i], w, 2*5*u*mag[i])
+		}
+	}
+	nan := blas64.General{Rows: 3, Cols: 2, Stride: 2, Data: []float64{math.NaN(), 1, 1, 1, 1, 1}}
+	if ref, _ := GemmRef64(blas.Trans, blas.NoTrans, 0, nan, nan, 3, c); ref[0] != 3 || ref[3] != 12 {
+		t.Errorf("α = 0 with NaN in A and B: %v, want 3·C", ref)
+	}
+}
+
 func TestMulRef64(t *testing.T) {
 	a := blas64.General{Rows: 2, Cols: 3, Stride: 4, Data: []float64{1, 2, 3, math.NaN(), -4, 5, -6, math.NaN()}}
 	b := blas64.General{Rows: 3, Cols: 2, Stride: 2, Data: []float64{1, -1, 2, 1, -1, 1}}

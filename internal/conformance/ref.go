@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/blas/gonum"
 )
 
 // GemmRef returns α·op(A)·op(B) + β·C0 in float64 and the error bound of a
@@ -77,6 +78,46 @@ func Random64(rows, cols, stride int, rng *rand.Rand) blas64.General {
 		}
 	}
 	return m
+}
+
+// GemmRef64 returns α·op(A)·op(B) + β·C0 (m×n, row stride n) by gonum's
+// Dgemm, A and B taken as zero where α = 0 (BLAS reads neither then;
+// gonum's Dgemm multiplies them still, NaN included), and the error
+// bound of a float64 evaluation, each order of summation against
+// gonum's: 2γ_{K+2}·(|α|·(|op(A)||op(B)|) + |β·C0|), u = 2⁻⁵³. GemmRef is
+// its float32 counterpart.
+func GemmRef64(tA, tB blas.Transpose, alpha float64, a, b blas64.General, beta float64, c0 blas64.General) (ref, bound []float64) {
+	m, n, k := c0.Rows, c0.Cols, a.Cols
+	if tA != blas.NoTrans {
+		k = a.Rows
+	}
+	ref, bound = make([]float64, m*n), make([]float64, m*n)
+	for i := range m {
+		for j := range n {
+			v := c0.Data[i*c0.Stride+j]
+			ref[i*n+j], bound[i*n+j] = v, math.Abs(v)
+		}
+	}
+	abs := func(x blas64.General) []float64 {
+		y := make([]float64, len(x.Data))
+		for i, v := range x.Data {
+			y[i] = math.Abs(v)
+		}
+		return y
+	}
+	if alpha == 0 {
+		a.Data, b.Data = make([]float64, len(a.Data)), make([]float64, len(b.Data))
+	}
+	lda, ldb, ldc := max(a.Stride, 1), max(b.Stride, 1), max(n, 1)
+	impl := gonum.Implementation{}
+	impl.Dgemm(tA, tB, m, n, k, alpha, a.Data, lda, b.Data, ldb, beta, ref, ldc)
+	impl.Dgemm(tA, tB, m, n, k, math.Abs(alpha), abs(a), lda, abs(b), ldb, math.Abs(beta), bound, ldc)
+	u := math.Ldexp(1, -53)
+	g := float64(k+2) * u / (1 - float64(k+2)*u)
+	for i := range bound {
+		bound[i] *= 2 * g
+	}
+	return ref, bound
 }
 
 // EnvSize reads a benchmark's size from the environment variable name
