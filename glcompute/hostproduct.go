@@ -217,7 +217,7 @@ func (h *hostProduct) planBands() {
 	if rows == 0 {
 		return
 	}
-	trs, err := h.d.programOf(shaders.TransposeStream(h.streamThreads()))
+	trs, err := h.d.programOf(shaders.TransposeStream(h.d.streamThreads()))
 	if err != nil {
 		return
 	}

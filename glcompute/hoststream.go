@@ -66,8 +66,8 @@ func (h *hostProduct) streams() bool {
 // hidden by a few groups of 1024; the copy out is not, as writing C to
 // host memory from the kernel was not (docs/PERFORMANCE.md, "Streamed
 // passes").
-func (h *hostProduct) streamGroups() int {
-	if n := h.d.info.SMCount; n > 0 {
+func (d *Device) streamGroups() int {
+	if n := d.info.SMCount; n > 0 {
 		return max(4, n/4)
 	}
 	return 32
@@ -81,8 +81,8 @@ var streamAnyBands bool
 // 1024 (a multiprocessor the kernel leaves idle takes two such groups),
 // or what the driver allows (OpenGL ES 3.1 promises only 128), a multiple
 // of 16 (transpose.comp's rows of vec4s).
-func (h *hostProduct) streamThreads() int {
-	return min(1024, h.d.info.MaxWorkGroupInvocations, h.d.info.MaxWorkGroupSize[0]) / 16 * 16
+func (d *Device) streamThreads() int {
+	return min(1024, d.info.MaxWorkGroupInvocations, d.info.MaxWorkGroupSize[0]) / 16 * 16
 }
 
 // streamEnds are where a streamed pass finds its bands of A and puts
@@ -205,10 +205,10 @@ type streamPass struct {
 func (h *hostProduct) newStreamPass(ends streamEnds, report func(done, total int)) (*streamPass, error) {
 	sp := &streamPass{h: h, ends: ends, report: report, timed: h.d.info.TimerBits > 0 && !glw.TimerBusy()}
 	var err error
-	if sp.tr, err = h.d.programOf(shaders.TransposeStream(h.streamThreads())); err != nil {
+	if sp.tr, err = h.d.programOf(shaders.TransposeStream(h.d.streamThreads())); err != nil {
 		return nil, err
 	}
-	if sp.cp, err = h.d.programOf(shaders.Copy(h.streamThreads())); err != nil {
+	if sp.cp, err = h.d.programOf(shaders.Copy(h.d.streamThreads())); err != nil {
 		return nil, err
 	}
 	rowsPer := h.rowsPerBand()
@@ -340,23 +340,37 @@ func (sp *streamPass) copyOut(i int) error {
 	if err != nil {
 		return err
 	}
-	sp.cp.prog.Use()
-	h.bufC.BindStorage(0)
-	buf.BindStorage(2)
-	sp.cp.setUints(uniform{"count", b[1] * h.ldc / 4}, uniform{"offS4", b[0] * h.ldc / 4}, uniform{"offD4", off / 4})
-	glw.Dispatch(h.streamGroups(), 1)
+	h.d.streamCopy(sp.cp, h.bufC, b[0]*h.ldc, buf, off, b[1]*h.ldc)
 	return nil
+}
+
+// streamCopy queues cp (Copy) over n floats of src from float offS into
+// dst from float offD (each a multiple of 4), in streamGroups work groups,
+// with no barrier: beside the dispatches queued before it.
+func (d *Device) streamCopy(cp *program, src glw.Buffer, offS int, dst glw.Buffer, offD, n int) {
+	cp.prog.Use()
+	src.BindStorage(0)
+	dst.BindStorage(2)
+	cp.setUints(uniform{"count", n / 4}, uniform{"offS4", offS / 4}, uniform{"offD4", offD / 4})
+	glw.Dispatch(d.streamGroups(), 1)
 }
 
 // streamTranspose queues the streamed transpose of A's rows [r0, r0+rows),
 // held in buf from float off, lda apart, into bufT (the last band also
 // writes the zero columns up to ldt).
 func (h *hostProduct) streamTranspose(tr *program, buf glw.Buffer, off, r0, rows int) {
-	cols := h.transposeCols(r0, rows)
+	h.d.streamTranspose(tr, buf, off, h.bufT, rows, h.transposeCols(r0, rows), h.k, h.lda, h.ldt, r0)
+}
+
+// streamTranspose queues tr (TransposeStream) over rows rows of A in src
+// from float off, lda apart, into columns offT… of dst (k rows, ldt
+// apart), cols of them (those past rows zero), in streamGroups work
+// groups, with no barrier: beside the dispatches queued before it.
+func (d *Device) streamTranspose(tr *program, src glw.Buffer, off int, dst glw.Buffer, rows, cols, k, lda, ldt, offT int) {
 	tr.prog.Use()
-	buf.BindStorage(0)
-	h.bufT.BindStorage(2)
-	tr.setTranspose(rows, cols, h.k, h.lda, h.ldt, off, r0)
+	src.BindStorage(0)
+	dst.BindStorage(2)
+	tr.setTranspose(rows, cols, k, lda, ldt, off, offT)
 	tr.setUints(uniform{"x0", 0}, uniform{"y0", 0}, uniform{"tilesX", (cols + 63) / 64})
-	glw.Dispatch(h.streamGroups(), 1)
+	glw.Dispatch(d.streamGroups(), 1)
 }
