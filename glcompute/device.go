@@ -31,8 +31,11 @@ type Device struct {
 	programs map[string]*program
 	// programsLoaded counts programs loaded from Options.ProgramCache.
 	programsLoaded int
-	stager         *staging.Stager          // created on the first host product
-	hostMats       map[*float32]*hostMatrix // by the address of Data[0]
+	stager         *staging.Stager // created on the first host product
+	// pieces carries B's pieces in a group's streamed pass
+	// (unitstream.go): staging buffers of their own, kept as stager's are.
+	pieces   *staging.Stager
+	hostMats map[*float32]*hostMatrix // by the address of Data[0]
 	// bindAlign is the byte alignment of bound buffer ranges:
 	// GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT (and that of buffer
 	// textures) rounded up to a multiple of 16, so that offsets in vec4s

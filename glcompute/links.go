@@ -46,9 +46,9 @@ func linkGroup() {
 		}
 		return false
 	}
-	link.PlanUnit = func(dev, opts any, m, k, cols int) (any, error) {
+	link.PlanUnit = func(dev, opts any, m, k, cols, widest int, streamed bool) (any, error) {
 		o, _ := opts.(*MulOptions)
-		return dev.(*Device).planUnit(m, k, cols, o)
+		return dev.(*Device).planUnit(m, k, cols, widest, o, streamed)
 	}
 	link.Options = func(opts any) {
 		if o, _ := opts.(*Options); o != nil {

@@ -90,6 +90,10 @@ func (d *Device) releaseObjects() {
 		p.release()
 		delete(d.programs, name)
 	}
+	if d.pieces != nil {
+		d.pieces.Release()
+		d.pieces = nil
+	}
 	if d.stager != nil {
 		d.stager.Release()
 		d.stager = nil

@@ -1,19 +1,32 @@
 package glcompute
 
 import (
+	"fmt"
+
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/glcompute/internal/link"
+	"github.com/glmul/glmul/glcompute/tuning"
 )
 
 // planUnit plans a device's part of a group product: the m×k by k×w
-// product of one column panel of C, in panels whatever its size, A in
-// about four row panels where M allows, so that the device's first
-// column panel computes while the rest of A goes up.
-func (d *Device) planUnit(m, k, w int, o *MulOptions) (hostPlan, error) {
+// product of one column panel of C (widest columns where two are claimed
+// at once), streamed (unitstream.go) where the
+// kernel chosen for it reads A transposed and streamed is set, else in
+// panels whatever its size, A in about four row panels where M allows,
+// so that the device's first column panel computes while the rest of A
+// goes up.
+func (d *Device) planUnit(m, k, w, widest int, o *MulOptions, streamed bool) (hostPlan, error) {
 	hp, err := d.planHostPanels(m, k, w, o, true)
 	if err != nil {
 		return hp, err
+	}
+	if streamed {
+		// The device's panels share one transpose of A: the default
+		// keeps its transposed kernel however narrow a panel is.
+		if hk, err := d.chooseHost(hp.o.Kernel, m, k, max(w, tuning.TransposedAMinN)); err == nil && hk.kern.TransposeA {
+			hp.unitKern, hp.unitWidest = hk.kern, widest // fits: planHostPanels checked it
+		}
 	}
 	pl := &hp.panels
 	tile := hp.kernels.kern.TileM
@@ -39,6 +52,13 @@ func (d *Device) mulUnits(c, a, b blas32.General, hp *hostPlan, claim link.Claim
 	}
 	defer signal()
 	d.clearErrors()
+	us := d.unitStreamOf(hp, a.Rows, a.Cols, hp.unitWidest)
+	if us == nil && hp.unitWidest > hp.panels.N {
+		us = d.unitStreamOf(hp, a.Rows, a.Cols, hp.panels.N)
+	}
+	if us != nil {
+		return us.mulUnits(c, a, b, claim, signal)
+	}
 	o := &hp.o
 	pp := &panelProduct{d: d, o: o, plan: hp.panels}
 	defer pp.release()
@@ -56,7 +76,7 @@ func (d *Device) mulUnits(c, a, b blas32.General, hp *hostPlan, claim link.Claim
 	}
 	signal()
 	next := func() []pipeStep {
-		c0, w, landed, fault, ok := claim()
+		c0, w, landed, fault, ok := claim(hp.panels.N)
 		if !ok {
 			return nil
 		}
@@ -75,5 +95,21 @@ func (d *Device) mulUnits(c, a, b blas32.General, hp *hostPlan, claim link.Claim
 	pt, err := pl.run()
 	pt.fill(&t)
 	t.Dispatches = pp.dispatches
+	return t, err
+}
+
+// mulUnits is Device.mulUnits streamed: the pass's buffers made, ready
+// signalled, then the pass over the panels claim hands out.
+func (us *unitStream) mulUnits(c, a, b blas32.General, claim link.Claim, ready func()) (t Timings, err error) {
+	defer us.release()
+	defer us.d.unbindAll()
+	t.Kernel = us.p.kernel.Spec()
+	t.Panels = fmt.Sprintf("column panels streamed in bands of %d rows (%d), A kept transposed", us.rows, us.bands)
+	if err := us.alloc(); err != nil {
+		return t, err
+	}
+	ready()
+	pt, err := us.run(c, a, b, claim)
+	pt.fill(&t)
 	return t, err
 }

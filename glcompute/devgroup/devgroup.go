@@ -34,6 +34,9 @@ type Group struct {
 	// tests.
 	minCols int
 	fault   func(device, panel int) error
+	// panelsOnly makes every device run its panels as a panel product,
+	// never streamed (tests and benchmarks compare the two).
+	panelsOnly bool
 }
 
 // Devices lists the host's EGL devices (its GPUs, and Mesa's software
@@ -177,8 +180,9 @@ type Share struct {
 
 // Mul computes C = A·B over the group's devices: C's column panels are
 // handed out one at a time to whichever device is free, each device
-// keeping A on its GPU (MulOptions.MaxGPUMemory permitting) and
-// pipelining its panels' uploads, products and readbacks. A device that
+// keeping A on its GPU (MulOptions.MaxGPUMemory permitting) and moving
+// its panels' B and C beside its kernels (docs/LIBRARY.md, "Several
+// GPUs"). A device that
 // fails during the product has its unfinished panels rerun on the others
 // (Share.Err says why); with none left, Mul returns the errors and C is
 // incomplete. opts apply to each device; Progress counts column panels;
@@ -208,7 +212,7 @@ func (g *Group) Mul(c, a, b blas32.General, opts *glcompute.MulOptions) (Timings
 	plans := make([]any, len(g.devs))
 	for i, d := range g.devs {
 		var err error
-		if plans[i], err = link.PlanUnit(d, &o, m, k, r.cols); err != nil {
+		if plans[i], err = link.PlanUnit(d, &o, m, k, r.cols, r.cols, !g.panelsOnly); err != nil {
 			return Timings{}, fmt.Errorf("devgroup: device %d of the group: %w", i+1, err)
 		}
 	}
@@ -297,6 +301,7 @@ func add(t *glcompute.Timings, u glcompute.Timings) {
 	}
 	t.EndToEnd += u.EndToEnd
 	t.Steps += u.Steps
+	t.Streamed = t.Streamed || u.Streamed
 	t.Upload += u.Upload
 	t.Readback += u.Readback
 	t.UploadBytes += u.UploadBytes

@@ -2,6 +2,7 @@ package devgroup
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -75,6 +76,88 @@ func TestGroupConformance(t *testing.T) {
 	}
 }
 
+// streamKernel reads A transposed, so that a group's devices run their
+// column panels as one streamed pass each (glcompute's unitstream.go).
+const streamKernel = "fast:64x64x8_8x4_db_at"
+
+// openStreamGroup groups two devices whose staging buffers hold 64 KiB,
+// so that small products stream in bands of a tile's rows or a few, with
+// column panels as narrow as 16 columns.
+func openStreamGroup(t *testing.T) *Group {
+	t.Helper()
+	o := glcompute.Options{StagingBytes: 64 << 10}
+	g := New(gltest.OpenWith(t, o), gltest.OpenWith(t, o))
+	g.minCols = 16
+	return g
+}
+
+// TestGroupStreamed runs shapes over a group of two devices streaming
+// their column panels: A's bands transposed beside the first panel's
+// kernels and kept, the next panel's B brought up in pieces, bands of C
+// copied out beside the next band's kernel; bands of 64 rows and more,
+// the last one short, panels whose last is narrower, and K to 4000 (a
+// row of A over a staging buffer: those run as panel products). Every
+// product must be right; the shapes marked must stream on both devices,
+// and the others must not.
+func TestGroupStreamed(t *testing.T) {
+	g := openStreamGroup(t)
+	for _, sc := range []struct {
+		m, k, n int
+		stream  bool
+	}{
+		{300, 77, 310, true},    // 2 bands of 192 rows, 8 panels of 40 (the last 30)
+		{1000, 250, 300, true},  // 16 bands of 64 rows, pieces of 16 rows of B
+		{257, 33, 700, true},    // a band of 1 row at the end
+		{65, 1, 97, true},       // K = 1
+		{129, 130, 65, true},    // panels under a tile's width
+		{100, 4000, 50, false},  // a row of A over a staging buffer
+		{64, 3000, 2000, false}, // and of B's panel
+	} {
+		for _, pad := range []int{0, 3} {
+			c, a, b := groupOperands(sc.m, sc.k, sc.n, uint64(sc.m+pad))
+			if pad > 0 {
+				c, a, b = padded(c, pad), padded(a, pad), padded(b, pad)
+			}
+			gt, err := g.Mul(c, a, b, &glcompute.MulOptions{Kernel: streamKernel})
+			if err != nil {
+				t.Fatalf("%d×%d×%d: %v", sc.m, sc.k, sc.n, err)
+			}
+			checkGroupProduct(t, c, a, b)
+			for r := range c.Rows {
+				for _, v := range c.Data[r*c.Stride+c.Cols : min(len(c.Data), (r+1)*c.Stride)] {
+					if !math.IsNaN(float64(v)) {
+						t.Fatalf("%d×%d×%d: row %d's padding written: %v", sc.m, sc.k, sc.n, r, v)
+					}
+				}
+			}
+			for i, sh := range gt.Devices {
+				if sh.Err != nil {
+					t.Errorf("%d×%d×%d: device %d failed: %v", sc.m, sc.k, sc.n, i+1, sh.Err)
+				}
+				if sh.Panels > 0 && sh.Timings.Streamed != sc.stream {
+					t.Errorf("%d×%d×%d: device %d streamed %v (%q), want %v", sc.m, sc.k, sc.n, i+1, sh.Timings.Streamed, sh.Timings.Panels, sc.stream)
+				}
+			}
+			if gt.Devices[0].Panels == 0 || gt.Devices[1].Panels == 0 {
+				t.Errorf("%d×%d×%d: shares %d and %d of %d panels: want both devices to take some", sc.m, sc.k, sc.n, gt.Devices[0].Panels, gt.Devices[1].Panels, gt.Panels)
+			}
+		}
+	}
+}
+
+// padded copies m into a matrix whose rows are pad elements longer (the
+// padding NaN, which no product may read into C).
+func padded(m blas32.General, pad int) blas32.General {
+	out := blas32.General{Rows: m.Rows, Cols: m.Cols, Stride: m.Cols + pad, Data: make([]float32, m.Rows*(m.Cols+pad))}
+	for i := range out.Data {
+		out.Data[i] = float32(math.NaN())
+	}
+	for r := range m.Rows {
+		copy(out.Data[r*out.Stride:r*out.Stride+m.Cols], m.Data[r*m.Stride:r*m.Stride+m.Cols])
+	}
+	return out
+}
+
 // TestGroupSharesFollowSpeed slows one device down (each of its panels
 // waits 250 ms as it is taken, longer than a panel takes on zink under
 // load): the other takes most of the panels.
@@ -101,43 +184,56 @@ func TestGroupSharesFollowSpeed(t *testing.T) {
 // TestGroupDeviceFails makes the device that takes the product's third
 // panel fail (which one depends on the threads' timing): its unfinished
 // panels run on the other, C is right, and the shares say so. With every
-// device failing, Mul fails and names each.
+// device failing, Mul fails and names each. Once with panel products,
+// once with streamed passes.
 func TestGroupDeviceFails(t *testing.T) {
-	g := openGroup(t)
-	lost := errors.New("context lost (test)")
-	var mu sync.Mutex
-	taken, faulty := 0, -1
-	g.fault = func(dev, panel int) error { // the third panel taken fails, whichever device took it
-		mu.Lock()
-		defer mu.Unlock()
-		if taken++; taken == 3 {
-			faulty = dev
-			return lost
-		}
-		return nil
-	}
-	c, a, b := groupOperands(200, 90, 520, 2)
-	gt, err := g.Mul(c, a, b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkGroupProduct(t, c, a, b)
-	if faulty < 0 {
-		t.Fatalf("%d panels taken: none failed", taken)
-	}
-	other := 1 - faulty
-	if !errors.Is(gt.Devices[faulty].Err, lost) || gt.Devices[other].Err != nil {
-		t.Errorf("device errors: %v, %v; want device %d's lost, the other's none", gt.Devices[0].Err, gt.Devices[1].Err, faulty+1)
-	}
-	if gt.Devices[other].Reruns == 0 || gt.Devices[0].Panels+gt.Devices[1].Panels != gt.Panels {
-		t.Errorf("shares %+v, %+v of %d panels: want device %d to rerun device %d's", gt.Devices[0], gt.Devices[1], gt.Panels, other+1, faulty+1)
-	}
+	for _, streamed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("streamed=%v", streamed), func(t *testing.T) {
+			var o *glcompute.MulOptions
+			open := openGroup
+			if streamed {
+				open, o = openStreamGroup, &glcompute.MulOptions{Kernel: streamKernel}
+			}
+			g := open(t)
+			lost := errors.New("context lost (test)")
+			var mu sync.Mutex
+			taken, faulty := 0, -1
+			g.fault = func(dev, panel int) error { // the third panel taken fails, whichever device took it
+				mu.Lock()
+				defer mu.Unlock()
+				if taken++; taken == 3 {
+					faulty = dev
+					return lost
+				}
+				return nil
+			}
+			c, a, b := groupOperands(200, 90, 520, 2)
+			gt, err := g.Mul(c, a, b, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGroupProduct(t, c, a, b)
+			if faulty < 0 {
+				t.Fatalf("%d panels taken: none failed", taken)
+			}
+			other := 1 - faulty
+			if !errors.Is(gt.Devices[faulty].Err, lost) || gt.Devices[other].Err != nil {
+				t.Errorf("device errors: %v, %v; want device %d's lost, the other's none", gt.Devices[0].Err, gt.Devices[1].Err, faulty+1)
+			}
+			if gt.Devices[other].Reruns == 0 || gt.Devices[0].Panels+gt.Devices[1].Panels != gt.Panels {
+				t.Errorf("shares %+v, %+v of %d panels: want device %d to rerun device %d's", gt.Devices[0], gt.Devices[1], gt.Panels, other+1, faulty+1)
+			}
+			if gt.Devices[other].Timings.Streamed != streamed {
+				t.Errorf("device %d streamed %v, want %v", other+1, gt.Devices[other].Timings.Streamed, streamed)
+			}
 
-	g.fault = func(dev, panel int) error { return lost }
-	c, a, b = groupOperands(64, 16, 200, 3)
-	_, err = g.Mul(c, a, b, nil)
-	if !errors.Is(err, lost) || !strings.Contains(err.Error(), "device 1") || !strings.Contains(err.Error(), "device 2") {
-		t.Errorf("every device failing: %v", err)
+			g.fault = func(dev, panel int) error { return lost }
+			c, a, b = groupOperands(64, 16, 200, 3)
+			_, err = g.Mul(c, a, b, o)
+			if !errors.Is(err, lost) || !strings.Contains(err.Error(), "device 1") || !strings.Contains(err.Error(), "device 2") {
+				t.Errorf("every device failing: %v", err)
+			}
+		})
 	}
 }
 

@@ -54,7 +54,7 @@ func roundUp(x, align int) int { return (x + align - 1) / align * align }
 
 // claimer is how device dev takes its panels from r.
 func (r *run) claimer(dev int) link.Claim {
-	return func() (c0, cols int, landed func(), fault error, ok bool) {
+	return func(int) (c0, cols int, landed func(), fault error, ok bool) { // one panel, never wider
 		p, rerun, ok := r.claim(dev)
 		if !ok {
 			return 0, 0, nil, nil, false

@@ -29,9 +29,24 @@ func OpenES(t testing.TB) *glcompute.Device {
 	return open(t, glcompute.BackendGLES)
 }
 
+// OpenWith returns a device opened with o (its Backend "": Open's), or
+// skips as Open does.
+func OpenWith(t testing.TB, o glcompute.Options) *glcompute.Device {
+	t.Helper()
+	if o.Backend == "" {
+		o.Backend = backend
+	}
+	return openWith(t, o)
+}
+
 func open(t testing.TB, b glcompute.Backend) *glcompute.Device {
 	t.Helper()
-	d, err := glcompute.Open(&glcompute.Options{Backend: b})
+	return openWith(t, glcompute.Options{Backend: b})
+}
+
+func openWith(t testing.TB, o glcompute.Options) *glcompute.Device {
+	t.Helper()
+	d, err := glcompute.Open(&o)
 	if err != nil {
 		if os.Getenv("GLMUL_REQUIRE_GL") == "1" {
 			t.Fatal(err)

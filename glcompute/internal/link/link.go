@@ -15,11 +15,12 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 )
 
-// Claim hands a device of a group its next column panel of C: its first
-// column and width, landed to call once the panel is in host memory, and
-// fault, an error the panel must fail with (tests); ok is false once
-// none is left.
-type Claim func() (c0, cols int, landed func(), fault error, ok bool)
+// Claim hands a device of a group its next column panels of C, at most
+// widest columns (a device that takes two at once says how many it can):
+// the first column and width, landed to call once they are in host
+// memory, and fault, an error they must fail with (tests); ok is false
+// once none is left.
+type Claim func(widest int) (c0, cols int, landed func(), fault error, ok bool)
 
 var (
 	// Member panics unless dev may join a group: open, and not borrowed
@@ -31,8 +32,9 @@ var (
 	// opts (nil: none) and reports an empty product.
 	Product func(dev any, c, a, b blas32.General, opts any) (empty bool)
 	// PlanUnit plans dev's part of a group product, one m×k by k×cols
-	// column panel at a time, with opts.
-	PlanUnit func(dev, opts any, m, k, cols int) (plan any, err error)
+	// column panel at a time (widest columns where it takes two), with
+	// opts; streamed: where it can, in one streamed pass.
+	PlanUnit func(dev, opts any, m, k, cols, widest int, streamed bool) (plan any, err error)
 	// RunUnits runs on dev's thread, in one pipelined pass, the column
 	// panels claim hands it, until none is left or the device fails.
 	// ready is called once its buffers are made (or it failed first).

@@ -1,0 +1,419 @@
+package glcompute
+
+import (
+	"time"
+	"unsafe"
+
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/link"
+	"github.com/glmul/glmul/glcompute/internal/staging"
+	"github.com/glmul/glmul/glcompute/internal/trace"
+	"github.com/glmul/glmul/shaders"
+)
+
+// A device of a group (devgroup) runs the column panels of C it takes as
+// one streamed pass where it can, with the technique of a streamed
+// product (hoststream.go): every copy a compute pass queued beside a
+// kernel, none a copy command, which on NVIDIA would wait for the kernel
+// queued before it. In a panel product (panels.go) a device's copies and
+// kernels took turns, and two H200s reached 1.4× one at 32768³
+// (docs/PERFORMANCE.md, "A group of GPUs"; "Streamed units").
+//
+// The pass runs in steps, each one band of rows of one column panel:
+// the kernel over the band and, beside it with no barrier between, the
+// transpose of the next band of A (the first panel only: A's transpose
+// stays on the GPU, a K×rows block a band, for every later panel), one
+// piece of the next panel's B (through staging buffers of the pass's
+// own) and the copy of the band before into a staging buffer, which the
+// host empties into C. A barrier and a fence end each step. The next
+// panel is taken as the one before starts, so that its B is up when its
+// first band runs.
+
+// unitStream is a device's streamed pass over its column panels (unit).
+// Every method runs on the device thread.
+type unitStream struct {
+	d         *Device
+	o         *MulOptions
+	p, tr, cp *program // the kernel, TransposeStream, Copy
+	m, k      int
+	widest    int // the most columns a claim may hand the pass
+	// lda is a row of A in staging (K padded); ldb a row of B's panel
+	// and of C's bands, on the GPU and in staging (the widest panel's
+	// columns, padded).
+	lda, ldb int
+	// rows is a band's rows of C (whole tiles; the last band may have
+	// fewer), bands their count, and pieceRows the rows of the next
+	// panel's B a step brings up.
+	rows, bands, pieceRows int
+	bufT                   []glw.Buffer    // A's transpose: K×rows a band
+	bufB                   [2]glw.Buffer   // the panel's B and the next one's
+	bufC                   [2]glw.Buffer   // two bands of C, in turn
+	held                   []pooled        // those buffers, from the device's pool
+	bst                    *staging.Stager // B's pieces: Device.pieces
+	c                      blas32.General  // the product's C
+	// The pass in progress: fences[0] after the prologue, fences[s+1]
+	// after step s (band s of C is in staging once fences[s+2] has
+	// passed); outs[s] is step s's band, done the bands delivered.
+	fences  []glw.Fence
+	outs    []unitBand
+	done    int
+	timed   bool
+	queries [][2]glw.Query
+	calls   []time.Duration
+}
+
+// unit is one column panel of C that a group handed the device.
+type unit struct {
+	c0, cols int
+	landed   func()
+	fault    error
+	buf      int // the bufB holding its B
+}
+
+// unitBand is band i of unit u.
+type unitBand struct {
+	u *unit
+	i int
+}
+
+// unitStreamOf plans the streamed pass of a group's device over m×k by
+// k×w column panels (or narrower) with hp's streamed kernel (hostPlan.unitKern), or
+// returns nil where none can run: no such kernel (it must read A
+// transposed, with row offsets), staging buffers not mapped
+// persistently, K over the driver's loop budget, one tile's rows of A or
+// of C over a staging buffer, the next panel's B in more pieces than a
+// panel has bands, a block over one binding, or the blocks over
+// MaxGPUMemory. The device then runs its panels as a panel product.
+func (d *Device) unitStreamOf(hp *hostPlan, m, k, w int) *unitStream {
+	kern := hp.unitKern
+	st := d.stage()
+	if kern.Name == "" || !kern.TransposeA || !kern.Strided || kern.Float64 || !st.Persistent || d.kSlices(kern, k) > 1 {
+		return nil
+	}
+	us := &unitStream{d: d, o: &hp.o, m: m, k: k, widest: w, lda: roundUp(k, kern.Align), ldb: roundUp(w, kern.Align)}
+	tile := kern.TileM
+	fit := st.Bytes / (4 * max(us.lda, us.ldb)) / tile * tile
+	if fit == 0 {
+		return nil
+	}
+	us.rows = min(fit, roundUp(m, tile))
+	if slots := d.slots(kern); slots > 0 { // whole waves of work groups a band
+		if wave := slots / ((w + kern.TileN - 1) / kern.TileN) * tile; wave > 0 && us.rows >= wave {
+			us.rows = us.rows / wave * wave
+		}
+	}
+	us.bands = (m + us.rows - 1) / us.rows
+	us.pieceRows = (k + us.bands - 1) / us.bands
+	if 4*us.pieceRows*us.ldb > st.Bytes {
+		return nil
+	}
+	binding := d.streamBinding(hp.o.MaxBinding)
+	if kern.Textures && d.texBlock > 0 {
+		binding = min(binding, d.texBlock)
+	}
+	if int64(4*k)*int64(max(us.rows, us.ldb)) > binding {
+		return nil
+	}
+	if gpu := 4 * (int64(k)*int64(us.rows)*int64(us.bands) + 2*int64(k)*int64(us.ldb) + 2*int64(us.rows)*int64(us.ldb)); hp.o.MaxGPUMemory > 0 && gpu > hp.o.MaxGPUMemory {
+		return nil
+	}
+	var err error
+	if us.p, err = d.programOf(kern); err != nil {
+		return nil
+	}
+	if us.tr, err = d.programOf(shaders.TransposeStream(d.streamThreads())); err != nil {
+		return nil
+	}
+	if us.cp, err = d.programOf(shaders.Copy(d.streamThreads())); err != nil {
+		return nil
+	}
+	return us
+}
+
+// alloc takes the pass's GPU buffers from the device's pool (a group's
+// next product of the same shape finds them there) or makes them, and
+// writes each once: NVIDIA gives a new buffer its memory as it is first
+// used, which in the pass cost a step about 7 ms a 128 MiB block of A's
+// transpose (docs/PERFORMANCE.md, "Streamed units"), and makes its own
+// staging buffers.
+func (us *unitStream) alloc() error {
+	d := us.d
+	us.bufT = make([]glw.Buffer, us.bands)
+	want := []wanted{{&us.bufB[0], 4 * us.k * us.ldb, "B's panel"}, {&us.bufB[1], 4 * us.k * us.ldb, "B's next panel"},
+		{&us.bufC[0], 4 * us.rows * us.ldb, "a band of C"}, {&us.bufC[1], 4 * us.rows * us.ldb, "a band of C"}}
+	for i := range us.bufT {
+		want = append(want, wanted{&us.bufT[i], 4 * us.k * us.rows, "a block of A's transpose"})
+	}
+	if err := d.takeBuffers(us.o.MaxGPUMemory > 0, &us.held, want...); err != nil {
+		return err
+	}
+	for _, w := range want {
+		if err := d.poisonRange(*w.buf, 0, w.bytes/4); err != nil {
+			return err
+		}
+	}
+	st := d.stage()
+	if d.pieces == nil {
+		d.pieces = staging.New(st.Bytes, st.Storage, true)
+	}
+	us.bst = d.pieces
+	// Made now, not in the timed pass (making a mapped buffer is slow:
+	// docs/PERFORMANCE.md, "Streamed units"): the pieces' buffers as large
+	// as the first panel's B goes up in (prologue) too.
+	first := min(st.Bytes, 4*us.k*us.ldb)
+	for i := range 2 {
+		if _, _, err := st.UpSlot(i, 4*us.rows*us.lda); err != nil {
+			return err
+		}
+		if _, _, err := st.DownSlot(i, 4*us.rows*us.ldb); err != nil {
+			return err
+		}
+		if _, _, err := us.bst.UpSlot(i, max(first, 4*us.pieceRows*us.ldb)); err != nil {
+			return err
+		}
+	}
+	glw.Finish()
+	return d.checkError("making a streamed group pass's buffers")
+}
+
+// release waits for the GPU where the pass stopped early (its queued
+// passes still use the staging buffers), then returns its GPU buffers
+// to the device's pool.
+func (us *unitStream) release() {
+	if us.done < len(us.outs) || len(us.fences) > 0 && !us.fences[len(us.fences)-1].Done() {
+		glw.Finish()
+	}
+	for i := range us.fences {
+		us.fences[i].Release()
+	}
+	for _, q := range us.queries {
+		q[0].Release()
+		q[1].Release()
+	}
+	if len(us.held) > 0 {
+		us.d.keepBuffers(us.held)
+	}
+}
+
+// run computes the panels claim hands out, until none is left, into c.
+func (us *unitStream) run(c, a, b blas32.General, claim link.Claim) (passTimes, error) {
+	d, st := us.d, us.d.stage()
+	us.timed = d.info.TimerBits > 0 && !glw.TimerBusy()
+	take := func(buf int) *unit {
+		c0, cols, landed, fault, ok := claim(us.widest)
+		if !ok {
+			return nil
+		}
+		return &unit{c0: c0, cols: cols, landed: landed, fault: fault, buf: buf}
+	}
+	us.c = c
+	cur := take(0)
+	if cur == nil {
+		return passTimes{}, nil
+	}
+	in0, out0, start := st.CopiedIn, st.CopiedOut, time.Now()
+	pt := passTimes{streamed: true, upBytes: 4 * int64(us.m) * int64(us.lda)}
+	if err := us.prologue(a, b, cur); err != nil {
+		return pt, err
+	}
+	units := 0
+	for s := 0; cur != nil; {
+		if cur.fault != nil {
+			return pt, cur.fault
+		}
+		next := take(1 - cur.buf)
+		for i := range us.bands {
+			if err := us.o.stopped(); err != nil {
+				return pt, err
+			}
+			if err := us.step(s, a, b, cur, i, next, units == 0); err != nil {
+				return pt, err
+			}
+			s++
+		}
+		units++
+		pt.upBytes += 4 * int64(us.k) * int64(us.ldb)
+		pt.downBytes += 4 * int64(us.m) * int64(us.ldb)
+		cur = next
+	}
+	if err := us.finish(); err != nil {
+		return pt, err
+	}
+	pt.wall, pt.steps = time.Since(start), len(us.outs)
+	pt.hostIn = st.CopiedIn - in0 + us.bst.CopiedIn
+	pt.hostOut = st.CopiedOut - out0
+	pl := &pipeline{d: d, o: us.o}
+	pt.compute, pt.gpuTimer = pl.computeTime(us.queries, us.calls)
+	return pt, d.checkError("running a streamed group pass")
+}
+
+// bandRows is band i's rows.
+func (us *unitStream) bandRows(i int) int { return min(us.rows, us.m-i*us.rows) }
+
+// prologue queues the first panel's B (copies through the pass's own
+// staging buffers) and the transpose of A's first band.
+func (us *unitStream) prologue(a, b blas32.General, u *unit) error {
+	bv := blockView(b, 0, us.k, u.c0, u.cols)
+	if err := us.bst.Upload(staging.View{Buf: us.bufB[u.buf], Stride: us.ldb}, bv); err != nil {
+		return err
+	}
+	if err := us.transpose(a, 0); err != nil {
+		return err
+	}
+	glw.BarrierStorage()
+	us.fence()
+	trace.Stage("units: prologue (B up, A's first band transposed)")
+	return nil
+}
+
+// step queues step s, band i of unit u, after waiting for step s−2,
+// whose staging buffers it reuses: the kernel, and beside it the
+// transpose of band i+1 of A (the first unit's steps), the piece of the
+// next unit's B and the copy of step s−1's band of C into staging.
+func (us *unitStream) step(s int, a, b blas32.General, u *unit, i int, next *unit, first bool) error {
+	us.waitThrough(s-1, ^uint64(0))
+	trace.Stage("units step: waited for step s−2, bands of C delivered")
+	d := us.d
+	rows := us.bandRows(i)
+	if err := d.poisonRange(us.bufC[s%2], 0, rows*us.ldb); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	var q [2]glw.Query
+	if us.timed {
+		q = [2]glw.Query{glw.NewQuery(), glw.NewQuery()}
+		us.queries = append(us.queries, q)
+		q[0].Timestamp()
+	}
+	if err := us.kernel(u, i, s%2); err != nil {
+		return err
+	}
+	if first && i+1 < us.bands {
+		if err := us.transpose(a, i+1); err != nil {
+			return err
+		}
+	}
+	if next != nil {
+		if err := us.piece(b, next, i, s%2); err != nil {
+			return err
+		}
+	}
+	if s > 0 {
+		if err := us.copyOut(s - 1); err != nil {
+			return err
+		}
+	}
+	if us.timed {
+		q[1].Timestamp()
+	}
+	us.outs = append(us.outs, unitBand{u, i})
+	glw.BarrierStorageClientMapped()
+	us.fence()
+	us.calls = append(us.calls, time.Since(t0))
+	trace.Stage("units step: host copies made, step queued")
+	us.waitThrough(-1, 0)
+	return nil
+}
+
+// finish queues the copy of the last band of C, then waits for it and
+// delivers every band.
+func (us *unitStream) finish() error {
+	s := len(us.outs)
+	us.waitThrough(s-1, ^uint64(0))
+	if err := us.copyOut(s - 1); err != nil {
+		return err
+	}
+	glw.BarrierClientMapped()
+	us.fence()
+	us.waitThrough(len(us.fences)-1, ^uint64(0))
+	trace.Stage("units: the last band of C out")
+	return nil
+}
+
+// kernel queues the product of band i of unit u into bufC[slot].
+func (us *unitStream) kernel(u *unit, i, slot int) error {
+	p, rows := us.p, us.bandRows(i)
+	p.prog.Use()
+	us.d.bindStorage(p, 0, us.bufT[i], 0, 0)
+	us.d.bindStorage(p, 1, us.bufB[u.buf], 0, 0)
+	us.bufC[slot].BindStorage(2)
+	p.setLayout(rows, us.k, u.cols, us.rows, us.ldb, us.ldb, 0, 0, 0)
+	p.setUints(uniform{"ksplit", us.k})
+	plan, err := p.plan(rows, u.cols, us.o.MaxGroups)
+	if err != nil {
+		return err
+	}
+	p.dispatchChunks(plan)
+	return nil
+}
+
+// transpose copies band i of A into upload staging buffer i%2 and queues
+// its streamed transpose into bufT[i] (its columns past the band's rows
+// zero).
+func (us *unitStream) transpose(a blas32.General, i int) error {
+	st, rows := us.d.stage(), us.bandRows(i)
+	buf, ptr, err := st.UpSlot(i%2, 4*rows*us.lda)
+	if err != nil {
+		return err
+	}
+	st.CopyIn(unsafe.Slice((*float32)(ptr), rows*us.lda), a, i*us.rows, i*us.rows+rows, us.lda)
+	us.d.streamTranspose(us.tr, buf, 0, us.bufT[i], rows, us.rows, us.k, us.lda, us.rows, 0)
+	return nil
+}
+
+// piece copies piece i of unit u's B (its rows i·pieceRows…) into the
+// pass's upload staging buffer slot and queues its copy into u's bufB.
+func (us *unitStream) piece(b blas32.General, u *unit, i, slot int) error {
+	k0 := i * us.pieceRows
+	n := min(us.pieceRows, us.k-k0)
+	if n <= 0 {
+		return nil
+	}
+	buf, ptr, err := us.bst.UpSlot(slot, 4*n*us.ldb)
+	if err != nil {
+		return err
+	}
+	us.bst.CopyIn(unsafe.Slice((*float32)(ptr), n*us.ldb), blockView(b, 0, us.k, u.c0, u.cols), k0, k0+n, us.ldb)
+	us.d.streamCopy(us.cp, buf, 0, us.bufB[u.buf], k0*us.ldb, n*us.ldb)
+	return nil
+}
+
+// copyOut queues the copy of step s's band of C (bufC[s%2]) into
+// download staging buffer s%2.
+func (us *unitStream) copyOut(s int) error {
+	rows := us.bandRows(us.outs[s].i)
+	buf, _, err := us.d.stage().DownSlot(s%2, 4*rows*us.ldb)
+	if err != nil {
+		return err
+	}
+	us.d.streamCopy(us.cp, us.bufC[s%2], 0, buf, 0, rows*us.ldb)
+	return nil
+}
+
+// fence appends a flushed fence after the commands queued so far.
+func (us *unitStream) fence() {
+	us.fences = append(us.fences, glw.NewFence())
+	glw.Flush()
+}
+
+// waitThrough waits up to timeout for fences[k] (none for k < 0), then
+// delivers the bands of C whose fences have passed, calling a unit's
+// landed after its last band.
+func (us *unitStream) waitThrough(k int, timeout uint64) {
+	if k >= 0 && !us.fences[k].Signaled(timeout) {
+		return
+	}
+	st := us.d.stage()
+	for us.done+2 < len(us.fences) && us.fences[us.done+2].Signaled(0) {
+		ob := us.outs[us.done]
+		rows := us.bandRows(ob.i)
+		dst := blockView(us.c, 0, us.m, ob.u.c0, ob.u.cols)
+		st.CopyOut(dst, unsafe.Slice((*float32)(st.DownMapping(us.done%2)), rows*us.ldb), ob.i*us.rows, ob.i*us.rows+rows, us.ldb)
+		us.done++
+		if ob.i == us.bands-1 && ob.u.landed != nil {
+			ob.u.landed()
+		}
+	}
+}
