@@ -179,10 +179,10 @@ type Share struct {
 }
 
 // Mul computes C = A·B over the group's devices: C's column panels are
-// handed out one at a time to whichever device is free, each device
-// keeping A on its GPU (MulOptions.MaxGPUMemory permitting) and moving
-// its panels' B and C beside its kernels (docs/LIBRARY.md, "Several
-// GPUs"). A device that
+// handed out one at a time to whichever device is free (a device's first
+// claim two where there are enough), each device keeping A on its GPU
+// (MulOptions.MaxGPUMemory permitting) and moving its panels' B and C
+// beside its kernels (docs/LIBRARY.md, "Several GPUs"). A device that
 // fails during the product has its unfinished panels rerun on the others
 // (Share.Err says why); with none left, Mul returns the errors and C is
 // incomplete. opts apply to each device; Progress counts column panels;
@@ -212,7 +212,7 @@ func (g *Group) Mul(c, a, b blas32.General, opts *glcompute.MulOptions) (Timings
 	plans := make([]any, len(g.devs))
 	for i, d := range g.devs {
 		var err error
-		if plans[i], err = link.PlanUnit(d, &o, m, k, r.cols, r.cols, !g.panelsOnly); err != nil {
+		if plans[i], err = link.PlanUnit(d, &o, m, k, r.cols, r.widest(), !g.panelsOnly); err != nil {
 			return Timings{}, fmt.Errorf("devgroup: device %d of the group: %w", i+1, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -283,5 +284,53 @@ func checkGroupProduct(t *testing.T, c, a, b blas32.General) {
 	t.Helper()
 	if r := validate.CheckFull(a, b, c); !r.OK {
 		t.Errorf("%d×%d×%d: %s", a.Rows, a.Cols, b.Cols, r)
+	}
+}
+
+// TestRunClaims: a device's first claim takes two panels where the run
+// has enough for every device's two and two more and the device takes
+// their width; later claims, reruns and a device that takes one panel's
+// width get one; every panel is handed out once.
+func TestRunClaims(t *testing.T) {
+	g := &Group{devs: make([]*glcompute.Device, 2), minCols: 16}
+	type claim struct{ c0, cols int }
+	take := func(r *run, dev, widest int) (claim, bool) {
+		c0, cols, landed, _, ok := r.claimer(dev)(widest)
+		if ok {
+			landed()
+		}
+		return claim{c0, cols}, ok
+	}
+	r := g.newRun(1000, nil) // 8 panels of 128 columns, the last 104
+	if r.panels != 8 || r.cols != 128 || !r.doubles || r.widest() != 256 {
+		t.Fatalf("run of %d panels of %d, doubles %v, widest %d", r.panels, r.cols, r.doubles, r.widest())
+	}
+	var got []claim
+	for _, dw := range [][2]int{{0, 256}, {1, 128}, {1, 256}, {0, 256}, {0, 256}, {1, 256}, {0, 256}} {
+		c, ok := take(r, dw[0], dw[1])
+		if !ok {
+			t.Fatalf("claim %d: none left", len(got)+1)
+		}
+		got = append(got, c)
+	}
+	want := []claim{{0, 256}, {256, 128}, {384, 128}, {512, 128}, {640, 128}, {768, 128}, {896, 104}}
+	if !slices.Equal(got, want) {
+		t.Errorf("claims %v, want %v", got, want)
+	}
+	if _, ok := take(r, 0, 256); ok || r.left() != 0 {
+		t.Errorf("a claim after the last panel, or %d panels left", r.left())
+	}
+	if g.devs = make([]*glcompute.Device, 4); g.newRun(150, nil).doubles { // 8 panels of 20
+		t.Error("doubles in a run of 8 panels over 4 devices")
+	}
+	g.devs = g.devs[:2]
+	r = g.newRun(1000, nil)
+	take(r, 0, 256)
+	if _, _, _, _, ok := r.claimer(0)(256); !ok { // panel 2, lost with device 1
+		t.Fatal("no second claim")
+	}
+	r.requeue(0)
+	if c, _ := take(r, 1, 256); c != (claim{256, 128}) || r.reruns[1] != 1 {
+		t.Errorf("device 2's first claim after device 1 failed: %v, reruns %d; want the rerun panel alone", c, r.reruns[1])
 	}
 }
