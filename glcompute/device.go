@@ -32,9 +32,13 @@ type Device struct {
 	// programsLoaded counts programs loaded from Options.ProgramCache.
 	programsLoaded int
 	stager         *staging.Stager // created on the first host product
-	// pieces carries B's pieces in a group's streamed pass
-	// (unitstream.go): staging buffers of their own, kept as stager's are.
-	pieces   *staging.Stager
+	// units carries A and C in a streamed panel pass (unitstream.go)
+	// where its staging buffers are not stager's size, and pieces B's
+	// pieces: staging buffers of their own, kept as stager's are.
+	units, pieces *staging.Stager
+	// storage is how the context offers glBufferStorage (bufferStorage),
+	// read as it is opened.
+	storage  glw.Storage
 	hostMats map[*float32]*hostMatrix // by the address of Data[0]
 	// bindAlign is the byte alignment of bound buffer ranges:
 	// GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT (and that of buffer

@@ -25,11 +25,10 @@ type hostPlan struct {
 	// forcePanels: panels even where the product fits (a device group's device
 	// runs its column panels as a panel product).
 	forcePanels bool
-	// unitKern is the kernel of a group device's streamed pass
-	// (unitstream.go; Name "": none, the device runs a panel product),
-	// and unitWidest the most columns it may take at once.
-	unitKern   shaders.Kernel
-	unitWidest int
+	// unit lays out the streamed panel pass (unitstream.go) of a product
+	// in panels, Mul's or a group device's; its kern's Name "": none,
+	// the product runs as a panel product.
+	unit unitLayout
 }
 
 // hostProduct is one Mul of host matrices: its kernel and plan, its GPU

@@ -230,6 +230,7 @@ func (d *Device) initInfo() error {
 			d.texBlock /= 2
 		}
 	}
+	d.storage = d.bufferStorage()
 	d.loopBudget = driverLoopBudget(i.Renderer)
 	d.fp64 = d.checkFloat64()
 	d.bindAlign = 16

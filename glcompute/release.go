@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/glmul/glmul/glcompute/internal/glw"
+	"github.com/glmul/glmul/glcompute/internal/staging"
 )
 
 // Release deletes what the Device made (programs, the buffers it keeps
@@ -90,9 +91,11 @@ func (d *Device) releaseObjects() {
 		p.release()
 		delete(d.programs, name)
 	}
-	if d.pieces != nil {
-		d.pieces.Release()
-		d.pieces = nil
+	for _, st := range []**staging.Stager{&d.units, &d.pieces} {
+		if *st != nil {
+			(*st).Release()
+			*st = nil
+		}
 	}
 	if d.stager != nil {
 		d.stager.Release()

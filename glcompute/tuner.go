@@ -73,7 +73,11 @@ func (t tuner) Staging() string {
 	if s.Persistent {
 		how = "persistent mapping"
 	}
-	return fmt.Sprintf("%s, 2×2 staging buffers of up to %s, %d copy goroutines", how, formatBytes(float64(s.Bytes)), s.Workers)
+	out := fmt.Sprintf("%s, 2×2 staging buffers of up to %s, %d copy goroutines", how, formatBytes(float64(s.Bytes)), s.Workers)
+	if s.Persistent && d.opts.StagingBytes == 0 {
+		out += fmt.Sprintf(" (a streamed panel pass: %s)", formatBytes(unitStagingBytes))
+	}
+	return out
 }
 
 // PrepareStaging: allocating and pinning host-visible memory costs tens

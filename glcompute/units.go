@@ -1,8 +1,6 @@
 package glcompute
 
 import (
-	"fmt"
-
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/glcompute/internal/link"
@@ -11,8 +9,7 @@ import (
 
 // planUnit plans a device's part of a group product: the m×k by k×w
 // product of one column panel of C (widest columns where two are claimed
-// at once), streamed (unitstream.go) where the
-// kernel chosen for it reads A transposed and streamed is set, else in
+// at once), streamed (planUnits) where streamed is set, else in
 // panels whatever its size, A in about four row panels where M allows,
 // so that the device's first column panel computes while the rest of A
 // goes up.
@@ -22,11 +19,7 @@ func (d *Device) planUnit(m, k, w, widest int, o *MulOptions, streamed bool) (ho
 		return hp, err
 	}
 	if streamed {
-		// The device's panels share one transpose of A: the default
-		// keeps its transposed kernel however narrow a panel is.
-		if hk, err := d.chooseHost(hp.o.Kernel, m, k, max(w, tuning.TransposedAMinN)); err == nil && hk.kern.TransposeA {
-			hp.unitKern, hp.unitWidest = hk.kern, widest // fits: planHostPanels checked it
-		}
+		hp.unit = d.planUnits(&hp, m, k, w, widest)
 	}
 	pl := &hp.panels
 	tile := hp.kernels.kern.TileM
@@ -52,12 +45,12 @@ func (d *Device) mulUnits(c, a, b blas32.General, hp *hostPlan, claim link.Claim
 	}
 	defer signal()
 	d.clearErrors()
-	us := d.unitStreamOf(hp, a.Rows, a.Cols, hp.unitWidest)
-	if us == nil && hp.unitWidest > hp.panels.N {
-		us = d.unitStreamOf(hp, a.Rows, a.Cols, hp.panels.N)
-	}
-	if us != nil {
-		return us.mulUnits(c, a, b, claim, signal)
+	if hp.unit.kern.Name != "" {
+		us, err := d.newUnitStream(hp.unit, &hp.o, a.Rows, a.Cols)
+		if err != nil {
+			return t, err
+		}
+		return us.mulUnits(c, a, b, claim, func() error { signal(); return nil })
 	}
 	o := &hp.o
 	pp := &panelProduct{d: d, o: o, plan: hp.panels}
@@ -98,18 +91,41 @@ func (d *Device) mulUnits(c, a, b blas32.General, hp *hostPlan, claim link.Claim
 	return t, err
 }
 
-// mulUnits is Device.mulUnits streamed: the pass's buffers made, ready
-// signalled, then the pass over the panels claim hands out.
-func (us *unitStream) mulUnits(c, a, b blas32.General, claim link.Claim, ready func()) (t Timings, err error) {
+// mulUnits is Device.mulUnits streamed: the pass's buffers made, then
+// prepared called (a group's meeting, Mul's Measure hook), then the pass
+// over the panels claim hands out.
+func (us *unitStream) mulUnits(c, a, b blas32.General, claim link.Claim, prepared func() error) (t Timings, err error) {
 	defer us.release()
 	defer us.d.unbindAll()
 	t.Kernel = us.p.kernel.Spec()
-	t.Panels = fmt.Sprintf("column panels streamed in bands of %d rows (%d), A kept transposed", us.rows, us.bands)
+	t.Panels = us.unitLayout.String()
 	if err := us.alloc(); err != nil {
 		return t, err
 	}
-	ready()
+	if err := prepared(); err != nil {
+		return t, err
+	}
 	pt, err := us.run(c, a, b, claim)
 	pt.fill(&t)
+	t.Splits, t.Dispatches = 1, us.dispatches
 	return t, err
+}
+
+// planUnits lays out the streamed pass of products whose column panels
+// are w columns (widest where two are taken at once), with the kernel
+// that reads A transposed chosen for them: the device's panels share one
+// transpose of A, so the default keeps its transposed kernel however
+// narrow a panel is. It tries widest, then w; a zero layout where
+// neither runs (planUnitStream) or the kernel reads A as it is.
+func (d *Device) planUnits(hp *hostPlan, m, k, w, widest int) unitLayout {
+	hk, err := d.chooseHost(hp.o.Kernel, m, k, max(w, tuning.TransposedAMinN))
+	if err != nil || !hk.kern.TransposeA || d.fits(hk.kern) != nil {
+		return unitLayout{}
+	}
+	for _, cols := range []int{widest, w} {
+		if ul, ok := d.planUnitStream(hk.kern, &hp.o, m, k, cols); ok {
+			return ul
+		}
+	}
+	return unitLayout{}
 }

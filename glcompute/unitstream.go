@@ -1,6 +1,7 @@
 package glcompute
 
 import (
+	"fmt"
 	"time"
 	"unsafe"
 
@@ -31,28 +32,83 @@ import (
 // panel is taken as the one before starts, so that its B is up when its
 // first band runs.
 
+// unitLayout is how a streamed panel pass runs: its kernel (Name "":
+// none, the product runs in panels), the widest panel it takes, a row of
+// A in staging (K padded, lda) and of B's panel and C's bands on the GPU
+// and in staging (ldb), a band's rows of C (whole tiles; the last band
+// may have fewer) and their count, the rows of the next panel's B a step
+// brings up, and the size of its staging buffers.
+type unitLayout struct {
+	kern                          shaders.Kernel
+	widest, lda, ldb              int
+	rows, bands, pieceRows, stage int
+}
+
+// String describes the pass as Timings.Panels does.
+func (ul unitLayout) String() string {
+	return fmt.Sprintf("column panels of up to %d streamed in bands of %d rows (%d), A kept transposed", ul.widest, ul.rows, ul.bands)
+}
+
+// planUnitStream lays out a streamed pass over m×k by k×w column panels
+// (or narrower) with kern, or reports false where none can run: a kernel
+// that does not read A transposed with row offsets, staging buffers not
+// mapped persistently, K over the driver's loop budget, one tile's rows
+// of A or of C over a staging buffer (unitStages), the next panel's B in
+// more pieces than a panel has bands, a block over one binding, or the
+// blocks over MaxGPUMemory. It makes no GL call.
+func (d *Device) planUnitStream(kern shaders.Kernel, o *MulOptions, m, k, w int) (unitLayout, bool) {
+	ul := unitLayout{kern: kern, widest: w, lda: roundUp(k, kern.Align), ldb: roundUp(w, kern.Align), stage: d.opts.StagingBytes}
+	if ul.stage == 0 {
+		ul.stage = unitStagingBytes
+	}
+	if !kern.TransposeA || !kern.Strided || kern.Float64 || !d.persistent() || d.kSlices(kern, k) > 1 {
+		return ul, false
+	}
+	binding := d.streamBinding(o.MaxBinding)
+	if kern.Textures && d.texBlock > 0 {
+		binding = min(binding, d.texBlock)
+	}
+	tile := kern.TileM
+	fit := min(ul.stage/(4*max(ul.lda, ul.ldb)), int(min(binding/int64(4*max(k, ul.ldb)), 1<<30))) / tile * tile // a band of A and of C in staging, its block of the transpose and C in a binding
+	if fit == 0 {
+		return ul, false
+	}
+	ul.rows = min(fit, roundUp(m, tile))
+	if slots := d.slots(kern); slots > 0 { // whole waves of work groups a band
+		if wave := slots / ((w + kern.TileN - 1) / kern.TileN) * tile; wave > 0 && ul.rows >= wave {
+			ul.rows = ul.rows / wave * wave
+		}
+	}
+	ul.bands = (m + ul.rows - 1) / ul.rows
+	ul.pieceRows = (k + ul.bands - 1) / ul.bands
+	if 4*ul.pieceRows*ul.ldb > ul.stage {
+		return ul, false
+	}
+	if int64(4*k)*int64(ul.ldb) > binding {
+		return ul, false
+	}
+	if gpu := 4 * (int64(k)*int64(ul.rows)*int64(ul.bands) + 2*int64(k)*int64(ul.ldb) + 2*int64(ul.rows)*int64(ul.ldb)); o.MaxGPUMemory > 0 && gpu > o.MaxGPUMemory {
+		return ul, false
+	}
+	return ul, true
+}
+
 // unitStream is a device's streamed pass over its column panels (unit).
 // Every method runs on the device thread.
 type unitStream struct {
+	unitLayout
 	d         *Device
 	o         *MulOptions
 	p, tr, cp *program // the kernel, TransposeStream, Copy
 	m, k      int
-	widest    int // the most columns a claim may hand the pass
-	// lda is a row of A in staging (K padded); ldb a row of B's panel
-	// and of C's bands, on the GPU and in staging (the widest panel's
-	// columns, padded).
-	lda, ldb int
-	// rows is a band's rows of C (whole tiles; the last band may have
-	// fewer), bands their count, and pieceRows the rows of the next
-	// panel's B a step brings up.
-	rows, bands, pieceRows int
-	bufT                   []glw.Buffer    // A's transpose: K×rows a band
-	bufB                   [2]glw.Buffer   // the panel's B and the next one's
-	bufC                   [2]glw.Buffer   // two bands of C, in turn
-	held                   []pooled        // those buffers, from the device's pool
-	bst                    *staging.Stager // B's pieces: Device.pieces
-	c                      blas32.General  // the product's C
+	bufT      []glw.Buffer    // A's transpose: K×rows a band
+	bufB      [2]glw.Buffer   // the panel's B and the next one's
+	bufC      [2]glw.Buffer   // two bands of C, in turn
+	held      []pooled        // those buffers, from the device's pool
+	st, bst   *staging.Stager // A's bands and C's, and B's pieces (unitStages)
+	c         blas32.General  // the product's C
+	// dispatches counts the kernel's dispatches (Timings.Dispatches).
+	dispatches int
 	// The pass in progress: fences[0] after the prologue, fences[s+1]
 	// after step s (band s of C is in staging once fences[s+2] has
 	// passed); outs[s] is step s's band, done the bands delivered.
@@ -78,58 +134,21 @@ type unitBand struct {
 	i int
 }
 
-// unitStreamOf plans the streamed pass of a group's device over m×k by
-// k×w column panels (or narrower) with hp's streamed kernel (hostPlan.unitKern), or
-// returns nil where none can run: no such kernel (it must read A
-// transposed, with row offsets), staging buffers not mapped
-// persistently, K over the driver's loop budget, one tile's rows of A or
-// of C over a staging buffer, the next panel's B in more pieces than a
-// panel has bands, a block over one binding, or the blocks over
-// MaxGPUMemory. The device then runs its panels as a panel product.
-func (d *Device) unitStreamOf(hp *hostPlan, m, k, w int) *unitStream {
-	kern := hp.unitKern
-	st := d.stage()
-	if kern.Name == "" || !kern.TransposeA || !kern.Strided || kern.Float64 || !st.Persistent || d.kSlices(kern, k) > 1 {
-		return nil
-	}
-	us := &unitStream{d: d, o: &hp.o, m: m, k: k, widest: w, lda: roundUp(k, kern.Align), ldb: roundUp(w, kern.Align)}
-	tile := kern.TileM
-	fit := st.Bytes / (4 * max(us.lda, us.ldb)) / tile * tile
-	if fit == 0 {
-		return nil
-	}
-	us.rows = min(fit, roundUp(m, tile))
-	if slots := d.slots(kern); slots > 0 { // whole waves of work groups a band
-		if wave := slots / ((w + kern.TileN - 1) / kern.TileN) * tile; wave > 0 && us.rows >= wave {
-			us.rows = us.rows / wave * wave
-		}
-	}
-	us.bands = (m + us.rows - 1) / us.rows
-	us.pieceRows = (k + us.bands - 1) / us.bands
-	if 4*us.pieceRows*us.ldb > st.Bytes {
-		return nil
-	}
-	binding := d.streamBinding(hp.o.MaxBinding)
-	if kern.Textures && d.texBlock > 0 {
-		binding = min(binding, d.texBlock)
-	}
-	if int64(4*k)*int64(max(us.rows, us.ldb)) > binding {
-		return nil
-	}
-	if gpu := 4 * (int64(k)*int64(us.rows)*int64(us.bands) + 2*int64(k)*int64(us.ldb) + 2*int64(us.rows)*int64(us.ldb)); hp.o.MaxGPUMemory > 0 && gpu > hp.o.MaxGPUMemory {
-		return nil
-	}
+// newUnitStream compiles the programs of a pass laid out as ul for an
+// m×k A, with o.
+func (d *Device) newUnitStream(ul unitLayout, o *MulOptions, m, k int) (*unitStream, error) {
+	us := &unitStream{unitLayout: ul, d: d, o: o, m: m, k: k}
 	var err error
-	if us.p, err = d.programOf(kern); err != nil {
-		return nil
+	if us.p, err = d.programOf(ul.kern); err != nil {
+		return nil, err
 	}
 	if us.tr, err = d.programOf(shaders.TransposeStream(d.streamThreads())); err != nil {
-		return nil
+		return nil, err
 	}
 	if us.cp, err = d.programOf(shaders.Copy(d.streamThreads())); err != nil {
-		return nil
+		return nil, err
 	}
-	return us
+	return us, nil
 }
 
 // alloc takes the pass's GPU buffers from the device's pool (a group's
@@ -154,11 +173,8 @@ func (us *unitStream) alloc() error {
 			return err
 		}
 	}
-	st := d.stage()
-	if d.pieces == nil {
-		d.pieces = staging.New(st.Bytes, st.Storage, true)
-	}
-	us.bst = d.pieces
+	us.st, us.bst = d.unitStages()
+	st := us.st
 	// Made now, not in the timed pass (making a mapped buffer is slow:
 	// docs/PERFORMANCE.md, "Streamed units"): the pieces' buffers as large
 	// as the first panel's B goes up in (prologue) too.
@@ -199,7 +215,7 @@ func (us *unitStream) release() {
 
 // run computes the panels claim hands out, until none is left, into c.
 func (us *unitStream) run(c, a, b blas32.General, claim link.Claim) (passTimes, error) {
-	d, st := us.d, us.d.stage()
+	d, st := us.d, us.st
 	us.timed = d.info.TimerBits > 0 && !glw.TimerBusy()
 	take := func(buf int) *unit {
 		c0, cols, landed, fault, ok := claim(us.widest)
@@ -346,6 +362,7 @@ func (us *unitStream) kernel(u *unit, i, slot int) error {
 		return err
 	}
 	p.dispatchChunks(plan)
+	us.dispatches += len(plan.Chunks)
 	return nil
 }
 
@@ -353,7 +370,7 @@ func (us *unitStream) kernel(u *unit, i, slot int) error {
 // its streamed transpose into bufT[i] (its columns past the band's rows
 // zero).
 func (us *unitStream) transpose(a blas32.General, i int) error {
-	st, rows := us.d.stage(), us.bandRows(i)
+	st, rows := us.st, us.bandRows(i)
 	buf, ptr, err := st.UpSlot(i%2, 4*rows*us.lda)
 	if err != nil {
 		return err
@@ -384,7 +401,7 @@ func (us *unitStream) piece(b blas32.General, u *unit, i, slot int) error {
 // download staging buffer s%2.
 func (us *unitStream) copyOut(s int) error {
 	rows := us.bandRows(us.outs[s].i)
-	buf, _, err := us.d.stage().DownSlot(s%2, 4*rows*us.ldb)
+	buf, _, err := us.st.DownSlot(s%2, 4*rows*us.ldb)
 	if err != nil {
 		return err
 	}
@@ -405,7 +422,7 @@ func (us *unitStream) waitThrough(k int, timeout uint64) {
 	if k >= 0 && !us.fences[k].Signaled(timeout) {
 		return
 	}
-	st := us.d.stage()
+	st := us.st
 	for us.done+2 < len(us.fences) && us.fences[us.done+2].Signaled(0) {
 		ob := us.outs[us.done]
 		rows := us.bandRows(ob.i)

@@ -51,19 +51,9 @@ func Devices() []string {
 	return out
 }
 
-// StagingBytes is the staging buffers' size of the Devices Open opens
-// where Options.StagingBytes is zero. A device streams its column panels
-// (glcompute's streamed group pass) in bands of rows whose A fits one
-// staging buffer: 128 MiB gives bands of a wave of work groups at 16384³
-// on a GPU of 132 multiprocessors, the default 32 MiB a quarter wave
-// (docs/PERFORMANCE.md, "Streamed units"). The buffers are made as large
-// as a product needs, in pinned host memory: up to six a device.
-const StagingBytes = 128 << 20
-
 // Open opens a Device on each EGL device listed, by its 1-based index in
 // Devices' list, with opts (whose Device is ignored; Backend "" or
-// "auto" is headless EGL, and GLFW is refused with ErrNoContext;
-// StagingBytes 0 is this package's StagingBytes); nil
+// "auto" is headless EGL, and GLFW is refused with ErrNoContext); nil
 // lists every hardware GPU EGL enumerates, or Mesa's software device
 // where there is none. A platform whose EGL cannot enumerate devices, or
 // a device that fails to open, gives an error matching
@@ -90,9 +80,6 @@ func Open(devices []int, opts *glcompute.Options) (*Group, error) {
 	}
 	if o.Backend == "auto" || o.Backend == "" {
 		o.Backend = glcompute.BackendEGL
-	}
-	if o.StagingBytes == 0 {
-		o.StagingBytes = StagingBytes
 	}
 	g := &Group{owned: true}
 	for _, i := range devices {
