@@ -34,9 +34,12 @@ func (d *Device) Mul(c, a, b blas32.General, opts *MulOptions) (Timings, error) 
 	idle := d.idle()
 	var t Timings
 	d.call(func() {
-		if hp.paneled {
+		switch {
+		case hp.unit.kern.Name != "":
+			t, err = d.mulUnitsAlone(c, a, b, &hp, idle)
+		case hp.paneled:
 			t, err = d.mulPanels(c, a, b, &hp, idle)
-		} else {
+		default:
 			t, err = d.mul(c, a, b, &hp, idle)
 		}
 	})
@@ -73,7 +76,10 @@ func (d *Device) Plan(m, k, n int, opts *MulOptions) (Layout, error) {
 		return Layout{}, err
 	}
 	l := Layout{Kernel: hp.kernels.kern.Spec()}
-	if hp.paneled {
+	switch {
+	case hp.unit.kern.Name != "":
+		l.Kernel, l.Panels = hp.unit.kern.Spec(), hp.unit.String()
+	case hp.paneled:
 		l.Panels = hp.panels.String()
 	}
 	return l, nil
@@ -119,6 +125,10 @@ func (d *Device) planHostPanels(m, k, n int, opts *MulOptions, forcePanels bool)
 		return hp, d.errLoopBudget(kern, k)
 	}
 	hp.panels, hp.paneled, err = d.planPanels(m, k, n, &hp)
+	if err == nil && hp.paneled && !forcePanels {
+		cols, widest := alonePanels(n)
+		hp.unit = d.planUnits(&hp, m, k, cols, widest)
+	}
 	return hp, err
 }
 

@@ -352,8 +352,8 @@ func TestEdges(t *testing.T) {
 // pass before each product or band) once and pipelined in bands, split
 // along K (automatically, 3 ways, not at all), in chunks of one work group,
 // on OpenGL ES, beside edge strips computed from A as it is; and checks
-// that without room for the transpose, or in panels, the same
-// configuration runs with A as it is. (Eight runs of the shapes, not every
+// that without room for the transpose the same configuration runs with A
+// as it is, and in panels as a streamed panel pass (unitstream.go). (Eight runs of the shapes, not every
 // combination: softpipe in CI takes about 9 s a run.)
 func TestTransposedA(t *testing.T) {
 	const spec = "fast:128x128x8_8x8_db_at"
@@ -406,13 +406,17 @@ func TestTransposedA(t *testing.T) {
 	a, b := cpu.Random(300, 200, rng), cpu.Random(200, 100, rng)
 	bytes := int64(4 * (300*200 + 200*100 + 300*100))
 	for _, o := range []MulOptions{
-		{Kernel: spec, MaxGPUMemory: bytes + 4*200*300 - 4}, // A, B and C fit; the transpose does not
-		{Kernel: spec, MaxBinding: 128 << 10},               // panels
+		{Kernel: spec, MaxGPUMemory: bytes + 4*200*300 - 4}, // A, B and C fit; the transpose does not: A as it is
+		{Kernel: spec, MaxBinding: 128 << 10},               // panels: a streamed panel pass, A's transpose a block a band
 	} {
 		c := cpu.New(300, 100)
 		tm, err := d.Mul(c, a, b, &o)
-		if err != nil || tm.Kernel != "fast:128x128x8_8x8_db" || (o.MaxBinding > 0) != (tm.Panels != "") {
-			t.Errorf("%+v: kernel %q, panels %q, %v", o, tm.Kernel, tm.Panels, err)
+		want := "fast:128x128x8_8x8_db"
+		if o.MaxBinding > 0 {
+			want = spec
+		}
+		if err != nil || tm.Kernel != want || (o.MaxBinding > 0) != (tm.Panels != "") || (o.MaxBinding > 0) != tm.Streamed {
+			t.Errorf("%+v: kernel %q, panels %q, streamed %v, %v", o, tm.Kernel, tm.Panels, tm.Streamed, err)
 			continue
 		}
 		if err := validate.CheckFull(a, b, c).Err(); err != nil {

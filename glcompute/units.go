@@ -1,6 +1,8 @@
 package glcompute
 
 import (
+	"time"
+
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/glmul/glmul/glcompute/internal/link"
@@ -128,4 +130,67 @@ func (d *Device) planUnits(hp *hostPlan, m, k, w, widest int) unitLayout {
 		}
 	}
 	return unitLayout{}
+}
+
+// alonePanels is the column panels' width (and the widest claim: two
+// panels) in which Mul cuts C of n columns for a streamed panel pass on
+// one device: four panels, as a group of one device cuts it (devgroup),
+// the first two taken at once where the pass holds their width.
+func alonePanels(n int) (cols, widest int) {
+	panels := min(4, max(1, n/aloneMinCols))
+	cols = roundUp((n+panels-1)/panels, 4)
+	if cols >= 256 {
+		cols = roundUp(cols, 64) // whole tiles of the fast kernels
+	}
+	if (n+cols-1)/cols >= 4 {
+		return cols, min(n, 2*cols)
+	}
+	return cols, cols
+}
+
+// aloneMinCols is the narrowest panel alonePanels cuts (tests lower it,
+// so that small products run in several).
+var aloneMinCols = 512
+
+// mulUnitsAlone runs Mul's product in panels as one streamed panel pass
+// (unitstream.go) on this device: C's column panels (alonePanels) in
+// order, after any Measure hook (its stages those of a product in
+// panels: Run runs the first band's kernel). idle is Stages.Idle's. On
+// the device thread.
+func (d *Device) mulUnitsAlone(c, a, b blas32.General, hp *hostPlan, idle time.Duration) (Timings, error) {
+	d.clearErrors()
+	us, err := d.newUnitStream(hp.unit, &hp.o, a.Rows, a.Cols)
+	if err != nil {
+		return Timings{}, err
+	}
+	n := b.Cols
+	cols, _ := alonePanels(n)
+	first := cols
+	if us.widest >= 2*cols && (n+cols-1)/cols >= 4 {
+		first = 2 * cols
+	}
+	us.report, us.total = hp.o.Progress, us.bands*(1+(n-first+cols-1)/cols)
+	next := 0
+	claim := func(widest int) (c0, w int, landed func(), fault error, ok bool) {
+		if next >= n {
+			return 0, 0, nil, nil, false
+		}
+		w = cols
+		if next == 0 {
+			w = first
+		}
+		c0, w = next, min(w, n-next)
+		next += w
+		return c0, w, nil, nil, true
+	}
+	k := us.kern
+	prepared := func() error {
+		if m := hp.o.Measure; m != nil {
+			return m(&stages{first: us.runFirst, d: d, idle: idle})
+		}
+		return nil
+	}
+	t, err := us.mulUnits(c, a, b, claim, prepared)
+	t.Groups = [2]int{(n + k.TileN - 1) / k.TileN, (a.Rows + k.TileM - 1) / k.TileM}
+	return t, err
 }

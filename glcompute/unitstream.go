@@ -107,6 +107,10 @@ type unitStream struct {
 	held      []pooled        // those buffers, from the device's pool
 	st, bst   *staging.Stager // A's bands and C's, and B's pieces (unitStages)
 	c         blas32.General  // the product's C
+	// report, if set, is called as each band of C arrives, with the
+	// bands done and total (0: unknown).
+	report func(done, total int)
+	total  int
 	// dispatches counts the kernel's dispatches (Timings.Dispatches).
 	dispatches int
 	// The pass in progress: fences[0] after the prologue, fences[s+1]
@@ -263,6 +267,18 @@ func (us *unitStream) run(c, a, b blas32.General, claim link.Claim) (passTimes, 
 	pl := &pipeline{d: d, o: us.o}
 	pt.compute, pt.gpuTimer = pl.computeTime(us.queries, us.calls)
 	return pt, d.checkError("running a streamed group pass")
+}
+
+// runFirst runs the kernel over the first band of a panel of the widest
+// columns and waits for it (stages.Run of a product in panels): the
+// inputs are whatever the buffers hold.
+func (us *unitStream) runFirst() error {
+	if err := us.kernel(&unit{cols: us.widest}, 0, 0); err != nil {
+		return err
+	}
+	glw.Finish()
+	us.dispatches = 0 // not the pass's
+	return us.d.checkError("running the first band")
 }
 
 // bandRows is band i's rows.
@@ -429,6 +445,12 @@ func (us *unitStream) waitThrough(k int, timeout uint64) {
 		dst := blockView(us.c, 0, us.m, ob.u.c0, ob.u.cols)
 		st.CopyOut(dst, unsafe.Slice((*float32)(st.DownMapping(us.done%2)), rows*us.ldb), ob.i*us.rows, ob.i*us.rows+rows, us.ldb)
 		us.done++
+		if f := us.o.Arrived; f != nil {
+			f(ob.i*us.rows, ob.u.c0, rows, ob.u.cols)
+		}
+		if us.report != nil {
+			us.report(us.done, us.total)
+		}
 		if ob.i == us.bands-1 && ob.u.landed != nil {
 			ob.u.landed()
 		}
