@@ -233,7 +233,7 @@ func (us *unitStream) run(c, a, b blas32.General, claim link.Claim) (passTimes, 
 	if cur == nil {
 		return passTimes{}, nil
 	}
-	in0, out0, start := st.CopiedIn, st.CopiedOut, time.Now()
+	in0, out0, pieces0, start := st.CopiedIn, st.CopiedOut, us.bst.CopiedIn, time.Now()
 	pt := passTimes{streamed: true, upBytes: 4 * int64(us.m) * int64(us.lda)}
 	if err := us.prologue(a, b, cur); err != nil {
 		return pt, err
@@ -262,7 +262,7 @@ func (us *unitStream) run(c, a, b blas32.General, claim link.Claim) (passTimes, 
 		return pt, err
 	}
 	pt.wall, pt.steps = time.Since(start), len(us.outs)
-	pt.hostIn = st.CopiedIn - in0 + us.bst.CopiedIn
+	pt.hostIn = st.CopiedIn - in0 + us.bst.CopiedIn - pieces0
 	pt.hostOut = st.CopiedOut - out0
 	pl := &pipeline{d: d, o: us.o}
 	pt.compute, pt.gpuTimer = pl.computeTime(us.queries, us.calls)
