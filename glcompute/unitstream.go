@@ -124,12 +124,16 @@ type unitStream struct {
 	calls   []time.Duration
 }
 
-// unit is one column panel of C that a group handed the device.
+// unit is the column panels of C that one claim handed the device: its
+// columns from c0, the row stride of its B and of its bands of C on the
+// GPU and in staging (cols padded: a single panel after a double one
+// moves no padding), what to call once it is in host memory, the error
+// it must fail with (tests), and the bufB holding its B.
 type unit struct {
-	c0, cols int
-	landed   func()
-	fault    error
-	buf      int // the bufB holding its B
+	c0, cols, ld int
+	landed       func()
+	fault        error
+	buf          int
 }
 
 // unitBand is band i of unit u.
@@ -226,7 +230,7 @@ func (us *unitStream) run(c, a, b blas32.General, claim link.Claim) (passTimes, 
 		if !ok {
 			return nil
 		}
-		return &unit{c0: c0, cols: cols, landed: landed, fault: fault, buf: buf}
+		return &unit{c0: c0, cols: cols, ld: roundUp(cols, us.kern.Align), landed: landed, fault: fault, buf: buf}
 	}
 	us.c = c
 	cur := take(0)
@@ -254,8 +258,8 @@ func (us *unitStream) run(c, a, b blas32.General, claim link.Claim) (passTimes, 
 			s++
 		}
 		units++
-		pt.upBytes += 4 * int64(us.k) * int64(us.ldb)
-		pt.downBytes += 4 * int64(us.m) * int64(us.ldb)
+		pt.upBytes += 4 * int64(us.k) * int64(cur.ld)
+		pt.downBytes += 4 * int64(us.m) * int64(cur.ld)
 		cur = next
 	}
 	if err := us.finish(); err != nil {
@@ -273,7 +277,7 @@ func (us *unitStream) run(c, a, b blas32.General, claim link.Claim) (passTimes, 
 // columns and waits for it (stages.Run of a product in panels): the
 // inputs are whatever the buffers hold.
 func (us *unitStream) runFirst() error {
-	if err := us.kernel(&unit{cols: us.widest}, 0, 0); err != nil {
+	if err := us.kernel(&unit{cols: us.widest, ld: us.ldb}, 0, 0); err != nil {
 		return err
 	}
 	glw.Finish()
@@ -288,7 +292,7 @@ func (us *unitStream) bandRows(i int) int { return min(us.rows, us.m-i*us.rows) 
 // staging buffers) and the transpose of A's first band.
 func (us *unitStream) prologue(a, b blas32.General, u *unit) error {
 	bv := blockView(b, 0, us.k, u.c0, u.cols)
-	if err := us.bst.Upload(staging.View{Buf: us.bufB[u.buf], Stride: us.ldb}, bv); err != nil {
+	if err := us.bst.Upload(staging.View{Buf: us.bufB[u.buf], Stride: u.ld}, bv); err != nil {
 		return err
 	}
 	if err := us.transpose(a, 0); err != nil {
@@ -309,7 +313,7 @@ func (us *unitStream) step(s int, a, b blas32.General, u *unit, i int, next *uni
 	trace.Stage("units step: waited for step s−2, bands of C delivered")
 	d := us.d
 	rows := us.bandRows(i)
-	if err := d.poisonRange(us.bufC[s%2], 0, rows*us.ldb); err != nil {
+	if err := d.poisonRange(us.bufC[s%2], 0, rows*u.ld); err != nil {
 		return err
 	}
 	t0 := time.Now()
@@ -371,7 +375,7 @@ func (us *unitStream) kernel(u *unit, i, slot int) error {
 	us.d.bindStorage(p, 0, us.bufT[i], 0, 0)
 	us.d.bindStorage(p, 1, us.bufB[u.buf], 0, 0)
 	us.bufC[slot].BindStorage(2)
-	p.setLayout(rows, us.k, u.cols, us.rows, us.ldb, us.ldb, 0, 0, 0)
+	p.setLayout(rows, us.k, u.cols, us.rows, u.ld, u.ld, 0, 0, 0)
 	p.setUints(uniform{"ksplit", us.k})
 	plan, err := p.plan(rows, u.cols, us.o.MaxGroups)
 	if err != nil {
@@ -404,24 +408,25 @@ func (us *unitStream) piece(b blas32.General, u *unit, i, slot int) error {
 	if n <= 0 {
 		return nil
 	}
-	buf, ptr, err := us.bst.UpSlot(slot, 4*n*us.ldb)
+	buf, ptr, err := us.bst.UpSlot(slot, 4*n*u.ld)
 	if err != nil {
 		return err
 	}
-	us.bst.CopyIn(unsafe.Slice((*float32)(ptr), n*us.ldb), blockView(b, 0, us.k, u.c0, u.cols), k0, k0+n, us.ldb)
-	us.d.streamCopy(us.cp, buf, 0, us.bufB[u.buf], k0*us.ldb, n*us.ldb)
+	us.bst.CopyIn(unsafe.Slice((*float32)(ptr), n*u.ld), blockView(b, 0, us.k, u.c0, u.cols), k0, k0+n, u.ld)
+	us.d.streamCopy(us.cp, buf, 0, us.bufB[u.buf], k0*u.ld, n*u.ld)
 	return nil
 }
 
 // copyOut queues the copy of step s's band of C (bufC[s%2]) into
 // download staging buffer s%2.
 func (us *unitStream) copyOut(s int) error {
-	rows := us.bandRows(us.outs[s].i)
-	buf, _, err := us.st.DownSlot(s%2, 4*rows*us.ldb)
+	ob := us.outs[s]
+	rows := us.bandRows(ob.i)
+	buf, _, err := us.st.DownSlot(s%2, 4*rows*ob.u.ld)
 	if err != nil {
 		return err
 	}
-	us.d.streamCopy(us.cp, us.bufC[s%2], 0, buf, 0, rows*us.ldb)
+	us.d.streamCopy(us.cp, us.bufC[s%2], 0, buf, 0, rows*ob.u.ld)
 	return nil
 }
 
@@ -443,7 +448,7 @@ func (us *unitStream) waitThrough(k int, timeout uint64) {
 		ob := us.outs[us.done]
 		rows := us.bandRows(ob.i)
 		dst := blockView(us.c, 0, us.m, ob.u.c0, ob.u.cols)
-		st.CopyOut(dst, unsafe.Slice((*float32)(st.DownMapping(us.done%2)), rows*us.ldb), ob.i*us.rows, ob.i*us.rows+rows, us.ldb)
+		st.CopyOut(dst, unsafe.Slice((*float32)(st.DownMapping(us.done%2)), rows*ob.u.ld), ob.i*us.rows, ob.i*us.rows+rows, ob.u.ld)
 		us.done++
 		if f := us.o.Arrived; f != nil {
 			f(ob.i*us.rows, ob.u.c0, rows, ob.u.cols)
