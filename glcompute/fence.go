@@ -45,3 +45,47 @@ func (f *Fence) Release() {
 	}
 	f.d = nil
 }
+
+// stepFences are a streamed pass's fences (hoststream.go, unitstream.go):
+// [0] after its prologue, [s+1] after step s. Step s copies band s−1 of C
+// out, so band j is in staging once [j+2] has passed; done counts the
+// bands delivered. On the device thread.
+type stepFences struct {
+	fences []glw.Fence
+	done   int
+}
+
+// add appends a flushed fence after the commands queued so far.
+func (f *stepFences) add() {
+	f.fences = append(f.fences, glw.NewFence())
+	glw.Flush()
+}
+
+// waitThrough waits up to timeout for fence k (none for k < 0), then
+// calls deliver for each band, in order, whose copy out has passed,
+// until deliver fails; false where fence k had not passed.
+func (f *stepFences) waitThrough(k int, timeout uint64, deliver func(band int) error) (bool, error) {
+	if k >= 0 && !f.fences[k].Signaled(timeout) {
+		return false, nil
+	}
+	for f.done+2 < len(f.fences) && f.fences[f.done+2].Signaled(0) {
+		if err := deliver(f.done); err != nil {
+			return true, err
+		}
+		f.done++
+	}
+	return true, nil
+}
+
+// idle reports whether the GPU is done with every command fenced: the
+// last fence has passed (or none was made).
+func (f *stepFences) idle() bool {
+	return len(f.fences) == 0 || f.fences[len(f.fences)-1].Done()
+}
+
+// release deletes the fences.
+func (f *stepFences) release() {
+	for i := range f.fences {
+		f.fences[i].Release()
+	}
+}

@@ -169,7 +169,7 @@ func (h *hostProduct) streamed(b blas32.General, ends streamEnds, report func(do
 		return passTimes{}, err
 	}
 	glw.BarrierClientMapped()
-	sp.fence()
+	sp.add()
 	sp.waitThrough(len(sp.fences)-1, ^uint64(0))
 	trace.Stage("stream: the last bands of C out")
 	pt := passTimes{wall: time.Since(start), steps: len(sp.bands), streamed: true}
@@ -188,13 +188,12 @@ type streamPass struct {
 	tr, cp *program // TransposeStream, Copy
 	bands  [][2]int // first row and rows of each band
 	report func(done, total int)
-	// fences[0] passes after the first band's transpose, fences[i+1]
-	// after step i (band i computed, band i+1 of A transposed, band i−1
-	// of C copied out), fences[len(bands)+1] after the last band's copy:
-	// band j of C is out of the GPU once fences[j+2] has passed. done
-	// counts the bands of C delivered (ends.arrived, report).
-	fences []glw.Fence
-	done   int
+	// Its fences (stepFences): [0] passes after the first band's
+	// transpose, [i+1] after step i (band i computed, band i+1 of A
+	// transposed, band i−1 of C copied out), [len(bands)+1] after the
+	// last band's copy; done counts the bands of C delivered
+	// (ends.arrived, report).
+	stepFences
 	// timed: each step between two GL_TIMESTAMP queries; calls: the wall
 	// time of its dispatch calls (pipeline.computeTime).
 	timed   bool
@@ -230,9 +229,7 @@ func (sp *streamPass) release() {
 		q[0].Release()
 		q[1].Release()
 	}
-	for i := range sp.fences {
-		sp.fences[i].Release()
-	}
+	sp.stepFences.release()
 }
 
 // prologue queues B's upload (host copies through staging for a Go
@@ -251,7 +248,7 @@ func (sp *streamPass) prologue(b blas32.General) error {
 		return err
 	}
 	glw.BarrierStorage()
-	sp.fence()
+	sp.add()
 	return nil
 }
 
@@ -288,7 +285,7 @@ func (sp *streamPass) step(i int) error {
 		q[1].Timestamp()
 	}
 	glw.BarrierStorageClientMapped()
-	sp.fence()
+	sp.add()
 	sp.calls = append(sp.calls, time.Since(t0))
 	trace.Stage("stream step: queued (the next band of A in)")
 	sp.waitThrough(-1, 0)
@@ -296,31 +293,22 @@ func (sp *streamPass) step(i int) error {
 	return nil
 }
 
-// fence appends a flushed fence after the commands queued so far.
-func (sp *streamPass) fence() {
-	sp.fences = append(sp.fences, glw.NewFence())
-	glw.Flush()
-}
-
 // waitThrough waits up to timeout for fences[k] (none for k < 0), then
 // delivers the bands of C whose fences have passed.
 func (sp *streamPass) waitThrough(k int, timeout uint64) {
-	if k >= 0 && !sp.fences[k].Signaled(timeout) {
-		return
-	}
-	for sp.done+2 < len(sp.fences) && sp.fences[sp.done+2].Signaled(0) {
-		b := sp.bands[sp.done]
+	sp.stepFences.waitThrough(k, timeout, func(j int) error {
+		b := sp.bands[j]
 		if sp.ends.arrived != nil {
-			sp.ends.arrived(sp.done, b[0], b[1])
+			sp.ends.arrived(j, b[0], b[1])
 		}
 		if f := sp.h.o.Arrived; f != nil {
 			f(b[0], 0, b[1], sp.h.n)
 		}
-		sp.done++
 		if sp.report != nil {
-			sp.report(sp.done, len(sp.bands))
+			sp.report(j+1, len(sp.bands))
 		}
-	}
+		return nil
+	})
 }
 
 // transpose queues the transpose of band i of A from where ends has it.

@@ -97,7 +97,7 @@ func (d *Device) mulUnits(c, a, b blas32.General, hp *hostPlan, claim link.Claim
 // prepared called (a group's meeting, Mul's Measure hook), then the pass
 // over the panels claim hands out.
 func (us *unitStream) mulUnits(c, a, b blas32.General, claim link.Claim, prepared func() error) (t Timings, err error) {
-	defer us.release()
+	defer func() { us.release(err != nil) }()
 	defer us.d.unbindAll()
 	t.Kernel = us.p.kernel.Spec()
 	t.Panels = us.unitLayout.String()

@@ -113,12 +113,10 @@ type unitStream struct {
 	total  int
 	// dispatches counts the kernel's dispatches (Timings.Dispatches).
 	dispatches int
-	// The pass in progress: fences[0] after the prologue, fences[s+1]
-	// after step s (band s of C is in staging once fences[s+2] has
-	// passed); outs[s] is step s's band, done the bands delivered.
-	fences  []glw.Fence
+	// The pass in progress: its fences (stepFences), outs[s] step s's
+	// band.
+	stepFences
 	outs    []unitBand
-	done    int
 	timed   bool
 	queries [][2]glw.Query
 	calls   []time.Duration
@@ -202,16 +200,14 @@ func (us *unitStream) alloc() error {
 	return d.checkError("making a streamed group pass's buffers")
 }
 
-// release waits for the GPU where the pass stopped early (its queued
-// passes still use the staging buffers), then returns its GPU buffers
-// to the device's pool.
-func (us *unitStream) release() {
-	if us.done < len(us.outs) || len(us.fences) > 0 && !us.fences[len(us.fences)-1].Done() {
+// release waits for the GPU where the pass failed or stopped early (its
+// queued passes may still use the staging buffers, which the next
+// product reuses), then returns its GPU buffers to the device's pool.
+func (us *unitStream) release(failed bool) {
+	if failed || us.done < len(us.outs) || !us.idle() {
 		glw.Finish()
 	}
-	for i := range us.fences {
-		us.fences[i].Release()
-	}
+	us.stepFences.release()
 	for _, q := range us.queries {
 		q[0].Release()
 		q[1].Release()
@@ -299,7 +295,7 @@ func (us *unitStream) prologue(a, b blas32.General, u *unit) error {
 		return err
 	}
 	glw.BarrierStorage()
-	us.fence()
+	us.add()
 	trace.Stage("units: prologue (B up, A's first band transposed)")
 	return nil
 }
@@ -309,7 +305,9 @@ func (us *unitStream) prologue(a, b blas32.General, u *unit) error {
 // transpose of band i+1 of A (the first unit's steps), the piece of the
 // next unit's B and the copy of step s−1's band of C into staging.
 func (us *unitStream) step(s int, a, b blas32.General, u *unit, i int, next *unit, first bool) error {
-	us.waitThrough(s-1, ^uint64(0))
+	if err := us.waitThrough(s-1, ^uint64(0)); err != nil {
+		return err
+	}
 	trace.Stage("units step: waited for step s−2, bands of C delivered")
 	d := us.d
 	rows := us.bandRows(i)
@@ -346,24 +344,27 @@ func (us *unitStream) step(s int, a, b blas32.General, u *unit, i int, next *uni
 	}
 	us.outs = append(us.outs, unitBand{u, i})
 	glw.BarrierStorageClientMapped()
-	us.fence()
+	us.add()
 	us.calls = append(us.calls, time.Since(t0))
 	trace.Stage("units step: host copies made, step queued")
-	us.waitThrough(-1, 0)
-	return nil
+	return us.waitThrough(-1, 0)
 }
 
 // finish queues the copy of the last band of C, then waits for it and
 // delivers every band.
 func (us *unitStream) finish() error {
 	s := len(us.outs)
-	us.waitThrough(s-1, ^uint64(0))
+	if err := us.waitThrough(s-1, ^uint64(0)); err != nil {
+		return err
+	}
 	if err := us.copyOut(s - 1); err != nil {
 		return err
 	}
 	glw.BarrierClientMapped()
-	us.fence()
-	us.waitThrough(len(us.fences)-1, ^uint64(0))
+	us.add()
+	if err := us.waitThrough(len(us.fences)-1, ^uint64(0)); err != nil {
+		return err
+	}
 	trace.Stage("units: the last band of C out")
 	return nil
 }
@@ -430,34 +431,30 @@ func (us *unitStream) copyOut(s int) error {
 	return nil
 }
 
-// fence appends a flushed fence after the commands queued so far.
-func (us *unitStream) fence() {
-	us.fences = append(us.fences, glw.NewFence())
-	glw.Flush()
-}
-
 // waitThrough waits up to timeout for fences[k] (none for k < 0), then
-// delivers the bands of C whose fences have passed, calling a unit's
-// landed after its last band.
-func (us *unitStream) waitThrough(k int, timeout uint64) {
-	if k >= 0 && !us.fences[k].Signaled(timeout) {
-		return
-	}
-	st := us.st
-	for us.done+2 < len(us.fences) && us.fences[us.done+2].Signaled(0) {
-		ob := us.outs[us.done]
+// delivers the bands of C whose copies out have passed, calling a unit's
+// landed after its last band once the context reports no error.
+func (us *unitStream) waitThrough(k int, timeout uint64) error {
+	_, err := us.stepFences.waitThrough(k, timeout, func(j int) error {
+		ob, st := us.outs[j], us.st
 		rows := us.bandRows(ob.i)
+		if ob.i == us.bands-1 {
+			if err := us.d.checkError("streaming panels of C"); err != nil {
+				return err // the unit is not landed: it runs again
+			}
+		}
 		dst := blockView(us.c, 0, us.m, ob.u.c0, ob.u.cols)
-		st.CopyOut(dst, unsafe.Slice((*float32)(st.DownMapping(us.done%2)), rows*ob.u.ld), ob.i*us.rows, ob.i*us.rows+rows, ob.u.ld)
-		us.done++
+		st.CopyOut(dst, unsafe.Slice((*float32)(st.DownMapping(j%2)), rows*ob.u.ld), ob.i*us.rows, ob.i*us.rows+rows, ob.u.ld)
 		if f := us.o.Arrived; f != nil {
 			f(ob.i*us.rows, ob.u.c0, rows, ob.u.cols)
 		}
 		if us.report != nil {
-			us.report(us.done, us.total)
+			us.report(j+1, us.total)
 		}
 		if ob.i == us.bands-1 && ob.u.landed != nil {
 			ob.u.landed()
 		}
-	}
+		return nil
+	})
+	return err
 }
