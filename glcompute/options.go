@@ -75,7 +75,11 @@ type Options struct {
 	NoPersistentMapping bool
 	// StagingBytes is the size of each of the four staging buffers that
 	// carry host matrices to and from the GPU in chunks of rows (a row
-	// larger than one in pieces). Zero value: 32 MiB.
+	// larger than one in pieces). Zero value: 32 MiB. A streamed panel
+	// pass (a product in panels, or a device group's) keeps up to six
+	// more until Release, each as large as its product needs: two of
+	// this size for B's pieces and, where it is zero, four of 128 MiB
+	// for A and C (else the four above).
 	StagingBytes int
 	// MaxDispatchTime is the longest one compute dispatch should run:
 	// glmul times a kernel's first dispatches as they grow and sizes the
