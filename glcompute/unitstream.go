@@ -15,8 +15,9 @@ import (
 )
 
 // A device of a group (devgroup) runs the column panels of C it takes as
-// one streamed pass where it can, with the technique of a streamed
-// product (hoststream.go): every copy a compute pass queued beside a
+// one streamed pass where it can, and so does Mul with a product in
+// panels (mulUnitsAlone), with the technique of a streamed product
+// (hoststream.go): every copy a compute pass queued beside a
 // kernel, none a copy command, which on NVIDIA would wait for the kernel
 // queued before it. In a panel product (panels.go) a device's copies and
 // kernels took turns, and two H200s reached 1.4× one at 32768³
@@ -93,7 +94,8 @@ func (d *Device) planUnitStream(kern shaders.Kernel, o *MulOptions, m, k, w int)
 	return ul, true
 }
 
-// unitStream is a device's streamed pass over its column panels (unit).
+// unitStream is a streamed panel pass over the column panels (unit) a
+// claim function hands it.
 // Every method runs on the device thread.
 type unitStream struct {
 	unitLayout
@@ -197,7 +199,7 @@ func (us *unitStream) alloc() error {
 		}
 	}
 	glw.Finish()
-	return d.checkError("making a streamed group pass's buffers")
+	return d.checkError("making a streamed panel pass's buffers")
 }
 
 // release waits for the GPU where the pass failed or stopped early (its
@@ -266,7 +268,7 @@ func (us *unitStream) run(c, a, b blas32.General, claim link.Claim) (passTimes, 
 	pt.hostOut = st.CopiedOut - out0
 	pl := &pipeline{d: d, o: us.o}
 	pt.compute, pt.gpuTimer = pl.computeTime(us.queries, us.calls)
-	return pt, d.checkError("running a streamed group pass")
+	return pt, d.checkError("running a streamed panel pass")
 }
 
 // runFirst runs the kernel over the first band of a panel of the widest
