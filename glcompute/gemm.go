@@ -38,9 +38,6 @@ func (c *Matrix) Gemm(tA, tB blas.Transpose, alpha float32, a, b *Matrix, beta f
 			p.setFloat("beta", beta)
 		})
 	}
-	if overlaps(c, c.Offset, c.span(), a, a.Offset, a.span()) || overlaps(c, c.Offset, c.span(), b, b.Offset, b.span()) {
-		panic("glcompute: Gemm: C overlaps A or B")
-	}
 	if !transA && !transB && alpha == 1 && beta == 0 && fastLayout(a) && fastLayout(b) && fastLayout(c) {
 		return d.mulFast(c, a, b)
 	}
@@ -89,8 +86,10 @@ func (d *Device) generalGemm(kern shaders.Kernel, c, a, b *Matrix, transA, trans
 
 // gemmShape checks the operands of Gemm or Gemm64 (method; f64: of
 // float64): matrices of the element type, live views of one Device, the
-// shapes of op(A), op(B) and C agreeing, α and β not NaN (nan); it
-// returns the transposes, op(A)'s columns (K) and whether C is empty.
+// shapes of op(A), op(B) and C agreeing, α and β not NaN (nan), and, for
+// a product that reads A and B (C not empty, K above 0), C sharing no
+// floats of a buffer with them; it returns the transposes, op(A)'s
+// columns (K) and whether C is empty.
 func gemmShape(method string, f64 bool, c, a, b *Matrix, tA, tB blas.Transpose, nan bool) (transA, transB bool, k int, emptyC bool) {
 	for _, x := range []*Matrix{c, a, b} {
 		x.mustBe(f64, method)
@@ -112,6 +111,10 @@ func gemmShape(method string, f64 bool, c, a, b *Matrix, tA, tB blas.Transpose, 
 	}
 	if nan {
 		panic("glcompute: " + method + ": α or β is NaN")
+	}
+	// In elements: the three share one element type (mustBe above).
+	if !emptyC && ak > 0 && (overlaps(c, c.Offset, c.span(), a, a.Offset, a.span()) || overlaps(c, c.Offset, c.span(), b, b.Offset, b.span())) {
+		panic("glcompute: " + method + ": C overlaps A or B")
 	}
 	return transA, transB, ak, emptyC
 }

@@ -248,6 +248,7 @@ func TestMatrix64Refusals(t *testing.T) {
 		{"Gemm64 with a float32 B", "NewMatrix64", func() { m64.Gemm64(blas.NoTrans, blas.NoTrans, 1, m64, m32, 0) }},
 		{"Mul of mixed types", "NewMatrix64", func() { m64.Mul(m64, m32) }},
 		{"Gemm64 with NaN α", "NaN", func() { m64.Gemm64(blas.NoTrans, blas.NoTrans, math.NaN(), m64, m64, 0) }},
+		{"Gemm64 into its own A", "Gemm64: C overlaps A or B", func() { m64.Gemm64(blas.NoTrans, blas.NoTrans, 1, m64, m64, 0) }},
 		{"Upload64 of another shape", "shapes differ", func() { m64.Upload64(blas64.General{Rows: 1, Cols: 2, Stride: 2, Data: make([]float64, 2)}) }},
 	} {
 		t.Run(c.name, func(t *testing.T) { conformance.MustPanic(t, c.want, c.f) })
