@@ -268,7 +268,25 @@ func (us *unitStream) run(c, a, b blas32.General, claim link.Claim) (passTimes, 
 	pt.hostOut = st.CopiedOut - out0
 	pl := &pipeline{d: d, o: us.o}
 	pt.compute, pt.gpuTimer = pl.computeTime(us.queries, us.calls)
+	if trace.On {
+		us.traceSteps()
+	}
 	return pt, d.checkError("running a streamed panel pass")
+}
+
+// traceSteps prints each step's span on the GPU's clock, from the first
+// step's start, and the gap before it (the diagnostic build).
+func (us *unitStream) traceSteps() {
+	var t0, end uint64
+	for s, q := range us.queries {
+		a, b := q[0].Nanoseconds(), q[1].Nanoseconds()
+		if s == 0 {
+			t0, end = a, a
+		}
+		trace.Stage(fmt.Sprintf("units GPU: step %d band %d cols %d: %.2f-%.2f ms, %.2f ms, gap %.2f ms",
+			s, us.outs[s].i, us.outs[s].u.cols, float64(a-t0)/1e6, float64(b-t0)/1e6, float64(b-a)/1e6, (float64(a)-float64(end))/1e6))
+		end = b
+	}
 }
 
 // runFirst runs the kernel over the first band of a panel of the widest
@@ -330,11 +348,13 @@ func (us *unitStream) step(s int, a, b blas32.General, u *unit, i int, next *uni
 		if err := us.transpose(a, i+1); err != nil {
 			return err
 		}
+		trace.Stage("units step: kernel queued, A's next band copied")
 	}
 	if next != nil {
 		if err := us.piece(b, next, i, s%2); err != nil {
 			return err
 		}
+		trace.Stage("units step: a piece of the next B copied")
 	}
 	if s > 0 {
 		if err := us.copyOut(s - 1); err != nil {
@@ -450,6 +470,7 @@ func (us *unitStream) waitThrough(k int, timeout uint64) error {
 		if f := us.o.Arrived; f != nil {
 			f(ob.i*us.rows, ob.u.c0, rows, ob.u.cols)
 		}
+		trace.Stage("units: a band of C copied out")
 		if us.report != nil {
 			us.report(j+1, us.total)
 		}
