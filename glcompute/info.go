@@ -10,12 +10,16 @@ import (
 type Info struct {
 	Backend     Backend `json:"backend"`
 	BackendNote string  `json:"backend_note,omitempty"` // e.g. the EGL device, or why auto fell back to EGL
-	Vendor      string  `json:"vendor"`
-	Renderer    string  `json:"renderer"`
-	Version     string  `json:"version"`
-	GLSLVersion string  `json:"glsl_version"`
-	Major       int     `json:"major"`
-	Minor       int     `json:"minor"`
+	// EGLDevice is the index, from 1 as Options.Device counts, of the
+	// EGL device the context is on; 0 where it is on none (GLFW, another
+	// EGL platform, a borrowed context).
+	EGLDevice   int    `json:"egl_device,omitempty"`
+	Vendor      string `json:"vendor"`
+	Renderer    string `json:"renderer"`
+	Version     string `json:"version"`
+	GLSLVersion string `json:"glsl_version"`
+	Major       int    `json:"major"`
+	Minor       int    `json:"minor"`
 	// ES: an OpenGL ES context (BackendGLES); Major.Minor is its ES
 	// version, and kernels are compiled as GLSL ES 3.10.
 	ES bool `json:"es,omitempty"`

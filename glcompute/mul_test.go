@@ -57,6 +57,12 @@ func TestOpenReportsDevice(t *testing.T) {
 			if i.Renderer == "" || i.Vendor == "" || i.GLSLVersion == "" {
 				t.Errorf("empty device strings: %+v", i)
 			}
+			// EGLDevice names the EGL device exactly where the note does
+			// (the device platform), as Options.Device counts it.
+			if onDevice := strings.Contains(i.BackendNote, "EGL device "); onDevice != (i.EGLDevice > 0) ||
+				onDevice && !strings.Contains(i.BackendNote, fmt.Sprintf("EGL device %d:", i.EGLDevice)) {
+				t.Errorf("EGLDevice %d beside the note %q", i.EGLDevice, i.BackendNote)
+			}
 			// scripts/test-drivers.sh: a Mesa override that did not take
 			// would test llvmpipe again under another name.
 			if want := os.Getenv("GLMUL_EXPECT_RENDERER"); want != "" && !strings.Contains(i.Renderer, want) {

@@ -132,6 +132,7 @@ func (d *Device) openEGL(major, minor int) error {
 	switch c.Platform {
 	case "device":
 		d.info.BackendNote = "EGL device " + c.Device.String()
+		d.info.EGLDevice = c.Device.Index
 	default:
 		d.info.BackendNote = "EGL " + c.Platform + " platform"
 	}
@@ -154,6 +155,7 @@ func (d *Device) openGLES() error {
 	d.info.BackendNote = "OpenGL ES through EGL " + c.Platform
 	if c.Platform == "device" {
 		d.info.BackendNote = "OpenGL ES through EGL device " + c.Device.String()
+		d.info.EGLDevice = c.Device.Index
 	}
 	if err := d.loadGL(egl.GetProcAddress); err != nil {
 		return err

@@ -90,7 +90,7 @@ func Open(devices []int, opts *glcompute.Options) (*Group, error) {
 		d, err := glcompute.Open(&o)
 		if err != nil {
 			g.Release()
-			return nil, fmt.Errorf("devgroup: device %d of the group: %w", i, err)
+			return nil, fmt.Errorf("devgroup: EGL device %d: %w", i, err)
 		}
 		g.devs = append(g.devs, d)
 	}
