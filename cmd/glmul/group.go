@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -40,8 +41,17 @@ func parseDevices(s string) ([]int, error) {
 	return out, nil
 }
 
-// checkGroupFlags refuses the flags a group product does not take.
+// checkGroupFlags refuses a -devices list EGL cannot give (an index
+// past its devices, as -device refuses one) and the flags a group
+// product does not take.
 func (o *options) checkGroupFlags() error {
+	list, err := parseDevices(o.devices)
+	if err != nil {
+		return err
+	}
+	if devs := devgroup.Devices(); len(devs) > 0 && len(list) > 0 && slices.Max(list) > len(devs) {
+		return usagef("-devices %s: EGL lists %s; glmul -list-devices names them", o.devices, report.Plural(len(devs), "device"))
+	}
 	switch {
 	case o.mapped:
 		return usagef("-devices and -mapped: mapped host matrices belong to one device's context")
@@ -75,7 +85,8 @@ type groupRun struct {
 	Timings    devgroup.Timings `json:"-"`
 }
 
-// groupDeviceRow is one device's share of the last timed run.
+// groupDeviceRow is one device's share of the last timed run; Index
+// is its EGL device index, as -devices and -list-devices count.
 type groupDeviceRow struct {
 	Index    int           `json:"index"`
 	Renderer string        `json:"renderer"`
@@ -161,7 +172,7 @@ func (r *groupRun) fill(g *devgroup.Group) {
 	r.GFLOPS = measure.GFLOPS(flop, r.EndToEnd)
 	for i, d := range g.Devices() {
 		sh := t.Devices[i]
-		row := groupDeviceRow{Index: i + 1, Renderer: d.Info().Renderer, Kernel: sh.Timings.Kernel, Plan: sh.Timings.Panels,
+		row := groupDeviceRow{Index: cmp.Or(d.Info().EGLDevice, i+1), Renderer: d.Info().Renderer, Kernel: sh.Timings.Kernel, Plan: sh.Timings.Panels,
 			Panels: sh.Panels, Reruns: sh.Reruns, Busy: sh.Timings.EndToEnd, GFLOPS: measure.GFLOPS(sh.Flop, sh.Timings.EndToEnd)}
 		if flop > 0 {
 			row.Share = sh.Flop / flop
@@ -193,7 +204,11 @@ func (r *groupRun) write(w io.Writer, f report.Format) error {
 	}
 	ew := &errWriter{w: w}
 	ew.printf("product    C = A·B in float32, A %d×%d, B %d×%d, seed %d\n", r.M, r.K, r.K, r.N, r.Seed)
-	ew.printf("group      %s, C shared out in %s of %d columns\n", report.Plural(len(r.Devices), "device"), report.Plural(r.Panels, "column panel"), r.PanelCols)
+	upTo := "up to "
+	if r.Panels <= 1 || r.PanelCols == 0 || r.N%r.PanelCols == 0 {
+		upTo = ""
+	}
+	ew.printf("group      %s, C shared out in %s of %s%d columns\n", report.Plural(len(r.Devices), "device"), report.Plural(r.Panels, "column panel"), upTo, min(r.PanelCols, r.N))
 	for _, d := range r.Devices {
 		ew.printf("device %d   %s: %s (%.0f%%), %s, %.1f GFLOPS over its %s ms; kernel %s; %s\n", d.Index, d.Renderer,
 			report.Plural(d.Panels, "panel"), 100*d.Share, report.Plural(d.Reruns, "rerun"), d.GFLOPS, ms(d.Busy), d.Kernel, d.Plan)

@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/glmul/glmul/cmd/glmul/internal/report"
+	"github.com/glmul/glmul/glcompute/devgroup"
 )
 
 // TestDevicesFlag runs a product over a group of one device (the only
@@ -51,6 +55,15 @@ func TestDevicesUsage(t *testing.T) {
 		code, _, errs := glmul(c.args...)
 		if code != 2 || !strings.Contains(errs, c.want) {
 			t.Errorf("glmul %s: exit %d, %q; want 2 and %q", strings.Join(c.args, " "), code, errs, c.want)
+		}
+	}
+	// An index past EGL's devices is refused as -device's is, before any
+	// context (it was exit 1 with a hint to install a driver).
+	if n := len(devgroup.Devices()); n > 0 {
+		args := []string{"-n", "64", "-devices", fmt.Sprintf("1,%d", n+1)}
+		code, out, errs := glmul(args...)
+		if want := fmt.Sprintf("-devices 1,%d: EGL lists %s; glmul -list-devices names them", n+1, report.Plural(n, "device")); code != 2 || out != "" || !strings.Contains(errs, want) {
+			t.Errorf("glmul %s: exit %d, stdout %q, stderr %q; want 2, nothing and %q", strings.Join(args, " "), code, out, errs, want)
 		}
 	}
 }

@@ -357,9 +357,6 @@ func (o *options) check() error {
 		return err
 	}
 	if o.devices != "" {
-		if _, err := parseDevices(o.devices); err != nil {
-			return err
-		}
 		return o.checkGroupFlags()
 	}
 	return nil
