@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
+
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/glcompute"
@@ -78,7 +80,8 @@ type groupRun struct {
 	PanelCols  int              `json:"panel_cols"`
 	Warmup     int              `json:"warmup"`
 	Runs       []time.Duration  `json:"runs_ns"`
-	EndToEnd   time.Duration    `json:"end_to_end_ns"` // the median run
+	RunsAsked  int              `json:"runs_asked,omitempty"` // set where Ctrl-C stopped the runs after len(Runs)
+	EndToEnd   time.Duration    `json:"end_to_end_ns"`        // the median run
 	GFLOPS     float64          `json:"gflops_end_to_end"`
 	Devices    []groupDeviceRow `json:"devices"`
 	Validation validate.Result  `json:"validation"`
@@ -130,10 +133,52 @@ func multiplyGroup(o *options, stdout, stderr io.Writer) error {
 	check := measure.StartCheck(mode, in, !onCPU) // what reads A and B alone, beside the runs
 	defer check.Stop()
 	bar := newBar(o.progress, stderr, "GPU runs")
+	if err := r.runs(ctx, g, in, mo, o, bar); err != nil {
+		return err
+	}
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(stderr, "validating (float64 on the CPU)...")
+	}
+	if r.RunsAsked > 0 && check.Mode() == validate.Full {
+		// After Ctrl-C the command waits about a second for the check:
+		// a full one of a large product takes longer, Freivalds' O(n²)
+		// does not (as glmul -n on one device).
+		check.Stop()
+		check = measure.StartCheck(validate.Freivalds, in, false)
+	}
+	r.Validation = check.Check(stageBar(o.progress, stderr, "validating"))
+	r.fill(g)
+	if err := r.write(stdout, report.Format(o.format)); err != nil {
+		return err
+	}
+	if err := r.Validation.Err(); err != nil {
+		fmt.Fprintf(stderr, "glmul: %v\n", err)
+		return errReported
+	}
+	switch {
+	case r.RunsAsked > 0:
+		return interruptedError{fmt.Sprintf("the report above holds the %d of %d runs made before it", len(r.Runs), r.RunsAsked)}
+	case ctx.Err() != nil: // during the validation, which ended
+		return interruptedError{"the report above is complete: the signal came after the timed runs"}
+	}
+	return nil
+}
+
+// runs runs o.warmup untimed products and o.reps timed ones over g,
+// stepping bar (nil: none), into r. Ctrl-C (ctx done) in a timed run
+// after the first ends them: those made are the measurement (r.RunsAsked
+// says so), and C, whose every panel the stopped run did not land keeps
+// the run before's, holds a whole product to check.
+func (r *groupRun) runs(ctx context.Context, g *devgroup.Group, in *measure.Inputs, mo *glcompute.MulOptions, o *options, bar *progressbar.ProgressBar) error {
 	for i := range o.warmup + o.reps {
 		t, err := g.Mul(in.C, in.A, in.B, mo)
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-			return interruptedError{fmt.Sprintf("nothing to report: the %d×%d×%d product stopped before it was validated", o.m, o.k, o.nCols)}
+			if len(r.Runs) == 0 {
+				return interruptedError{fmt.Sprintf("nothing to report: the %d×%d×%d product stopped before a timed run finished", o.m, o.k, o.nCols)}
+			}
+			r.RunsAsked = o.reps
+			return nil
 		}
 		if err != nil {
 			return err
@@ -146,19 +191,6 @@ func multiplyGroup(o *options, stdout, stderr io.Writer) error {
 			bar.ChangeMax(o.warmup + o.reps)
 			bar.Set(i + 1)
 		}
-	}
-	if bar != nil {
-		bar.Finish()
-		fmt.Fprintln(stderr, "validating (float64 on the CPU)...")
-	}
-	r.Validation = check.Check(stageBar(o.progress, stderr, "validating"))
-	r.fill(g)
-	if err := r.write(stdout, report.Format(o.format)); err != nil {
-		return err
-	}
-	if err := r.Validation.Err(); err != nil {
-		fmt.Fprintf(stderr, "glmul: %v\n", err)
-		return errReported
 	}
 	return nil
 }
@@ -216,8 +248,12 @@ func (r *groupRun) write(w io.Writer, f report.Format) error {
 			ew.printf("           failed: %s (its unfinished panels ran on the others)\n", d.Error)
 		}
 	}
+	runs := report.Plural(len(r.Runs), "timed run")
+	if r.RunsAsked > 0 {
+		runs = fmt.Sprintf("%s of the %d asked (interrupted)", runs, r.RunsAsked)
+	}
 	ew.printf("runs       %s after %s, end to end (host memory to host memory): %s ms median\n",
-		report.Plural(len(r.Runs), "timed run"), report.Plural(r.Warmup, "warm-up run"), ms(r.EndToEnd))
+		runs, report.Plural(r.Warmup, "warm-up run"), ms(r.EndToEnd))
 	ew.printf("GFLOPS     %.1f end to end (median run)\n", r.GFLOPS)
 	ew.printf("validate   %s\n", r.Validation)
 	return ew.err

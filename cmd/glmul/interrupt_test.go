@@ -216,6 +216,31 @@ func TestMultiplyCtrlCKeepsRuns(t *testing.T) {
 	}
 }
 
+// TestGroupCtrlCKeepsRuns interrupts glmul -n -devices between timed
+// runs, as TestMultiplyCtrlCKeepsRuns does glmul -n on one device: the
+// runs made are reported and C validated (Freivalds, asked full), exit
+// status 130. Before, a group's runs were discarded: "nothing to report".
+func TestGroupCtrlCKeepsRuns(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "group-runs" {
+		os.Exit(exitCode(run([]string{"-n", "256", "-devices", "all", "-reps", "1000", "-progress", "on", "-validate", "full"}, os.Stdout, os.Stderr), os.Stderr))
+	}
+	needGL(t)
+	c := startChild(t, "TestGroupCtrlCKeepsRuns", "group-runs", "GPU runs")
+	time.Sleep(1500 * time.Millisecond)
+	if !c.interrupt(t) {
+		t.Skip("the group finished 1000 runs of 256³ before Ctrl-C; the test needs a slow device (llvmpipe in CI)")
+	}
+	out := c.stdout.String()
+	for _, want := range []string{" of the 1000 asked (interrupted) after 1 warm-up run", "validate   freivalds (4 vectors): ok"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(c.stderr.String(), "glmul: interrupted by Ctrl-C: the report above holds the ") {
+		t.Errorf("stderr:\n%s", c.stderr.String())
+	}
+}
+
 // TestTuneCtrlC interrupts glmul tune in the second class's sweep, once
 // its first candidate is measured: the first class is printed and its
 // outcome saved (its seeded cache entry replaced or removed); the second

@@ -84,6 +84,9 @@ func startCheck(mode validate.Mode, in *Inputs, minFreivalds int, beside bool) *
 	return p
 }
 
+// Mode is the check's mode, Auto resolved.
+func (p *PendingCheck) Mode() validate.Mode { return p.mode }
+
 // Arrived records that rows [r0, r0+rows) and columns [c0, c0+cols) of
 // C are final (glcompute.MulOptions.Arrived): a band whose rows have all
 // their columns is checked beside the pass. Quick, for the device's
