@@ -217,13 +217,13 @@ func newFlagSet(o *options, help io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.maxGPUMem, "max-gpu-mem", "", "use at most `SIZE` bytes of GPU buffers (e.g. 8MiB, 2GiB), streaming panels when the product needs more (default: no cap)")
 	fs.StringVar(&o.typ, "type", typeF32, typeUsage)
 	fs.BoolVar(&o.mapped, "mapped", false, "make A, B and C in mapped host memory that the GPU copies directly (glcompute/pinned, like CUDA's pinned memory) instead of ordinary Go slices")
-	fs.StringVar(&o.devices, "devices", "", "multiply over several GPUs: `all` (every GPU EGL lists) or EGL device indices such as 1,2; C's column panels go to each GPU as it becomes free (default: one device, -device)")
+	fs.StringVar(&o.devices, "devices", "", "multiply over several GPUs: `LIST` is all (every GPU EGL lists; Mesa's software device where it lists none) or EGL device indices such as 1,2; C's column panels go to each GPU as it becomes free (default: one device, -device)")
 	fs.StringVar(&o.dumpProgram, "dump-program", "", "write the driver's program binary of the kernel to `FILE` (- for stdout; NVIDIA's holds the assembly) and exit")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs (uniform on [-1, 1))")
 	fs.StringVar(&o.format, "format", "text", "output: text|json|csv (-version, -list-devices, -dump-program: text|json)")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto|on|off (auto: when stderr is a terminal)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
-	fs.BoolVar(&o.listDevices, "list-devices", false, "list the EGL devices -device can select, and exit")
+	fs.BoolVar(&o.listDevices, "list-devices", false, "list the EGL devices -device and -devices can select, and exit")
 	fs.Usage = func() {
 		fmt.Fprint(help, `glmul multiplies float32 matrices (float64 with -type f64) on the GPU with OpenGL
 4.3 compute shaders, validates the product on the CPU and reports GFLOPS.
