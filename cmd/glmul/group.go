@@ -60,7 +60,7 @@ func (o *options) checkGroupFlags() error {
 	case o.dev.device != 0:
 		return usagef("-devices and -device: name the devices in -devices")
 	case o.splitK > 1:
-		return usagef("-devices and -split-k: a group's product runs in panels, which do not split K")
+		return usagef("-devices and -split-k: a group shares out C's column panels and splits no product along K")
 	case o.kernel == "tiled32":
 		return usagef("-devices needs a fast kernel: tiled32 cannot run in panels")
 	case o.dev.backend == "glfw" || o.dev.backend == "gles":

@@ -203,7 +203,7 @@ func (g *Group) Mul(c, a, b blas32.General, opts *glcompute.MulOptions) (Timings
 		o = *opts
 	}
 	if o.SplitK > 1 || o.Measure != nil || o.Arrived != nil {
-		return Timings{}, fmt.Errorf("%w: a group's product runs in panels, which neither split K (MulOptions.SplitK) nor take a Measure hook or an Arrived callback", glcompute.ErrUnsupported)
+		return Timings{}, fmt.Errorf("%w: a group shares out C's column panels: it splits no product along K (MulOptions.SplitK above 1) and takes no Measure hook or Arrived callback", glcompute.ErrUnsupported)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
