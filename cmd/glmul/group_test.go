@@ -44,6 +44,7 @@ func TestDevicesUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"-n", "64", "-devices", "0"}, "want all, or EGL device indices from 1"},
+		{[]string{"-n", "64", "-devices", ""}, `-devices "": want all`}, // ran on one device before
 		{[]string{"-n", "64", "-devices", "1,x"}, "want all"},
 		{[]string{"-n", "64", "-devices", "2,2"}, "device 2 listed twice"},
 		{[]string{"-n", "64", "-devices", "all", "-mapped"}, "-devices and -mapped"},

@@ -196,6 +196,7 @@ type options struct {
 	gpuMem      int64  // parsed -max-gpu-mem
 
 	nSet        bool // -n was on the command line
+	devicesSet  bool // -devices was on the command line (perhaps empty)
 	m, k, nCols int  // the parsed shape
 }
 
@@ -285,7 +286,10 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 	if err := parseQuietly(fs, args); err != nil {
 		return err
 	}
-	fs.Visit(func(f *flag.Flag) { o.nSet = o.nSet || f.Name == "n" })
+	fs.Visit(func(f *flag.Flag) {
+		o.nSet = o.nSet || f.Name == "n"
+		o.devicesSet = o.devicesSet || f.Name == "devices"
+	})
 	if fs.NArg() > 0 {
 		if a := fs.Arg(0); fs.NFlag() == 0 && a != "" && !strings.HasPrefix(a, "-") && strings.Trim(a, "0123456789x") != "" {
 			return usagef("unknown command %q: glmul's commands are mul, bench, tune, table, devices and help", a)
@@ -356,7 +360,7 @@ func (o *options) check() error {
 	if o.gpuMem, err = parseBytes("-max-gpu-mem", o.maxGPUMem); err != nil {
 		return err
 	}
-	if o.devices != "" {
+	if o.devices != "" || o.devicesSet { // -devices "" is a mistake, not one device
 		return o.checkGroupFlags()
 	}
 	return nil
