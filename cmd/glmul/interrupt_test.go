@@ -197,16 +197,24 @@ func TestMultiplyCtrlCKeepsRuns(t *testing.T) {
 		os.Exit(exitCode(run([]string{"-n", "256", "-kernel", "tiled32", "-reps", "1000", "-backend", "egl", "-progress", "on", "-validate", "full"}, os.Stdout, os.Stderr), os.Stderr))
 	}
 	needGL(t)
-	// The bar from its first line on; a second and a half later the one
-	// warm-up run and dozens of timed ones are done (the bar's counts
-	// are sampled: no exact count can be waited for).
-	c := startChild(t, "TestMultiplyCtrlCKeepsRuns", "multiply-runs", "GPU runs")
+	interruptRuns(t, "TestMultiplyCtrlCKeepsRuns", "multiply-runs",
+		" of the 1000 runs asked (interrupted)", "pipelined  not run: the timed runs were interrupted", "validate   freivalds (4 vectors): ok")
+}
+
+// interruptRuns starts test's child, interrupts it a second and a half
+// into its "GPU runs" bar (the one warm-up run and dozens of timed ones
+// done: the bar's counts are sampled, so no exact count can be waited
+// for), and checks that stdout holds each of wants and stderr says the
+// report holds the runs made. It skips where the 1000 runs finished first.
+func interruptRuns(t *testing.T, test, child string, wants ...string) {
+	t.Helper()
+	c := startChild(t, test, child, "GPU runs")
 	time.Sleep(1500 * time.Millisecond)
 	if !c.interrupt(t) {
 		t.Skip("the device finished 1000 runs of 256³ before Ctrl-C; the test needs a slow one (llvmpipe in CI)")
 	}
 	out := c.stdout.String()
-	for _, want := range []string{" of the 1000 runs asked (interrupted)", "pipelined  not run: the timed runs were interrupted", "validate   freivalds (4 vectors): ok"} {
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
@@ -225,20 +233,7 @@ func TestGroupCtrlCKeepsRuns(t *testing.T) {
 		os.Exit(exitCode(run([]string{"-n", "256", "-devices", "all", "-reps", "1000", "-progress", "on", "-validate", "full"}, os.Stdout, os.Stderr), os.Stderr))
 	}
 	needGL(t)
-	c := startChild(t, "TestGroupCtrlCKeepsRuns", "group-runs", "GPU runs")
-	time.Sleep(1500 * time.Millisecond)
-	if !c.interrupt(t) {
-		t.Skip("the group finished 1000 runs of 256³ before Ctrl-C; the test needs a slow device (llvmpipe in CI)")
-	}
-	out := c.stdout.String()
-	for _, want := range []string{" of the 1000 asked (interrupted) after 1 warm-up run", "validate   freivalds (4 vectors): ok"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, out)
-		}
-	}
-	if !strings.Contains(c.stderr.String(), "glmul: interrupted by Ctrl-C: the report above holds the ") {
-		t.Errorf("stderr:\n%s", c.stderr.String())
-	}
+	interruptRuns(t, "TestGroupCtrlCKeepsRuns", "group-runs", " of the 1000 asked (interrupted) after 1 warm-up run", "validate   freivalds (4 vectors): ok")
 }
 
 // TestTuneCtrlC interrupts glmul tune in the second class's sweep, once
