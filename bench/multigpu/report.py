@@ -344,7 +344,7 @@ def main(argv):
                 continue
             for dv in g["devices"]:
                 any_dev = True
-                busy = dv.get("end_to_end_ns")
+                busy = dv.get("busy_ns", dv.get("end_to_end_ns"))  # the key before 2026-11-29
                 gf = dv.get("gflops")
                 sh = dv.get("share")
                 p(f"| {n} | {lab.replace('-', ',')} | {dv.get('index', '?')} | {dv.get('renderer', '?')} | "

@@ -97,9 +97,9 @@ type groupDeviceRow struct {
 	Plan     string        `json:"plan"`
 	Panels   int           `json:"panels"`
 	Reruns   int           `json:"reruns"`
-	Share    float64       `json:"share"` // of the product's flops
-	Busy     time.Duration `json:"end_to_end_ns"`
-	GFLOPS   float64       `json:"gflops"` // its flops over its busy time
+	Share    float64       `json:"share"`   // of the product's flops
+	Busy     time.Duration `json:"busy_ns"` // its part of the run, as Share's EndToEnd
+	GFLOPS   float64       `json:"gflops"`  // its flops over its busy time
 	Error    string        `json:"error,omitempty"`
 }
 

@@ -30,6 +30,12 @@ func TestDevicesFlag(t *testing.T) {
 	if len(r.Runs) != 2 || r.Panels < 1 || panels != r.Panels || share < 0.999 || share > 1.001 || !r.Validation.OK || r.GFLOPS <= 0 {
 		t.Errorf("report: %+v", r)
 	}
+	// A device's busy time has a key of its own: it was end_to_end_ns,
+	// the group's median's key one level up.
+	var raw struct{ Devices []map[string]any }
+	if err := json.Unmarshal([]byte(out), &raw); err != nil || len(raw.Devices) == 0 || raw.Devices[0]["busy_ns"] == nil || raw.Devices[0]["end_to_end_ns"] != nil {
+		t.Errorf("device row keys (%v): %s", err, out)
+	}
 	code, out, _ = glmul("-n", "200", "-devices", "1", "-reps", "1")
 	if code != 0 || !strings.Contains(out, "device 1") || !strings.Contains(out, "validate   full: ok") {
 		t.Errorf("text report (exit %d):\n%s", code, out)
