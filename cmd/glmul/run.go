@@ -208,7 +208,7 @@ func newFlagSet(o *options, help io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.n, "n", 0, "multiply two `N`×N matrices")
 	fs.StringVar(&o.shape, "shape", "", "multiply an M×K matrix A by a K×N matrix B, given as `MxKxN` (e.g. 100x77x130)")
 	fs.IntVar(&o.reps, "reps", 10, fmt.Sprintf("timed runs, 1 to %d; the report gives their mean (as the paper did), median and min", maxReps))
-	fs.IntVar(&o.warmup, "warmup", 1, fmt.Sprintf("untimed runs before the timed ones, 0 to %d, each in full however long it takes; then, if the context had done no work for 0.5 s, more until 0.5 s has passed since the warm-up began; then batches of 30 runs (1 to 5 ms) until their times are steady, none begun after 0.8 s; on a CPU device (llvmpipe) the runs alone (0: none of this)", maxWarmup))
+	fs.IntVar(&o.warmup, "warmup", 1, fmt.Sprintf("untimed runs before the timed ones, 0 to %d, each in full however long it takes; then, if the context had done no work for 0.5 s, more until 0.5 s has passed since the warm-up began; then batches of 30 runs (1 to 5 ms) until their times are steady, none begun after 0.8 s; on a CPU device (llvmpipe) the runs alone (0: none of this); with -devices, whole untimed products over the group and nothing more", maxWarmup))
 	fs.StringVar(&o.validate, "validate", "auto", "check the product on the CPU: auto|full|freivalds|none (auto: full up to 1024³ multiply-adds, freivalds above)")
 	o.dev.register(fs)
 	fs.IntVar(&o.splitK, "split-k", 0, "split the inner dimension `S` ways (fast kernel), for results too small to fill the GPU; 0: automatic (grids under about a wave of work groups: 128 on a GPU, the CPU's threads on llvmpipe; where the driver reports its multiprocessors, NVIDIA, also grids whose last wave is poorly filled); 1: no split")
