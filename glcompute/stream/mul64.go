@@ -50,7 +50,10 @@ func Mul64(d *glcompute.Device, c RowWriter64, a RowReader64, b blas64.General, 
 			return zeroStream[blas64.General](ctx, c, p, o.Progress, r)
 		}
 		e := ends[blas64.General]{a: a, c: c, check: o.Check64, progress: o.Progress}
-		return run(ctx, d, p, e, r, func(ctx context.Context) (gpuStage[blas64.General], error) {
+		r.Devices = make([]DeviceShare, 1)
+		defer func() { r.Devices[0].Kernel = r.Kernel }()
+		load := func(context.Context) (blas64.General, error) { return b, nil }
+		return run(ctx, []*glcompute.Device{d}, p, e, r, load, func(ctx context.Context, _ int) (gpuStage[blas64.General], error) {
 			return &gpu64{dev: d, p: p, b: b, o: glcompute.MulOptions{Kernel: o.Kernel, MaxBinding: o.MaxBinding, Context: ctx}, kernel: &r.Kernel}, nil
 		})
 	})
@@ -71,9 +74,8 @@ type gpu64 struct {
 	kernel *string // Result.Kernel: the first panel's
 }
 
-func (g *gpu64) loadB(context.Context) (blas64.General, error) { return g.b, nil }
-func (g *gpu64) uploadB() error                                { return nil }
-func (g *gpu64) release()                                      {}
+func (g *gpu64) uploadB(blas64.General) error { return nil }
+func (g *gpu64) release()                     {}
 
 // step multiplies panel pn's rows of A by B into its C, poisoned first
 // with NaN, and returns pn.

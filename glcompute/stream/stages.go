@@ -29,35 +29,56 @@ import (
 // not made by Open, if A's columns differ from B's rows, if a dimension or
 // Options.MaxBinding is negative, or if Options.Check64 (Mul64's) is set.
 func Mul(d *glcompute.Device, c RowWriter, a, b RowReader, o *Options) (Result, error) {
-	link.Own(d, "stream.Mul needs a Device that owns its context (Open): its GPU stage runs on a goroutine of its own, where a borrowed context is not current")
-	o = checkArgs("Mul", a.Rows(), a.Cols(), b.Rows(), b.Cols(), o)
+	return mulOn([]*glcompute.Device{d}, "Mul", c, a, b, o)
+}
+
+// mulOn is Mul over devs, one or more (MulDevices); who names the caller
+// in panics.
+func mulOn(devs []*glcompute.Device, who string, c RowWriter, a, b RowReader, o *Options) (Result, error) {
+	for _, d := range devs {
+		link.Own(d, "stream."+who+" needs a Device that owns its context (Open): its GPU stage runs on a goroutine of its own, where a borrowed context is not current")
+	}
+	o = checkArgs(who, a.Rows(), a.Cols(), b.Rows(), b.Cols(), o)
 	if o.Check64 != nil {
-		panic("stream: Mul: Options.Check64 checks Mul64's float64 panels: set Check")
+		panic("stream: " + who + ": Options.Check64 checks Mul64's float64 panels: set Check")
 	}
 	p := newPlan(a.Rows(), a.Cols(), b.Cols(), o.PanelBytes)
+	p.held = heldPanels(len(devs))
 	if !p.empty() {
-		if err := p.fitBinding(link.Binding(d, o.MaxBinding)); err != nil {
+		binding := link.Binding(devs[0], o.MaxBinding)
+		for _, d := range devs[1:] {
+			binding = min(binding, link.Binding(d, o.MaxBinding))
+		}
+		if err := p.fitBinding(binding); err != nil {
 			return Result{}, err
 		}
 		// The kernel, on a panel's shape, before anything is read.
-		if _, err := d.Plan(p.rows, p.kper, p.cols, &glcompute.MulOptions{Kernel: o.Kernel, MaxBinding: o.MaxBinding}); err != nil {
-			return Result{}, err
+		for _, d := range devs {
+			if _, err := d.Plan(p.rows, p.kper, p.cols, &glcompute.MulOptions{Kernel: o.Kernel, MaxBinding: o.MaxBinding}); err != nil {
+				return Result{}, err
+			}
 		}
 	}
 	return runPlan(p, o, func(ctx context.Context, r *Result) error {
 		if p.empty() {
 			return zeroStream[blas32.General](ctx, c, p, o.Progress, r)
 		}
-		r.Kernel = o.Kernel
-		if o.Kernel == "" || o.Kernel == "fast" {
-			r.Kernel = tuner.Of(d).KernelFor(p.rows, p.kper, p.cols)
+		r.Devices = make([]DeviceShare, len(devs))
+		for i, d := range devs {
+			r.Devices[i].Kernel = o.Kernel
+			if o.Kernel == "" || o.Kernel == "fast" {
+				r.Devices[i].Kernel = tuner.Of(d).KernelFor(p.rows, p.kper, p.cols)
+			}
 		}
+		r.Kernel = r.Devices[0].Kernel
 		var check func(b blas32.General) func(a, c blas32.General, r0 int)
 		if o.Check != nil {
 			check = func(b blas32.General) func(a, c blas32.General, r0 int) { return o.Check(b) }
 		}
-		return run(ctx, d, p, ends[blas32.General]{a: a, c: c, check: check, progress: o.Progress}, r, func(context.Context) (gpuStage[blas32.General], error) {
-			g, err := newStreamGPU(d, p, o.Kernel, b, r)
+		e := ends[blas32.General]{a: a, c: c, check: check, progress: o.Progress}
+		load := func(ctx context.Context) (blas32.General, error) { return readB(ctx, b, p, r) }
+		return run(ctx, devs, p, e, r, load, func(_ context.Context, i int) (gpuStage[blas32.General], error) {
+			g, err := newStreamGPU(devs[i], p, o.Kernel)
 			if err != nil {
 				return nil, err // not a nil *streamGPU in an interface
 			}
@@ -111,27 +132,27 @@ func runPlan(p plan, o *Options, f func(ctx context.Context, r *Result) error) (
 // further apart, at a panel of memory each.
 const hostPanels = 3
 
-// streamGPU is Mul's GPU stage: B, in its K and column panels (b[q][j]),
-// and two panels of A and C that panels take in turn (panel i in slot
-// i%2), so that one panel's C is read back while the next one's product
-// runs. A slot's A is a matrix for each K panel (a[s][q]), its C one for
-// each column panel of B (c[s][j]). B is read from from, padded (hb).
+// streamGPU is Mul's GPU stage on one device: B, in its K and column
+// panels (b[q][j]), and two panels of A and C that the panels it takes
+// use in turn (slot turn the next one's, the other prev's), so that one
+// panel's C is read back while the next one's product runs. The turn is
+// the device's own, not the panel's index: a group's device takes any
+// panels, 3 then 5, say. A slot's A is a matrix for each K panel
+// (a[s][q]), its C one for each column panel of B (c[s][j]).
 type streamGPU struct {
 	dev    *glcompute.Device
 	p      plan
 	kernel string // Options.Kernel
 	b      [][]*glcompute.Matrix
 	a, c   [2][]*glcompute.Matrix
-	from   RowReader
-	hb     blas32.General
-	r      *Result                // ReadB's time
-	prev   *panel[blas32.General] // the panel whose product runs
+	prev   *panel[blas32.General] // the panel whose product runs, in slot 1-turn
+	turn   int
 }
 
 // newStreamGPU allocates the product's matrices, before anything is
 // read: a product the driver has not the memory for fails at once.
-func newStreamGPU(dev *glcompute.Device, p plan, kernel string, from RowReader, r *Result) (_ *streamGPU, err error) {
-	g := &streamGPU{dev: dev, p: p, kernel: kernel, b: make([][]*glcompute.Matrix, p.kpanels), from: from, r: r}
+func newStreamGPU(dev *glcompute.Device, p plan, kernel string) (_ *streamGPU, err error) {
+	g := &streamGPU{dev: dev, p: p, kernel: kernel, b: make([][]*glcompute.Matrix, p.kpanels)}
 	defer func() {
 		if err != nil {
 			g.release() // what was made before the failure
@@ -173,20 +194,13 @@ func (p plan) gpuBytes() int64 {
 	return 4 * (int64(p.kp)*int64(p.np) + int64(min(2, p.panels))*int64(p.rows)*int64(p.kp+p.np))
 }
 
-// loadB reads B into host memory (readB) and returns it as read, k×n.
-func (g *streamGPU) loadB(ctx context.Context) (blas32.General, error) {
-	var err error
-	g.hb, err = readB(ctx, g.from, g.p, g.r)
-	return rowsView(g.hb, g.p.k, g.p.n), err
-}
-
-// uploadB uploads B (hb, padded) into its panels.
-func (g *streamGPU) uploadB() error {
+// uploadB uploads B (hb: readB's, padded) into its panels.
+func (g *streamGPU) uploadB(hb blas32.General) error {
 	for q, row := range g.b {
 		k0, kc := g.p.kOf(q)
 		for j, b := range row {
 			c0, cols := g.p.colsOf(j)
-			if err := b.Upload(blockView(g.hb, k0, kc, c0, cols)); err != nil {
+			if err := b.Upload(blockView(hb, k0, kc, c0, cols)); err != nil {
 				return err
 			}
 		}
@@ -203,11 +217,11 @@ func (g *streamGPU) release() {
 	}
 }
 
-// slot returns panel i's matrices of A and C: the slot's own, or views of
-// their first rows for a last panel that is shorter; release frees the
-// views.
-func (g *streamGPU) slot(i int) (a, c []*glcompute.Matrix, release func(), err error) {
-	s, rows := i%2, g.p.rowsOf(i)
+// slot returns slot s's matrices of A and C for panel i: the slot's own,
+// or views of their first rows for a last panel that is shorter; release
+// frees the views.
+func (g *streamGPU) slot(s, i int) (a, c []*glcompute.Matrix, release func(), err error) {
+	rows := g.p.rowsOf(i)
 	if rows == g.p.rows {
 		return g.a[s], g.c[s], func() {}, nil
 	}
@@ -233,25 +247,28 @@ func (g *streamGPU) slot(i int) (a, c []*glcompute.Matrix, release func(), err e
 // for the first).
 func (g *streamGPU) step(pn *panel[blas32.General]) (*panel[blas32.General], error) {
 	if pn != nil {
-		if err := g.multiply(pn); err != nil {
+		if err := g.multiply(pn, g.turn); err != nil {
 			return nil, err
 		}
 	}
 	done := g.prev
 	if done != nil {
-		if err := g.readBack(done); err != nil {
+		if err := g.readBack(done, 1-g.turn); err != nil {
 			return nil, err
 		}
 	}
 	g.prev = pn
+	if pn != nil {
+		g.turn = 1 - g.turn
+	}
 	return done, nil
 }
 
-// multiply uploads panel pn's rows of A, a K panel at a time, and queues
+// multiply uploads panel pn's rows of A into slot s, a K panel at a time, and queues
 // their products by B's column panels: the first K panel's with the
 // kernel, the later ones added to it (Gemm's β = 1).
-func (g *streamGPU) multiply(pn *panel[blas32.General]) error {
-	return g.on(pn, func(a, c []*glcompute.Matrix) error {
+func (g *streamGPU) multiply(pn *panel[blas32.General], s int) error {
+	return g.on(pn, s, func(a, c []*glcompute.Matrix) error {
 		for q, aq := range a {
 			k0, kc := g.p.kOf(q)
 			if err := aq.Upload(blockView(pn.a, 0, aq.Rows, k0, kc)); err != nil {
@@ -275,10 +292,10 @@ func (g *streamGPU) multiply(pn *panel[blas32.General]) error {
 	})
 }
 
-// readBack copies panel pn's C into its host memory, a column panel at a
-// time.
-func (g *streamGPU) readBack(pn *panel[blas32.General]) error {
-	return g.on(pn, func(_, c []*glcompute.Matrix) error {
+// readBack copies panel pn's C from slot s into its host memory, a
+// column panel at a time.
+func (g *streamGPU) readBack(pn *panel[blas32.General], s int) error {
+	return g.on(pn, s, func(_, c []*glcompute.Matrix) error {
 		for j, cj := range c {
 			c0, cols := g.p.colsOf(j)
 			if err := cj.Download(blockView(pn.c, 0, cj.Rows, c0, cols)); err != nil {
@@ -289,9 +306,9 @@ func (g *streamGPU) readBack(pn *panel[blas32.General]) error {
 	})
 }
 
-// on calls f with panel pn's matrices of A and C (slot).
-func (g *streamGPU) on(pn *panel[blas32.General], f func(a, c []*glcompute.Matrix) error) error {
-	a, c, release, err := g.slot(pn.i)
+// on calls f with panel pn's matrices of A and C in slot s.
+func (g *streamGPU) on(pn *panel[blas32.General], s int, f func(a, c []*glcompute.Matrix) error) error {
+	a, c, release, err := g.slot(s, pn.i)
 	if err != nil {
 		return err
 	}
@@ -310,19 +327,18 @@ type rowWriter[M any] interface {
 	WriteRows(m M) error
 }
 
-// gpuStage is the GPU's part of a streamed product: its B, and the
-// product of each panel. run calls loadB and uploadB on its goroutine,
-// step on the GPU stage's, release once that has stopped (or where it
-// never started).
+// gpuStage is the GPU's part of a streamed product on one device: its
+// B, and the product of each panel. run calls uploadB on a goroutine of
+// its own, step on the device's GPU stage's, release once that has
+// stopped (or where it never started).
 type gpuStage[M matrix] interface {
-	// loadB readies B in host memory, while the reader runs, and returns
-	// it (k×n) for the check: Mul reads it, Mul64 was lent it.
-	loadB(ctx context.Context) (M, error)
-	// uploadB readies B for the products, while the check is prepared.
-	uploadB() error
-	// step takes panel pn (nil once the last was taken) and returns the
-	// panel whose C is now in host memory (nil: none yet): Mul's the one
-	// before pn, read back while pn's product runs; Mul64's pn itself.
+	// uploadB readies B (as run's load returned it) for the products,
+	// while the check is prepared.
+	uploadB(b M) error
+	// step takes panel pn (nil: none now, or the last was taken) and
+	// returns the panel whose C is now in host memory (nil: none yet):
+	// Mul's the one before pn, read back while pn's product runs; Mul64's
+	// pn itself.
 	step(pn *panel[M]) (*panel[M], error)
 	release()
 }
@@ -369,15 +385,16 @@ func (st *stages[M]) give(ch chan *panel[M], pn *panel[M]) bool {
 	}
 }
 
-// run runs the four stages, once the GPU stage is made (holdGPU): the
-// reader starts at once, beside B's load and upload; the GPU and the
-// check on goroutines of their own once B is up (the check prepared
-// meanwhile), the writer on the caller's. Each stage adds its busy time
-// to r's.
-func run[M matrix](ctx context.Context, dev *glcompute.Device, p plan, e ends[M], r *Result, newGPU func(ctx context.Context) (gpuStage[M], error)) error {
-	st := &stages[M]{p: p, free: make(chan *panel[M], hostPanels), read: make(chan *panel[M], 1), back: make(chan *panel[M], 1), ready: make(chan *panel[M], 1)}
+// run runs the four stages, once each device's GPU stage is made
+// (holdGPUs): the reader starts at once, beside B's load (load: B in host
+// memory, padded as the plan says); B's upload to each device beside the
+// check's set-up; then the GPU stages (one device's, or a group's: gpus)
+// and the check on goroutines of their own, the writer on the caller's.
+// Each stage adds its busy time to r's.
+func run[M matrix](ctx context.Context, devs []*glcompute.Device, p plan, e ends[M], r *Result, load func(ctx context.Context) (M, error), newGPU func(ctx context.Context, dev int) (gpuStage[M], error)) error {
+	st := &stages[M]{p: p, free: make(chan *panel[M], p.held), read: make(chan *panel[M], 1), back: make(chan *panel[M], 1), ready: make(chan *panel[M], 1)}
 	st.ctx, st.cancel = context.WithCancelCause(ctx)
-	for range min(hostPanels, p.panels) {
+	for range min(p.held, p.panels) {
 		st.free <- newPanel[M](p)
 	}
 	var wg sync.WaitGroup
@@ -387,19 +404,19 @@ func run[M matrix](ctx context.Context, dev *glcompute.Device, p plan, e ends[M]
 		st.cancel(nil)
 		wg.Wait()
 	}()
-	g, releaseGPU, err := holdGPU(st.ctx, dev, st.cancel, newGPU)
+	gs, err := holdGPUs(st.ctx, devs, st.cancel, newGPU)
 	if err != nil {
 		st.cancel(err)
 		return err
 	}
 	gpuStage := false
 	defer func() {
-		if !gpuStage { // else the stage releases it
-			releaseGPU()
+		if !gpuStage { // else the stage releases them
+			gs.release()
 		}
 	}()
 	wg.Go(func() { st.reader(e.a, &r.Read) })
-	b, err := g.loadB(st.ctx)
+	b, err := load(st.ctx)
 	if err != nil {
 		st.cancel(err)
 		return err
@@ -408,19 +425,16 @@ func run[M matrix](ctx context.Context, dev *glcompute.Device, p plan, e ends[M]
 	wg.Go(func() {                                 // waited for on every way out, as the stages are
 		var check func(a, c M, r0 int)
 		if e.check != nil {
-			check = e.check(b)
+			check = e.check(rowsView(b, p.k, p.n))
 		}
 		prepared <- check
 	})
-	if err := g.uploadB(); err != nil {
+	if err := gs.uploadB(b, r); err != nil {
 		st.cancel(err)
 		return err
 	}
 	gpuStage = true
-	wg.Go(func() {
-		defer releaseGPU() // once the stage, its only user, has stopped
-		st.gpu(g, &r.GPU)
-	})
+	wg.Go(func() { st.gpus(gs, r) })
 	wg.Go(func() {
 		if check := <-prepared; st.ctx.Err() == nil {
 			st.checker(check, &r.Check)
@@ -434,10 +448,11 @@ func run[M matrix](ctx context.Context, dev *glcompute.Device, p plan, e ends[M]
 	return nil
 }
 
-// holdGPU makes the GPU stage (newGPU, given the product's ctx), before
-// anything is read (a product the driver has not the memory for fails at
-// once), and from then until release releases it the product holds the
-// Device: Release stops it with cancel and waits for it (link.Hold).
+// holdGPU makes one device's GPU stage (newGPU, given the product's ctx),
+// before anything is read (a product the driver has not the memory for
+// fails at once), and from then until release releases it the product
+// holds the Device: Release stops it with cancel and waits for it
+// (link.Hold).
 func holdGPU[M matrix](ctx context.Context, dev *glcompute.Device, cancel context.CancelCauseFunc, newGPU func(ctx context.Context) (gpuStage[M], error)) (g gpuStage[M], release func(), err error) {
 	done, err := link.Hold(dev, cancel)
 	if err != nil {
@@ -469,7 +484,7 @@ func (st *stages[M]) reader(a rowReader[M], busy *time.Duration) {
 		if !ok {
 			return
 		}
-		pn.i = i
+		pn.i, pn.rerun = i, false
 		if err := timeInto(busy, func() error { return a.ReadRows(rowsView(pn.a, st.p.rowsOf(i), st.p.k), i*st.p.rows) }); err != nil {
 			st.cancel(err)
 			return
@@ -480,22 +495,25 @@ func (st *stages[M]) reader(a rowReader[M], busy *time.Duration) {
 	}
 }
 
-// gpu hands each panel read to the GPU stage (step), and each panel it
-// returns, computed, to the check.
-func (st *stages[M]) gpu(g gpuStage[M], busy *time.Duration) {
-	defer close(st.back)
+// gpu hands each panel read to one device's GPU stage (step), and each
+// panel it returns, computed, to the check, counting them and its busy
+// time in sh.
+func (st *stages[M]) gpu(g gpuStage[M], sh *DeviceShare) {
 	for {
 		pn, ok := st.take(st.read)
 		if !ok && st.ctx.Err() != nil {
 			return
 		}
 		var done *panel[M]
-		if err := timeInto(busy, func() (err error) { done, err = g.step(pn); return err }); err != nil {
+		if err := timeInto(&sh.GPU, func() (err error) { done, err = g.step(pn); return err }); err != nil {
 			st.cancel(err)
 			return
 		}
-		if done != nil && !st.give(st.back, done) {
-			return
+		if done != nil {
+			sh.Panels++
+			if !st.give(st.back, done) {
+				return
+			}
 		}
 		if !ok {
 			return
@@ -503,27 +521,34 @@ func (st *stages[M]) gpu(g gpuStage[M], busy *time.Duration) {
 	}
 }
 
-// checker checks each panel computed, in order (nil check: passes it
-// on). A check that stopped the product (cancelling Options.Context)
-// keeps its panel from the writer.
+// checker checks each panel computed, in the panels' order (nil check:
+// passes it on), whatever order they come in (a group's devices finish
+// them out of order). A check that stopped the product (cancelling
+// Options.Context) keeps its panel from the writer.
 func (st *stages[M]) checker(check func(a, c M, r0 int), busy *time.Duration) {
 	defer close(st.ready)
-	for {
+	early := map[int]*panel[M]{} // computed before a panel ahead of them
+	for next := 0; ; {
 		pn, ok := st.take(st.back)
 		if !ok {
 			return
 		}
-		if rows := st.p.rowsOf(pn.i); check != nil {
-			timeInto(busy, func() error {
-				check(rowsView(pn.a, rows, st.p.k), rowsView(pn.c, rows, st.p.n), pn.i*st.p.rows)
-				return nil
-			})
-			if st.ctx.Err() != nil {
+		early[pn.i] = pn
+		for pn := early[next]; pn != nil; pn = early[next] {
+			delete(early, next)
+			next++
+			if rows := st.p.rowsOf(pn.i); check != nil {
+				timeInto(busy, func() error {
+					check(rowsView(pn.a, rows, st.p.k), rowsView(pn.c, rows, st.p.n), pn.i*st.p.rows)
+					return nil
+				})
+				if st.ctx.Err() != nil {
+					return
+				}
+			}
+			if !st.give(st.ready, pn) {
 				return
 			}
-		}
-		if !st.give(st.ready, pn) {
-			return
 		}
 	}
 }

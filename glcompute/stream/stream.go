@@ -1,7 +1,9 @@
 // Package stream multiplies matrices that need not fit in memory on one
 // glcompute Device: A read by panels of rows (a RowReader: a file, say),
 // B whole, C written by rows as it comes (a RowWriter), with reading, the
-// GPU, a check and writing overlapping (Mul). glmul mul is built on it.
+// GPU, a check and writing overlapping (Mul); MulDevices shares the
+// panels among several Devices (a devgroup.Group's), each taking the next
+// as it becomes free. glmul mul is built on it.
 //
 // # float64
 //
@@ -59,7 +61,8 @@ type Options struct {
 	Kernel string
 	// PanelBytes bounds the host memory of one panel of A and C together:
 	// Mul keeps three of each (one being read or written, one on the
-	// GPU, one being checked) and the GPU two. Zero value: an eighth of A
+	// GPU, one being checked) and the GPU two; MulDevices 2·devices+1,
+	// and each GPU two. Zero value: an eighth of A
 	// and C together, between 4 MiB and 64 MiB. Mul64 keeps three too,
 	// each of as many rows as PanelBytes holds, whatever their number
 	// (Device.Mul64 plans its own pieces of a panel); zero value: 64 MiB
@@ -128,8 +131,12 @@ type Result struct {
 	BPanels, KPanels int
 	// ReadB is the time spent reading B (Mul64: none, B being lent),
 	// Read reading A's panels, GPU the GPU stage's (uploads, products,
-	// readbacks), Check the panels' checks and Write writing C.
+	// readbacks; over several devices, theirs summed), Check the panels'
+	// checks and Write writing C.
 	ReadB, Read, GPU, Check, Write time.Duration
+	// Devices has one share a device, in the order given (Mul and Mul64:
+	// one; none for an empty product).
+	Devices []DeviceShare
 	// Wall runs from the first read to the last panel written.
 	Wall time.Duration
 	// HostBytes is the host memory of the panels and B that Mul
@@ -155,13 +162,14 @@ type plan struct {
 	rows, panels    int
 	cols, bpanels   int
 	kper, kpanels   int
+	held            int // panels of host memory that circulate (heldPanels)
 }
 
 // newPlan sizes the panels of an m×k by k×n float32 product to panelBytes
 // of A and C (zero: an eighth of both, within [minPanelBytes,
 // defaultPanelBytes]), rows a multiple of 64 where more than 64.
 func newPlan(m, k, n int, panelBytes int64) plan {
-	p := plan{m: m, k: k, n: n, kp: (k + 3) / 4 * 4, np: (n + 3) / 4 * 4, elem: 4}
+	p := plan{m: m, k: k, n: n, kp: (k + 3) / 4 * 4, np: (n + 3) / 4 * 4, elem: 4, held: hostPanels}
 	p.cols, p.bpanels, p.kper, p.kpanels = p.np, 1, p.kp, 1
 	if m == 0 || n == 0 {
 		return p // no panels
@@ -186,7 +194,7 @@ func newPlan(m, k, n int, panelBytes int64) plan {
 // the rows are as many as panelBytes holds: a caller that sized its
 // panels by rows (glmul's, to the host's memory) gets those rows.
 func newPlan64(m, k, n int, panelBytes int64) plan {
-	p := plan{m: m, k: k, n: n, kp: k, np: n, elem: 8, cols: n, bpanels: 1, kper: k, kpanels: 1}
+	p := plan{m: m, k: k, n: n, kp: k, np: n, elem: 8, cols: n, bpanels: 1, kper: k, kpanels: 1, held: hostPanels}
 	if m == 0 || n == 0 {
 		return p // no panels
 	}
@@ -263,7 +271,7 @@ func (p plan) hostBytes() int64 {
 	if p.empty() {
 		return p.elem * int64(p.rows) * int64(p.np)
 	}
-	return p.elem * (int64(p.kp)*int64(p.np) + int64(min(hostPanels, p.panels))*int64(p.rows)*int64(p.kp+p.np))
+	return p.elem * (int64(p.kp)*int64(p.np) + int64(min(p.held, p.panels))*int64(p.rows)*int64(p.kp+p.np))
 }
 
 // rowsOf returns the number of rows of panel i.
@@ -339,8 +347,9 @@ func block[T float32 | float64](data []T, stride, r0, rows, c0, cols int) []T {
 // panel is one panel's host memory: its index, and its rows of A (kp
 // elements a row, the padding zero) and of C (np elements a row).
 type panel[M matrix] struct {
-	i    int
-	a, c M
+	i     int
+	a, c  M
+	rerun bool // taken again from a device of a group that failed
 }
 
 // newPanel allocates a panel of p.rows rows.
