@@ -43,16 +43,32 @@ func parseDevices(s string) ([]int, error) {
 	return out, nil
 }
 
-// checkGroupFlags refuses a -devices list EGL cannot give (an index
-// past its devices, as -device refuses one) and the flags a group
-// product does not take.
-func (o *options) checkGroupFlags() error {
-	list, err := parseDevices(o.devices)
+// checkDevices parses a -devices list (parseDevices) and refuses one EGL
+// cannot give: an index past its devices, as -device refuses one.
+func checkDevices(s string) ([]int, error) {
+	list, err := parseDevices(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if devs := devgroup.Devices(); len(devs) > 0 && len(list) > 0 && slices.Max(list) > len(devs) {
-		return usagef("-devices %s: EGL lists %s; glmul -list-devices names them", o.devices, report.Plural(len(devs), "device"))
+		return nil, usagef("-devices %s: EGL lists %s; glmul -list-devices names them", s, report.Plural(len(devs), "device"))
+	}
+	return list, nil
+}
+
+// openGroup opens a group of the EGL devices list names (nil: every GPU)
+// with the options of d, whose backend and device it leaves out: a group
+// is headless EGL, a context a device.
+func (d *deviceFlags) openGroup(list []int) (*devgroup.Group, error) {
+	return devgroup.Open(list, &glcompute.Options{Backend: glcompute.BackendEGL, Verbose: d.verbose,
+		IgnoreTuned: d.ignoreTuned, Unseen: d.unseen, NoPersistentMapping: d.mapPerChunk, ProgramCache: d.programs})
+}
+
+// checkGroupFlags refuses a -devices list EGL cannot give (checkDevices)
+// and the flags a group product does not take.
+func (o *options) checkGroupFlags() error {
+	if _, err := checkDevices(o.devices); err != nil {
+		return err
 	}
 	switch {
 	case o.mapped:
@@ -114,8 +130,7 @@ func multiplyGroup(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, err := devgroup.Open(list, &glcompute.Options{Backend: glcompute.BackendEGL, Verbose: o.dev.verbose,
-		IgnoreTuned: o.dev.ignoreTuned, Unseen: o.dev.unseen, NoPersistentMapping: o.dev.mapPerChunk, ProgramCache: o.dev.programs})
+	g, err := o.dev.openGroup(list)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,8 @@ type mulFlags struct {
 	format        report.Format
 	progress      string // auto|on|off
 	typ           string // -type: f32 or f64
+	devices       []int  // -devices: the group's EGL indices (nil: every GPU)
+	group         bool   // -devices was given
 }
 
 // mulHelp is glmul mul's -h text.
@@ -64,8 +66,9 @@ panels of rows (at most 64 MiB of A and C rows a panel; three panels in host
 memory and two on the GPU; with -type f64 one panel at a time, of 64 MiB or
 B's size where B is larger, B uploaded again for each), so that memory holds
 B and the panels, not A and C (a .mtx input is read whole, as is a
-Fortran-order .npy from a stream). C is written to a temporary file beside -o and
-renamed over it at the end: the file system needs C's size free, and an error,
+Fortran-order .npy from a stream). With -devices, panels go to each GPU
+as it becomes free; memory holds B and 2·GPUs+1 panels. C is written to a
+temporary file beside -o and renamed over it at the end: the file system needs C's size free, and an error,
 a failed validation or Ctrl-C leaves -o as it was. Products up to 2^20
 multiply-adds are validated in full, larger ones by Freivalds' method, panel by
 panel. The report goes to stderr (to stdout with -format json), a failed
@@ -83,6 +86,7 @@ func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 	mode := fs.String("validate", "auto", "check C on the CPU: auto|full|freivalds|none")
 	format := fs.String("format", "text", "report: text (on stderr) or json (on stdout)")
 	fs.StringVar(&f.progress, "progress", "auto", "a progress bar of the panels of C written, on stderr: auto|on|off (auto: when stderr is a terminal)")
+	devices := fs.String("devices", "", "multiply over several GPUs: `LIST` is all (every GPU EGL lists) or EGL device indices such as 1,2; each panel of A's rows goes to the GPU that is free first (default: one device, -device)")
 	fs.StringVar(&f.typ, "type", typeF32, "element `type`: f32 (float32: float64 input rounded to float32, C float32) or f64 (float64 from file to file: the dfast kernel, streamed by panels as f32 is; not on OpenGL ES)")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -112,6 +116,12 @@ func parseMul(args []string, help io.Writer) (*mulFlags, error) {
 	}
 	if err := checkProgress("mul: ", f.progress); err != nil {
 		return nil, err
+	}
+	fs.Visit(func(fl *flag.Flag) { f.group = f.group || fl.Name == "devices" })
+	if f.group {
+		if f.devices, err = f.checkGroup(*devices); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -269,6 +279,7 @@ type mulResult struct {
 	stream.Result
 	Validation validate.Result
 	Device     glcompute.Info
+	Group      []glcompute.Info // -devices: each device's, in Result.Devices' order
 }
 
 // mulAutoFullLimit is the largest product (M·N·K multiply-adds) that
@@ -357,24 +368,27 @@ func (j *mulJob) run(stdout io.Writer) error {
 	}
 	// No shape to check: stream.Mul checks the kernel on its panels' shape
 	// (not Mul's plan of the whole product) before it reads anything.
+	if j.f.group {
+		return j.runGroup(stdout, size)
+	}
 	h, err := j.f.dev.hold(j.stderr, []string{j.f.kernel})
 	if err != nil {
 		return err
 	}
 	defer h.release()
 	j.r.Device = h.Info()
-	return outfile.WriteSized(j.f.out, stdout, size, func(w io.Writer) error { return j.into(h.Device, w) })
+	return outfile.WriteSized(j.f.out, stdout, size, func(w io.Writer) error { return j.into([]*glcompute.Device{h.Device}, w) })
 }
 
-// into multiplies A by B on dev into w, C as f.out's format, and checks
-// it (chk). An error or a failed check leaves w incomplete, for outfile
-// to discard.
-func (j *mulJob) into(dev *glcompute.Device, w io.Writer) (err error) {
+// into multiplies A by B on devs (stream.MulDevices: on one device,
+// stream.Mul) into w, C as f.out's format, and checks it (chk). An error
+// or a failed check leaves w incomplete, for outfile to discard.
+func (j *mulJob) into(devs []*glcompute.Device, w io.Writer) (err error) {
 	sink, err := matfile.NewSink(w, j.f.out, j.a.Rows(), j.b.Cols())
 	if err != nil {
 		return err
 	}
-	if j.r.Result, err = stream.Mul(dev, sink, j.a, j.b, j.o); err != nil {
+	if j.r.Result, err = stream.MulDevices(devs, sink, j.a, j.b, j.o); err != nil {
 		return err
 	}
 	if j.r.Validation = j.chk.panels.Result(); j.r.Validation.Err() != nil {
@@ -437,7 +451,7 @@ func writeMulReport(f *mulFlags, r mulResult, written bool, stdout, stderr io.Wr
 	rep := &report.Mul{Device: measure.Device(r.Device), Type: typeName(f.typ), Inputs: []string{matfile.StreamName(f.a), matfile.StreamName(f.b)}, Output: outName(f.out), Kernel: r.Kernel,
 		M: r.M, K: r.K, N: r.N, Panels: r.Panels, PanelRows: r.PanelRows, HostBytes: r.HostBytes,
 		ReadB: r.ReadB, Read: r.Read, GPU: r.GPU, Check: r.Check, WriteC: r.Write, Wall: r.Wall,
-		GFLOPS: measure.GFLOPS(r.Flop(), r.Wall), Validation: r.Validation}
+		GFLOPS: measure.GFLOPS(r.Flop(), r.Wall), Validation: r.Validation, Devices: r.groupRows()}
 	if emptyDims(r.M, r.K, r.N) { // no device opened
 		rep.Device, rep.Empty = report.Device{}, true
 	}

@@ -48,6 +48,20 @@ type Mul struct {
 	// Empty: M, K or N is 0, and C (zeros, or no elements) was written
 	// without a device (Device is then null), nothing to validate.
 	Empty bool `json:"empty,omitempty"`
+	// Devices has a row a device of a group (glmul mul -devices; Device
+	// is then the first's), none for one device.
+	Devices []MulDevice `json:"devices,omitempty"`
+}
+
+// MulDevice is one device's part of a streamed product over a group.
+type MulDevice struct {
+	Index    int           `json:"index"` // its EGL device index, as -devices names it
+	Renderer string        `json:"renderer"`
+	Kernel   string        `json:"kernel"`
+	Panels   int           `json:"panels"`
+	Reruns   int           `json:"reruns"` // panels of a device that failed
+	Busy     time.Duration `json:"busy_ns"`
+	Error    string        `json:"error,omitempty"`
 }
 
 // Write formats r to w as text or JSON.
@@ -75,8 +89,11 @@ func (r *Mul) Write(w io.Writer, f Format) error {
 		return ew.err
 	}
 	i := r.Device
-	p("device", "%s | %s | %s | %s", i.Vendor, i.Renderer, i.Version, i.GLSLVersion)
+	if len(r.Devices) == 0 {
+		p("device", "%s | %s | %s | %s", i.Vendor, i.Renderer, i.Version, i.GLSLVersion)
+	}
 	p("backend", "%s", i.Backend)
+	r.writeDevices(p)
 	dest := "the file"
 	if r.Output == "standard output" {
 		dest = r.Output
@@ -87,7 +104,9 @@ func (r *Mul) Write(w io.Writer, f Format) error {
 	if typ == "float64" {
 		bUp, ref = ", B uploaded for each", " (double-double reference)"
 	}
-	p("kernel", "%s (for a whole panel)", r.Kernel)
+	if len(r.Devices) == 0 {
+		p("kernel", "%s (for a whole panel)", r.Kernel)
+	}
 	p("panels", "%d of %d rows of A and C, streamed from the files to %s%s; %s of host memory for them and B",
 		r.Panels, r.PanelRows, dest, bUp, mib(r.HostBytes))
 	p("", "stage times below: each stage's busy time, the stages overlapping")
@@ -98,6 +117,20 @@ func (r *Mul) Write(w io.Writer, f Format) error {
 	p("files", "%8.2f ms  from the first read to the last row written; %s GFLOPS files to %s", ms(r.Wall), FormatGFLOPS(r.GFLOPS), dest)
 	p("validate", "%s", r.Validation)
 	return ew.err
+}
+
+// writeDevices prints a group's rows (none for one device) through p.
+func (r *Mul) writeDevices(p func(label, format string, args ...any)) {
+	if len(r.Devices) == 0 {
+		return
+	}
+	p("group", "%s; each panel went to the device free first", Plural(len(r.Devices), "device"))
+	for _, d := range r.Devices {
+		p(fmt.Sprintf("device %d", d.Index), "%s: %s, %s, %8.2f ms busy; kernel %s", d.Renderer, Plural(d.Panels, "panel"), Plural(d.Reruns, "rerun"), ms(d.Busy), d.Kernel)
+		if d.Error != "" {
+			p("", "failed: %s (its panels ran on the others)", d.Error)
+		}
+	}
 }
 
 // writeJSON writes r as JSON, with the paths that are not UTF-8 also
