@@ -47,6 +47,13 @@ type benchRow struct {
 	// Failed marks a row whose product was attempted and failed (Skipped
 	// then holds the error): bench then exits 1.
 	Failed bool `json:"failed,omitempty"`
+	// With -devices (Kernel groupKernel or groupOneKernel): the column
+	// panels C was shared out in, each device's share of the last timed
+	// run, and, on the group's row, its speed over the one-device row's
+	// of the same shape (their medians; 0: not measured).
+	Panels      int              `json:"panels,omitempty"`
+	Devices     []groupDeviceRow `json:"devices,omitempty"`
+	VsOneDevice float64          `json:"vs_one_device,omitempty"`
 }
 
 // benchFlags are glmul bench's flags, checked.
@@ -63,10 +70,15 @@ type benchFlags struct {
 	// hours on llvmpipe).
 	shapesSet bool
 	typ       string // -type: f32 or f64
+	// devices is -devices' list (nil: all), where group is set.
+	devices []int
+	group   bool
 }
 
 func parseBench(args []string, help io.Writer) (*benchFlags, error) {
 	fs := newCommand("glmul bench", `glmul bench measures each kernel on a list of shapes, validating every product.
+With -devices it measures a group of GPUs instead: each shape's product over the
+group and over its first device alone, end to end, and the group's speed-up.
 On Mesa llvmpipe choose small -shapes: the defaults run for hours there.`, []string{"[flags]"}, help)
 	f := &benchFlags{}
 	f.dev.register(fs)
@@ -78,6 +90,7 @@ On Mesa llvmpipe choose small -shapes: the defaults run for hours there.`, []str
 	format := fs.String("format", "text", "output: text|csv|json|bench (Go benchmark lines for benchstat)")
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (a line per product when not a terminal)")
 	fs.StringVar(&f.typ, "type", typeF32, "element `type`: f32 (float32) or f64 (float64: -kernels default to dfast, the fast kernel in float64; not on OpenGL ES)")
+	devices := fs.String("devices", "", "measure a group of GPUs: `LIST` is all or EGL device indices such as 1,2 (as glmul -devices); each shape's product over the group and over its first device alone, each end to end (host memory to host memory, wall clock), 1 untimed product then -reps timed, the fast kernel")
 	if err := f.dev.parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -85,7 +98,11 @@ On Mesa llvmpipe choose small -shapes: the defaults run for hours there.`, []str
 	fs.Visit(func(fl *flag.Flag) {
 		f.shapesSet = f.shapesSet || fl.Name == "shapes"
 		kernelsSet = kernelsSet || fl.Name == "kernels"
+		f.group = f.group || fl.Name == "devices"
 	})
+	if err := f.checkDevices(*devices, kernels, kernelsSet); err != nil {
+		return nil, err
+	}
 	if err := checkType("bench: ", f.typ); err != nil {
 		return nil, err
 	}
@@ -164,6 +181,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if f.group {
+		return f.runGroup(stdout, stderr)
+	}
 	h, err := f.dev.hold(stderr, nil)
 	if err != nil {
 		return err
@@ -175,26 +195,46 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if !f.shapesSet {
-		largest := slices.MaxFunc(f.shapes, func(a, b [3]int) int { return cmp.Compare(a[0]*a[1]*a[2], b[0]*b[1]*b[2]) })
-		warnOnCPU(d.Info(), stderr, "bench", largest,
-			fmt.Sprintf("the default shapes, up to %dx%dx%d, run for hours here", largest[0], largest[1], largest[2]),
-			"-shapes 256,512,1000x1024x1000")
+	f.warnDefaultShapes(d.Info(), stderr)
+	return f.measureShapes(stdout, stderr, d.Info(), &h.abandoned,
+		func(ctx context.Context, s [3]int, seed uint64, p *progress, done *finished[benchRow]) error {
+			return f.shape(ctx, d, s, seed, p, done, stderr)
+		})
+}
+
+// warnDefaultShapes says, where -shapes was not given, that the default
+// shapes run for hours on a device on the CPU (warnOnCPU).
+func (f *benchFlags) warnDefaultShapes(info glcompute.Info, stderr io.Writer) {
+	if f.shapesSet {
+		return
 	}
+	largest := slices.MaxFunc(f.shapes, func(a, b [3]int) int { return cmp.Compare(a[0]*a[1]*a[2], b[0]*b[1]*b[2]) })
+	warnOnCPU(info, stderr, "bench", largest,
+		fmt.Sprintf("the default shapes, up to %dx%dx%d, run for hours here", largest[0], largest[1], largest[2]),
+		"-shapes 256,512,1000x1024x1000")
+}
+
+// measureShapes measures each of f's shapes through shape (a row a
+// kernel of f.kernels, added to done, seeded by the shape's place) under
+// awaitWork, and prints the rows finished, on info's device: at Ctrl-C
+// those before it. *abandoned is set where the work was abandoned.
+func (f *benchFlags) measureShapes(stdout, stderr io.Writer, info glcompute.Info, abandoned *bool,
+	shape func(ctx context.Context, s [3]int, seed uint64, p *progress, done *finished[benchRow]) error) error {
 	ctx, stop := notifyInterrupt()
 	defer stop()
 	p := newProgress(f.progress, stderr, "bench", len(f.shapes)*len(f.kernels))
 	var done finished[benchRow]
-	err, h.abandoned = awaitWork(ctx, stderr, "bench", func() error {
+	var err error
+	err, *abandoned = awaitWork(ctx, stderr, "bench", func() error {
 		for si, s := range f.shapes {
-			if err := f.shape(ctx, d, s, uint64(si), p, &done, stderr); err != nil {
+			if err := shape(ctx, s, uint64(si), p, &done); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	rows := done.take()
-	if !h.abandoned {
+	if !*abandoned {
 		p.done()
 	}
 	interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil
@@ -202,7 +242,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(rows) > 0 {
-		if err := writeBench(stdout, f.format, d.Info(), rows, interrupted); err != nil {
+		if err := writeBench(stdout, f.format, info, rows, interrupted); err != nil {
 			return err
 		}
 	}
@@ -326,6 +366,7 @@ func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []b
 	if format == benchFormat {
 		return writeGoBench(w, info, rows)
 	}
+	group := setVsOneDevice(rows)
 	js := map[string]any{"device": info, "results": rows}
 	t := report.Table{JSON: js}
 	if interrupted {
@@ -333,45 +374,86 @@ func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []b
 		t.Notes = []string{"interrupted: products after the last row were not measured"}
 	}
 	if format == report.CSV {
-		t.Header = []string{"m", "k", "n", "kernel", "spec", "timing_source", "runs", "median_ms", "gflops", "validation", "valid", "skipped", "k_splits", "stream_k_tiles", "type"}
-		for _, r := range rows {
-			if r.Skipped != "" {
-				// Not measured: no figures, where "0" reads as measured;
-				// valid is false for a product that failed (it ran and
-				// gave no valid C), empty for one skipped (never ran).
-				valid := ""
-				if r.Failed {
-					valid = "false"
-				}
-				t.Rows = append(t.Rows, []string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, r.Spec, "",
-					"0", "", "", "", valid, r.Skipped, "", "", r.Type})
-				continue
-			}
-			t.Rows = append(t.Rows, []string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, r.Spec, r.Source,
-				strconv.Itoa(len(r.Times)), strconv.FormatFloat(r.MedianMS, 'g', -1, 64), strconv.FormatFloat(r.GFLOPS, 'g', -1, 64),
-				r.Validation, strconv.FormatBool(r.Valid), "", strconv.Itoa(r.Splits), strconv.Itoa(r.StreamK), r.Type})
-		}
+		benchCSV(&t, rows, group)
 		return t.Write(w, format)
 	}
 	t.Preamble = [][2]string{{"device", fmt.Sprintf("%s | %s | %s (%s)", info.Vendor, info.Renderer, measure.API(info), info.Backend)}}
 	if len(rows) > 0 && rows[0].Type == "float64" {
 		t.Preamble = append(t.Preamble, [2]string{"type", "float64 (dfast through Device.Mul64)"})
 	}
+	if group {
+		t.Preamble = append(t.Preamble, [2]string{"group", groupPreamble(rows)})
+	}
+	benchText(&t, rows, group)
+	return t.Write(w, format)
+}
+
+// benchCSV fills t's CSV header and rows; a group's (-devices) add its
+// EGL indices and vs_one_device.
+func benchCSV(t *report.Table, rows []benchRow, group bool) {
+	t.Header = []string{"m", "k", "n", "kernel", "spec", "timing_source", "runs", "median_ms", "gflops", "validation", "valid", "skipped", "k_splits", "stream_k_tiles", "type"}
+	if group {
+		t.Header = append(t.Header, "devices", "vs_one_device")
+	}
+	for _, r := range rows {
+		var cells []string
+		if r.Skipped != "" {
+			// Not measured: no figures, where "0" reads as measured;
+			// valid is false for a product that failed (it ran and
+			// gave no valid C), empty for one skipped (never ran).
+			valid := ""
+			if r.Failed {
+				valid = "false"
+			}
+			cells = []string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, r.Spec, "",
+				"0", "", "", "", valid, r.Skipped, "", "", r.Type}
+		} else {
+			cells = []string{strconv.Itoa(r.M), strconv.Itoa(r.K), strconv.Itoa(r.N), r.Kernel, r.Spec, r.Source,
+				strconv.Itoa(len(r.Times)), strconv.FormatFloat(r.MedianMS, 'g', -1, 64), strconv.FormatFloat(r.GFLOPS, 'g', -1, 64),
+				r.Validation, strconv.FormatBool(r.Valid), "", strconv.Itoa(r.Splits), strconv.Itoa(r.StreamK), r.Type}
+		}
+		if group {
+			vs := ""
+			if r.VsOneDevice > 0 {
+				vs = strconv.FormatFloat(r.VsOneDevice, 'g', -1, 64)
+			}
+			cells = append(cells, groupIndices(r.Devices), vs)
+		}
+		t.Rows = append(t.Rows, cells)
+	}
+}
+
+// benchText fills t's text or Markdown header, rows and notes; a
+// group's (-devices) add a column of its speed over one device.
+func benchText(t *report.Table, rows []benchRow, group bool) {
 	t.Header = []string{"shape", "kernel", "median ms", "GFLOPS", "valid", "timer"}
+	if group {
+		t.Header = append(t.Header, "vs one device")
+	}
 	// A skipped row says why below the table, not in a cell: a reason
 	// (a sentence) in a column widened it, and every row with it, by the
 	// sentence's length. Kernels of a shape skipped alike share a line.
 	var skips []benchSkip
 	for _, r := range rows {
+		var cells []string
 		if r.Skipped == "" {
-			t.Rows = append(t.Rows, []string{r.Shape, r.Spec, fmt.Sprintf("%.3f", r.MedianMS), report.FormatGFLOPS(r.GFLOPS), fmt.Sprint(r.Valid), r.Source})
+			cells = []string{r.Shape, r.Spec, fmt.Sprintf("%.3f", r.MedianMS), report.FormatGFLOPS(r.GFLOPS), fmt.Sprint(r.Valid), r.Source}
+			if group {
+				cells[1] = r.Kernel + " " + r.Spec
+				cells = append(cells, vsOneDevice(r))
+			}
+			t.Rows = append(t.Rows, cells)
 			continue
 		}
 		what := "skipped"
 		if r.Failed {
 			what = "failed"
 		}
-		t.Rows = append(t.Rows, []string{r.Shape, r.Kernel, "-", "-", what, "-"})
+		cells = []string{r.Shape, r.Kernel, "-", "-", what, "-"}
+		if group {
+			cells = append(cells, "-")
+		}
+		t.Rows = append(t.Rows, cells)
 		why := firstLine(r.Skipped)
 		if n := len(skips); n > 0 && skips[n-1].shape == r.Shape && skips[n-1].what == what && skips[n-1].why == why {
 			skips[n-1].kernels = append(skips[n-1].kernels, r.Kernel)
@@ -382,7 +464,6 @@ func writeBench(w io.Writer, format report.Format, info glcompute.Info, rows []b
 	for _, s := range skips {
 		t.Notes = append(t.Notes, fmt.Sprintf("%s %s %s: %s", s.what, s.shape, strings.Join(s.kernels, ", "), s.why))
 	}
-	return t.Write(w, format)
 }
 
 // benchSkip is the reason kernels of a shape were skipped (or failed:

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/glmul/glmul/glcompute/devgroup"
+)
+
+// TestBenchDevices runs glmul bench -devices over a group of one device
+// (the only one llvmpipe's EGL lists) in JSON: a row of the group and one
+// of its first device alone a shape, each validated, end to end, its
+// devices' panels adding up to its own and their shares to the whole;
+// the group's ratio against one device from their medians. Then the
+// text, CSV and Go benchmark outputs carry the rows.
+func TestBenchDevices(t *testing.T) {
+	needGL(t)
+	args := []string{"bench", "-devices", "all", "-shapes", "200,300x130x700", "-reps", "2", "-progress", "off"}
+	code, out, errs := glmul(append(args, "-format", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var js struct{ Results []benchRow }
+	if err := json.Unmarshal([]byte(out), &js); err != nil || len(js.Results) != 4 {
+		t.Fatalf("%v, %d rows: %s", err, len(js.Results), out)
+	}
+	for i, r := range js.Results {
+		want := []string{groupKernel, groupOneKernel}[i%2]
+		panels, share := 0, 0.0
+		for _, d := range r.Devices {
+			panels += d.Panels
+			share += d.Share
+		}
+		if r.Kernel != want || !r.Valid || r.Validation != "full" || r.Source != groupSource || len(r.Times) != 2 || r.GFLOPS <= 0 ||
+			r.Spec == "" || len(r.Devices) == 0 || r.Panels < 1 || panels != r.Panels || math.Abs(share-1) > 1e-3 {
+			t.Errorf("row %d: want %s, measured, valid, its devices' panels and shares adding up: %+v", i, want, r)
+		}
+	}
+	for i := 0; i+1 < len(js.Results); i += 2 {
+		g, one := js.Results[i], js.Results[i+1]
+		if len(one.Devices) != 1 || len(g.Devices) == 0 || one.Devices[0].Index != g.Devices[0].Index {
+			t.Errorf("%s: one-device should be the group's first device alone: %+v, %+v", g.Shape, g.Devices, one.Devices)
+		}
+		if want := one.MedianMS / g.MedianMS; math.Abs(g.VsOneDevice/want-1) > 1e-9 || one.VsOneDevice != 0 {
+			t.Errorf("%s: vs_one_device %v, want %v (one device's median over the group's) on the group's row alone (%v)", g.Shape, g.VsOneDevice, want, one.VsOneDevice)
+		}
+	}
+	testBenchDevicesFormats(t, args)
+}
+
+// testBenchDevicesFormats checks bench -devices' text, CSV and Go
+// benchmark outputs (args: the command but -format).
+func testBenchDevicesFormats(t *testing.T, args []string) {
+	code, out, errs := glmul(args...)
+	if code != 0 || !strings.Contains(out, "vs one device") || !strings.Contains(out, "one-device ") || !strings.Contains(out, "1×") || !strings.Contains(out, groupSource) {
+		t.Errorf("text (exit %d, %s):\n%s", code, errs, out)
+	}
+	code, out, errs = glmul(append(args, "-format", "csv")...)
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if code != 0 || err != nil || len(recs) != 5 || recs[0][len(recs[0])-2] != "devices" || recs[1][3] != groupKernel || recs[1][len(recs[1])-1] == "" || recs[2][len(recs[2])-1] != "" {
+		t.Errorf("CSV (exit %d, %v, %s):\n%s", code, err, errs, out)
+	}
+	code, out, errs = glmul(append(args, "-format", "bench")...)
+	if code != 0 || strings.Count(out, "BenchmarkGEMM/kernel=group/shape=200x200x200 ") != 2 || strings.Count(out, "BenchmarkGEMM/kernel=one-device/shape=300x130x700 ") != 2 {
+		t.Errorf("Go benchmark lines (exit %d, %s):\n%s", code, errs, out)
+	}
+}
+
+// TestBenchDevicesUsage: what bench -devices cannot take is a usage
+// error naming the flags, before any context.
+func TestBenchDevicesUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-devices", "0"}, "bench: -devices \"0\": want all, or EGL device indices from 1"},
+		{[]string{"-devices", ""}, `-devices "": want all`},
+		{[]string{"-devices", "2,2"}, "device 2 listed twice"},
+		{[]string{"-devices", "all", "-kernels", "tiled32,fast"}, "bench: -devices and -kernels tiled32,fast: a group measures its fast kernel"},
+		{[]string{"-devices", "all", "-kernels", "cpu:8x8_8x8"}, "-devices and -kernels cpu:8x8_8x8"},
+		{[]string{"-devices", "all", "-split-k", "4"}, "bench: -devices and -split-k"},
+		{[]string{"-devices", "all", "-type", "f64"}, "bench: -devices and -type f64"},
+		{[]string{"-devices", "all", "-device", "1"}, "bench: -devices and -device"},
+		{[]string{"-devices", "all", "-backend", "gles"}, "bench: -devices opens one headless EGL context a GPU"},
+		{[]string{"-devices", "all", "-backend", "glfw"}, "headless EGL"},
+	} {
+		args := append([]string{"bench", "-shapes", "64"}, c.args...)
+		code, out, errs := glmul(args...)
+		if code != 2 || out != "" || !strings.Contains(errs, c.want) {
+			t.Errorf("glmul %s: exit %d, stdout %q, stderr %q; want 2 and %q", strings.Join(args, " "), code, out, errs, c.want)
+		}
+	}
+	if n := len(devgroup.Devices()); n > 0 {
+		args := []string{"bench", "-shapes", "64", "-devices", fmt.Sprintf("1,%d", n+1)}
+		if code, _, errs := glmul(args...); code != 2 || !strings.Contains(errs, fmt.Sprintf("bench: -devices 1,%d: EGL lists", n+1)) {
+			t.Errorf("glmul %s: exit %d, %q", strings.Join(args, " "), code, errs)
+		}
+	}
+	// -kernels fast is the default said aloud, and -split-k 1 no split.
+	needGL(t)
+	if code, _, errs := glmul("bench", "-shapes", "64", "-devices", "all", "-kernels", "fast", "-split-k", "1", "-reps", "1", "-format", "csv"); code != 0 {
+		t.Errorf("-kernels fast -split-k 1: exit %d: %s", code, errs)
+	}
+}
