@@ -44,6 +44,9 @@ type tableFlags struct {
 	sizesSet bool   // -sizes was given
 	typ      string // -type: f32 or f64
 	typeSet  bool   // -type was given (with -from: the type the file must hold)
+	// devices is -devices' list (nil: all), where group is set.
+	devices []int
+	group   bool
 }
 
 func parseTable(args []string, help io.Writer) (*tableFlags, error) {
@@ -51,7 +54,9 @@ func parseTable(args []string, help io.Writer) (*tableFlags, error) {
 (Algorithm 3, one thread), gonum's Sgemm on all cores, and each GPU kernel
 (mean of -reps runs), with speed-ups. Every GPU product is validated.
 With -type f64 every column is float64: the naive loop in float64, gonum's
-Dgemm, and the dfast kernel through Device.Mul64, validated in float64.`, []string{"[flags]"}, help)
+Dgemm, and the dfast kernel through Device.Mul64, validated in float64.
+With -devices the GPU columns are a group of GPUs and its first device alone,
+each end to end (host memory to host memory).`, []string{"[flags]"}, help)
 	f := &tableFlags{}
 	f.dev.register(fs)
 	sizes := fs.String("sizes", "128,256,512,1024,2048,4096", "comma-separated square `sizes`")
@@ -64,6 +69,7 @@ Dgemm, and the dfast kernel through Device.Mul64, validated in float64.`, []stri
 	fs.StringVar(&f.from, "from", "", "format a table saved with -format json from `FILE` instead of measuring (with -type, the type FILE must hold)")
 	fs.StringVar(&f.progress, "progress", "auto", "progress: auto|on|off (auto: a bar on terminals, lines otherwise)")
 	fs.StringVar(&f.typ, "type", typeF32, "element `type` of every column: f32 (float32) or f64 (float64: the naive loop in float64, gonum's Dgemm, and -kernels dfast through Mul64, validated in float64; not on OpenGL ES)")
+	devices := fs.String("devices", "", "measure a group of GPUs: `LIST` is all or EGL device indices such as 1,2 (as glmul -devices); the GPU columns become the group's product and its first device's alone, each end to end (host memory to host memory, wall clock), 1 untimed product then -reps timed, the fast kernel")
 	if err := f.dev.parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -72,6 +78,7 @@ Dgemm, and the dfast kernel through Device.Mul64, validated in float64.`, []stri
 		f.sizesSet = f.sizesSet || fl.Name == "sizes"
 		f.typeSet = f.typeSet || fl.Name == "type"
 		kernelsSet = kernelsSet || fl.Name == "kernels"
+		f.group = f.group || fl.Name == "devices"
 	})
 	if err := checkType("table: ", f.typ); err != nil {
 		return nil, err
@@ -86,6 +93,9 @@ Dgemm, and the dfast kernel through Device.Mul64, validated in float64.`, []stri
 	if f.kernels, err = tableKernels(f.typ, *kernels, kernelsSet); err != nil {
 		return nil, err
 	}
+	if err := f.checkDevices(*devices, kernelsSet); err != nil {
+		return nil, err
+	}
 	if err := checkReps("table: ", f.reps); err != nil {
 		return nil, err
 	}
@@ -98,13 +108,19 @@ Dgemm, and the dfast kernel through Device.Mul64, validated in float64.`, []stri
 		return nil, errComparePaper64("-type f64 measures")
 	}
 	f.compare = *compare == "paper"
-	if f.format, err = report.CheckFormat(*format, table.Formats...); err != nil {
-		return nil, usagef("table: -format: %v", err)
+	return f, f.checkOutput(*format, *plots)
+}
+
+// checkOutput reads -format and -plot into f, and checks -progress.
+func (f *tableFlags) checkOutput(format, plots string) error {
+	var err error
+	if f.format, err = report.CheckFormat(format, table.Formats...); err != nil {
+		return usagef("table: -format: %v", err)
 	}
-	if f.plots, err = parsePlots(*plots); err != nil {
-		return nil, err
+	if f.plots, err = parsePlots(plots); err != nil {
+		return err
 	}
-	return f, checkProgress("table: ", f.progress)
+	return checkProgress("table: ", f.progress)
 }
 
 // parseSizes reads table's comma-separated -sizes.
@@ -169,16 +185,15 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	if f.from != "" {
 		return f.reformat(stdout, stderr)
 	}
-	h, err := f.holdDevice(stderr)
+	on, err := f.hold(stderr)
 	if err != nil {
 		return err
 	}
-	defer h.release()
-	d := h.Device
-	info := d.Info()
+	defer on.release()
+	info := on.info()
 	f.warnOnCPU(info, stderr)
 	t := &table.Table{
-		Device:       fmt.Sprintf("%s | %s | %s", info.Vendor, info.Renderer, measure.API(info)),
+		Device:       on.describe(),
 		CPU:          cpuName(),
 		Command:      strings.TrimSpace("glmul table " + strings.Join(args, " ")),
 		When:         time.Now().UTC(),
@@ -188,9 +203,11 @@ func runTable(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := notifyInterrupt()
 	defer stop()
-	m := &tableMeasurer{dev: d, ctx: ctx, stderr: stderr, progress: f.progress, reps: f.reps, f64: f.typ == typeF64}
+	m := &tableMeasurer{dev: on.device(), group: on.group, ctx: ctx, stderr: stderr, progress: f.progress, reps: f.reps, f64: f.typ == typeF64}
 	var measureErr error
-	t.Rows, measureErr, h.abandoned = m.measure(f.sizes, f.kernels, f.cpuMax)
+	var abandoned bool
+	t.Rows, measureErr, abandoned = m.measure(f.sizes, f.kernels, f.cpuMax)
+	on.abandon(abandoned)
 	if w, ok := m.warmup.Load().(string); ok {
 		t.Warmup = w
 	}
@@ -261,6 +278,7 @@ func writeTable(t *table.Table, stdout, stderr io.Writer, format report.Format, 
 // tableMeasurer measures one row at a time.
 type tableMeasurer struct {
 	dev      *glcompute.Device
+	group    *heldGroup // -devices: the GPU columns are its (dev nil)
 	ctx      context.Context
 	stderr   io.Writer
 	progress string
@@ -292,8 +310,11 @@ func (m *tableMeasurer) measure(sizes []int, kernels []string, cpuMax int) (rows
 // (a Ctrl-C's context.Canceled).
 func (m *tableMeasurer) rows(sizes []int, kernels []string, cpuMax int) error {
 	measureRow := m.row
-	if m.f64 {
+	switch {
+	case m.f64:
 		measureRow = m.row64
+	case m.group != nil:
+		measureRow = m.rowGroup
 	}
 	for i, n := range sizes {
 		row, err := measureRow(n, kernels, cpuMax, uint64(i))

@@ -157,7 +157,11 @@ func (t *Table) fig3Curves() (ours, paper []curve) {
 	ours = append(ours, cpu, gon)
 	var gpuColor color.Color = paperGPUColor
 	for i, k := range t.kernels() {
-		c := curve{name: "GPU: kernel " + k, color: kernelPalette[i%len(kernelPalette)], glyph: kernelGlyphs[i%len(kernelGlyphs)]}
+		name := "GPU: kernel " + k
+		if d := t.devices(k); d != "" {
+			name = fmt.Sprintf("GPU: %s on EGL %s, end to end", k, d)
+		}
+		c := curve{name: name, color: kernelPalette[i%len(kernelPalette)], glyph: kernelGlyphs[i%len(kernelGlyphs)]}
 		if k == "tiled32" {
 			gpuColor = c.color
 		}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
@@ -46,6 +47,12 @@ type GPUResult struct {
 	TimingSource string  `json:"timing_source"` // "gl-timer" or "wall"
 	Valid        bool    `json:"valid"`
 	Validation   string  `json:"validation"`
+	// Devices, in a table measured with -devices, lists the EGL indices
+	// of the devices of the column, "1,2": every time of such a column
+	// is a whole product's, host memory to host memory (TimingSource
+	// "wall-end-to-end"; EndToEndMS is then the median). Empty for one
+	// device's kernel, and in tables saved before 2026-12.
+	Devices string `json:"devices,omitempty"`
 }
 
 // SpeedupNaive is the naive CPU time over this kernel's mean time (0 if the
@@ -280,6 +287,32 @@ func (t *Table) kernels() []string {
 	return ks
 }
 
+// devices returns the EGL indices of kernel's column (GPUResult.Devices)
+// in the first row that has them: "" but for a group's columns.
+func (t *Table) devices(kernel string) string {
+	for _, r := range t.Rows {
+		if g, ok := r.gpu(kernel); ok && g.Devices != "" {
+			return g.Devices
+		}
+	}
+	return ""
+}
+
+// groupLine says, for a table measured with -devices, which devices each
+// GPU column ran on and how it was timed; "" for other tables.
+func (t *Table) groupLine() string {
+	var cols []string
+	for _, k := range t.kernels() {
+		if d := t.devices(k); d != "" {
+			cols = append(cols, fmt.Sprintf("%s on EGL %s", k, d))
+		}
+	}
+	if len(cols) == 0 {
+		return ""
+	}
+	return strings.Join(cols, ", ") + "; each GPU time a whole product, host memory to host memory (wall clock)"
+}
+
 func (r Row) gpu(kernel string) (GPUResult, bool) {
 	for _, g := range r.GPU {
 		if g.Kernel == kernel {
@@ -352,6 +385,9 @@ func (t *Table) Write(w io.Writer, format report.Format) error {
 	}
 	out := report.Table{Header: header, Rows: cells, JSON: t,
 		Preamble: [][2]string{{"device", t.Device}, {"CPU", t.CPU}, {"type", t.typeLine()}}}
+	if g := t.groupLine(); g != "" {
+		out.Preamble = append(out.Preamble, [2]string{"GPUs", g})
+	}
 	if format == report.Markdown {
 		out.Preamble = append(out.Preamble, [2]string{"command", "`" + t.Command + "`"},
 			[2]string{"date", fmt.Sprintf("%s; GPU times: mean of %d runs after a warm-up: %s.", t.When.Format("2006-01-02"), t.Reps, t.warmup())})
