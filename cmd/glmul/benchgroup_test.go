@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/glmul/glmul/glcompute/devgroup"
 )
@@ -104,5 +106,37 @@ func TestBenchDevicesUsage(t *testing.T) {
 	needGL(t)
 	if code, _, errs := glmul("bench", "-shapes", "64", "-devices", "all", "-kernels", "fast", "-split-k", "1", "-reps", "1", "-format", "csv"); code != 0 {
 		t.Errorf("-kernels fast -split-k 1: exit %d: %s", code, errs)
+	}
+}
+
+// TestBenchDevicesCtrlC interrupts glmul bench -devices after the first
+// shape's two rows (on llvmpipe, inside the second shape's timed runs
+// over the group): the rows finished by then must be printed, in CSV, in
+// order, and no other. A GPU may finish the second shape's group row
+// too before the signal (an H200 did, in 0.12 s).
+func TestBenchDevicesCtrlC(t *testing.T) {
+	if os.Getenv("GLMUL_TEST_CHILD") == "bench-devices" {
+		os.Exit(exitCode(run([]string{"bench", "-devices", "all", "-shapes", "64,1024", "-reps", "100", "-format", "csv"}, os.Stdout, os.Stderr), os.Stderr))
+	}
+	needGL(t)
+	c := startChild(t, "TestBenchDevicesCtrlC", "bench-devices", "bench 64x64x64 one-device:")
+	time.Sleep(time.Second) // into 1024³'s 101 products over the group (about 60 ms each on llvmpipe)
+	if !c.interrupt(t) {
+		t.Skip("the device finished 1024³ before Ctrl-C; the test needs a slow one (llvmpipe in CI)")
+	}
+	out := c.stdout.String()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	order := []string{"64,64,64,group,", "64,64,64,one-device,", "1024,1024,1024,group,", "1024,1024,1024,one-device,"}
+	rows := lines[1:]
+	if !strings.HasPrefix(lines[0], "m,k,n,kernel,") || len(rows) < 2 || len(rows) >= len(order) {
+		t.Fatalf("stdout should hold the CSV rows finished, 64³'s at least, not all four:\n%s", out)
+	}
+	for i, r := range rows {
+		if !strings.HasPrefix(r, order[i]) {
+			t.Errorf("row %d is %q, want %s…", i+1, r, order[i])
+		}
+	}
+	if want := fmt.Sprintf("glmul: interrupted by Ctrl-C: the rows above are the %d of 4 products that finished\n", len(rows)); !strings.Contains(c.stderr.String(), want) {
+		t.Errorf("stderr:\n%s\nwant %q", c.stderr.String(), want)
 	}
 }
