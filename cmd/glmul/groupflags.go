@@ -1,12 +1,6 @@
 package main
 
-import (
-	"slices"
-
-	"github.com/glmul/glmul/cmd/glmul/internal/report"
-	"github.com/glmul/glmul/glcompute"
-	"github.com/glmul/glmul/glcompute/devgroup"
-)
+import "github.com/glmul/glmul/glcompute"
 
 // groupRefusal is a flag that a subcommand's -devices does not take:
 // refused where set, with why.
@@ -15,18 +9,15 @@ type groupRefusal struct {
 	why string
 }
 
-// checkDevicesFor reads the -devices list of subcommand cmd ("bench"),
-// with parseDevices, and refuses what the main command's checkGroupFlags
-// refuses of it: an index EGL does not list, -device, and the GLFW and
-// GLES back ends; then each refusal set, the first one found. Its usage
+// checkDevicesFor reads the -devices list of subcommand cmd ("bench")
+// with checkDevices (which refuses an index EGL does not list), and
+// refuses what the main command's checkGroupFlags refuses with it:
+// -device, and the GLFW and GLES back ends; then each refusal set, the first one found. Its usage
 // errors name cmd, as its other flags' do.
 func checkDevicesFor(cmd, devices string, dev deviceFlags, refusals ...groupRefusal) ([]int, error) {
-	list, err := parseDevices(devices)
+	list, err := checkDevices(devices)
 	if err != nil {
 		return nil, usagef("%s: %v", cmd, err)
-	}
-	if devs := devgroup.Devices(); len(devs) > 0 && len(list) > 0 && slices.Max(list) > len(devs) {
-		return nil, usagef("%s: -devices %s: EGL lists %s; glmul -list-devices names them", cmd, devices, report.Plural(len(devs), "device"))
 	}
 	refusals = append([]groupRefusal{
 		{dev.device != 0, "-devices and -device: name the devices in -devices"},

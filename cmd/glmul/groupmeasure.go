@@ -41,10 +41,9 @@ type heldGroup struct {
 }
 
 // holdGroup opens a group on the EGL devices of list (nil: all) with the
-// device flags' options, as the main command's -devices does.
+// device flags' options (openGroup, as the main command's -devices).
 func holdGroup(dev deviceFlags, list []int) (*heldGroup, error) {
-	g, err := devgroup.Open(list, &glcompute.Options{Backend: glcompute.BackendEGL, Verbose: dev.verbose,
-		IgnoreTuned: dev.ignoreTuned, Unseen: dev.unseen, NoPersistentMapping: dev.mapPerChunk, ProgramCache: dev.programs})
+	g, err := dev.openGroup(list)
 	if err != nil {
 		return nil, err
 	}

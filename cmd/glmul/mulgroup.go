@@ -2,29 +2,16 @@ package main
 
 import (
 	"cmp"
-	"errors"
 	"io"
 
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
 	"github.com/glmul/glmul/internal/outfile"
 )
 
-// checkGroup checks glmul mul -devices LIST (checkDevices) and refuses
-// what a group does not take, as the main command's -devices does.
+// checkGroup checks glmul mul -devices LIST (checkDevicesFor) and
+// refuses what a group does not take, as the main command's -devices does.
 func (f *mulFlags) checkGroup(list string) ([]int, error) {
-	devs, err := checkDevices(list)
-	if u := (usageError{}); errors.As(err, &u) {
-		return nil, usagef("mul: %s", u.msg)
-	}
-	switch {
-	case f.typ == typeF64:
-		return nil, usagef("mul: -devices and -type f64: float64 panels stream on one device")
-	case f.dev.device != 0:
-		return nil, usagef("mul: -devices and -device: name the devices in -devices")
-	case f.dev.backend == "glfw" || f.dev.backend == "gles":
-		return nil, usagef("mul: -devices opens one headless EGL context a GPU: leave -backend auto or egl")
-	}
-	return devs, nil
+	return checkDevicesFor("mul", list, f.dev, groupRefusal{f.typ == typeF64, "-devices and -type f64: float64 panels stream on one device"})
 }
 
 // runGroup is run over the group of -devices: the product's panels of A
