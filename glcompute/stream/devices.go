@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/glmul/glmul/glcompute"
+	"github.com/glmul/glmul/internal/streamhook"
 )
 
 // MulDevices is Mul over several Devices (a devgroup.Group's, say): B is
@@ -176,11 +177,6 @@ type sched[M matrix] struct {
 	left     int
 }
 
-// fault, where a test sets it, is asked as device dev (counted from 0)
-// takes panel i: an error makes that device fail there, as a lost
-// context would.
-var fault func(dev, i int) error
-
 // device runs device i's GPU stage on the panels it takes (next), each
 // step's computed panel to the check, until the panels are done, the
 // product stopped, or the device failed (fail).
@@ -197,15 +193,7 @@ func (s *sched[M]) device(i int) {
 			held = append(held, pn)
 		}
 		var done *panel[M]
-		err := timeInto(&sh.GPU, func() (err error) {
-			if pn != nil && fault != nil {
-				if err := fault(i, pn.i); err != nil {
-					return err
-				}
-			}
-			done, err = g.step(pn)
-			return err
-		})
+		err := timeInto(&sh.GPU, func() (err error) { done, err = s.st.step(g, i, pn); return err })
 		if err != nil {
 			s.fail(i, err, held)
 			return
@@ -292,4 +280,15 @@ func (s *sched[M]) fail(i int, err error, held []*panel[M]) {
 	if s.live--; s.live == 0 {
 		s.st.cancel(s.gs.anyLeft())
 	}
+}
+
+// step is g.step(pn) on device dev, failing first where a test's
+// streamhook.Fault says so.
+func (st *stages[M]) step(g gpuStage[M], dev int, pn *panel[M]) (*panel[M], error) {
+	if pn != nil && streamhook.Fault != nil {
+		if err := streamhook.Fault(dev, pn.i); err != nil {
+			return nil, errPanel("computing", st.p, pn.i, err)
+		}
+	}
+	return g.step(pn)
 }

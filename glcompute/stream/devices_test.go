@@ -14,13 +14,14 @@ import (
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/internal/conformance"
 	"github.com/glmul/glmul/internal/gltest"
+	"github.com/glmul/glmul/internal/streamhook"
 	"github.com/glmul/glmul/validate"
 )
 
 // withFault sets the devices' fault hook for one test.
 func withFault(t *testing.T, f func(dev, i int) error) {
-	fault = f
-	t.Cleanup(func() { fault = nil })
+	streamhook.Fault = f
+	t.Cleanup(func() { streamhook.Fault = nil })
 }
 
 // groupChecked runs MulDevices of a by b over devs with o, within a

@@ -505,7 +505,7 @@ func (st *stages[M]) gpu(g gpuStage[M], sh *DeviceShare) {
 			return
 		}
 		var done *panel[M]
-		if err := timeInto(&sh.GPU, func() (err error) { done, err = g.step(pn); return err }); err != nil {
+		if err := timeInto(&sh.GPU, func() (err error) { done, err = st.step(g, 0, pn); return err }); err != nil {
 			st.cancel(err)
 			return
 		}
