@@ -401,6 +401,8 @@ func (j *mulJob) into(devs []*glcompute.Device, w io.Writer) (err error) {
 // (a failed check is runMul's to report, after the report).
 func mulError(f *mulFlags, m, k, n int, err error) error {
 	switch {
+	case err == nil:
+		return nil
 	case errors.Is(err, context.Canceled):
 		return interruptedError{fmt.Sprintf("the %d×%d×%d product stopped before its last panel; %s", m, k, n, leftAs(f.out))}
 	case errors.Is(err, errNotValidated):
@@ -409,8 +411,12 @@ func mulError(f *mulFlags, m, k, n int, err error) error {
 		return fmt.Errorf("mul: C is %d×%d %s as %s: %w", m, n, typeName(f.typ), filepath.Ext(f.out), err)
 	case errors.Is(err, stream.ErrHostMemory):
 		return fmt.Errorf("mul: %w (this machine's memory)", err)
+	case errors.As(err, new(usageError)):
+		return err
 	}
-	return overflowHint(err)
+	// A file that cannot be read on, a GPU that failed: say that -o is
+	// untouched (or, a FIFO's, what it received).
+	return fmt.Errorf("%w; %s", overflowHint(err), leftAs(f.out))
 }
 
 // leftAs says what became of out when the product did not finish: a

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/glmul/glmul/cmd/glmul/internal/matfile"
 	"github.com/glmul/glmul/cpu"
+	"github.com/glmul/glmul/glcompute/devgroup"
+	"github.com/glmul/glmul/internal/streamhook"
 )
 
 // TestMulDevicesFlag multiplies files over a group (of the one device
@@ -90,4 +93,69 @@ func TestMulDevicesUsage(t *testing.T) {
 			t.Errorf("glmul %s: exit %d, %q; want 2 and %q", strings.Join(args, " "), code, errs, c.want)
 		}
 	}
+}
+
+// TestMulDevicesDeviceFails makes the first device of glmul mul -devices
+// all fail at the product's second panel (a test switch, as a lost context
+// would). With another device C is still written, whole and validated,
+// and the report says which device failed and who reran its panels; with
+// none (llvmpipe's EGL lists one device), glmul exits 1 naming the
+// failure, and -o is left as it was: never a partial C.
+func TestMulDevicesDeviceFails(t *testing.T) {
+	needGL(t)
+	lost := errors.New("context lost (test)")
+	streamhook.Fault = func(dev, i int) error {
+		if dev == 0 && i == 1 {
+			return lost
+		}
+		return nil
+	}
+	t.Cleanup(func() { streamhook.Fault = nil })
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(33, 34))
+	a, b := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy")
+	if err := matfile.Write(a, cpu.Random(5000, 250, rng)); err != nil { // 3 panels
+		t.Fatal(err)
+	}
+	if err := matfile.Write(b, cpu.Random(250, 258, rng)); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "c.npy")
+	os.WriteFile(out, []byte("before"), 0o644)
+	code, stdout, stderr := glmul("mul", a, b, "-o", out, "-devices", "all", "-format", "json")
+	if allDevices() < 2 {
+		if before, _ := os.ReadFile(out); code != 1 || !strings.Contains(stderr, "context lost (test)") || !strings.Contains(stderr, "panel 2 of 3): context lost (test); "+out+" was left as it was") || string(before) != "before" {
+			t.Errorf("one device failing: exit %d, -o %q, stderr:\n%s", code, before, stderr)
+		}
+		return
+	}
+	var r struct {
+		Validation struct{ OK bool }
+		Devices    []struct {
+			Panels, Reruns int
+			Error          string
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); code != 0 || err != nil || !r.Validation.OK || len(r.Devices) < 2 {
+		t.Fatalf("a device of the group failing: exit %d, %v, %s\n%s", code, err, stdout, stderr)
+	}
+	reruns := 0
+	for _, d := range r.Devices[1:] {
+		reruns += d.Reruns
+	}
+	if !strings.Contains(r.Devices[0].Error, "context lost (test)") || reruns == 0 {
+		t.Errorf("device rows %+v: want device 1's error and its panel rerun by another", r.Devices)
+	}
+}
+
+// allDevices is how many devices -devices all opens here: the hardware
+// ones EGL lists, else its software one.
+func allDevices() int {
+	hw := 0
+	for _, d := range devgroup.Devices() {
+		if !strings.Contains(d, "software (Mesa)") {
+			hw++
+		}
+	}
+	return max(hw, 1)
 }
