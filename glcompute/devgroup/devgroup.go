@@ -255,16 +255,27 @@ func stopped(ctx context.Context) error {
 // each on its own thread, and reports whether any ran. A device that
 // fails is no longer live and gives its unfinished panels back (a later
 // round reruns them where the others had finished). *start is set, the
-// first time, once every device has made its buffers.
+// first time, once every device has made its buffers, by the first
+// device past that meeting before any starts its panels (stamped on the
+// caller's goroutine, it could come after they had ended).
 func (g *Group) round(c, a, b blas32.General, plans []any, r *run, t *Timings, live []bool, start *time.Time) (ran bool) {
 	var wg, prepared sync.WaitGroup
+	var stamp sync.Once
 	for i, d := range g.devs {
 		if !live[i] {
 			continue
 		}
 		ran = true
 		prepared.Add(1)
-		ready := func() { prepared.Done(); prepared.Wait() }
+		ready := func() {
+			prepared.Done()
+			prepared.Wait()
+			stamp.Do(func() { // the others wait here until it is done
+				if start.IsZero() {
+					*start = time.Now() // the first round's buffers made, as Mul's EndToEnd excludes them
+				}
+			})
+		}
 		wg.Go(func() {
 			dt, err := link.RunUnits(d, plans[i], c, a, b, r.claimer(i), ready)
 			sh := &t.Devices[i]
@@ -275,10 +286,6 @@ func (g *Group) round(c, a, b blas32.General, plans []any, r *run, t *Timings, l
 				r.requeue(i)
 			}
 		})
-	}
-	prepared.Wait()
-	if start.IsZero() {
-		*start = time.Now() // the first round's buffers made, as Mul's EndToEnd excludes them
 	}
 	wg.Wait()
 	return ran
