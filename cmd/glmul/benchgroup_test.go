@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/glcompute/devgroup"
 )
 
@@ -138,5 +141,31 @@ func TestBenchDevicesCtrlC(t *testing.T) {
 	}
 	if want := fmt.Sprintf("glmul: interrupted by Ctrl-C: the rows above are the %d of 4 products that finished\n", len(rows)); !strings.Contains(c.stderr.String(), want) {
 		t.Errorf("stderr:\n%s\nwant %q", c.stderr.String(), want)
+	}
+}
+
+// TestBenchDevicesLastRunChecked makes every product of bench -devices
+// after the first write nothing: C, poisoned with NaN before the last
+// run, must then fail its check (it validated with the warm-up's C when
+// poisoned only before the first).
+func TestBenchDevicesLastRunChecked(t *testing.T) {
+	needGL(t)
+	calls := 0
+	groupMul = func(g *devgroup.Group, c, a, b blas32.General, o *glcompute.MulOptions) (devgroup.Timings, error) {
+		if calls++; calls == 1 {
+			return g.Mul(c, a, b, o)
+		}
+		return devgroup.Timings{Devices: make([]devgroup.Share, len(g.Devices()))}, nil
+	}
+	t.Cleanup(func() { groupMul = (*devgroup.Group).Mul })
+	code, out, errs := glmul("bench", "-devices", "1", "-shapes", "64", "-reps", "2", "-format", "csv")
+	var group string // the group's row: its warm-up wrote C, its timed runs nothing
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "64,64,64,group,") {
+			group = l
+		}
+	}
+	if code != 1 || !strings.Contains(group, ",full,false,") {
+		t.Errorf("runs after the first writing nothing: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }

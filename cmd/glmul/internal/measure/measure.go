@@ -346,6 +346,15 @@ func fillNaN(c blas32.General) {
 	wg.Wait()
 }
 
+// PoisonC fills C with NaN, as Product does before its runs: a caller
+// that times several whole products (glmul's -devices) calls it before
+// the last, so that a run that left an element unwritten fails the check
+// of C rather than pass with the run before's.
+func (in *Inputs) PoisonC() {
+	in.Wait()
+	fillNaN(in.C)
+}
+
 // Flop is the product's floating-point operations, 2·M·N·K (the paper's
 // count: a multiply and an add per term).
 func (r Result) Flop() float64 { return 2 * float64(r.M) * float64(r.N) * float64(r.K) }
