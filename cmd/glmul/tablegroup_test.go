@@ -40,6 +40,9 @@ func TestTableDevices(t *testing.T) {
 			}
 		}
 	}
+	if !strings.Contains(out, `"egl_devices"`) || strings.Contains(out, `"devices"`) { // elsewhere devices is a list of rows
+		t.Errorf("a column's devices should be under egl_devices:\n%s", out)
+	}
 	if !strings.Contains(tab.Warmup, "-devices") {
 		t.Errorf("warm-up rule %q should be the group's", tab.Warmup)
 	}

@@ -51,8 +51,9 @@ type GPUResult struct {
 	// of the devices of the column, "1,2": every time of such a column
 	// is a whole product's, host memory to host memory (TimingSource
 	// "wall-end-to-end"; EndToEndMS is then the median). Empty for one
-	// device's kernel, and in tables saved before 2026-12.
-	Devices string `json:"devices,omitempty"`
+	// device's kernel, and in tables saved before 2026-12. Its key is
+	// egl_devices: elsewhere in glmul's JSON, devices is a list of rows.
+	Devices string `json:"egl_devices,omitempty"`
 }
 
 // SpeedupNaive is the naive CPU time over this kernel's mean time (0 if the
