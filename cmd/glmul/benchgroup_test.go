@@ -101,7 +101,7 @@ func TestBenchDevicesUsage(t *testing.T) {
 	}
 	if n := len(devgroup.Devices()); n > 0 {
 		args := []string{"bench", "-shapes", "64", "-devices", fmt.Sprintf("1,%d", n+1)}
-		if code, _, errs := glmul(args...); code != 2 || !strings.Contains(errs, fmt.Sprintf("bench: -devices 1,%d: EGL lists", n+1)) {
+		if code, _, errs := glmul(args...); code != 2 || !strings.Contains(errs, fmt.Sprintf("bench: -devices \"1,%d\": EGL lists", n+1)) {
 			t.Errorf("glmul %s: exit %d, %q", strings.Join(args, " "), code, errs)
 		}
 	}

@@ -51,7 +51,7 @@ func checkDevices(s string) ([]int, error) {
 		return nil, err
 	}
 	if devs := devgroup.Devices(); len(devs) > 0 && len(list) > 0 && slices.Max(list) > len(devs) {
-		return nil, usagef("-devices %s: EGL lists %s; glmul -list-devices names them", s, report.Plural(len(devs), "device"))
+		return nil, usagef("-devices %q: EGL lists %s; glmul -list-devices names them", s, report.Plural(len(devs), "device"))
 	}
 	return list, nil
 }

@@ -69,7 +69,7 @@ func TestDevicesUsage(t *testing.T) {
 	if n := len(devgroup.Devices()); n > 0 {
 		args := []string{"-n", "64", "-devices", fmt.Sprintf("1,%d", n+1)}
 		code, out, errs := glmul(args...)
-		if want := fmt.Sprintf("-devices 1,%d: EGL lists %s; glmul -list-devices names them", n+1, report.Plural(n, "device")); code != 2 || out != "" || !strings.Contains(errs, want) {
+		if want := fmt.Sprintf("-devices \"1,%d\": EGL lists %s; glmul -list-devices names them", n+1, report.Plural(n, "device")); code != 2 || out != "" || !strings.Contains(errs, want) {
 			t.Errorf("glmul %s: exit %d, stdout %q, stderr %q; want 2, nothing and %q", strings.Join(args, " "), code, out, errs, want)
 		}
 	}
