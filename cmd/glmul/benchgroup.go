@@ -127,8 +127,12 @@ func vsOneDevice(r benchRow) string {
 func groupPreamble(rows []benchRow) string {
 	for _, r := range rows {
 		if r.Kernel == groupKernel && len(r.Devices) > 0 {
-			return fmt.Sprintf("%s (EGL %s) and %s (EGL %d alone, through a group of one): whole products, host memory to host memory, median of -reps after 1 untimed",
+			s := fmt.Sprintf("%s (EGL %s) and %s (EGL %d alone, through a group of one): whole products, host memory to host memory, median of -reps after 1 untimed",
 				groupKernel, groupIndices(r.Devices), groupOneKernel, r.Devices[0].Index)
+			if len(r.Devices) == 1 {
+				s += "; one device in the group, so its ratio compares the device with itself"
+			}
+			return s
 		}
 	}
 	return groupKernel + " and " + groupOneKernel + " (its first device alone): whole products, host memory to host memory"

@@ -128,7 +128,7 @@ func (r *Mul) writeDevices(p func(label, format string, args ...any)) {
 	for _, d := range r.Devices {
 		p(fmt.Sprintf("device %d", d.Index), "%s: %s, %s, %8.2f ms busy; kernel %s", d.Renderer, Plural(d.Panels, "panel"), Plural(d.Reruns, "rerun"), ms(d.Busy), d.Kernel)
 		if d.Error != "" {
-			p("", "failed: %s (its panels ran on the others)", d.Error)
+			p("", "failed: %s; the other devices computed the panels it had not", d.Error)
 		}
 	}
 }
