@@ -327,6 +327,14 @@ func (m *tableMeasurer) rows(sizes []int, kernels []string, cpuMax int) error {
 }
 
 func (m *tableMeasurer) row(n int, kernels []string, cpuMax int, seed uint64) (table.Row, error) {
+	return m.rowWith(n, kernels, cpuMax, seed, func(in *measure.Inputs, k string) (measure.Result, error) {
+		return measure.Product(m.dev, in, measure.Options{Kernel: k, Warmup: 1, Reps: m.reps, Context: m.ctx, Ramp: true})
+	})
+}
+
+// rowWith measures size n's row: the CPU columns, then a GPU column a
+// kernel, each product's (product) on the same seeded inputs.
+func (m *tableMeasurer) rowWith(n int, kernels []string, cpuMax int, seed uint64, product func(in *measure.Inputs, kernel string) (measure.Result, error)) (table.Row, error) {
 	r := table.Row{N: n}
 	in := measure.NewInputs(n, n, n, seed)
 	a, b, c := in.A, in.B, in.C
@@ -334,9 +342,7 @@ func (m *tableMeasurer) row(n int, kernels []string, cpuMax int, seed uint64) (t
 	if err != nil {
 		return r, err
 	}
-	return r, m.gpuColumns(&r, kernels, func(k string) (measure.Result, error) {
-		return measure.Product(m.dev, in, measure.Options{Kernel: k, Warmup: 1, Reps: m.reps, Context: m.ctx, Ramp: true})
-	})
+	return r, m.gpuColumns(&r, kernels, func(k string) (measure.Result, error) { return product(in, k) })
 }
 
 // gpuColumns fills r's GPU columns, a kernel at a time through product,

@@ -6,7 +6,6 @@ import (
 
 	"github.com/glmul/glmul/cmd/glmul/internal/measure"
 	"github.com/glmul/glmul/cmd/glmul/internal/table"
-	"github.com/glmul/glmul/cpu"
 	"github.com/glmul/glmul/glcompute"
 	"github.com/glmul/glmul/validate"
 )
@@ -103,24 +102,14 @@ func (o tableOn) release() {
 // rowGroup is row with the group's GPU columns (kernels: groupKernel,
 // groupOneKernel), each carrying the EGL indices of its devices.
 func (m *tableMeasurer) rowGroup(n int, kernels []string, cpuMax int, seed uint64) (table.Row, error) {
-	r := table.Row{N: n}
-	in := measure.NewInputs(n, n, n, seed)
-	a, b, c := in.A, in.B, in.C
-	err := m.cpuColumns(&r, cpuMax, func(i0, i1 int) { cpu.NaiveRows(c, a, b, i0, i1) }, func() { cpu.Sgemm(c, a, b) })
-	if err != nil {
-		return r, err
-	}
-	for _, k := range kernels {
+	var devices []string // a column's, in kernels' order
+	r, err := m.rowWith(n, kernels, cpuMax, seed, func(in *measure.Inputs, k string) (measure.Result, error) {
 		g, err := measureGroup(m.ctx, m.group.group(k), in, m.reps, validate.Auto)
-		if err != nil {
-			return r, err
-		}
-		err = m.addGPU(&r, k, g.asResult())
-		r.GPU[len(r.GPU)-1].Devices = groupIndices(g.Devices)
-		if err != nil {
-			return r, err
-		}
+		devices = append(devices, groupIndices(g.Devices))
+		return g.asResult(), err
+	})
+	for i := range r.GPU {
+		r.GPU[i].Devices = devices[i]
 	}
-	m.rowDone(r.N)
-	return r, nil
+	return r, err
 }
