@@ -7,6 +7,9 @@
 //	...
 //	defer g.Release()
 //	t, err := g.Mul(c, a, b, nil)
+//
+// A product streamed by panels of rows (package stream) runs over a
+// group's devices with stream.MulDevices(g.Devices(), ...).
 package devgroup
 
 import (
