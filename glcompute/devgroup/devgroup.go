@@ -142,14 +142,18 @@ func New(devs ...*glcompute.Device) *Group {
 // Devices returns the group's devices, in the order given.
 func (g *Group) Devices() []*glcompute.Device { return g.devs }
 
-// Release releases the Devices Open opened (none that New was given). It
-// is idempotent.
+// Release releases the Devices Open opened (none that New was given), at
+// once, each on its own thread: a driver's teardown of a device takes
+// what it takes, and the devices' need not add up. It is idempotent.
 func (g *Group) Release() {
-	if g.owned {
-		for _, d := range g.devs {
-			d.Release()
-		}
+	if !g.owned {
+		return
 	}
+	var wg sync.WaitGroup
+	for _, d := range g.devs {
+		wg.Go(d.Release)
+	}
+	wg.Wait()
 }
 
 // Timings are one Group.Mul's figures.

@@ -357,3 +357,27 @@ func TestGroupEndToEndCoversDevices(t *testing.T) {
 	}
 	checkGroupProduct(t, c, a, b)
 }
+
+// TestOpenRelease opens a group of two contexts on EGL device 1 (the
+// first the host lists), multiplies over it and releases it, the two
+// devices at once: both are released (a Device's use after Release
+// panics), and a second Release is a no-op.
+func TestOpenRelease(t *testing.T) {
+	if len(Devices()) == 0 {
+		t.Skip("EGL cannot enumerate devices here")
+	}
+	g, err := Open([]int{1, 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, a, b := groupOperands(100, 30, 70, 5)
+	if _, err := g.Mul(c, a, b, nil); err != nil {
+		t.Fatal(err)
+	}
+	checkGroupProduct(t, c, a, b)
+	g.Release()
+	g.Release()
+	for _, d := range g.Devices() {
+		conformance.MustPanic(t, "released", func() { d.Mul(c, a, b, nil) })
+	}
+}
