@@ -197,7 +197,26 @@ type Share struct {
 // glcompute.ErrUnsupported. Shapes, panics and empty products are
 // Device.Mul's. Safe from any goroutine.
 func (g *Group) Mul(c, a, b blas32.General, opts *glcompute.MulOptions) (Timings, error) {
+	return g.mul(c, a, b, opts, nil)
+}
+
+// MulReady is Mul for inputs still being made (A, B, or C's first
+// contents, on other goroutines): each device plans the product and
+// makes its buffers, which a group's first product of a shape spends
+// most of a second on at 32768 (docs/PERFORMANCE.md, "The whole process
+// over two H200s"), and then ready is called, once, before any device
+// reads A or B or writes C; EndToEnd starts when it returns. An empty
+// product calls it before writing C's zeros. Otherwise as Mul.
+func (g *Group) MulReady(c, a, b blas32.General, opts *glcompute.MulOptions, ready func()) (Timings, error) {
+	return g.mul(c, a, b, opts, ready)
+}
+
+// mul is Mul, calling ready (nil: none) as MulReady says.
+func (g *Group) mul(c, a, b blas32.General, opts *glcompute.MulOptions, ready func()) (Timings, error) {
 	if link.Product(g.devs[0], c, a, b, opts) {
+		if ready != nil {
+			ready()
+		}
 		if c.Rows > 0 && c.Cols > 0 {
 			for i := range c.Rows {
 				clear(c.Data[i*c.Stride : i*c.Stride+c.Cols])
@@ -231,7 +250,7 @@ func (g *Group) Mul(c, a, b blas32.General, opts *glcompute.MulOptions) (Timings
 	var start time.Time
 	for r.left() > 0 {
 		before := r.left()
-		ran := g.round(c, a, b, plans, r, &t, live, &start)
+		ran := g.round(c, a, b, plans, r, &t, live, &start, ready)
 		if err := stopped(o.Context); err != nil {
 			return t, err
 		}
@@ -261,11 +280,12 @@ func stopped(ctx context.Context) error {
 // round runs the live devices on r's panels until none is left to take,
 // each on its own thread, and reports whether any ran. A device that
 // fails is no longer live and gives its unfinished panels back (a later
-// round reruns them where the others had finished). *start is set, the
-// first time, once every device has made its buffers, by the first
-// device past that meeting before any starts its panels (stamped on the
-// caller's goroutine, it could come after they had ended).
-func (g *Group) round(c, a, b blas32.General, plans []any, r *run, t *Timings, live []bool, start *time.Time) (ran bool) {
+// round reruns them where the others had finished). The first time,
+// once every device has made its buffers, the first device past that
+// meeting calls inputs (nil: none) and sets *start, before any device
+// starts its panels (stamped on the caller's goroutine, it could come
+// after they had ended).
+func (g *Group) round(c, a, b blas32.General, plans []any, r *run, t *Timings, live []bool, start *time.Time, inputs func()) (ran bool) {
 	var wg, prepared sync.WaitGroup
 	var stamp sync.Once
 	for i, d := range g.devs {
@@ -279,6 +299,9 @@ func (g *Group) round(c, a, b blas32.General, plans []any, r *run, t *Timings, l
 			prepared.Wait()
 			stamp.Do(func() { // the others wait here until it is done
 				if start.IsZero() {
+					if inputs != nil {
+						inputs()
+					}
 					*start = time.Now() // the first round's buffers made, as Mul's EndToEnd excludes them
 				}
 			})

@@ -381,3 +381,41 @@ func TestOpenRelease(t *testing.T) {
 		conformance.MustPanic(t, "released", func() { d.Mul(c, a, b, nil) })
 	}
 }
+
+// TestGroupMulReady gives MulReady A and B still wrong (NaN) and C
+// written: ready makes them, after 200 ms. C must be the product of what
+// ready made (no device read A or B, or wrote C, before it returned), and
+// EndToEnd must leave the wait out. An empty product calls ready too,
+// before it writes C's zeros.
+func TestGroupMulReady(t *testing.T) {
+	g := openGroup(t)
+	c, a, b := groupOperands(300, 77, 310, 6)
+	want := [2][]float32{slices.Clone(a.Data), slices.Clone(b.Data)}
+	for _, m := range []blas32.General{a, b} {
+		for i := range m.Data {
+			m.Data[i] = float32(math.NaN())
+		}
+	}
+	calls := 0
+	gt, err := g.MulReady(c, a, b, nil, func() {
+		calls++
+		time.Sleep(200 * time.Millisecond)
+		copy(a.Data, want[0])
+		copy(b.Data, want[1])
+		for i := range c.Data {
+			c.Data[i] = float32(math.NaN())
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGroupProduct(t, c, a, b)
+	if calls != 1 || gt.EndToEnd >= 200*time.Millisecond {
+		t.Errorf("ready called %d times, end to end %v: want once, and its wait left out", calls, gt.EndToEnd)
+	}
+	e := blas32.General{Rows: 2, Cols: 3, Stride: 3, Data: make([]float32, 6)}
+	calls = 0
+	if _, err := g.MulReady(e, blas32.General{Rows: 2, Stride: 1}, blas32.General{Cols: 3, Stride: 3}, nil, func() { calls++; e.Data[0] = 7 }); err != nil || calls != 1 || e.Data[0] != 0 {
+		t.Errorf("empty product: %v, ready called %d times, C[0] %v: want once, then C zeroed", err, calls, e.Data[0])
+	}
+}
