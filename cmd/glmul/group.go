@@ -130,6 +130,11 @@ func multiplyGroup(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The inputs are made (C poisoned with NaN) while the devices open
+	// and make their buffers, as one device's warms up
+	// (docs/PERFORMANCE.md, "The whole process over two H200s").
+	in := measure.MakeInputs(o.m, o.k, o.nCols, o.seed, stageBar(o.progress, stderr, "making A and B"))
+	defer in.Wait() // no maker left writing on any way out
 	g, err := o.dev.openGroup(list)
 	if err != nil {
 		return err
@@ -137,7 +142,6 @@ func multiplyGroup(o *options, stdout, stderr io.Writer) error {
 	defer g.Release()
 	ctx, stop := notifyInterrupt()
 	defer stop()
-	in := measure.NewInputsProgress(o.m, o.k, o.nCols, o.seed, stageBar(o.progress, stderr, "making A and B"))
 	mo := &glcompute.MulOptions{Kernel: o.kernel, MaxGroups: o.maxGroups, MaxBinding: o.binding, MaxGPUMemory: o.gpuMem, Context: ctx}
 	r := groupRun{M: o.m, K: o.k, N: o.nCols, Seed: o.seed, Warmup: o.warmup}
 	mode, _ := validate.ParseMode(o.validate)
@@ -147,12 +151,11 @@ func multiplyGroup(o *options, stdout, stderr io.Writer) error {
 	}
 	check := measure.StartCheck(mode, in, !onCPU) // what reads A and B alone, beside the runs
 	defer check.Stop()
-	bar := newBar(o.progress, stderr, "GPU runs")
-	if err := r.runs(ctx, g, in, mo, o, bar); err != nil {
+	step, finish := runsBar(o, stderr)
+	if err := r.runs(ctx, g, in, mo, o, step); err != nil {
 		return err
 	}
-	if bar != nil {
-		bar.Finish()
+	if finish() {
 		fmt.Fprintln(stderr, "validating (float64 on the CPU)...")
 	}
 	if r.RunsAsked > 0 && check.Mode() == validate.Full {
@@ -180,14 +183,35 @@ func multiplyGroup(o *options, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// runsBar is the runs' progress bar: step shows the runs made, the bar
+// made at the first (once a run has ended, the inputs' bar done: one bar
+// at a time); finish ends it, reporting whether there was one.
+func runsBar(o *options, stderr io.Writer) (step func(done int), finish func() bool) {
+	var bar *progressbar.ProgressBar
+	step = func(done int) {
+		if bar = cmp.Or(bar, newBar(o.progress, stderr, "GPU runs")); bar != nil {
+			bar.ChangeMax(o.warmup + o.reps)
+			bar.Set(done)
+		}
+	}
+	finish = func() bool {
+		if bar != nil {
+			bar.Finish()
+		}
+		return bar != nil
+	}
+	return step, finish
+}
+
 // runs runs o.warmup untimed products and o.reps timed ones over g,
-// stepping bar (nil: none), into r. Ctrl-C (ctx done) in a timed run
+// each devices' buffers made while in's inputs are (MulReady), calling
+// step with the runs made after each, into r. Ctrl-C (ctx done) in a timed run
 // after the first ends them: those made are the measurement (r.RunsAsked
 // says so), and C, whose every panel the stopped run did not land keeps
 // the run before's, holds a whole product to check.
-func (r *groupRun) runs(ctx context.Context, g *devgroup.Group, in *measure.Inputs, mo *glcompute.MulOptions, o *options, bar *progressbar.ProgressBar) error {
+func (r *groupRun) runs(ctx context.Context, g *devgroup.Group, in *measure.Inputs, mo *glcompute.MulOptions, o *options, step func(done int)) error {
 	for i := range o.warmup + o.reps {
-		t, err := g.Mul(in.C, in.A, in.B, mo)
+		t, err := g.MulReady(in.C, in.A, in.B, mo, in.Wait)
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			if len(r.Runs) == 0 {
 				return interruptedError{fmt.Sprintf("nothing to report: the %d×%d×%d product stopped before a timed run finished", o.m, o.k, o.nCols)}
@@ -202,10 +226,7 @@ func (r *groupRun) runs(ctx context.Context, g *devgroup.Group, in *measure.Inpu
 		if i >= o.warmup {
 			r.Runs = append(r.Runs, t.EndToEnd)
 		}
-		if bar != nil {
-			bar.ChangeMax(o.warmup + o.reps)
-			bar.Set(i + 1)
-		}
+		step(i + 1)
 	}
 	return nil
 }
