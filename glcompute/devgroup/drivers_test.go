@@ -79,7 +79,7 @@ func TestGroupTwoDrivers(t *testing.T) {
 	took = [2]int{}
 	conformance.Run(t, groupShapes, func(c, a, b blas32.General) error {
 		row := 4 * int64((a.Cols+3)/4*4+(b.Cols+3)/4*4)
-		r, err := stream.MulDevices(g.Devices(), &rowsInto{c: c}, rowsOf{a}, rowsOf{b}, &stream.Options{PanelBytes: row * 64})
+		r, err := stream.MulDevices(g.Devices(), &conformance.RowsInto{C: c}, conformance.Rows{M: a}, conformance.Rows{M: b}, &stream.Options{PanelBytes: row * 64})
 		for i, sh := range r.Devices {
 			took[i] += sh.Panels
 		}
@@ -88,30 +88,4 @@ func TestGroupTwoDrivers(t *testing.T) {
 	if took[0] == 0 || took[1] == 0 {
 		t.Errorf("streamed panels taken: llvmpipe %d, zink %d; want both to take some", took[0], took[1])
 	}
-}
-
-// rowsOf reads rows of a matrix in memory (stream.RowReader).
-type rowsOf struct{ m blas32.General }
-
-func (r rowsOf) Rows() int { return r.m.Rows }
-func (r rowsOf) Cols() int { return r.m.Cols }
-func (r rowsOf) ReadRows(dst blas32.General, r0 int) error {
-	for i := range dst.Rows {
-		copy(dst.Data[i*dst.Stride:i*dst.Stride+dst.Cols], r.m.Data[(r0+i)*r.m.Stride:])
-	}
-	return nil
-}
-
-// rowsInto writes the rows it is given into c, in order (stream.RowWriter).
-type rowsInto struct {
-	c   blas32.General
-	row int
-}
-
-func (w *rowsInto) WriteRows(m blas32.General) error {
-	for i := range m.Rows {
-		copy(w.c.Data[(w.row+i)*w.c.Stride:(w.row+i)*w.c.Stride+w.c.Cols], m.Data[i*m.Stride:i*m.Stride+m.Cols])
-	}
-	w.row += m.Rows
-	return nil
 }

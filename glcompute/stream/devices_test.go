@@ -171,20 +171,6 @@ func TestMulDevicesPanics(t *testing.T) {
 	conformance.MustPanic(t, "listed twice", func() { MulDevices([]*glcompute.Device{d, d}, &memWriter{failAfter: -1}, a, a, nil) })
 }
 
-// cWriter writes the rows it is given into c, in order.
-type cWriter struct {
-	c   blas32.General
-	row int
-}
-
-func (w *cWriter) WriteRows(m blas32.General) error {
-	for i := range m.Rows {
-		copy(w.c.Data[(w.row+i)*w.c.Stride:(w.row+i)*w.c.Stride+w.c.Cols], m.Data[i*m.Stride:i*m.Stride+m.Cols])
-	}
-	w.row += m.Rows
-	return nil
-}
-
 // TestMulDevicesConformance runs the conformance shapes, and taller ones
 // in several panels of 4 to 64 rows, over two devices, one slowed on
 // every third panel: C right, A and B untouched, C's padding unwritten,
@@ -201,7 +187,7 @@ func TestMulDevicesConformance(t *testing.T) {
 	conformance.Run(t, shapes, func(c, a, b blas32.General) error {
 		row := 4 * int64((a.Cols+3)/4*4+(b.Cols+3)/4*4)
 		o := &Options{PanelBytes: row * int64(max(4, min(64, a.Rows/5)))}
-		_, err := MulDevices(devs, &cWriter{c: c}, &memReader{m: a, failAt: -1}, &memReader{m: b, failAt: -1}, o)
+		_, err := MulDevices(devs, &conformance.RowsInto{C: c}, conformance.Rows{M: a}, conformance.Rows{M: b}, o)
 		return err
 	})
 }
