@@ -222,14 +222,25 @@ func (r *groupRun) runs(ctx context.Context, g *devgroup.Group, in *measure.Inpu
 		if err != nil {
 			return err
 		}
-		r.Timings = t
-		if i >= o.warmup {
-			r.Runs = append(r.Runs, t.EndToEnd)
-		}
+		r.add(i, t)
 		step(i + 1)
 	}
 	return nil
 }
+
+// add records run i's timings (from 0, the warm-up runs first): the
+// last run's shares, and a timed run's end to end.
+func (r *groupRun) add(i int, t devgroup.Timings) {
+	r.Timings = t
+	if i >= r.Warmup {
+		r.Runs = append(r.Runs, t.EndToEnd)
+	}
+}
+
+// eglIndex is the EGL device index of the device of info, the i-th of a
+// group (from 0): as -devices and -list-devices count, i+1 where the
+// device has none (a group of Devices made otherwise).
+func eglIndex(info glcompute.Info, i int) int { return cmp.Or(info.EGLDevice, i+1) }
 
 // fill derives the figures of r from its runs and last timings.
 func (r *groupRun) fill(g *devgroup.Group) {
@@ -240,7 +251,7 @@ func (r *groupRun) fill(g *devgroup.Group) {
 	r.GFLOPS = measure.GFLOPS(flop, r.EndToEnd)
 	for i, d := range g.Devices() {
 		sh := t.Devices[i]
-		row := groupDeviceRow{Index: cmp.Or(d.Info().EGLDevice, i+1), Renderer: d.Info().Renderer, Kernel: sh.Timings.Kernel, Plan: sh.Timings.Panels,
+		row := groupDeviceRow{Index: eglIndex(d.Info(), i), Renderer: d.Info().Renderer, Kernel: sh.Timings.Kernel, Plan: sh.Timings.Panels,
 			Panels: sh.Panels, Reruns: sh.Reruns, Busy: sh.Timings.EndToEnd, GFLOPS: measure.GFLOPS(sh.Flop, sh.Timings.EndToEnd)}
 		if flop > 0 {
 			row.Share = sh.Flop / flop

@@ -70,18 +70,9 @@ func (h *heldGroup) describe() string {
 	var s []string
 	for i, d := range h.all.Devices() {
 		info := d.Info()
-		s = append(s, fmt.Sprintf("EGL %d: %s | %s | %s", eglIndex(d, i), info.Vendor, info.Renderer, measure.API(info)))
+		s = append(s, fmt.Sprintf("EGL %d: %s | %s | %s", eglIndex(info, i), info.Vendor, info.Renderer, measure.API(info)))
 	}
 	return strings.Join(s, "; ")
-}
-
-// eglIndex is the EGL index of d, the i-th device of a group, as
-// groupRun.fill counts it.
-func eglIndex(d *glcompute.Device, i int) int {
-	if n := d.Info().EGLDevice; n != 0 {
-		return n
-	}
-	return i + 1
 }
 
 // groupMul is Group.Mul, a variable so that a test can make a run write
@@ -108,10 +99,7 @@ func measureGroup(ctx context.Context, g *devgroup.Group, in *measure.Inputs, re
 		if err != nil {
 			return r, err
 		}
-		r.Timings = t
-		if i >= groupWarmup {
-			r.Runs = append(r.Runs, t.EndToEnd)
-		}
+		r.add(i, t)
 	}
 	r.Validation = measure.StartCheck(mode, in, false).Check(nil)
 	r.fill(g)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"io"
 
 	"github.com/glmul/glmul/cmd/glmul/internal/report"
@@ -40,7 +39,7 @@ func (r mulResult) groupRows() []report.MulDevice {
 			break
 		}
 		sh := r.Devices[i]
-		row := report.MulDevice{Index: cmp.Or(info.EGLDevice, i+1), Renderer: info.Renderer, Kernel: sh.Kernel, Panels: sh.Panels, Reruns: sh.Reruns, Busy: sh.GPU}
+		row := report.MulDevice{Index: eglIndex(info, i), Renderer: info.Renderer, Kernel: sh.Kernel, Panels: sh.Panels, Reruns: sh.Reruns, Busy: sh.GPU}
 		if sh.Err != nil {
 			row.Error = sh.Err.Error()
 		}
