@@ -50,8 +50,8 @@ type DeviceShare struct {
 }
 
 // heldPanels is how many panels of host memory circulate over devices
-// devices: one being read, one being checked or written, and two a
-// device (one computing, one read back).
+// devices: two a device (one computing, one being read back) and one
+// more being read, checked or written; on one device hostPanels.
 func heldPanels(devices int) int {
 	if devices == 1 {
 		return hostPanels
