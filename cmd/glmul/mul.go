@@ -68,8 +68,9 @@ B's size where B is larger, B uploaded again for each), so that memory holds
 B and the panels, not A and C (a .mtx input is read whole, as is a
 Fortran-order .npy from a stream). With -devices, panels go to each GPU
 as it becomes free; memory holds B and 2·GPUs+1 panels. C is written to a
-temporary file beside -o and renamed over it at the end: the file system needs C's size free, and an error,
-a failed validation or Ctrl-C leaves -o as it was. Products up to 2^20
+temporary file beside -o and renamed over it at the end: the file system
+needs C's size free, and an error, a failed validation or Ctrl-C leaves -o
+as it was. Products up to 2^20
 multiply-adds are validated in full, larger ones by Freivalds' method, panel by
 panel. The report goes to stderr (to stdout with -format json), a failed
 validation's too, before the failure.`

@@ -108,7 +108,7 @@ func TestMulFloat64Panels(t *testing.T) {
 
 // TestMulFloat64StopsMidway: an error in a panel after some were written
 // (the GPU's, or A's file shrinking under glmul) leaves -o as it was and
-// no file beside it, and says what went wrong.
+// no file beside it, and says what went wrong and that -o is untouched.
 func TestMulFloat64StopsMidway(t *testing.T) {
 	needGL(t)
 	panelRowsFor64(t, 8)
@@ -137,7 +137,7 @@ func TestMulFloat64StopsMidway(t *testing.T) {
 			return dev.Mul64(c, a, b, o)
 		})
 		code, _, stderr := glmul("mul", "-type", "f64", "-backend", "egl", pa, pb, "-o", out)
-		if code != 1 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "wrote C") {
+		if code != 1 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, out+" was left as it was") || strings.Contains(stderr, "wrote C") {
 			t.Errorf("%s: exit %d\n%s", tc.name, code, stderr)
 		}
 		if now, _ := os.ReadFile(out); string(now) != "before" {
